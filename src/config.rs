@@ -1,0 +1,398 @@
+//! Command-line flags (gearmand's names where gearmand has one) and the validated settings
+//! the server runs with.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use argh::FromArgs;
+use log::LevelFilter;
+
+use crate::engine::EngineConfig;
+use crate::logger::{self, LogTarget};
+use crate::proto::frame::Limits;
+
+#[derive(FromArgs, Debug)]
+/// gearwheel: a Gearman job server with on-time future jobs.
+pub struct Cli {
+    /// print the version and exit
+    #[argh(switch, short = 'V')]
+    pub version: bool,
+    #[argh(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum Command {
+    Serve(ServeArgs),
+}
+
+#[derive(FromArgs, Debug, Default)]
+/// Run the job server.
+#[argh(subcommand, name = "serve")]
+pub struct ServeArgs {
+    /// address to listen on, IPv4 or IPv6, optionally with :port (repeatable; default 127.0.0.1)
+    #[argh(option, short = 'L')]
+    pub listen: Vec<String>,
+    /// port to listen on (default 4730, or $GEARMAND_PORT; 0 picks a free port)
+    #[argh(option, short = 'p')]
+    pub port: Option<u16>,
+    /// log file path, or "stderr", or "none" (default stderr)
+    #[argh(option, short = 'l')]
+    pub log_file: Option<String>,
+    /// log level: ERROR, WARNING, NOTICE, INFO or DEBUG (default ERROR)
+    #[argh(option)]
+    pub verbose: Option<String>,
+    /// write the process id to this file, removed at exit
+    #[argh(option, short = 'P')]
+    pub pid_file: Option<PathBuf>,
+    /// fail a job after it was given back this many times (0 = unlimited, as gearmand)
+    #[argh(option, short = 'j', default = "0")]
+    pub job_retries: u32,
+    /// sleeping workers woken per new job (0 = all; default 1)
+    #[argh(option, short = 'w', default = "1")]
+    pub worker_wakeup: u32,
+    /// serve a worker's functions in turn instead of oldest job first within a priority
+    #[argh(switch, short = 'R')]
+    pub round_robin: bool,
+    /// job handle prefix (default "H:<hostname>")
+    #[argh(option)]
+    pub job_handle_prefix: Option<String>,
+    /// send WORK_EXCEPTION to every client, as if each had sent OPTION_REQ exceptions
+    #[argh(switch)]
+    pub exceptions: bool,
+    /// listen backlog (default 1024)
+    #[argh(option, short = 'b', default = "1024")]
+    pub backlog: i32,
+    /// TCP keepalive on accepted connections (on by default; kept for gearmand command lines)
+    #[argh(switch)]
+    pub keepalive: bool,
+    /// turn TCP keepalive off
+    #[argh(switch)]
+    pub no_keepalive: bool,
+    /// seconds of silence before the first keepalive probe (default 60)
+    #[argh(option, default = "60")]
+    pub keepalive_idle: u32,
+    /// seconds between keepalive probes (default 10)
+    #[argh(option, default = "10")]
+    pub keepalive_interval: u32,
+    /// unanswered probes before the connection is dropped (default 6)
+    #[argh(option, default = "6")]
+    pub keepalive_count: u32,
+    /// largest packet body accepted, in bytes (default 64 MiB)
+    #[argh(option, default = "64 << 20")]
+    pub max_packet_size: usize,
+    /// most connections at once; more are accepted and closed at once (default 65536)
+    #[argh(option, default = "65536")]
+    pub max_connections: usize,
+    /// unsent reply bytes one connection may pile up before it is closed (default 64 MiB)
+    #[argh(option, default = "64 << 20")]
+    pub max_output_buffer: usize,
+    /// default cap on each function's jobs (0 = unlimited); `maxqueue` changes it per function
+    #[argh(option, default = "0")]
+    pub max_queue: u32,
+    /// seconds a graceful shutdown waits for running jobs (default 30)
+    #[argh(option, default = "30")]
+    pub graceful_timeout: u64,
+    /// accepted and ignored: gearwheel runs one thread
+    #[argh(option, short = 't')]
+    pub threads: Option<String>,
+    /// accepted for "builtin" only: the queue is in memory
+    #[argh(option, short = 'q')]
+    pub queue_type: Option<String>,
+}
+
+/// Validated settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: Vec<SocketAddr>,
+    pub log_target: LogTarget,
+    pub log_level: LevelFilter,
+    pub log_level_name: String,
+    pub pid_file: Option<PathBuf>,
+    pub backlog: i32,
+    pub keepalive: Option<Keepalive>,
+    pub limits: Limits,
+    pub max_connections: usize,
+    pub max_output_buffer: usize,
+    pub graceful_timeout: Duration,
+    pub engine: EngineConfig,
+    /// Notices about flags that were accepted but ignored, logged once logging is up.
+    pub notices: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Keepalive {
+    pub idle: Duration,
+    pub interval: Duration,
+    pub count: u32,
+}
+
+/// gearmand accepts `--flag=value`; argh takes only `--flag value`, so split the first form.
+pub fn split_equals(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = false;
+    for a in args {
+        if rest {
+            out.push(a);
+            continue;
+        }
+        if a == "--" {
+            rest = true;
+            out.push(a);
+        } else if let (true, Some((flag, value))) = (a.starts_with("--"), a.split_once('=')) {
+            out.push(flag.to_string());
+            out.push(value.to_string());
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length and gethostname NUL-terminates within it.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn resolve(addr: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    if let Ok(sa) = addr.parse::<SocketAddr>() {
+        return Ok(vec![sa]);
+    }
+    let bare = addr.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let (host, port) = match addr.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() && !h.contains(':') => {
+            (h, p.parse().unwrap_or(port))
+        }
+        _ => (addr, port),
+    };
+    let found: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve listen address {addr:?}: {e}"))?
+        .collect();
+    if found.is_empty() {
+        return Err(format!("listen address {addr:?} resolves to nothing"));
+    }
+    Ok(found)
+}
+
+impl Config {
+    /// Check the serve flags; `env_port` is $GEARMAND_PORT.
+    pub fn from_args(a: ServeArgs, env_port: Option<String>) -> Result<Config, String> {
+        let mut notices = Vec::new();
+        let port = match (a.port, env_port) {
+            (Some(p), _) => p,
+            (None, Some(p)) => p
+                .parse()
+                .map_err(|_| format!("GEARMAND_PORT={p:?} is not a port number"))?,
+            (None, None) => 4730,
+        };
+        let mut listen = Vec::new();
+        let addrs = if a.listen.is_empty() {
+            vec!["127.0.0.1".to_string()]
+        } else {
+            a.listen.clone()
+        };
+        for l in &addrs {
+            for sa in resolve(l, port)? {
+                if !listen.contains(&sa) {
+                    listen.push(sa);
+                }
+            }
+        }
+        let level_name = a
+            .verbose
+            .clone()
+            .unwrap_or_else(|| "ERROR".into())
+            .to_ascii_uppercase();
+        let log_level = logger::parse_level(&level_name).ok_or_else(|| {
+            format!(
+                "--verbose {:?}: use ERROR, WARNING, NOTICE, INFO or DEBUG",
+                a.verbose.as_deref().unwrap_or("")
+            )
+        })?;
+        if let Some(t) = &a.threads {
+            notices.push(format!("--threads {t} ignored: gearwheel runs one thread"));
+        }
+        if let Some(q) = &a.queue_type {
+            if !q.eq_ignore_ascii_case("builtin") {
+                return Err(format!(
+                    "--queue-type {q:?} is not supported: the queue is built in"
+                ));
+            }
+            notices.push("--queue-type builtin ignored: the queue is built in".into());
+        }
+        if a.max_packet_size < 1024 {
+            return Err("--max-packet-size must be at least 1024 bytes".into());
+        }
+        if a.max_connections == 0 {
+            return Err("--max-connections must be at least 1".into());
+        }
+        if a.max_output_buffer < 4096 {
+            return Err("--max-output-buffer must be at least 4096 bytes".into());
+        }
+        if a.backlog <= 0 {
+            return Err("--backlog must be positive".into());
+        }
+        let keepalive = if a.no_keepalive {
+            None
+        } else {
+            if a.keepalive_idle == 0 || a.keepalive_interval == 0 || a.keepalive_count == 0 {
+                return Err(
+                    "--keepalive-idle, --keepalive-interval and --keepalive-count must be positive"
+                        .into(),
+                );
+            }
+            Some(Keepalive {
+                idle: Duration::from_secs(a.keepalive_idle.into()),
+                interval: Duration::from_secs(a.keepalive_interval.into()),
+                count: a.keepalive_count,
+            })
+        };
+        let handle_prefix = a
+            .job_handle_prefix
+            .clone()
+            .unwrap_or_else(|| format!("H:{}", hostname()));
+        if handle_prefix.is_empty()
+            || handle_prefix.len() > 48
+            || handle_prefix.bytes().any(|b| b == 0 || b == b' ')
+        {
+            return Err("--job-handle-prefix must be 1 to 48 bytes without spaces".into());
+        }
+        Ok(Config {
+            listen,
+            log_target: LogTarget::parse(a.log_file.as_deref().unwrap_or("stderr")),
+            log_level,
+            log_level_name: level_name.clone(),
+            pid_file: a.pid_file,
+            backlog: a.backlog,
+            keepalive,
+            limits: Limits {
+                max_packet: a.max_packet_size,
+                max_admin_line: 8192,
+            },
+            max_connections: a.max_connections,
+            max_output_buffer: a.max_output_buffer,
+            graceful_timeout: Duration::from_secs(a.graceful_timeout),
+            engine: EngineConfig {
+                handle_prefix,
+                job_retries: a.job_retries,
+                worker_wakeup: a.worker_wakeup,
+                round_robin: a.round_robin,
+                exceptions: a.exceptions,
+                max_queue: a.max_queue,
+                verbose: level_name,
+                pid: std::process::id(),
+            },
+            notices,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve(args: &[&str]) -> Result<ServeArgs, String> {
+        let args = split_equals(args.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        match Cli::from_args(&["gearwheel"], &refs) {
+            Ok(Cli {
+                command: Some(Command::Serve(s)),
+                ..
+            }) => Ok(s),
+            Ok(_) => Err("no serve".into()),
+            Err(e) => Err(e.output),
+        }
+    }
+
+    #[test]
+    fn equals_form_is_split() {
+        assert_eq!(
+            split_equals([
+                "--port=4731".into(),
+                "-L".into(),
+                "::1".into(),
+                "--".into(),
+                "--x=y".into()
+            ]),
+            vec!["--port", "4731", "-L", "::1", "--", "--x=y"]
+        );
+    }
+
+    #[test]
+    fn gearmand_style_command_lines_parse() {
+        let a = serve(&[
+            "serve",
+            "--listen=127.0.0.1",
+            "-L",
+            "::1",
+            "--port=0",
+            "-t",
+            "4",
+            "-q",
+            "builtin",
+            "--verbose=INFO",
+            "-j",
+            "3",
+            "-R",
+            "--exceptions",
+            "--keepalive",
+        ])
+        .unwrap();
+        let c = Config::from_args(a, None).unwrap();
+        assert_eq!(
+            c.listen,
+            vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()]
+        );
+        assert_eq!(c.engine.job_retries, 3);
+        assert!(c.engine.round_robin && c.engine.exceptions);
+        assert_eq!(c.log_level, LevelFilter::Info);
+        assert_eq!(c.notices.len(), 2);
+        assert!(c.keepalive.is_some());
+    }
+
+    #[test]
+    fn defaults_and_env_port() {
+        let c = Config::from_args(serve(&["serve"]).unwrap(), None).unwrap();
+        assert_eq!(c.listen, vec!["127.0.0.1:4730".parse().unwrap()]);
+        assert_eq!(c.limits.max_packet, 64 << 20);
+        assert_eq!(c.backlog, 1024);
+        assert!(c.engine.handle_prefix.starts_with("H:"));
+        let c = Config::from_args(serve(&["serve"]).unwrap(), Some("4999".into())).unwrap();
+        assert_eq!(c.listen[0].port(), 4999);
+        let c = Config::from_args(
+            serve(&["serve", "-p", "5000"]).unwrap(),
+            Some("4999".into()),
+        )
+        .unwrap();
+        assert_eq!(c.listen[0].port(), 5000);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_a_reason() {
+        assert!(
+            Config::from_args(serve(&["serve", "-q", "mysql"]).unwrap(), None)
+                .unwrap_err()
+                .contains("mysql")
+        );
+        assert!(
+            Config::from_args(serve(&["serve", "--verbose", "loud"]).unwrap(), None)
+                .unwrap_err()
+                .contains("loud")
+        );
+        assert!(Config::from_args(serve(&["serve"]).unwrap(), Some("x".into())).is_err());
+        assert!(serve(&["serve", "--port", "notaport"]).is_err());
+        assert!(Config::from_args(serve(&["serve", "-L", "[::1]:4800"]).unwrap(), None).is_ok());
+    }
+}

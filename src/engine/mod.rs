@@ -1,0 +1,1024 @@
+//! The job engine: the only owner of jobs, queues, functions, workers and waiting clients.
+//! It turns a request from a connection into replies in an outbox, and never sees a socket,
+//! a buffer or the clock: `now` (milliseconds since the Unix epoch) is passed in.
+
+mod admin;
+mod types;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use slab::Slab;
+
+use crate::proto::packet::PacketType;
+use crate::proto::request::{GrabKind, Priority, Request, RequestError};
+use crate::proto::response::Response;
+use crate::timer::Timers;
+
+pub use types::{
+    Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobState, QueueEntry, UniqueKey,
+};
+
+/// Engine settings, from the command line.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The part of every handle before `:<n>`, gearmand's `H:<hostname>`.
+    pub handle_prefix: String,
+    /// A job given back this many times is failed; 0 means unlimited (gearmand's `-j`).
+    pub job_retries: u32,
+    /// How many sleeping workers one new job wakes; 0 wakes all of them (gearmand's `-w`).
+    pub worker_wakeup: u32,
+    pub round_robin: bool,
+    /// Every connection starts with the `exceptions` option on.
+    pub exceptions: bool,
+    /// Default per-function queue cap; 0 means unlimited.
+    pub max_queue: u32,
+    /// The log level `verbose` reports.
+    pub verbose: String,
+    pub pid: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            handle_prefix: "H:localhost".into(),
+            job_retries: 0,
+            worker_wakeup: 1,
+            round_robin: false,
+            exceptions: false,
+            max_queue: 0,
+            verbose: "ERROR".into(),
+            pid: std::process::id(),
+        }
+    }
+}
+
+/// What the engine asks of the reactor after a request: replies in order, and at most one
+/// shutdown.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub replies: Vec<(ConnId, Response)>,
+    pub shutdown: Option<Shutdown>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    Immediate,
+    Graceful,
+}
+
+impl Outbox {
+    pub fn push(&mut self, to: ConnId, r: Response) {
+        self.replies.push((to, r));
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TimerEvent {
+    /// A running job's CAN_DO_TIMEOUT ran out.
+    JobTimeout { job: JobKey, seq: u64 },
+    /// A future job is due.
+    JobDue { job: JobKey, seq: u64 },
+}
+
+/// Why a job left the engine without a result from a worker.
+enum FailReason {
+    Cancelled,
+    Timeout,
+    RetriesSpent,
+}
+
+pub struct Engine {
+    config: EngineConfig,
+    conns: Vec<Option<Conn>>,
+    functions: Slab<Function>,
+    func_by_name: HashMap<Bytes, FuncId>,
+    jobs: Slab<Job>,
+    by_handle: HashMap<Bytes, JobKey>,
+    by_unique: HashMap<(FuncId, UniqueKey), JobKey>,
+    timers: Timers<TimerEvent>,
+    next_handle: u64,
+    next_seq: u64,
+    running: usize,
+    /// During a graceful shutdown no new job is handed out.
+    draining: bool,
+}
+
+const NOT_FOUND_RESULT: &str = "Job given in work result not found";
+const NOT_FOUND_DATA: &str = "Job does not exist on server";
+const NOT_FOUND_EXCEPTION: &str = "An exception was received for a job that does not exist";
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Self {
+        Engine {
+            config,
+            conns: Vec::new(),
+            functions: Slab::new(),
+            func_by_name: HashMap::new(),
+            jobs: Slab::new(),
+            by_handle: HashMap::new(),
+            by_unique: HashMap::new(),
+            timers: Timers::new(),
+            next_handle: 1,
+            next_seq: 0,
+            running: 0,
+            draining: false,
+        }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Jobs assigned to a worker right now (graceful shutdown waits for these).
+    pub fn running_jobs(&self) -> usize {
+        self.running
+    }
+
+    /// Stop (or resume) handing out jobs; used by graceful shutdown.
+    pub fn set_draining(&mut self, on: bool) {
+        self.draining = on;
+    }
+
+    pub fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// The earliest deadline the engine needs to be woken for.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.timers.next_deadline()
+    }
+
+    fn conn(&self, id: ConnId) -> Option<&Conn> {
+        self.conns
+            .get(id.index as usize)?
+            .as_ref()
+            .filter(|c| c.id == id)
+    }
+
+    fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
+        self.conns
+            .get_mut(id.index as usize)?
+            .as_mut()
+            .filter(|c| c.id == id)
+    }
+
+    pub fn connect(&mut self, id: ConnId, info: ConnInfo) {
+        let idx = id.index as usize;
+        if self.conns.len() <= idx {
+            self.conns.resize_with(idx + 1, || None);
+        }
+        self.conns[idx] = Some(Conn {
+            id,
+            info,
+            client_id: Bytes::from_static(b"-"),
+            abilities: Vec::new(),
+            sleeping: false,
+            noop_sent: false,
+            exceptions: self.config.exceptions,
+            holding: Vec::new(),
+            attached: Vec::new(),
+        });
+    }
+
+    /// A connection is gone: give back the jobs it held, detach it from the jobs it waited on.
+    pub fn disconnect(&mut self, id: ConnId, _now: u64, out: &mut Outbox) {
+        if self.conn(id).is_none() {
+            return;
+        }
+        self.give_back_jobs(id, None, out);
+        self.drop_abilities(id, None);
+        let Some(conn) = self.conns[id.index as usize].take() else {
+            return;
+        };
+        for key in conn.attached {
+            let Some(job) = self.jobs.get_mut(key) else {
+                continue;
+            };
+            job.clients.retain(|c| *c != id);
+            // A foreground job nobody waits for any more is not worth running; a running one
+            // finishes and its result is dropped. A background job always stays.
+            if job.clients.is_empty() && !job.background && job.state == JobState::Queued {
+                log::info!(
+                    "dropping queued job {} whose clients all left",
+                    String::from_utf8_lossy(&job.handle)
+                );
+                self.remove_job(key);
+            }
+        }
+    }
+
+    /// Serve one request.
+    pub fn handle(&mut self, id: ConnId, req: Request, now: u64, out: &mut Outbox) {
+        if self.conn(id).is_none() {
+            return;
+        }
+        match req {
+            Request::CanDo { func } => self.can_do(id, func, None, out),
+            Request::CanDoTimeout { func, timeout_ms } => {
+                self.can_do(id, func, Some(timeout_ms), out)
+            }
+            Request::CantDo { func } => {
+                if let Some(&f) = self.func_by_name.get(&func) {
+                    self.give_back_jobs(id, Some(f), out);
+                    self.drop_abilities(id, Some(f));
+                }
+            }
+            Request::ResetAbilities => {
+                self.give_back_jobs(id, None, out);
+                self.drop_abilities(id, None);
+            }
+            Request::PreSleep => self.pre_sleep(id, out),
+            Request::SubmitJob {
+                func,
+                unique,
+                data,
+                priority,
+                background,
+            } => self.submit(
+                id, func, unique, data, None, priority, background, None, now, out,
+            ),
+            Request::SubmitReduceJob {
+                func,
+                unique,
+                reducer,
+                data,
+                background,
+            } => self.submit(
+                id,
+                func,
+                unique,
+                data,
+                Some(reducer),
+                Priority::Normal,
+                background,
+                None,
+                now,
+                out,
+            ),
+            Request::SubmitJobEpoch {
+                func,
+                unique,
+                epoch,
+                data,
+            } => match parse_epoch(&epoch) {
+                Ok(secs) => {
+                    let due = secs.saturating_mul(1000);
+                    self.submit(
+                        id,
+                        func,
+                        unique,
+                        data,
+                        None,
+                        Priority::Normal,
+                        true,
+                        Some(due),
+                        now,
+                        out,
+                    )
+                }
+                Err(e) => out.push(id, Response::error(e.code, e.text)),
+            },
+            Request::SubmitJobSched { .. } => out.push(
+                id,
+                Response::error(
+                    "INVALID_COMMAND",
+                    "SUBMIT_JOB_SCHED is not supported by this server yet",
+                ),
+            ),
+            Request::GrabJob(kind) => self.grab(id, kind, now, out),
+            Request::WorkStatus {
+                handle,
+                numerator,
+                denominator,
+            } => {
+                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
+                    return;
+                };
+                let job = &mut self.jobs[key];
+                job.numerator = atoi(&numerator);
+                job.denominator = atoi(&denominator);
+                for &c in &job.clients {
+                    out.push(
+                        c,
+                        Response::WorkStatus {
+                            handle: job.handle.clone(),
+                            numerator: numerator.clone(),
+                            denominator: denominator.clone(),
+                        },
+                    );
+                }
+            }
+            Request::WorkData { handle, data } => {
+                self.forward(id, PacketType::WorkData, handle, data, NOT_FOUND_DATA, out)
+            }
+            Request::WorkWarning { handle, data } => self.forward(
+                id,
+                PacketType::WorkWarning,
+                handle,
+                data,
+                NOT_FOUND_DATA,
+                out,
+            ),
+            Request::WorkComplete { handle, data } => {
+                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
+                    return;
+                };
+                let job = &self.jobs[key];
+                for &c in &job.clients {
+                    out.push(
+                        c,
+                        Response::WorkWithData {
+                            ptype: PacketType::WorkComplete,
+                            handle: job.handle.clone(),
+                            data: data.clone(),
+                        },
+                    );
+                }
+                self.remove_job(key);
+            }
+            Request::WorkFail { handle } => {
+                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
+                    return;
+                };
+                for &c in &self.jobs[key].clients {
+                    out.push(
+                        c,
+                        Response::WorkFail {
+                            handle: self.jobs[key].handle.clone(),
+                        },
+                    );
+                }
+                self.remove_job(key);
+            }
+            Request::WorkException { handle, data } => {
+                let Some(key) = self.running_job(id, &handle, NOT_FOUND_EXCEPTION, out) else {
+                    return;
+                };
+                let job = &self.jobs[key];
+                for &c in &job.clients {
+                    let wants = self.conn(c).is_some_and(|c| c.exceptions);
+                    let r = if wants {
+                        Response::WorkWithData {
+                            ptype: PacketType::WorkException,
+                            handle: job.handle.clone(),
+                            data: data.clone(),
+                        }
+                    } else {
+                        Response::WorkFail {
+                            handle: job.handle.clone(),
+                        }
+                    };
+                    out.push(c, r);
+                }
+                self.remove_job(key);
+            }
+            Request::GetStatus { handle } => {
+                let r = match self.by_handle.get(&handle).map(|&k| &self.jobs[k]) {
+                    Some(job) => Response::StatusRes {
+                        handle,
+                        known: true,
+                        running: matches!(job.state, JobState::Running(_)),
+                        numerator: job.numerator,
+                        denominator: job.denominator,
+                    },
+                    None => Response::StatusRes {
+                        handle,
+                        known: false,
+                        running: false,
+                        numerator: 0,
+                        denominator: 0,
+                    },
+                };
+                out.push(id, r);
+            }
+            Request::GetStatusUnique { unique } => {
+                let found = self.find_by_unique(&unique).map(|k| &self.jobs[k]);
+                let r = match found {
+                    Some(job) => Response::StatusResUnique {
+                        unique,
+                        known: true,
+                        running: matches!(job.state, JobState::Running(_)),
+                        numerator: job.numerator,
+                        denominator: job.denominator,
+                        clients: job.clients.len() as u32,
+                    },
+                    None => Response::StatusResUnique {
+                        unique,
+                        known: false,
+                        running: false,
+                        numerator: 0,
+                        denominator: 0,
+                        clients: 0,
+                    },
+                };
+                out.push(id, r);
+            }
+            Request::EchoReq { data } => out.push(id, Response::EchoRes { data }),
+            Request::SetClientId { id: client_id } => {
+                if let Some(c) = self.conn_mut(id) {
+                    c.client_id = client_id.slice(..client_id.len().min(127));
+                }
+            }
+            Request::OptionReq { name } => {
+                if name.eq_ignore_ascii_case(b"exceptions") {
+                    if let Some(c) = self.conn_mut(id) {
+                        c.exceptions = true;
+                    }
+                    out.push(id, Response::OptionRes { name });
+                } else {
+                    out.push(
+                        id,
+                        Response::error("UNKNOWN_OPTION", "Server does not recognize given option"),
+                    );
+                }
+            }
+            Request::AllYours => {}
+        }
+    }
+
+    /// Reply to a request the reactor could not parse.
+    pub fn reject(&mut self, id: ConnId, err: RequestError, out: &mut Outbox) {
+        out.push(id, Response::error(err.code, err.text));
+    }
+
+    /// Fire every timer due at `now`.
+    pub fn on_time(&mut self, now: u64, out: &mut Outbox) {
+        while let Some((_, ev)) = self.timers.poll(now) {
+            match ev {
+                TimerEvent::JobTimeout { job, seq } => {
+                    let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {
+                        continue;
+                    };
+                    j.timeout = None;
+                    if let JobState::Running(worker) = j.state {
+                        log::warn!(
+                            "job {} ran past its CAN_DO_TIMEOUT on worker {}; failing it",
+                            String::from_utf8_lossy(&j.handle),
+                            worker.index
+                        );
+                        self.fail_job(job, FailReason::Timeout, out);
+                    }
+                }
+                TimerEvent::JobDue { job, seq } => {
+                    let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {
+                        continue;
+                    };
+                    if !matches!(j.state, JobState::Future(_)) {
+                        continue;
+                    }
+                    log::info!("future job {} is due", String::from_utf8_lossy(&j.handle));
+                    let f = j.func;
+                    self.functions[f].future -= 1;
+                    self.enqueue(job, false);
+                    self.wake_workers(f, out);
+                }
+            }
+        }
+    }
+
+    // ---- workers -------------------------------------------------------------------------
+
+    fn func_id(&mut self, name: &Bytes) -> FuncId {
+        if let Some(&f) = self.func_by_name.get(name) {
+            return f;
+        }
+        let f = self
+            .functions
+            .insert(Function::new(name.clone(), self.config.max_queue));
+        self.func_by_name.insert(name.clone(), f);
+        f
+    }
+
+    fn can_do(&mut self, id: ConnId, func: Bytes, timeout_ms: Option<u64>, out: &mut Outbox) {
+        let f = self.func_id(&func);
+        self.functions[f].workers.push(id);
+        let Some(c) = self.conn_mut(id) else { return };
+        // A second CAN_DO_TIMEOUT for the same function updates the timeout of all its entries.
+        if timeout_ms.is_some() {
+            for a in c.abilities.iter_mut().filter(|a| a.func == f) {
+                a.timeout_ms = timeout_ms;
+            }
+        }
+        c.abilities.insert(
+            0,
+            Ability {
+                func: f,
+                timeout_ms,
+            },
+        );
+        // A worker that is already asleep learns at once that there is work for it.
+        if c.sleeping && !c.noop_sent && self.functions[f].queued_total() > 0 {
+            self.send_noop(id, out);
+        }
+    }
+
+    /// Remove the registrations of `only` (or all) from a connection.
+    fn drop_abilities(&mut self, id: ConnId, only: Option<FuncId>) {
+        let Some(c) = self.conn_mut(id) else { return };
+        let mut dropped = Vec::new();
+        c.abilities.retain(|a| {
+            let keep = only.is_some_and(|f| f != a.func);
+            if !keep {
+                dropped.push(a.func);
+            }
+            keep
+        });
+        for f in dropped {
+            if let Some(func) = self.functions.get_mut(f) {
+                if let Some(pos) = func.workers.iter().position(|w| *w == id) {
+                    func.workers.remove(pos);
+                }
+            }
+        }
+    }
+
+    /// Jobs held by a worker that stops doing them go back to the head of their queue,
+    /// counted against `--job-retries`; when those are spent the clients get WORK_FAIL.
+    fn give_back_jobs(&mut self, id: ConnId, only: Option<FuncId>, out: &mut Outbox) {
+        let Some(c) = self.conn_mut(id) else { return };
+        let holding = std::mem::take(&mut c.holding);
+        let (back, keep): (Vec<JobKey>, Vec<JobKey>) = holding
+            .into_iter()
+            .partition(|&k| only.is_none() || self.jobs.get(k).map(|j| j.func) == only);
+        if let Some(c) = self.conn_mut(id) {
+            c.holding = keep;
+        }
+        for k in back {
+            let Some(job) = self.jobs.get_mut(k) else {
+                continue;
+            };
+            job.retries += 1;
+            job.numerator = 0;
+            job.denominator = 0;
+            if let Some(t) = job.timeout.take() {
+                self.timers.cancel(t);
+            }
+            let limit = self.config.job_retries;
+            if limit > 0 && job.retries >= limit {
+                log::warn!(
+                    "Dropped job due to max retry count: {} {}",
+                    String::from_utf8_lossy(&job.handle),
+                    String::from_utf8_lossy(&job.unique)
+                );
+                self.fail_job(k, FailReason::RetriesSpent, out);
+                continue;
+            }
+            log::info!(
+                "worker left job {} (retry {}); it goes back to the head of its queue",
+                String::from_utf8_lossy(&job.handle),
+                job.retries
+            );
+            let f = job.func;
+            self.functions[f].running -= 1;
+            self.running -= 1;
+            self.enqueue(k, true);
+            self.wake_workers(f, out);
+        }
+    }
+
+    fn pre_sleep(&mut self, id: ConnId, out: &mut Outbox) {
+        let has_work = self.find_job_for(id).is_some();
+        let Some(c) = self.conn_mut(id) else { return };
+        if has_work {
+            c.sleeping = false;
+            c.noop_sent = true;
+            out.push(id, Response::Noop);
+        } else {
+            c.sleeping = true;
+            c.noop_sent = false;
+        }
+    }
+
+    fn send_noop(&mut self, id: ConnId, out: &mut Outbox) {
+        if let Some(c) = self.conn_mut(id) {
+            c.noop_sent = true;
+            out.push(id, Response::Noop);
+        }
+    }
+
+    /// Wake sleeping workers of `f`: as many as `--worker-wakeup` says (0 = all), rotating so
+    /// that the same worker is not always the one woken.
+    fn wake_workers(&mut self, f: FuncId, out: &mut Outbox) {
+        let Some(func) = self.functions.get(f) else {
+            return;
+        };
+        let n = func.workers.len();
+        if n == 0 {
+            return;
+        }
+        let limit = match self.config.worker_wakeup {
+            0 => usize::MAX,
+            w => w as usize,
+        };
+        let start = func.wake_cursor % n;
+        let mut woken = 0;
+        let mut last = start;
+        for i in 0..n {
+            if woken >= limit {
+                break;
+            }
+            let pos = (start + i) % n;
+            let w = self.functions[f].workers[pos];
+            let Some(c) = self.conn_mut(w) else { continue };
+            if c.sleeping && !c.noop_sent {
+                c.noop_sent = true;
+                out.push(w, Response::Noop);
+                woken += 1;
+                last = pos + 1;
+            }
+        }
+        if woken > 0 {
+            self.functions[f].wake_cursor = last % n;
+        }
+    }
+
+    /// The queued job this worker would get: highest priority across all its functions, then
+    /// oldest (or, with `--round-robin`, the first function in the worker's rotating list).
+    /// Stale queue heads are dropped on the way.
+    fn find_job_for(&mut self, id: ConnId) -> Option<(usize, FuncId, Priority)> {
+        let conn = self.conn(id)?;
+        if conn.abilities.is_empty() || self.draining {
+            return None;
+        }
+        let funcs: Vec<FuncId> = conn.abilities.iter().map(|a| a.func).collect();
+        for p in Priority::ALL {
+            let mut best: Option<(u64, usize, FuncId)> = None;
+            for (pos, &f) in funcs.iter().enumerate() {
+                let Some(func) = self.functions.get_mut(f) else {
+                    continue;
+                };
+                if func.queued[p.index()] == 0 {
+                    continue;
+                }
+                let q = &mut func.queues[p.index()];
+                // Skip stale entries at the head.
+                while let Some(e) = q.front() {
+                    let live = self
+                        .jobs
+                        .get(e.job)
+                        .is_some_and(|j| j.queue_seq == e.seq && j.state == JobState::Queued);
+                    if live {
+                        break;
+                    }
+                    q.pop_front();
+                }
+                let Some(e) = q.front() else { continue };
+                let order = if self.config.round_robin {
+                    pos as u64
+                } else {
+                    self.jobs[e.job].seq
+                };
+                if best.is_none_or(|(o, _, _)| order < o) {
+                    best = Some((order, pos, f));
+                }
+            }
+            if let Some((_, pos, f)) = best {
+                return Some((pos, f, p));
+            }
+        }
+        None
+    }
+
+    fn grab(&mut self, id: ConnId, kind: GrabKind, now: u64, out: &mut Outbox) {
+        if let Some(c) = self.conn_mut(id) {
+            c.sleeping = false;
+            c.noop_sent = false;
+        }
+        let Some((pos, f, p)) = self.find_job_for(id) else {
+            out.push(id, Response::NoJob);
+            return;
+        };
+        let func = &mut self.functions[f];
+        let Some(entry) = func.queues[p.index()].pop_front() else {
+            out.push(id, Response::NoJob);
+            return;
+        };
+        func.queued[p.index()] -= 1;
+        func.running += 1;
+        self.running += 1;
+        let more_work = func.queued_total() > 0;
+        let timeout = self.conn(id).and_then(|c| c.timeout_for(f));
+        if self.config.round_robin {
+            if let Some(c) = self.conn_mut(id) {
+                // The function just served goes to the back of this worker's list.
+                let a = c.abilities.remove(pos);
+                c.abilities.push(a);
+            }
+        }
+        let key = entry.job;
+        let job = &mut self.jobs[key];
+        job.state = JobState::Running(id);
+        if let Some(ms) = timeout {
+            job.timeout = Some(self.timers.insert(
+                now.saturating_add(ms),
+                TimerEvent::JobTimeout {
+                    job: key,
+                    seq: job.seq,
+                },
+            ));
+        }
+        let func_name = self.functions[f].name.clone();
+        let r = match (kind, &job.reducer) {
+            (GrabKind::Plain, _) => Response::JobAssign {
+                handle: job.handle.clone(),
+                func: func_name,
+                data: job.data.clone(),
+            },
+            (GrabKind::All, Some(reducer)) => Response::JobAssignAll {
+                handle: job.handle.clone(),
+                func: func_name,
+                unique: job.unique.clone(),
+                reducer: reducer.clone(),
+                data: job.data.clone(),
+            },
+            (GrabKind::Uniq | GrabKind::All, _) => Response::JobAssignUniq {
+                handle: job.handle.clone(),
+                func: func_name,
+                unique: job.unique.clone(),
+                data: job.data.clone(),
+            },
+        };
+        out.push(id, r);
+        if let Some(c) = self.conn_mut(id) {
+            c.holding.push(key);
+        }
+        // Pass the baton: work is left, so wake the next sleeper rather than all of them at
+        // submit time. This bounds the herd without leaving a job behind a busy worker.
+        if more_work {
+            self.wake_workers(f, out);
+        }
+    }
+
+    /// The job named by a worker's WORK_* packet, if this worker runs it; else an ERROR.
+    fn running_job(
+        &self,
+        id: ConnId,
+        handle: &Bytes,
+        text: &'static str,
+        out: &mut Outbox,
+    ) -> Option<JobKey> {
+        let key = self.by_handle.get(handle).copied();
+        match key {
+            Some(k) if self.jobs[k].state == JobState::Running(id) => Some(k),
+            _ => {
+                out.push(id, Response::error("JOB_NOT_FOUND", text));
+                None
+            }
+        }
+    }
+
+    fn forward(
+        &mut self,
+        id: ConnId,
+        ptype: PacketType,
+        handle: Bytes,
+        data: Bytes,
+        text: &'static str,
+        out: &mut Outbox,
+    ) {
+        let Some(key) = self.running_job(id, &handle, text, out) else {
+            return;
+        };
+        let job = &self.jobs[key];
+        for &c in &job.clients {
+            out.push(
+                c,
+                Response::WorkWithData {
+                    ptype,
+                    handle: job.handle.clone(),
+                    data: data.clone(),
+                },
+            );
+        }
+    }
+
+    // ---- clients -------------------------------------------------------------------------
+
+    #[allow(clippy::too_many_arguments)]
+    fn submit(
+        &mut self,
+        id: ConnId,
+        func: Bytes,
+        unique: Bytes,
+        data: Bytes,
+        reducer: Option<Bytes>,
+        priority: Priority,
+        background: bool,
+        due_ms: Option<u64>,
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        let f = self.func_id(&func);
+        let key = UniqueKey::of(&unique, &data);
+        if let Some(existing) = key
+            .as_ref()
+            .and_then(|k| self.by_unique.get(&(f, k.clone())))
+            .copied()
+        {
+            let job = &mut self.jobs[existing];
+            if background {
+                // A background submit must run even if the foreground clients it joined leave.
+                job.background = true;
+            } else if !job.clients.contains(&id) {
+                job.clients.push(id);
+                if let Some(c) = self.conn_mut(id) {
+                    c.attached.push(existing);
+                }
+            }
+            out.push(
+                id,
+                Response::JobCreated {
+                    handle: self.jobs[existing].handle.clone(),
+                },
+            );
+            return;
+        }
+        let fun = &self.functions[f];
+        let limit = fun.max_queue[priority.index()];
+        if limit > 0 && fun.total() >= limit {
+            out.push(id, Response::error("QUEUE_ERROR", "Job queue is full"));
+            return;
+        }
+        let handle: Bytes = format!("{}:{}", self.config.handle_prefix, self.next_handle).into();
+        self.next_handle += 1;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let job = Job {
+            handle: handle.clone(),
+            func: f,
+            unique,
+            data,
+            reducer,
+            priority,
+            background,
+            seq,
+            queue_seq: 0,
+            state: JobState::Queued,
+            clients: if background { Vec::new() } else { vec![id] },
+            retries: 0,
+            numerator: 0,
+            denominator: 0,
+            key: key.clone(),
+            timeout: None,
+            due_ms,
+        };
+        let k = self.jobs.insert(job);
+        self.by_handle.insert(handle.clone(), k);
+        if let Some(uk) = key {
+            self.by_unique.insert((f, uk), k);
+        }
+        if !background {
+            if let Some(c) = self.conn_mut(id) {
+                c.attached.push(k);
+            }
+        }
+        match due_ms {
+            Some(due) if due > now => {
+                let t = self.timers.insert(due, TimerEvent::JobDue { job: k, seq });
+                self.jobs[k].state = JobState::Future(t);
+                self.functions[f].future += 1;
+                log::info!(
+                    "accepted future job {} for {}",
+                    String::from_utf8_lossy(&handle),
+                    due / 1000
+                );
+                out.push(id, Response::JobCreated { handle });
+            }
+            _ => {
+                self.enqueue(k, false);
+                out.push(id, Response::JobCreated { handle });
+                self.wake_workers(f, out);
+            }
+        }
+    }
+
+    /// Put a job in its function's queue, at the tail (new) or the head (given back).
+    fn enqueue(&mut self, k: JobKey, front: bool) {
+        let qseq = self.next_seq;
+        self.next_seq += 1;
+        let job = &mut self.jobs[k];
+        job.state = JobState::Queued;
+        job.queue_seq = qseq;
+        let func = &mut self.functions[job.func];
+        let p = job.priority.index();
+        let e = QueueEntry { job: k, seq: qseq };
+        if front {
+            // Keep global FIFO order meaningful: a given-back job is older than anything queued.
+            func.queues[p].push_front(e);
+        } else {
+            func.queues[p].push_back(e);
+        }
+        func.queued[p] += 1;
+    }
+
+    /// Remove a job from every index and counter. Its queue entry, if any, goes stale.
+    fn remove_job(&mut self, k: JobKey) {
+        let job = self.jobs.remove(k);
+        self.by_handle.remove(&job.handle);
+        if let Some(uk) = job.key {
+            let mk = (job.func, uk);
+            if self.by_unique.get(&mk) == Some(&k) {
+                self.by_unique.remove(&mk);
+            }
+        }
+        if let Some(t) = job.timeout {
+            self.timers.cancel(t);
+        }
+        if let Some(func) = self.functions.get_mut(job.func) {
+            match job.state {
+                JobState::Queued => func.queued[job.priority.index()] -= 1,
+                JobState::Running(w) => {
+                    func.running -= 1;
+                    self.running -= 1;
+                    if let Some(c) = self
+                        .conns
+                        .get_mut(w.index as usize)
+                        .and_then(|c| c.as_mut())
+                        .filter(|c| c.id == w)
+                    {
+                        c.holding.retain(|&h| h != k);
+                    }
+                }
+                JobState::Future(t) => {
+                    func.future -= 1;
+                    self.timers.cancel(t);
+                }
+            }
+        }
+        for c in job.clients {
+            if let Some(conn) = self
+                .conns
+                .get_mut(c.index as usize)
+                .and_then(|x| x.as_mut())
+                .filter(|x| x.id == c)
+            {
+                conn.attached.retain(|&a| a != k);
+            }
+        }
+    }
+
+    /// A job ends without a worker's result: its clients get WORK_FAIL.
+    fn fail_job(&mut self, k: JobKey, reason: FailReason, out: &mut Outbox) {
+        let job = &self.jobs[k];
+        match reason {
+            FailReason::Cancelled => log::info!(
+                "job {} cancelled by admin",
+                String::from_utf8_lossy(&job.handle)
+            ),
+            FailReason::Timeout | FailReason::RetriesSpent => {}
+        }
+        for &c in &job.clients {
+            out.push(
+                c,
+                Response::WorkFail {
+                    handle: job.handle.clone(),
+                },
+            );
+        }
+        self.remove_job(k);
+    }
+
+    /// GET_STATUS_UNIQUE looks a unique up across all functions, as gearmand.
+    fn find_by_unique(&self, unique: &Bytes) -> Option<JobKey> {
+        let uk = UniqueKey::Unique(unique.clone());
+        self.functions
+            .iter()
+            .find_map(|(f, _)| self.by_unique.get(&(f, uk.clone())).copied())
+    }
+}
+
+/// gearmand's `atoi` for WORK_STATUS numbers: leading digits, anything else is 0.
+fn atoi(b: &[u8]) -> u32 {
+    let mut n: u32 = 0;
+    for &c in b.iter().skip_while(|c| **c == b' ') {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        n = n.saturating_mul(10).saturating_add((c - b'0') as u32);
+    }
+    n
+}
+
+/// SUBMIT_JOB_EPOCH's time: whole seconds since 1970, at most year 9999.
+fn parse_epoch(b: &[u8]) -> Result<u64, RequestError> {
+    const MAX_EPOCH: u64 = 253_402_300_799; // 9999-12-31T23:59:59Z
+    let s = std::str::from_utf8(b).unwrap_or("");
+    match s.parse::<u64>() {
+        Ok(n) if n <= MAX_EPOCH && !s.starts_with('+') => Ok(n),
+        Ok(_) => Err(RequestError::new(
+            "INVALID_ARGUMENT",
+            "Epoch is after the year 9999",
+        )),
+        Err(_) => Err(RequestError::new(
+            "INVALID_ARGUMENT",
+            format!(
+                "Epoch must be whole seconds since 1970, got {:?}",
+                String::from_utf8_lossy(b)
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;

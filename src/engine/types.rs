@@ -1,0 +1,168 @@
+//! The engine's records: connections as the engine sees them, functions with their queues,
+//! and jobs. Plain data with small helpers; the rules live in the engine proper.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use crate::proto::request::Priority;
+use crate::timer::TimerKey;
+
+/// A connection's identity: the reactor's slab index plus a generation, so that a reply meant
+/// for a closed connection never reaches the next one to take its slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId {
+    pub index: u32,
+    pub generation: u32,
+}
+
+/// What the reactor tells the engine about a new connection (for `workers` and `shutdown`).
+#[derive(Clone, Debug)]
+pub struct ConnInfo {
+    pub fd: i32,
+    pub ip: String,
+    pub loopback: bool,
+}
+
+pub type FuncId = usize;
+pub type JobKey = usize;
+
+/// One CAN_DO registration.
+#[derive(Clone, Copy, Debug)]
+pub struct Ability {
+    pub func: FuncId,
+    /// CAN_DO_TIMEOUT in milliseconds.
+    pub timeout_ms: Option<u64>,
+}
+
+/// The engine's view of one connection.
+#[derive(Debug)]
+pub struct Conn {
+    pub id: ConnId,
+    pub info: ConnInfo,
+    pub client_id: Bytes,
+    /// Registrations, newest first (gearmand's `workers` order). Duplicates count twice.
+    pub abilities: Vec<Ability>,
+    pub sleeping: bool,
+    pub noop_sent: bool,
+    pub exceptions: bool,
+    /// Jobs this worker is running.
+    pub holding: Vec<JobKey>,
+    /// Foreground jobs this client waits for.
+    pub attached: Vec<JobKey>,
+}
+
+impl Conn {
+    pub fn can_do(&self, func: FuncId) -> bool {
+        self.abilities.iter().any(|a| a.func == func)
+    }
+
+    pub fn timeout_for(&self, func: FuncId) -> Option<u64> {
+        self.abilities
+            .iter()
+            .find(|a| a.func == func)
+            .and_then(|a| a.timeout_ms)
+    }
+}
+
+/// A queued job's place in a FIFO. `seq` tells a live entry from a stale one left behind by a
+/// cancel, so that removing from the middle of a queue is O(1).
+#[derive(Clone, Copy, Debug)]
+pub struct QueueEntry {
+    pub job: JobKey,
+    pub seq: u64,
+}
+
+/// A function name with its three priority queues and counters.
+#[derive(Debug)]
+pub struct Function {
+    pub name: Bytes,
+    pub queues: [VecDeque<QueueEntry>; 3],
+    /// Live entries per priority (the queues may also hold stale ones).
+    pub queued: [u32; 3],
+    pub running: u32,
+    /// Future jobs waiting in the timer for their time.
+    pub future: u32,
+    /// Registrations of workers, one entry per CAN_DO (duplicates count, as gearmand).
+    pub workers: Vec<ConnId>,
+    /// Where the next wake-up starts, so that wake-ups rotate over the sleepers.
+    pub wake_cursor: usize,
+    /// Per-priority cap on the function's total jobs; 0 means unlimited.
+    pub max_queue: [u32; 3],
+}
+
+impl Function {
+    pub fn new(name: Bytes, max_queue: u32) -> Self {
+        Function {
+            name,
+            queues: Default::default(),
+            queued: [0; 3],
+            running: 0,
+            future: 0,
+            workers: Vec::new(),
+            wake_cursor: 0,
+            max_queue: [max_queue; 3],
+        }
+    }
+
+    pub fn queued_total(&self) -> u32 {
+        self.queued.iter().sum()
+    }
+
+    /// `status`'s TOTAL: queued, running and future jobs, as gearmand counts them.
+    pub fn total(&self) -> u32 {
+        self.queued_total() + self.running + self.future
+    }
+}
+
+/// What a job is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    Queued,
+    Running(ConnId),
+    /// Waiting in the timer until its due time; not in any queue.
+    Future(TimerKey),
+}
+
+/// The coalescing key within one function: the unique, or the data when the unique is `-`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UniqueKey {
+    Unique(Bytes),
+    Data(Bytes),
+}
+
+impl UniqueKey {
+    pub fn of(unique: &Bytes, data: &Bytes) -> Option<UniqueKey> {
+        match &unique[..] {
+            b"" => None,
+            b"-" if data.is_empty() => None,
+            b"-" => Some(UniqueKey::Data(data.clone())),
+            _ => Some(UniqueKey::Unique(unique.clone())),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Job {
+    pub handle: Bytes,
+    pub func: FuncId,
+    pub unique: Bytes,
+    pub data: Bytes,
+    pub reducer: Option<Bytes>,
+    pub priority: Priority,
+    pub background: bool,
+    /// Order of submission; with `queue_seq` it also marks the job's live queue entry.
+    pub seq: u64,
+    pub queue_seq: u64,
+    pub state: JobState,
+    /// Foreground clients in attach order.
+    pub clients: Vec<ConnId>,
+    pub retries: u32,
+    pub numerator: u32,
+    pub denominator: u32,
+    pub key: Option<UniqueKey>,
+    /// CAN_DO_TIMEOUT deadline of the current run.
+    pub timeout: Option<TimerKey>,
+    /// Due time in milliseconds since the epoch, for future jobs.
+    pub due_ms: Option<u64>,
+}

@@ -1,0 +1,290 @@
+//! The admin text protocol: one line in, one command out, with gearmand's error replies for
+//! lines it cannot take.
+
+use bytes::Bytes;
+
+/// A parsed admin line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdminCommand {
+    Status,
+    PriorityStatus,
+    Workers,
+    ShowJobs,
+    ShowUniqueJobs,
+    ShowScheduled,
+    CancelJob(Bytes),
+    CreateFunction(Bytes),
+    DropFunction(Bytes),
+    /// `maxqueue FUNC` reads the limits back; with numbers it sets them. `None` in a slot is
+    /// a missing or negative number, which means unlimited.
+    MaxQueue {
+        func: Bytes,
+        limits: Option<[u32; 3]>,
+    },
+    GetPid,
+    Verbose,
+    Version,
+    Shutdown {
+        graceful: bool,
+    },
+    /// A line the server answers with a fixed reply (an error), already formatted.
+    Reply(&'static str),
+    /// An unknown command word, answered with gearmand's UNKNOWN_COMMAND text.
+    Unknown(Bytes),
+}
+
+/// At most this many words; gearmand closes on more, we answer an error.
+const MAX_WORDS: usize = 5;
+
+fn word_eq(w: &[u8], s: &str) -> bool {
+    w.eq_ignore_ascii_case(s.as_bytes())
+}
+
+fn invalid_arguments(cmd: &str) -> &'static str {
+    match cmd {
+        "create" => {
+            "ERR INVALID_ARGUMENTS An+incomplete+set+of+arguments+was+sent+to+this+command+create\r\n"
+        }
+        "drop" => {
+            "ERR INVALID_ARGUMENTS An+incomplete+set+of+arguments+was+sent+to+this+command+drop\r\n"
+        }
+        _ => {
+            "ERR INVALID_ARGUMENTS An+incomplete+set+of+arguments+was+sent+to+this+command+maxqueue\r\n"
+        }
+    }
+}
+
+/// gearmand's `maxqueue` number: missing, negative or garbage is 0 (unlimited).
+fn queue_limit(w: Option<&Bytes>) -> u32 {
+    let Some(w) = w else { return 0 };
+    let s = std::str::from_utf8(w).unwrap_or("");
+    match s.parse::<i64>() {
+        Ok(n) if n > 0 => n.min(u32::MAX as i64) as u32,
+        _ => 0,
+    }
+}
+
+impl AdminCommand {
+    /// Parse one line (without its line ending).
+    pub fn parse(line: &Bytes) -> AdminCommand {
+        // Split on single spaces so that a leading space gives an empty first word, as gearmand.
+        let mut words: Vec<Bytes> = Vec::with_capacity(MAX_WORDS);
+        let mut start = 0;
+        let mut first = true;
+        for (i, &c) in line.iter().enumerate() {
+            if c == b' ' {
+                if first || i > start {
+                    words.push(line.slice(start..i));
+                }
+                first = false;
+                start = i + 1;
+            }
+        }
+        if first || line.len() > start {
+            words.push(line.slice(start..));
+        }
+        if words.len() > MAX_WORDS {
+            return AdminCommand::Reply("ERR TOO_MANY_ARGS Too+many+arguments+were+sent\r\n");
+        }
+        let cmd = &words[0];
+        let arg = |i: usize| words.get(i);
+        if word_eq(cmd, "status") {
+            AdminCommand::Status
+        } else if word_eq(cmd, "prioritystatus") {
+            AdminCommand::PriorityStatus
+        } else if word_eq(cmd, "workers") {
+            AdminCommand::Workers
+        } else if word_eq(cmd, "show") {
+            match (arg(1), arg(2)) {
+                (None, _) => AdminCommand::Unknown(cmd.clone()),
+                (Some(a), _) if word_eq(a, "jobs") => AdminCommand::ShowJobs,
+                (Some(a), Some(b)) if word_eq(a, "unique") && word_eq(b, "jobs") => {
+                    AdminCommand::ShowUniqueJobs
+                }
+                (Some(a), _) if word_eq(a, "scheduled") => AdminCommand::ShowScheduled,
+                _ => AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n"),
+            }
+        } else if word_eq(cmd, "cancel") {
+            match (arg(1), arg(2)) {
+                (Some(j), Some(h)) if word_eq(j, "job") => AdminCommand::CancelJob(h.clone()),
+                (Some(_), Some(_)) => AdminCommand::Reply("ERR UNKNOWN_ERROR\r\n"),
+                _ => AdminCommand::Unknown(cmd.clone()),
+            }
+        } else if word_eq(cmd, "create") || word_eq(cmd, "drop") {
+            let create = word_eq(cmd, "create");
+            match (arg(1), arg(2)) {
+                (Some(f), Some(name)) if word_eq(f, "function") && !name.is_empty() => {
+                    if create {
+                        AdminCommand::CreateFunction(name.clone())
+                    } else {
+                        AdminCommand::DropFunction(name.clone())
+                    }
+                }
+                _ => AdminCommand::Reply(invalid_arguments(if create { "create" } else { "drop" })),
+            }
+        } else if word_eq(cmd, "maxqueue") {
+            match arg(1) {
+                None => AdminCommand::Reply(invalid_arguments("maxqueue")),
+                Some(func) if words.len() == 2 => AdminCommand::MaxQueue {
+                    func: func.clone(),
+                    limits: None,
+                },
+                Some(func) => {
+                    let limits = if words.len() <= 3 {
+                        let n = queue_limit(arg(2));
+                        [n, n, n]
+                    } else {
+                        [
+                            queue_limit(arg(2)),
+                            queue_limit(arg(3)),
+                            queue_limit(arg(4)),
+                        ]
+                    };
+                    AdminCommand::MaxQueue {
+                        func: func.clone(),
+                        limits: Some(limits),
+                    }
+                }
+            }
+        } else if word_eq(cmd, "getpid") {
+            AdminCommand::GetPid
+        } else if word_eq(cmd, "verbose") {
+            AdminCommand::Verbose
+        } else if word_eq(cmd, "version") {
+            AdminCommand::Version
+        } else if word_eq(cmd, "shutdown") {
+            match arg(1) {
+                None => AdminCommand::Shutdown { graceful: false },
+                Some(g) if word_eq(g, "graceful") => AdminCommand::Shutdown { graceful: true },
+                Some(_) => {
+                    AdminCommand::Reply("ERR UNKNOWN_ARGS Unknown+arguments+to+shutdown\r\n")
+                }
+            }
+        } else {
+            AdminCommand::Unknown(cmd.clone())
+        }
+    }
+}
+
+/// gearmand's reply to an unknown command word: the word glued to the text, no separator.
+pub fn unknown_command_reply(word: &[u8]) -> Bytes {
+    let mut v = b"ERR UNKNOWN_COMMAND Unknown+server+command".to_vec();
+    v.extend_from_slice(word);
+    v.extend_from_slice(b"\r\n");
+    v.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &'static str) -> AdminCommand {
+        AdminCommand::parse(&Bytes::from_static(s.as_bytes()))
+    }
+
+    fn b(s: &'static str) -> Bytes {
+        Bytes::from_static(s.as_bytes())
+    }
+
+    #[test]
+    fn simple_commands_any_case() {
+        assert_eq!(p("status"), AdminCommand::Status);
+        assert_eq!(p("STATUS"), AdminCommand::Status);
+        assert_eq!(p("status extra words"), AdminCommand::Status);
+        assert_eq!(p("PriorityStatus"), AdminCommand::PriorityStatus);
+        assert_eq!(p("workers"), AdminCommand::Workers);
+        assert_eq!(p("show jobs"), AdminCommand::ShowJobs);
+        assert_eq!(p("show unique jobs"), AdminCommand::ShowUniqueJobs);
+        assert_eq!(p("show scheduled"), AdminCommand::ShowScheduled);
+        assert_eq!(p("getpid"), AdminCommand::GetPid);
+        assert_eq!(p("verbose"), AdminCommand::Verbose);
+        assert_eq!(p("version"), AdminCommand::Version);
+        assert_eq!(p("shutdown"), AdminCommand::Shutdown { graceful: false });
+        assert_eq!(
+            p("shutdown GRACEFUL"),
+            AdminCommand::Shutdown { graceful: true }
+        );
+    }
+
+    #[test]
+    fn gearmand_error_replies() {
+        assert_eq!(p("show"), AdminCommand::Unknown(b("show")));
+        assert_eq!(
+            p("show other"),
+            AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n")
+        );
+        assert_eq!(p("cancel"), AdminCommand::Unknown(b("cancel")));
+        assert_eq!(p("cancel job"), AdminCommand::Unknown(b("cancel")));
+        assert_eq!(
+            p("cancel x y"),
+            AdminCommand::Reply("ERR UNKNOWN_ERROR\r\n")
+        );
+        assert_eq!(p("cancel job H:vm:1"), AdminCommand::CancelJob(b("H:vm:1")));
+        assert_eq!(p("  status"), AdminCommand::Unknown(b("")));
+        assert_eq!(p(""), AdminCommand::Unknown(b("")));
+        assert_eq!(
+            p("a b c d e f"),
+            AdminCommand::Reply("ERR TOO_MANY_ARGS Too+many+arguments+were+sent\r\n")
+        );
+        assert_eq!(
+            p("create function"),
+            AdminCommand::Reply(
+                "ERR INVALID_ARGUMENTS An+incomplete+set+of+arguments+was+sent+to+this+command+create\r\n"
+            )
+        );
+        assert_eq!(
+            p("create function newfn"),
+            AdminCommand::CreateFunction(b("newfn"))
+        );
+        assert_eq!(p("drop function fnA"), AdminCommand::DropFunction(b("fnA")));
+        assert_eq!(
+            p("maxqueue"),
+            AdminCommand::Reply(
+                "ERR INVALID_ARGUMENTS An+incomplete+set+of+arguments+was+sent+to+this+command+maxqueue\r\n"
+            )
+        );
+        assert_eq!(
+            &unknown_command_reply(b"bogus")[..],
+            b"ERR UNKNOWN_COMMAND Unknown+server+commandbogus\r\n"
+        );
+    }
+
+    #[test]
+    fn maxqueue_forms() {
+        assert_eq!(
+            p("maxqueue fnA"),
+            AdminCommand::MaxQueue {
+                func: b("fnA"),
+                limits: None
+            }
+        );
+        assert_eq!(
+            p("maxqueue fnA 5"),
+            AdminCommand::MaxQueue {
+                func: b("fnA"),
+                limits: Some([5, 5, 5])
+            }
+        );
+        assert_eq!(
+            p("maxqueue fnA 1 2 3"),
+            AdminCommand::MaxQueue {
+                func: b("fnA"),
+                limits: Some([1, 2, 3])
+            }
+        );
+        assert_eq!(
+            p("maxqueue fnA -1 x 3"),
+            AdminCommand::MaxQueue {
+                func: b("fnA"),
+                limits: Some([0, 0, 3])
+            }
+        );
+        assert_eq!(
+            p("maxqueue fnA 1 2"),
+            AdminCommand::MaxQueue {
+                func: b("fnA"),
+                limits: Some([1, 2, 0])
+            }
+        );
+    }
+}

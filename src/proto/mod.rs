@@ -1,0 +1,14 @@
+//! The Gearman wire protocol as pure code: bytes in, frames and typed requests out, typed
+//! responses back to bytes. No I/O, no clock, no jobs live here.
+
+pub mod admin;
+pub mod frame;
+pub mod packet;
+pub mod request;
+pub mod response;
+
+pub use admin::AdminCommand;
+pub use frame::{DecodeError, Frame, Incoming, decode};
+pub use packet::{Magic, PacketType};
+pub use request::{Request, RequestError};
+pub use response::{Response, encode};

@@ -1,0 +1,512 @@
+//! Typed requests: a binary frame's body split into the arguments its packet type declares,
+//! always inside the declared body length.
+
+use bytes::Bytes;
+
+use super::frame::Frame;
+use super::packet::{Magic, PacketType};
+
+/// Job priority. Ordered so that `High < Normal < Low` sorts the most urgent first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    High = 0,
+    Normal = 1,
+    Low = 2,
+}
+
+impl Priority {
+    pub const ALL: [Priority; 3] = [Priority::High, Priority::Normal, Priority::Low];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Which of the three grab packets a worker sent; it decides the assign packet's layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrabKind {
+    /// GRAB_JOB -> JOB_ASSIGN
+    Plain,
+    /// GRAB_JOB_UNIQ -> JOB_ASSIGN_UNIQ
+    Uniq,
+    /// GRAB_JOB_ALL -> JOB_ASSIGN_ALL when the job has a reducer, else JOB_ASSIGN_UNIQ
+    All,
+}
+
+/// One request from a client or worker, with its arguments as slices of the packet body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    CanDo {
+        func: Bytes,
+    },
+    CantDo {
+        func: Bytes,
+    },
+    ResetAbilities,
+    PreSleep,
+    /// SUBMIT_JOB, SUBMIT_JOB_BG and their HIGH and LOW variants.
+    SubmitJob {
+        func: Bytes,
+        unique: Bytes,
+        data: Bytes,
+        priority: Priority,
+        background: bool,
+    },
+    /// SUBMIT_REDUCE_JOB and SUBMIT_REDUCE_JOB_BACKGROUND. The aggregator argument is unused by
+    /// every server and is not kept.
+    SubmitReduceJob {
+        func: Bytes,
+        unique: Bytes,
+        reducer: Bytes,
+        data: Bytes,
+        background: bool,
+    },
+    /// SUBMIT_JOB_EPOCH; the epoch is checked by the engine, which knows the clock.
+    SubmitJobEpoch {
+        func: Bytes,
+        unique: Bytes,
+        epoch: Bytes,
+        data: Bytes,
+    },
+    /// SUBMIT_JOB_SCHED: minute, hour, day of month, month, day of week.
+    SubmitJobSched {
+        func: Bytes,
+        unique: Bytes,
+        fields: [Bytes; 5],
+        data: Bytes,
+    },
+    GrabJob(GrabKind),
+    WorkStatus {
+        handle: Bytes,
+        numerator: Bytes,
+        denominator: Bytes,
+    },
+    WorkComplete {
+        handle: Bytes,
+        data: Bytes,
+    },
+    WorkFail {
+        handle: Bytes,
+    },
+    WorkException {
+        handle: Bytes,
+        data: Bytes,
+    },
+    WorkData {
+        handle: Bytes,
+        data: Bytes,
+    },
+    WorkWarning {
+        handle: Bytes,
+        data: Bytes,
+    },
+    GetStatus {
+        handle: Bytes,
+    },
+    GetStatusUnique {
+        unique: Bytes,
+    },
+    EchoReq {
+        data: Bytes,
+    },
+    SetClientId {
+        id: Bytes,
+    },
+    /// CAN_DO_TIMEOUT with its timeout in milliseconds.
+    CanDoTimeout {
+        func: Bytes,
+        timeout_ms: u64,
+    },
+    OptionReq {
+        name: Bytes,
+    },
+    /// ALL_YOURS: the protocol reserves it and no server acts on it; accepted without reply.
+    AllYours,
+}
+
+/// A request that cannot be served. It becomes one ERROR packet; the stream stays in sync
+/// because the frame was already consumed whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestError {
+    pub code: &'static str,
+    pub text: String,
+}
+
+impl RequestError {
+    pub fn new(code: &'static str, text: impl Into<String>) -> Self {
+        RequestError {
+            code,
+            text: text.into(),
+        }
+    }
+
+    /// gearmand's reply to a packet type a client or worker must not send.
+    pub fn not_expected() -> Self {
+        RequestError::new("INVALID_COMMAND", "Command not expected")
+    }
+}
+
+/// The unique may be at most this long (gearmand's `GEARMAN_MAX_UNIQUE_SIZE` less its NUL,
+/// but kept whole instead of cut to 63 bytes).
+pub const MAX_UNIQUE: usize = 64;
+
+/// Split `body` into `n` NUL-terminated arguments followed by the rest.
+fn split_terminated<const N: usize>(
+    ptype: PacketType,
+    body: &Bytes,
+) -> Result<([Bytes; N], Bytes), RequestError> {
+    let mut args: [Bytes; N] = std::array::from_fn(|_| Bytes::new());
+    let mut start = 0;
+    for (i, arg) in args.iter_mut().enumerate() {
+        match body[start..].iter().position(|&b| b == 0) {
+            Some(p) => {
+                *arg = body.slice(start..start + p);
+                start += p + 1;
+            }
+            None => {
+                return Err(RequestError::new(
+                    "INVALID_PACKET",
+                    format!(
+                        "{} needs {} NUL-separated arguments before its data, found {}",
+                        ptype.name(),
+                        N,
+                        i
+                    ),
+                ));
+            }
+        }
+    }
+    Ok((args, body.slice(start..)))
+}
+
+/// A single argument that runs to the end of the body. A trailing NUL is tolerated, as some
+/// clients (and gearmand's own WORK_FAIL) send one.
+fn single(body: &Bytes) -> Bytes {
+    match body.last() {
+        Some(0) => body.slice(..body.len() - 1),
+        _ => body.clone(),
+    }
+}
+
+fn check_unique(unique: &Bytes) -> Result<(), RequestError> {
+    if unique.len() > MAX_UNIQUE {
+        return Err(RequestError::new(
+            "ARGUMENT_TOO_LARGE",
+            "Unique value too large",
+        ));
+    }
+    Ok(())
+}
+
+fn submit(frame: &Frame, priority: Priority, background: bool) -> Result<Request, RequestError> {
+    let ([func, unique], data) = split_terminated::<2>(frame.ptype, &frame.body)?;
+    check_unique(&unique)?;
+    Ok(Request::SubmitJob {
+        func,
+        unique,
+        data,
+        priority,
+        background,
+    })
+}
+
+fn parse_u64(arg: &[u8]) -> Option<u64> {
+    if arg.is_empty() || arg.len() > 20 || !arg.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(arg).ok()?.parse().ok()
+}
+
+impl Request {
+    /// Parse a frame into a request. Only `\0REQ` packets are requests.
+    pub fn parse(frame: &Frame) -> Result<Request, RequestError> {
+        use PacketType as T;
+        if frame.magic != Magic::Req {
+            return Err(RequestError::new("INVALID_MAGIC", "Request magic expected"));
+        }
+        let body = &frame.body;
+        Ok(match frame.ptype {
+            T::CanDo => Request::CanDo { func: single(body) },
+            T::CantDo => Request::CantDo { func: single(body) },
+            T::ResetAbilities => Request::ResetAbilities,
+            T::PreSleep => Request::PreSleep,
+            T::SubmitJob => submit(frame, Priority::Normal, false)?,
+            T::SubmitJobBg => submit(frame, Priority::Normal, true)?,
+            T::SubmitJobHigh => submit(frame, Priority::High, false)?,
+            T::SubmitJobHighBg => submit(frame, Priority::High, true)?,
+            T::SubmitJobLow => submit(frame, Priority::Low, false)?,
+            T::SubmitJobLowBg => submit(frame, Priority::Low, true)?,
+            T::SubmitReduceJob | T::SubmitReduceJobBackground => {
+                let ([func, unique, reducer, _aggregator], data) =
+                    split_terminated::<4>(frame.ptype, body)?;
+                check_unique(&unique)?;
+                let background = frame.ptype == T::SubmitReduceJobBackground;
+                Request::SubmitReduceJob {
+                    func,
+                    unique,
+                    reducer,
+                    data,
+                    background,
+                }
+            }
+            T::SubmitJobEpoch => {
+                let ([func, unique, epoch], data) = split_terminated::<3>(frame.ptype, body)?;
+                check_unique(&unique)?;
+                Request::SubmitJobEpoch {
+                    func,
+                    unique,
+                    epoch,
+                    data,
+                }
+            }
+            T::SubmitJobSched => {
+                let ([func, unique, min, hour, mday, mon, wday], data) =
+                    split_terminated::<7>(frame.ptype, body)?;
+                check_unique(&unique)?;
+                Request::SubmitJobSched {
+                    func,
+                    unique,
+                    fields: [min, hour, mday, mon, wday],
+                    data,
+                }
+            }
+            T::GrabJob => Request::GrabJob(GrabKind::Plain),
+            T::GrabJobUniq => Request::GrabJob(GrabKind::Uniq),
+            T::GrabJobAll => Request::GrabJob(GrabKind::All),
+            T::WorkStatus => {
+                let ([handle, numerator], denominator) = split_terminated::<2>(frame.ptype, body)?;
+                Request::WorkStatus {
+                    handle,
+                    numerator,
+                    denominator,
+                }
+            }
+            T::WorkComplete => {
+                let ([handle], data) = split_terminated::<1>(frame.ptype, body)?;
+                Request::WorkComplete { handle, data }
+            }
+            T::WorkException => {
+                let ([handle], data) = split_terminated::<1>(frame.ptype, body)?;
+                Request::WorkException { handle, data }
+            }
+            T::WorkData => {
+                let ([handle], data) = split_terminated::<1>(frame.ptype, body)?;
+                Request::WorkData { handle, data }
+            }
+            T::WorkWarning => {
+                let ([handle], data) = split_terminated::<1>(frame.ptype, body)?;
+                Request::WorkWarning { handle, data }
+            }
+            T::WorkFail => Request::WorkFail {
+                handle: single(body),
+            },
+            T::GetStatus => Request::GetStatus {
+                handle: single(body),
+            },
+            T::GetStatusUnique => Request::GetStatusUnique {
+                unique: single(body),
+            },
+            T::EchoReq => Request::EchoReq { data: body.clone() },
+            T::SetClientId => Request::SetClientId { id: single(body) },
+            T::CanDoTimeout => {
+                let ([func], timeout) = split_terminated::<1>(frame.ptype, body)?;
+                let timeout_ms = parse_u64(&single(&timeout)).ok_or_else(|| {
+                    RequestError::new(
+                        "INVALID_ARGUMENT",
+                        "CAN_DO_TIMEOUT timeout must be a whole number of milliseconds",
+                    )
+                })?;
+                Request::CanDoTimeout { func, timeout_ms }
+            }
+            T::OptionReq => Request::OptionReq { name: single(body) },
+            T::AllYours => Request::AllYours,
+            // Server-to-peer packets and the unused number 5.
+            T::Unused
+            | T::Noop
+            | T::JobCreated
+            | T::NoJob
+            | T::JobAssign
+            | T::EchoRes
+            | T::Error
+            | T::StatusRes
+            | T::OptionRes
+            | T::JobAssignUniq
+            | T::JobAssignAll
+            | T::StatusResUnique => return Err(RequestError::not_expected()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(t: PacketType, body: &'static [u8]) -> Frame {
+        Frame {
+            magic: Magic::Req,
+            ptype: t,
+            body: Bytes::from_static(body),
+        }
+    }
+
+    fn b(s: &'static [u8]) -> Bytes {
+        Bytes::from_static(s)
+    }
+
+    #[test]
+    fn submit_variants() {
+        let cases = [
+            (PacketType::SubmitJob, Priority::Normal, false),
+            (PacketType::SubmitJobBg, Priority::Normal, true),
+            (PacketType::SubmitJobHigh, Priority::High, false),
+            (PacketType::SubmitJobHighBg, Priority::High, true),
+            (PacketType::SubmitJobLow, Priority::Low, false),
+            (PacketType::SubmitJobLowBg, Priority::Low, true),
+        ];
+        for (t, priority, background) in cases {
+            assert_eq!(
+                Request::parse(&frame(t, b"fn\0u1\0da\0ta")),
+                Ok(Request::SubmitJob {
+                    func: b(b"fn"),
+                    unique: b(b"u1"),
+                    data: b(b"da\0ta"),
+                    priority,
+                    background
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn too_few_separators_is_an_error_not_a_read_into_the_next_packet() {
+        let e = Request::parse(&frame(PacketType::SubmitJob, b"fnA\0payload")).unwrap_err();
+        assert_eq!(e.code, "INVALID_PACKET");
+        assert!(e.text.contains("SUBMIT_JOB needs 2"), "{}", e.text);
+        let e = Request::parse(&frame(PacketType::WorkComplete, b"H:x:1")).unwrap_err();
+        assert_eq!(e.code, "INVALID_PACKET");
+        let e = Request::parse(&frame(PacketType::SubmitJobSched, b"f\0u\0\0\0\0")).unwrap_err();
+        assert_eq!(e.code, "INVALID_PACKET");
+    }
+
+    #[test]
+    fn unique_limit_is_64_kept_whole() {
+        let mut body = b"f\0".to_vec();
+        body.extend_from_slice(&[b'u'; 64]);
+        body.extend_from_slice(b"\0d");
+        let f = Frame {
+            magic: Magic::Req,
+            ptype: PacketType::SubmitJobBg,
+            body: body.into(),
+        };
+        match Request::parse(&f) {
+            Ok(Request::SubmitJob { unique, .. }) => assert_eq!(unique.len(), 64),
+            other => panic!("{other:?}"),
+        }
+        let mut body = b"f\0".to_vec();
+        body.extend_from_slice(&[b'u'; 65]);
+        body.extend_from_slice(b"\0d");
+        let f = Frame {
+            magic: Magic::Req,
+            ptype: PacketType::SubmitJob,
+            body: body.into(),
+        };
+        assert_eq!(
+            Request::parse(&f),
+            Err(RequestError::new(
+                "ARGUMENT_TOO_LARGE",
+                "Unique value too large"
+            ))
+        );
+    }
+
+    #[test]
+    fn worker_packets() {
+        assert_eq!(
+            Request::parse(&frame(PacketType::CanDo, b"rev")),
+            Ok(Request::CanDo { func: b(b"rev") })
+        );
+        assert_eq!(
+            Request::parse(&frame(PacketType::CanDoTimeout, b"rev\x002500")),
+            Ok(Request::CanDoTimeout {
+                func: b(b"rev"),
+                timeout_ms: 2500
+            })
+        );
+        assert_eq!(
+            Request::parse(&frame(PacketType::CanDoTimeout, b"rev\0abc"))
+                .unwrap_err()
+                .code,
+            "INVALID_ARGUMENT"
+        );
+        assert_eq!(
+            Request::parse(&frame(
+                PacketType::CanDoTimeout,
+                b"rev\x00999999999999999999999"
+            ))
+            .unwrap_err()
+            .code,
+            "INVALID_ARGUMENT"
+        );
+        assert_eq!(
+            Request::parse(&frame(PacketType::WorkStatus, b"H:x:1\x003\x0010")),
+            Ok(Request::WorkStatus {
+                handle: b(b"H:x:1"),
+                numerator: b(b"3"),
+                denominator: b(b"10")
+            })
+        );
+        assert_eq!(
+            Request::parse(&frame(PacketType::WorkFail, b"H:x:1\0")),
+            Ok(Request::WorkFail {
+                handle: b(b"H:x:1")
+            })
+        );
+        assert_eq!(
+            Request::parse(&frame(PacketType::GrabJobAll, b"")),
+            Ok(Request::GrabJob(GrabKind::All))
+        );
+        assert_eq!(
+            Request::parse(&frame(PacketType::SubmitReduceJob, b"f\0u\0red\0agg\0data")),
+            Ok(Request::SubmitReduceJob {
+                func: b(b"f"),
+                unique: b(b"u"),
+                reducer: b(b"red"),
+                data: b(b"data"),
+                background: false
+            })
+        );
+        assert_eq!(
+            Request::parse(&frame(PacketType::SubmitJobEpoch, b"f\0u\x00123\0d")),
+            Ok(Request::SubmitJobEpoch {
+                func: b(b"f"),
+                unique: b(b"u"),
+                epoch: b(b"123"),
+                data: b(b"d")
+            })
+        );
+    }
+
+    #[test]
+    fn server_packets_from_a_peer_are_not_expected() {
+        for t in [
+            PacketType::Noop,
+            PacketType::JobCreated,
+            PacketType::Unused,
+            PacketType::EchoRes,
+        ] {
+            assert_eq!(
+                Request::parse(&frame(t, b"")),
+                Err(RequestError::not_expected())
+            );
+        }
+        let f = Frame {
+            magic: Magic::Res,
+            ptype: PacketType::EchoReq,
+            body: b(b"x"),
+        };
+        assert_eq!(
+            Request::parse(&f),
+            Err(RequestError::new("INVALID_MAGIC", "Request magic expected"))
+        );
+    }
+}

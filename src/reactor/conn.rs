@@ -1,0 +1,107 @@
+//! One connection's socket and buffers. Reads are bounded per turn and by the packet limit
+//! before any byte of an oversized body is buffered.
+
+use std::io::{self, Read, Write};
+
+use bytes::{Buf, BytesMut};
+use mio::net::TcpStream;
+
+use crate::engine::ConnId;
+use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
+
+/// Bytes one connection may have buffered unparsed before reading pauses for a turn (a
+/// larger declared packet raises this to exactly its own size).
+const READ_CAP: usize = 256 * 1024;
+/// Buffers larger than this are given back when they empty.
+const KEEP_CAPACITY: usize = 64 * 1024;
+
+pub struct Connection {
+    pub stream: TcpStream,
+    pub id: ConnId,
+    pub rbuf: BytesMut,
+    pub wbuf: BytesMut,
+    /// Being torn down this turn.
+    pub closing: bool,
+    /// Read no more; close once the write buffer is empty (after an error reply or EOF).
+    pub close_after_flush: bool,
+    /// Already on the pending-write list this turn.
+    pub write_pending: bool,
+}
+
+/// What a read pass found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadStatus {
+    /// The socket has nothing more for now.
+    Drained,
+    /// Reading stopped at the buffer cap; more may be waiting in the socket.
+    Capped,
+    /// The peer closed its side.
+    Eof,
+}
+
+impl Connection {
+    pub fn new(stream: TcpStream, id: ConnId) -> Self {
+        Connection {
+            stream,
+            id,
+            rbuf: BytesMut::new(),
+            wbuf: BytesMut::new(),
+            closing: false,
+            close_after_flush: false,
+            write_pending: false,
+        }
+    }
+
+    /// Read what the socket has, up to the cap.
+    pub fn fill(&mut self, limits: &Limits) -> io::Result<ReadStatus> {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            let cap = match frame_len(&self.rbuf) {
+                // An oversized header is left for the decoder to refuse; nothing more is read.
+                Some(n) if n > limits.max_packet + HEADER_LEN => return Ok(ReadStatus::Capped),
+                Some(n) => {
+                    if self.rbuf.capacity() < n {
+                        self.rbuf.reserve(n - self.rbuf.len());
+                    }
+                    n.max(READ_CAP)
+                }
+                None => READ_CAP,
+            };
+            if self.rbuf.len() >= cap {
+                return Ok(ReadStatus::Capped);
+            }
+            let want = (cap - self.rbuf.len()).min(chunk.len());
+            match self.stream.read(&mut chunk[..want]) {
+                Ok(0) => return Ok(ReadStatus::Eof),
+                Ok(n) => self.rbuf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(ReadStatus::Drained),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Write as much of the write buffer as the socket takes.
+    pub fn flush(&mut self) -> io::Result<()> {
+        while !self.wbuf.is_empty() {
+            match self.stream.write(&self.wbuf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.wbuf.advance(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        if self.wbuf.capacity() > KEEP_CAPACITY {
+            self.wbuf = BytesMut::new();
+        }
+        Ok(())
+    }
+
+    /// Give a large read buffer back once it is empty, so idle connections stay small.
+    pub fn release_idle_buffer(&mut self) {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > KEEP_CAPACITY {
+            self.rbuf = BytesMut::new();
+        }
+    }
+}

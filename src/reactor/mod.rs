@@ -1,0 +1,429 @@
+//! The mio reactor: listeners, the slab of connections, read and write buffers, signals and
+//! the loop. The only owner of sockets; it turns frames into requests for the engine and the
+//! engine's outbox into bytes, and never decides anything about a job.
+
+mod conn;
+mod listen;
+mod signals;
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use log::{error, info, warn};
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token};
+use slab::Slab;
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::engine::{ConnId, ConnInfo, Engine, Outbox, Shutdown};
+use crate::proto::admin::AdminCommand;
+use crate::proto::frame::{Incoming, decode};
+use crate::proto::request::Request;
+use crate::proto::response::Response;
+
+use conn::{Connection, ReadStatus};
+pub use signals::Signals;
+
+const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
+/// Connection tokens start here; lower tokens are listeners.
+const CONN_BASE: usize = 1 << 16;
+/// Frames one connection may have served per loop turn before others get a go.
+const FRAMES_PER_TURN: usize = 256;
+/// Longest sleep even with no deadline; only a guard, the loop has no periodic work.
+const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+/// How the loop ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// SIGTERM, SIGINT or `shutdown`.
+    Stopped,
+    /// A graceful shutdown finished (or ran out of time).
+    Graceful,
+}
+
+pub struct Server {
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    local_addrs: Vec<SocketAddr>,
+    conns: Slab<Connection>,
+    engine: Engine,
+    outbox: Outbox,
+    config: Config,
+    next_generation: u32,
+    /// Connections with bytes to write this turn.
+    pending_writes: Vec<usize>,
+    /// Connections whose fairness budget ran out with frames still buffered.
+    revisit: Vec<usize>,
+    /// Connections to close at the end of this turn.
+    to_close: Vec<usize>,
+    signals: Option<Signals>,
+    /// Graceful-shutdown deadline, in clock milliseconds.
+    draining_until: Option<u64>,
+}
+
+impl Server {
+    /// Bind every listen address. Fails if any cannot be bound.
+    pub fn bind(config: Config) -> io::Result<Server> {
+        let poll = Poll::new()?;
+        let mut listeners = Vec::new();
+        let mut local_addrs = Vec::new();
+        for (i, addr) in config.listen.iter().enumerate() {
+            let mut l = listen::bind(*addr, config.backlog)
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+            poll.registry()
+                .register(&mut l, Token(i), Interest::READABLE)?;
+            local_addrs.push(l.local_addr()?);
+            listeners.push(l);
+        }
+        let engine = Engine::new(config.engine.clone());
+        Ok(Server {
+            poll,
+            listeners,
+            local_addrs,
+            conns: Slab::new(),
+            engine,
+            outbox: Outbox::default(),
+            config,
+            next_generation: 0,
+            pending_writes: Vec::new(),
+            revisit: Vec::new(),
+            to_close: Vec::new(),
+            signals: None,
+            draining_until: None,
+        })
+    }
+
+    /// The addresses actually bound (port 0 resolved).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
+    /// Let the loop react to SIGTERM, SIGINT, SIGUSR1 and SIGHUP.
+    pub fn set_signals(&mut self, mut s: Signals) -> io::Result<()> {
+        self.poll
+            .registry()
+            .register(s.receiver(), SIGNAL_TOKEN, Interest::READABLE)?;
+        self.signals = Some(s);
+        Ok(())
+    }
+
+    /// Run until stopped.
+    pub fn run(&mut self) -> io::Result<Exit> {
+        let clock = SystemClock;
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let now = clock.now_ms();
+            let timeout = self.sleep_time(now);
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            let now = clock.now_ms();
+            for ev in events.iter() {
+                match ev.token() {
+                    SIGNAL_TOKEN => {
+                        if let Some(exit) = self.on_signals(now) {
+                            return Ok(exit);
+                        }
+                    }
+                    Token(t) if t < CONN_BASE => self.accept(t),
+                    Token(t) => {
+                        let idx = t - CONN_BASE;
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.read_conn(idx, now);
+                        }
+                        if ev.is_writable() {
+                            self.pending_writes.push(idx);
+                        }
+                    }
+                }
+            }
+            for idx in std::mem::take(&mut self.revisit) {
+                self.read_conn(idx, now);
+            }
+            self.engine.on_time(now, &mut self.outbox);
+            self.dispatch();
+            self.finish_turn(now);
+            if let Some(exit) = self.check_shutdown(now) {
+                self.flush_all();
+                return Ok(exit);
+            }
+        }
+    }
+
+    fn sleep_time(&self, now: u64) -> Option<Duration> {
+        if !self.revisit.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let mut deadline = self.engine.next_deadline();
+        if let Some(d) = self.draining_until {
+            deadline = Some(deadline.map_or(d, |x| x.min(d)));
+        }
+        Some(match deadline {
+            Some(d) => Duration::from_millis(d.saturating_sub(now)).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        })
+    }
+
+    fn on_signals(&mut self, now: u64) -> Option<Exit> {
+        let s = self.signals.as_mut()?;
+        let got = s.take();
+        if got.reopen_log {
+            info!("SIGHUP: reopening the log file");
+            crate::logger::reopen();
+        }
+        if got.stop {
+            info!("stop signal: shutting down");
+            return Some(Exit::Stopped);
+        }
+        if got.graceful {
+            self.begin_graceful(now);
+        }
+        None
+    }
+
+    fn begin_graceful(&mut self, now: u64) {
+        if self.draining_until.is_some() {
+            return;
+        }
+        info!(
+            "graceful shutdown: no longer accepting; waiting up to {}s for {} running jobs",
+            self.config.graceful_timeout.as_secs(),
+            self.engine.running_jobs()
+        );
+        for mut l in self.listeners.drain(..) {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        self.engine.set_draining(true);
+        self.draining_until = Some(now + self.config.graceful_timeout.as_millis() as u64);
+    }
+
+    fn check_shutdown(&mut self, now: u64) -> Option<Exit> {
+        match self.outbox.shutdown.take() {
+            Some(Shutdown::Immediate) => return Some(Exit::Stopped),
+            Some(Shutdown::Graceful) => self.begin_graceful(now),
+            None => {}
+        }
+        let until = self.draining_until?;
+        if self.engine.running_jobs() == 0 {
+            info!("graceful shutdown: no jobs running; exiting");
+            return Some(Exit::Graceful);
+        }
+        if now >= until {
+            warn!(
+                "graceful shutdown: {} jobs still running after the timeout; exiting",
+                self.engine.running_jobs()
+            );
+            return Some(Exit::Graceful);
+        }
+        None
+    }
+
+    fn accept(&mut self, li: usize) {
+        loop {
+            let Some(listener) = self.listeners.get(li) else {
+                return;
+            };
+            let (mut stream, peer) = match listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // EMFILE and friends: log and try again on the next readiness event.
+                    error!("accept failed: {e}");
+                    return;
+                }
+            };
+            if self.conns.len() >= self.config.max_connections {
+                warn!(
+                    "refusing connection from {peer}: --max-connections {} reached",
+                    self.config.max_connections
+                );
+                drop(stream);
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            if let Some(k) = &self.config.keepalive {
+                listen::set_keepalive(&stream, k);
+            }
+            let entry = self.conns.vacant_entry();
+            let idx = entry.key();
+            if let Err(e) = self.poll.registry().register(
+                &mut stream,
+                Token(CONN_BASE + idx),
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                error!("cannot register connection from {peer}: {e}");
+                continue;
+            }
+            self.next_generation = self.next_generation.wrapping_add(1);
+            let id = ConnId {
+                index: idx as u32,
+                generation: self.next_generation,
+            };
+            let info = ConnInfo {
+                fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+                ip: peer.ip().to_canonical().to_string(),
+                loopback: peer.ip().to_canonical().is_loopback(),
+            };
+            entry.insert(Connection::new(stream, id));
+            self.engine.connect(id, info);
+        }
+    }
+
+    fn read_conn(&mut self, idx: usize, now: u64) {
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if c.closing || c.close_after_flush {
+            return;
+        }
+        let status = c.fill(&self.config.limits);
+        self.process_frames(idx, now);
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        match status {
+            Ok(ReadStatus::Drained) => {}
+            Ok(ReadStatus::Capped) => {
+                if !c.close_after_flush && !self.revisit.contains(&idx) {
+                    self.revisit.push(idx);
+                }
+            }
+            Ok(ReadStatus::Eof) => {
+                // Answer what was asked before the peer shut its side, then close.
+                c.close_after_flush = true;
+                if !c.write_pending {
+                    c.write_pending = true;
+                    self.pending_writes.push(idx);
+                }
+            }
+            Err(e) => {
+                info!("connection {idx} read error: {e}");
+                self.mark_close(idx);
+            }
+        }
+    }
+
+    /// Decode and serve up to FRAMES_PER_TURN frames of one connection.
+    fn process_frames(&mut self, idx: usize, now: u64) {
+        let mut served = 0;
+        loop {
+            let Some(c) = self.conns.get_mut(idx) else {
+                return;
+            };
+            if c.closing || c.close_after_flush {
+                return;
+            }
+            if served == FRAMES_PER_TURN {
+                if !self.revisit.contains(&idx) {
+                    self.revisit.push(idx);
+                }
+                return;
+            }
+            let id = c.id;
+            match decode(&mut c.rbuf, &self.config.limits) {
+                Ok(None) => {
+                    c.release_idle_buffer();
+                    return;
+                }
+                Ok(Some(Incoming::Packet(frame))) => match Request::parse(&frame) {
+                    Ok(req) => self.engine.handle(id, req, now, &mut self.outbox),
+                    Err(e) => self.engine.reject(id, e, &mut self.outbox),
+                },
+                Ok(Some(Incoming::Admin(line))) => {
+                    self.engine
+                        .admin(id, AdminCommand::parse(&line), now, &mut self.outbox)
+                }
+                Err(e) => {
+                    let reply = match e.error_packet() {
+                        Some((code, text)) => Response::error(code, text),
+                        None => Response::text("ERR LINE_TOO_LONG Admin+line+is+too+long\r\n"),
+                    };
+                    warn!("closing connection {idx}: {e:?}");
+                    self.outbox.push(id, reply);
+                    c.close_after_flush = true;
+                    c.rbuf.clear();
+                    return;
+                }
+            }
+            served += 1;
+        }
+    }
+
+    /// Encode the outbox into write buffers.
+    fn dispatch(&mut self) {
+        for (to, r) in self.outbox.replies.drain(..) {
+            let Some(c) = self.conns.get_mut(to.index as usize) else {
+                continue;
+            };
+            if c.id != to || c.closing {
+                continue;
+            }
+            crate::proto::response::encode(&r, &mut c.wbuf);
+            if !c.write_pending {
+                c.write_pending = true;
+                self.pending_writes.push(to.index as usize);
+            }
+        }
+    }
+
+    /// Flush writes, close what must close (which may produce more replies), repeat.
+    fn finish_turn(&mut self, now: u64) {
+        loop {
+            for idx in std::mem::take(&mut self.pending_writes) {
+                let Some(c) = self.conns.get_mut(idx) else {
+                    continue;
+                };
+                c.write_pending = false;
+                match c.flush() {
+                    Ok(()) => {
+                        if c.wbuf.len() > self.config.max_output_buffer {
+                            warn!(
+                                "closing connection {idx}: {} unsent bytes exceed --max-output-buffer",
+                                c.wbuf.len()
+                            );
+                            self.to_close.push(idx);
+                        } else if c.close_after_flush && c.wbuf.is_empty() {
+                            self.to_close.push(idx);
+                        }
+                    }
+                    Err(e) => {
+                        info!("connection {idx} write error: {e}");
+                        self.to_close.push(idx);
+                    }
+                }
+            }
+            if self.to_close.is_empty() {
+                return;
+            }
+            for idx in std::mem::take(&mut self.to_close) {
+                if let Some(mut c) = self.conns.try_remove(idx) {
+                    let _ = self.poll.registry().deregister(&mut c.stream);
+                    self.engine.disconnect(c.id, now, &mut self.outbox);
+                }
+            }
+            self.dispatch();
+        }
+    }
+
+    fn mark_close(&mut self, idx: usize) {
+        if let Some(c) = self.conns.get_mut(idx) {
+            if !c.closing {
+                c.closing = true;
+                self.to_close.push(idx);
+            }
+        }
+    }
+
+    /// Best effort before exit: what is in the write buffers goes out.
+    fn flush_all(&mut self) {
+        for (_, c) in self.conns.iter_mut() {
+            let _ = c.flush();
+        }
+    }
+}
