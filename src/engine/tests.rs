@@ -1,1 +1,890 @@
+//! Engine tests: requests in, outbox out, no sockets; time is a plain number.
 
+use super::*;
+use crate::proto::admin::AdminCommand;
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+struct World {
+    e: Engine,
+    out: Outbox,
+    now: u64,
+    next: u32,
+}
+
+impl World {
+    fn new() -> World {
+        World::with(EngineConfig {
+            handle_prefix: "H:t".into(),
+            ..EngineConfig::default()
+        })
+    }
+
+    fn with(config: EngineConfig) -> World {
+        World {
+            e: Engine::new(config),
+            out: Outbox::default(),
+            now: 1_000_000,
+            next: 0,
+        }
+    }
+
+    fn conn(&mut self) -> ConnId {
+        let id = ConnId {
+            index: self.next,
+            generation: 7,
+        };
+        self.next += 1;
+        self.e.connect(
+            id,
+            ConnInfo {
+                fd: 10 + id.index as i32,
+                ip: "127.0.0.1".into(),
+                loopback: true,
+            },
+        );
+        id
+    }
+
+    fn req(&mut self, id: ConnId, r: Request) -> Vec<(ConnId, Response)> {
+        self.e.handle(id, r, self.now, &mut self.out);
+        std::mem::take(&mut self.out.replies)
+    }
+
+    fn admin(&mut self, id: ConnId, line: &str) -> String {
+        self.e
+            .admin(id, AdminCommand::parse(&b(line)), self.now, &mut self.out);
+        let replies = std::mem::take(&mut self.out.replies);
+        match &replies[..] {
+            [(_, Response::Text(t))] => String::from_utf8_lossy(t).into_owned(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn submit(
+        &mut self,
+        id: ConnId,
+        func: &str,
+        unique: &str,
+        data: &str,
+        p: Priority,
+        bg: bool,
+    ) -> Bytes {
+        let r = self.req(
+            id,
+            Request::SubmitJob {
+                func: b(func),
+                unique: b(unique),
+                data: b(data),
+                priority: p,
+                background: bg,
+            },
+        );
+        r.into_iter()
+            .find_map(|(to, r)| match r {
+                Response::JobCreated { handle } if to == id => Some(handle),
+                _ => None,
+            })
+            .expect("JOB_CREATED")
+    }
+
+    fn grab(&mut self, id: ConnId) -> Option<(Bytes, Bytes)> {
+        let r = self.req(id, Request::GrabJob(GrabKind::Uniq));
+        match &r[..] {
+            [(_, Response::JobAssignUniq { handle, data, .. })] => {
+                Some((handle.clone(), data.clone()))
+            }
+            [(_, Response::NoJob)] => None,
+            // A grab may also wake the next sleeper; the assign comes first.
+            [(_, Response::JobAssignUniq { handle, data, .. }), rest @ ..]
+                if rest.iter().all(|(_, r)| *r == Response::Noop) =>
+            {
+                Some((handle.clone(), data.clone()))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn can_do(&mut self, id: ConnId, f: &str) {
+        let r = self.req(id, Request::CanDo { func: b(f) });
+        assert!(r.iter().all(|(_, r)| *r == Response::Noop), "{r:?}");
+    }
+}
+
+#[test]
+fn handles_count_from_one_with_the_prefix() {
+    let mut w = World::new();
+    let c = w.conn();
+    assert_eq!(
+        w.submit(c, "f", "", "a", Priority::Normal, true),
+        b("H:t:1")
+    );
+    assert_eq!(
+        w.submit(c, "f", "", "a", Priority::Normal, true),
+        b("H:t:2")
+    );
+}
+
+#[test]
+fn priority_is_fifo_within_one_function() {
+    let mut w = World::new();
+    let c = w.conn();
+    let wk = w.conn();
+    for (d, p) in [
+        ("L1", Priority::Low),
+        ("N1", Priority::Normal),
+        ("H1", Priority::High),
+    ] {
+        w.submit(c, "f", "", d, p, true);
+    }
+    for (d, p) in [
+        ("L2", Priority::Low),
+        ("N2", Priority::Normal),
+        ("H2", Priority::High),
+    ] {
+        w.submit(c, "f", "", d, p, true);
+    }
+    w.can_do(wk, "f");
+    let order: Vec<Bytes> = std::iter::from_fn(|| w.grab(wk).map(|(_, d)| d)).collect();
+    assert_eq!(order, ["H1", "H2", "N1", "N2", "L1", "L2"].map(b));
+}
+
+#[test]
+fn priority_is_global_across_functions() {
+    let mut w = World::new();
+    let c = w.conn();
+    let wk = w.conn();
+    w.submit(c, "xB", "", "lowB", Priority::Low, true);
+    w.submit(c, "xA", "", "highA", Priority::High, true);
+    w.submit(c, "xB", "", "normB", Priority::Normal, true);
+    w.submit(c, "xA", "", "normA", Priority::Normal, true);
+    w.can_do(wk, "xA");
+    w.can_do(wk, "xB");
+    let order: Vec<Bytes> = std::iter::from_fn(|| w.grab(wk).map(|(_, d)| d)).collect();
+    // Equal priority across functions: oldest first.
+    assert_eq!(order, ["highA", "normB", "normA", "lowB"].map(b));
+}
+
+#[test]
+fn round_robin_rotates_functions_within_a_priority() {
+    let mut w = World::with(EngineConfig {
+        round_robin: true,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    let wk = w.conn();
+    for d in ["a1", "a2", "a3"] {
+        w.submit(c, "fa", "", d, Priority::Normal, true);
+    }
+    for d in ["b1", "b2"] {
+        w.submit(c, "fb", "", d, Priority::Normal, true);
+    }
+    w.can_do(wk, "fa");
+    w.can_do(wk, "fb");
+    let order: Vec<Bytes> = std::iter::from_fn(|| w.grab(wk).map(|(_, d)| d)).collect();
+    assert_eq!(order, ["b1", "a1", "b2", "a2", "a3"].map(b));
+}
+
+#[test]
+fn coalescing_on_function_and_unique() {
+    let mut w = World::new();
+    let (c1, c2, c3, wk) = (w.conn(), w.conn(), w.conn(), w.conn());
+    let h1 = w.submit(c1, "f", "U", "one", Priority::Normal, false);
+    let h2 = w.submit(c2, "f", "U", "two", Priority::High, false);
+    let h3 = w.submit(c3, "f", "U", "three", Priority::Low, true);
+    assert_eq!((&h1, &h2), (&h3, &h1));
+    // Another function, another job.
+    assert_ne!(w.submit(c1, "g", "U", "x", Priority::Normal, true), h1);
+    // Empty unique never coalesces; "-" coalesces on the data.
+    let e1 = w.submit(c1, "f", "", "d", Priority::Normal, true);
+    assert_ne!(e1, w.submit(c1, "f", "", "d", Priority::Normal, true));
+    let d1 = w.submit(c1, "f", "-", "same", Priority::Normal, true);
+    assert_eq!(d1, w.submit(c2, "f", "-", "same", Priority::Normal, true));
+    assert_ne!(d1, w.submit(c2, "f", "-", "other", Priority::Normal, true));
+
+    w.can_do(wk, "f");
+    let (h, d) = w.grab(wk).unwrap();
+    assert_eq!((h.clone(), d), (h1.clone(), b("one")));
+    let r = w.req(
+        wk,
+        Request::WorkData {
+            handle: h.clone(),
+            data: b("chunk"),
+        },
+    );
+    let to: Vec<ConnId> = r.iter().map(|(c, _)| *c).collect();
+    assert_eq!(
+        to,
+        vec![c1, c2],
+        "foreground clients in attach order; background gets nothing"
+    );
+    let r = w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h.clone(),
+            data: b("done"),
+        },
+    );
+    assert_eq!(r.len(), 2);
+    // After completion the unique makes a new job.
+    assert_ne!(w.submit(c1, "f", "U", "again", Priority::Normal, true), h1);
+}
+
+#[test]
+fn exceptions_go_only_to_clients_that_asked() {
+    let mut w = World::new();
+    let (c1, c2, wk) = (w.conn(), w.conn(), w.conn());
+    let r = w.req(
+        c1,
+        Request::OptionReq {
+            name: b("Exceptions"),
+        },
+    );
+    assert_eq!(
+        r,
+        vec![(
+            c1,
+            Response::OptionRes {
+                name: b("Exceptions")
+            }
+        )]
+    );
+    let r = w.req(c2, Request::OptionReq { name: b("foo") });
+    assert_eq!(
+        r,
+        vec![(
+            c2,
+            Response::error("UNKNOWN_OPTION", "Server does not recognize given option")
+        )]
+    );
+    let h = w.submit(c1, "f", "u", "d", Priority::Normal, false);
+    w.submit(c2, "f", "u", "d", Priority::Normal, false);
+    w.can_do(wk, "f");
+    w.grab(wk).unwrap();
+    let r = w.req(
+        wk,
+        Request::WorkException {
+            handle: h.clone(),
+            data: b("boom"),
+        },
+    );
+    assert_eq!(
+        r,
+        vec![
+            (
+                c1,
+                Response::WorkWithData {
+                    ptype: PacketType::WorkException,
+                    handle: h.clone(),
+                    data: b("boom")
+                }
+            ),
+            (c2, Response::WorkFail { handle: h.clone() }),
+        ]
+    );
+    assert_eq!(w.e.job_count(), 0);
+}
+
+#[test]
+fn results_for_unknown_or_foreign_handles_get_gearmands_errors() {
+    let mut w = World::new();
+    let (c, wk, other) = (w.conn(), w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "d", Priority::Normal, false);
+    let cases = [
+        (
+            Request::WorkComplete {
+                handle: b("H:t:99"),
+                data: b(""),
+            },
+            "Job given in work result not found",
+        ),
+        (
+            Request::WorkFail {
+                handle: b("H:t:99"),
+            },
+            "Job given in work result not found",
+        ),
+        (
+            Request::WorkStatus {
+                handle: b("H:t:99"),
+                numerator: b("1"),
+                denominator: b("2"),
+            },
+            "Job given in work result not found",
+        ),
+        (
+            Request::WorkData {
+                handle: b("H:t:99"),
+                data: b(""),
+            },
+            "Job does not exist on server",
+        ),
+        (
+            Request::WorkWarning {
+                handle: b("H:t:99"),
+                data: b(""),
+            },
+            "Job does not exist on server",
+        ),
+        (
+            Request::WorkException {
+                handle: b("H:t:99"),
+                data: b(""),
+            },
+            "An exception was received for a job that does not exist",
+        ),
+        // A queued job that this connection does not run is not its to finish.
+        (
+            Request::WorkComplete {
+                handle: h.clone(),
+                data: b(""),
+            },
+            "Job given in work result not found",
+        ),
+    ];
+    for (r, text) in cases {
+        assert_eq!(
+            w.req(other, r),
+            vec![(other, Response::error("JOB_NOT_FOUND", text))]
+        );
+    }
+    let _ = wk;
+}
+
+#[test]
+fn status_queries() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let r = w.req(
+        c,
+        Request::GetStatus {
+            handle: b("H:nohost:999"),
+        },
+    );
+    assert_eq!(
+        r,
+        vec![(
+            c,
+            Response::StatusRes {
+                handle: b("H:nohost:999"),
+                known: false,
+                running: false,
+                numerator: 0,
+                denominator: 0
+            }
+        )]
+    );
+    let h = w.submit(c, "f", "U1", "d", Priority::Normal, false);
+    w.can_do(wk, "f");
+    w.grab(wk).unwrap();
+    w.req(
+        wk,
+        Request::WorkStatus {
+            handle: h.clone(),
+            numerator: b("1"),
+            denominator: b("4"),
+        },
+    );
+    let r = w.req(c, Request::GetStatus { handle: h.clone() });
+    assert_eq!(
+        r,
+        vec![(
+            c,
+            Response::StatusRes {
+                handle: h.clone(),
+                known: true,
+                running: true,
+                numerator: 1,
+                denominator: 4
+            }
+        )]
+    );
+    let r = w.req(c, Request::GetStatusUnique { unique: b("U1") });
+    assert_eq!(
+        r,
+        vec![(
+            c,
+            Response::StatusResUnique {
+                unique: b("U1"),
+                known: true,
+                running: true,
+                numerator: 1,
+                denominator: 4,
+                clients: 1
+            }
+        )]
+    );
+}
+
+#[test]
+fn worker_disconnect_gives_the_job_back_to_the_head() {
+    let mut w = World::new();
+    let (c, w1, w2) = (w.conn(), w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "first", Priority::Normal, false);
+    w.submit(c, "f", "", "second", Priority::Normal, false);
+    w.can_do(w1, "f");
+    assert_eq!(w.grab(w1).unwrap().0, h);
+    w.e.disconnect(w1, w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "clients are not told");
+    w.can_do(w2, "f");
+    assert_eq!(w.grab(w2).unwrap(), (h.clone(), b("first")));
+    assert_eq!(
+        w.admin(c, "show jobs"),
+        "H:t:1\t1\t0\t0\nH:t:2\t0\t0\t0\n.\n"
+    );
+}
+
+#[test]
+fn job_retries_limit_fails_the_job_for_its_clients() {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        job_retries: 2,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    let h = w.submit(c, "f", "", "d", Priority::Normal, false);
+    for round in 0..2 {
+        let wk = w.conn();
+        w.can_do(wk, "f");
+        assert_eq!(w.grab(wk).unwrap().0, h);
+        w.e.disconnect(wk, w.now, &mut w.out);
+        let r = std::mem::take(&mut w.out.replies);
+        if round == 0 {
+            assert!(r.is_empty());
+        } else {
+            assert_eq!(r, vec![(c, Response::WorkFail { handle: h.clone() })]);
+        }
+    }
+    assert_eq!(w.e.job_count(), 0);
+}
+
+#[test]
+fn cant_do_and_reset_give_back_only_what_they_name() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    w.submit(c, "f", "", "df", Priority::Normal, true);
+    w.submit(c, "g", "", "dg", Priority::Normal, true);
+    w.can_do(wk, "f");
+    w.can_do(wk, "g");
+    w.grab(wk).unwrap();
+    w.grab(wk).unwrap();
+    assert_eq!(w.e.running_jobs(), 2);
+    w.req(wk, Request::CantDo { func: b("f") });
+    assert_eq!(w.e.running_jobs(), 1);
+    assert_eq!(w.admin(c, "status"), "f\t1\t0\t0\ng\t1\t1\t1\n.\n");
+    w.req(wk, Request::ResetAbilities);
+    assert_eq!(w.e.running_jobs(), 0);
+    assert_eq!(
+        w.admin(c, "prioritystatus"),
+        "f\t0\t1\t0\t0\ng\t0\t1\t0\t0\n.\n"
+    );
+}
+
+#[test]
+fn client_disconnect_drops_queued_foreground_but_not_background_jobs() {
+    let mut w = World::new();
+    let (c1, c2, wk) = (w.conn(), w.conn(), w.conn());
+    w.submit(c1, "f", "fg", "d", Priority::Normal, false);
+    let bg = w.submit(c2, "f", "bg", "d", Priority::Normal, true);
+    // A foreground client joins the background job, then leaves.
+    w.submit(c1, "f", "bg", "d", Priority::Normal, false);
+    w.e.disconnect(c1, w.now, &mut w.out);
+    w.can_do(wk, "f");
+    assert_eq!(w.grab(wk).unwrap().0, bg);
+    assert_eq!(w.grab(wk), None);
+}
+
+#[test]
+fn background_submit_joining_a_foreground_job_keeps_it_alive() {
+    let mut w = World::new();
+    let (c1, c2, wk) = (w.conn(), w.conn(), w.conn());
+    let h = w.submit(c1, "f", "u", "d", Priority::Normal, false);
+    assert_eq!(w.submit(c2, "f", "u", "d", Priority::Normal, true), h);
+    w.e.disconnect(c1, w.now, &mut w.out);
+    w.can_do(wk, "f");
+    assert_eq!(w.grab(wk).unwrap().0, h);
+}
+
+#[test]
+fn can_do_timeout_fails_the_job_and_refuses_the_late_result() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "d", Priority::Normal, false);
+    w.req(
+        wk,
+        Request::CanDoTimeout {
+            func: b("f"),
+            timeout_ms: 250,
+        },
+    );
+    w.grab(wk).unwrap();
+    assert_eq!(w.e.next_deadline(), Some(w.now + 250));
+    w.e.on_time(w.now + 249, &mut w.out);
+    assert!(w.out.replies.is_empty());
+    w.now += 250;
+    w.e.on_time(w.now, &mut w.out);
+    assert_eq!(
+        std::mem::take(&mut w.out.replies),
+        vec![(c, Response::WorkFail { handle: h.clone() })]
+    );
+    let r = w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b("late"),
+        },
+    );
+    assert_eq!(
+        r,
+        vec![(
+            wk,
+            Response::error("JOB_NOT_FOUND", "Job given in work result not found")
+        )]
+    );
+    assert_eq!(w.e.next_deadline(), None);
+}
+
+#[test]
+fn completing_in_time_cancels_the_timeout() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "d", Priority::Normal, false);
+    w.req(
+        wk,
+        Request::CanDoTimeout {
+            func: b("f"),
+            timeout_ms: 250,
+        },
+    );
+    w.grab(wk).unwrap();
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b("ok"),
+        },
+    );
+    assert_eq!(w.e.next_deadline(), None);
+}
+
+#[test]
+fn one_sleeper_is_woken_per_job_and_the_baton_passes() {
+    let mut w = World::new();
+    let c = w.conn();
+    let sleepers: Vec<ConnId> = (0..3).map(|_| w.conn()).collect();
+    for &s in &sleepers {
+        w.can_do(s, "f");
+        assert!(w.req(s, Request::PreSleep).is_empty());
+    }
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            unique: b(""),
+            data: b("1"),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    let noops: Vec<ConnId> = r
+        .iter()
+        .filter(|(_, r)| *r == Response::Noop)
+        .map(|(c, _)| *c)
+        .collect();
+    assert_eq!(noops.len(), 1, "{r:?}");
+    // A second job wakes another sleeper, not the one already woken.
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            unique: b(""),
+            data: b("2"),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    let noops2: Vec<ConnId> = r
+        .iter()
+        .filter(|(_, r)| *r == Response::Noop)
+        .map(|(c, _)| *c)
+        .collect();
+    assert_eq!(noops2.len(), 1);
+    assert_ne!(noops, noops2);
+}
+
+#[test]
+fn worker_wakeup_zero_wakes_everyone() {
+    let mut w = World::with(EngineConfig {
+        worker_wakeup: 0,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    let sleepers: Vec<ConnId> = (0..3).map(|_| w.conn()).collect();
+    for &s in &sleepers {
+        w.can_do(s, "f");
+        w.req(s, Request::PreSleep);
+    }
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            unique: b(""),
+            data: b("1"),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    assert_eq!(r.iter().filter(|(_, r)| *r == Response::Noop).count(), 3);
+}
+
+#[test]
+fn pre_sleep_with_work_waiting_gets_a_noop_at_once() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    w.submit(c, "f", "", "d", Priority::Normal, true);
+    w.can_do(wk, "f");
+    assert_eq!(w.req(wk, Request::PreSleep), vec![(wk, Response::Noop)]);
+}
+
+#[test]
+fn max_queue_caps_a_function() {
+    let mut w = World::with(EngineConfig {
+        max_queue: 2,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    w.submit(c, "f", "", "1", Priority::Normal, true);
+    w.submit(c, "f", "", "2", Priority::Normal, true);
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            unique: b(""),
+            data: b("3"),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    assert_eq!(
+        r,
+        vec![(c, Response::error("QUEUE_ERROR", "Job queue is full"))]
+    );
+    assert_eq!(w.admin(c, "maxqueue f"), "OK 2 2 2\n");
+    assert_eq!(w.admin(c, "maxqueue f 0 5 1"), "OK\r\n");
+    assert_eq!(w.admin(c, "maxqueue f"), "OK 0 5 1\n");
+    w.submit(c, "f", "", "3", Priority::High, true);
+    assert_eq!(w.admin(c, "maxqueue nosuch"), "ERR function not found\r\n");
+}
+
+#[test]
+fn admin_listings() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    w.req(wk, Request::SetClientId { id: b("worker A") });
+    w.can_do(wk, "fnB");
+    w.can_do(wk, "fnA");
+    w.submit(c, "fnA", "uq", "d", Priority::High, true);
+    w.submit(c, "fnA", "", "d", Priority::Low, false);
+    assert_eq!(w.admin(c, "status"), "fnB\t0\t0\t1\nfnA\t2\t0\t1\n.\n");
+    assert_eq!(
+        w.admin(c, "prioritystatus"),
+        "fnB\t0\t0\t0\t1\nfnA\t1\t0\t1\t1\n.\n"
+    );
+    assert_eq!(
+        w.admin(c, "workers"),
+        "11 127.0.0.1 worker A : fnA fnB\n.\n"
+    );
+    assert_eq!(
+        w.admin(c, "show jobs"),
+        "H:t:1\t0\t0\t1\nH:t:2\t0\t0\t0\n.\n"
+    );
+    assert_eq!(w.admin(c, "show unique jobs"), "uq\n\n.\n");
+    assert_eq!(w.admin(c, "create function newfn"), "OK\r\n");
+    assert_eq!(
+        w.admin(c, "drop function FNA"),
+        "ERR there are still connected workers or executing clients\r\n"
+    );
+    assert_eq!(
+        w.admin(c, "drop function nosuch"),
+        "ERR function not found\r\n"
+    );
+    assert_eq!(w.admin(c, "drop function NEWFN"), "OK\r\n");
+    assert_eq!(
+        w.admin(c, "version"),
+        format!("OK {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(w.admin(c, "verbose"), "OK ERROR\n");
+    assert_eq!(
+        w.admin(c, "bogus"),
+        "ERR UNKNOWN_COMMAND Unknown+server+commandbogus\r\n"
+    );
+}
+
+#[test]
+fn cancel_job() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let h1 = w.submit(c, "f", "", "1", Priority::Normal, false);
+    let h2 = w.submit(c, "f", "", "2", Priority::Normal, false);
+    assert_eq!(w.admin(wk, "cancel job H:t:99"), "ERR UNKNOWN_JOB\r\n");
+    w.e.admin(wk, AdminCommand::CancelJob(h2.clone()), w.now, &mut w.out);
+    let r = std::mem::take(&mut w.out.replies);
+    assert_eq!(
+        r,
+        vec![
+            (c, Response::WorkFail { handle: h2 }),
+            (wk, Response::text("OK\r\n"))
+        ]
+    );
+    w.can_do(wk, "f");
+    assert_eq!(w.grab(wk).unwrap().0, h1);
+    assert_eq!(
+        w.admin(c, &format!("cancel job {}", String::from_utf8_lossy(&h1))),
+        "ERR JOB_RUNNING The+job+is+running+on+a+worker\r\n"
+    );
+    assert_eq!(
+        w.grab(wk),
+        None,
+        "the cancelled job left no live queue entry"
+    );
+}
+
+#[test]
+fn shutdown_only_from_loopback() {
+    let mut w = World::new();
+    let local = w.conn();
+    let remote = ConnId {
+        index: 50,
+        generation: 1,
+    };
+    w.e.connect(
+        remote,
+        ConnInfo {
+            fd: 60,
+            ip: "10.0.0.5".into(),
+            loopback: false,
+        },
+    );
+    assert!(
+        w.admin(remote, "shutdown")
+            .starts_with("ERR SHUTDOWN_REFUSED")
+    );
+    assert_eq!(w.out.shutdown, None);
+    assert_eq!(w.admin(local, "shutdown graceful"), "OK\r\n");
+    assert_eq!(w.out.shutdown, Some(Shutdown::Graceful));
+}
+
+#[test]
+fn epoch_jobs_wait_in_the_timer_and_block_nothing() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let due_s = w.now / 1000 + 60;
+    let r = w.req(
+        c,
+        Request::SubmitJobEpoch {
+            func: b("f"),
+            unique: b("e1"),
+            epoch: b(&due_s.to_string()),
+            data: b("later"),
+        },
+    );
+    let h = match &r[..] {
+        [(_, Response::JobCreated { handle })] => handle.clone(),
+        other => panic!("{other:?}"),
+    };
+    w.submit(c, "f", "", "now", Priority::Low, true);
+    w.can_do(wk, "f");
+    assert_eq!(
+        w.grab(wk).unwrap().1,
+        b("now"),
+        "a LOW job is not blocked by an unripe NORMAL one"
+    );
+    assert_eq!(w.grab(wk), None);
+    assert_eq!(w.admin(c, "status"), "f\t2\t1\t1\n.\n");
+    assert_eq!(w.admin(c, "prioritystatus"), "f\t0\t0\t0\t1\n.\n");
+    // A second EPOCH submit with the same unique joins the first.
+    let r = w.req(
+        c,
+        Request::SubmitJobEpoch {
+            func: b("f"),
+            unique: b("e1"),
+            epoch: b("1"),
+            data: b("x"),
+        },
+    );
+    assert_eq!(r, vec![(c, Response::JobCreated { handle: h.clone() })]);
+    assert_eq!(w.req(wk, Request::PreSleep), vec![]);
+    assert_eq!(w.e.next_deadline(), Some(due_s * 1000));
+    w.e.on_time(due_s * 1000, &mut w.out);
+    assert_eq!(
+        std::mem::take(&mut w.out.replies),
+        vec![(wk, Response::Noop)]
+    );
+    assert_eq!(w.grab(wk).unwrap(), (h, b("later")));
+}
+
+#[test]
+fn epoch_in_the_past_runs_now_and_garbage_is_refused() {
+    let mut w = World::new();
+    let c = w.conn();
+    let r = w.req(
+        c,
+        Request::SubmitJobEpoch {
+            func: b("f"),
+            unique: b(""),
+            epoch: b("5"),
+            data: b("x"),
+        },
+    );
+    assert!(matches!(&r[..], [(_, Response::JobCreated { .. })]));
+    assert_eq!(w.admin(c, "prioritystatus"), "f\t0\t1\t0\t0\n.\n");
+    for bad in ["abc", "", "-5", "99999999999999999999999", "253402300800"] {
+        let r = w.req(
+            c,
+            Request::SubmitJobEpoch {
+                func: b("f"),
+                unique: b(""),
+                epoch: b(bad),
+                data: b("x"),
+            },
+        );
+        assert!(
+            matches!(
+                &r[..],
+                [(
+                    _,
+                    Response::Error {
+                        code: "INVALID_ARGUMENT",
+                        ..
+                    }
+                )]
+            ),
+            "{bad}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn replies_to_a_gone_connection_are_not_made() {
+    let mut w = World::new();
+    let c = w.conn();
+    w.e.disconnect(c, w.now, &mut w.out);
+    assert!(w.req(c, Request::EchoReq { data: b("x") }).is_empty());
+    // A reused slot with a new generation is a different connection.
+    let again = ConnId {
+        index: c.index,
+        generation: c.generation + 1,
+    };
+    w.e.connect(
+        again,
+        ConnInfo {
+            fd: 1,
+            ip: "127.0.0.1".into(),
+            loopback: true,
+        },
+    );
+    assert!(w.req(c, Request::EchoReq { data: b("x") }).is_empty());
+    assert_eq!(w.req(again, Request::EchoReq { data: b("x") }).len(), 1);
+}
