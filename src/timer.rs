@@ -1,68 +1,102 @@
-//! Deadlines for the whole server: insert, cancel by key, poll what is due at `now`, and tell
-//! the reactor how long it may sleep. Time is always a parameter, never read here.
+//! The timer wheel: every deadline in the server (future jobs, CAN_DO_TIMEOUT, schedule
+//! entries) in one hierarchical wheel over a slab. Insert and cancel are O(1), `poll(now)`
+//! hands out what is due, `next_deadline()` is exact so the loop sleeps until then and no
+//! longer. Time is always a parameter (milliseconds), never read here.
+//!
+//! Eight levels of 64 slots: level L's slot spans 64^L ms, so the wheel reaches 2^48 ms
+//! (about 8,900 years) past its current time. An entry sits at the level of the highest bit
+//! where its deadline differs from the wheel's time; as time reaches its slot it cascades
+//! down, and at level 0 each slot is one exact millisecond. Entries move as whole lists in
+//! order, so equal deadlines fire in insertion order.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
 
-/// A key returned by `insert`, used to cancel. Never reused within one `Timers`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+use slab::Slab;
+
+const LEVELS: usize = 8;
+const SLOT_BITS: u32 = 6;
+const SLOTS: usize = 1 << SLOT_BITS;
+/// The wheel's top level ends at the next multiple of 2^48 ms (the year 10889 for the
+/// first block); later deadlines are clamped to it.
+const TOP_MASK: u64 = (1 << (SLOT_BITS as u64 * LEVELS as u64)) - 1;
+const NIL: u32 = u32::MAX;
+
+/// A key returned by `insert`, used to cancel. Stale keys (already fired or cancelled) are
+/// recognised and ignored even after their slab slot is reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimerKey {
-    deadline: u64,
+    index: u32,
     seq: u64,
 }
 
-impl TimerKey {
-    pub fn deadline(self) -> u64 {
-        self.deadline
-    }
+struct Entry<T> {
+    deadline: u64,
+    seq: u64,
+    value: T,
+    prev: u32,
+    next: u32,
+    level: u8,
+    slot: u8,
 }
 
-/// Ordered deadlines with their payloads; equal deadlines fire in insertion order.
-#[derive(Debug)]
+#[derive(Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: List = List {
+    head: NIL,
+    tail: NIL,
+};
+
 pub struct Timers<T> {
-    entries: BTreeMap<TimerKey, T>,
+    entries: Slab<Entry<T>>,
+    slots: [[List; SLOTS]; LEVELS],
+    /// One bit per non-empty slot, so the next slot is found with trailing_zeros.
+    occupied: [u64; LEVELS],
+    /// The wheel's time: no entry is earlier than this.
+    elapsed: u64,
     next_seq: u64,
+    /// Cached exact next deadline; `None` means "recompute".
+    cached_next: Cell<Option<Option<u64>>>,
 }
 
 impl<T> Default for Timers<T> {
     fn default() -> Self {
-        Timers {
-            entries: BTreeMap::new(),
-            next_seq: 0,
-        }
+        Self::new()
     }
+}
+
+impl<T> std::fmt::Debug for Timers<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timers")
+            .field("len", &self.len())
+            .field("elapsed", &self.elapsed)
+            .finish()
+    }
+}
+
+fn level_for(elapsed: u64, deadline: u64) -> usize {
+    let diff = (elapsed ^ deadline) | (SLOTS as u64 - 1);
+    let bit = 63 - diff.leading_zeros() as usize;
+    bit / SLOT_BITS as usize
+}
+
+fn slot_for(deadline: u64, level: usize) -> usize {
+    ((deadline >> (level as u32 * SLOT_BITS)) as usize) & (SLOTS - 1)
 }
 
 impl<T> Timers<T> {
     pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
-        let key = TimerKey {
-            deadline,
-            seq: self.next_seq,
-        };
-        self.next_seq += 1;
-        self.entries.insert(key, value);
-        key
-    }
-
-    pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        self.entries.remove(&key)
-    }
-
-    /// The earliest deadline, if any.
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.entries.keys().next().map(|k| k.deadline)
-    }
-
-    /// Remove and return the next entry due at or before `now`.
-    pub fn poll(&mut self, now: u64) -> Option<(TimerKey, T)> {
-        let first = *self.entries.keys().next()?;
-        if first.deadline > now {
-            return None;
+        Timers {
+            entries: Slab::new(),
+            slots: [[EMPTY; SLOTS]; LEVELS],
+            occupied: [0; LEVELS],
+            elapsed: 0,
+            next_seq: 0,
+            cached_next: Cell::new(Some(None)),
         }
-        self.entries.remove(&first).map(|v| (first, v))
     }
 
     pub fn len(&self) -> usize {
@@ -72,11 +106,176 @@ impl<T> Timers<T> {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// Arm `value` for `deadline` (ms). A deadline in the past fires at the next poll.
+    pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
+        let deadline = deadline.clamp(self.elapsed, self.elapsed | TOP_MASK);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let index = self.entries.insert(Entry {
+            deadline,
+            seq,
+            value,
+            prev: NIL,
+            next: NIL,
+            level: 0,
+            slot: 0,
+        });
+        self.link(index as u32);
+        if let Some(cached) = self.cached_next.get() {
+            self.cached_next
+                .set(Some(Some(cached.map_or(deadline, |c| c.min(deadline)))));
+        }
+        TimerKey {
+            index: index as u32,
+            seq,
+        }
+    }
+
+    /// Disarm; returns the value if the key was still armed.
+    pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
+        let e = self.entries.get(key.index as usize)?;
+        if e.seq != key.seq {
+            return None;
+        }
+        if self.cached_next.get() == Some(Some(e.deadline)) {
+            self.cached_next.set(None);
+        }
+        self.unlink(key.index);
+        Some(self.entries.remove(key.index as usize).value)
+    }
+
+    /// The deadline of an armed key.
+    pub fn deadline(&self, key: TimerKey) -> Option<u64> {
+        self.entries
+            .get(key.index as usize)
+            .filter(|e| e.seq == key.seq)
+            .map(|e| e.deadline)
+    }
+
+    /// The exact earliest deadline, if any.
+    pub fn next_deadline(&self) -> Option<u64> {
+        if let Some(c) = self.cached_next.get() {
+            return c;
+        }
+        // The earliest slot holds the earliest deadline: every later slot starts after it ends.
+        let next = self.earliest_slot().map(|(level, slot, _)| {
+            let mut i = self.slots[level][slot].head;
+            let mut min = u64::MAX;
+            while i != NIL {
+                let e = &self.entries[i as usize];
+                min = min.min(e.deadline);
+                i = e.next;
+            }
+            min
+        });
+        self.cached_next.set(Some(next));
+        next
+    }
+
+    /// Remove and return one entry due at or before `now`, earliest first.
+    pub fn poll(&mut self, now: u64) -> Option<(TimerKey, T)> {
+        loop {
+            let (level, slot, start) = self.earliest_slot()?;
+            if start > now {
+                return None;
+            }
+            self.elapsed = self.elapsed.max(start);
+            self.cached_next.set(None);
+            if level == 0 {
+                let index = self.slots[0][slot].head;
+                self.unlink(index);
+                let e = self.entries.remove(index as usize);
+                return Some((TimerKey { index, seq: e.seq }, e.value));
+            }
+            // Cascade: move the slot's entries, in order, to the levels they now belong to.
+            let mut i = self.slots[level][slot].head;
+            self.slots[level][slot] = EMPTY;
+            self.occupied[level] &= !(1u64 << slot);
+            while i != NIL {
+                let next = self.entries[i as usize].next;
+                self.link(i);
+                i = next;
+            }
+        }
+    }
+
+    /// The first non-empty slot in time order: (level, slot, the slot's start time).
+    fn earliest_slot(&self) -> Option<(usize, usize, u64)> {
+        let mut best: Option<(usize, usize, u64)> = None;
+        for level in (0..LEVELS).rev() {
+            let shift = level as u32 * SLOT_BITS;
+            let current = slot_for(self.elapsed, level);
+            let bits = self.occupied[level] & (!0u64 << current);
+            if bits == 0 {
+                continue;
+            }
+            let slot = bits.trailing_zeros() as usize;
+            let span_bits = shift + SLOT_BITS;
+            let base = if span_bits >= 64 {
+                0
+            } else {
+                self.elapsed >> span_bits << span_bits
+            };
+            let start = base + ((slot as u64) << shift);
+            // Higher levels win ties so that they cascade before a lower slot fires.
+            if best.is_none_or(|(_, _, s)| start < s) {
+                best = Some((level, slot, start));
+            }
+        }
+        best
+    }
+
+    fn link(&mut self, index: u32) {
+        let deadline = self.entries[index as usize].deadline.max(self.elapsed);
+        let level = level_for(self.elapsed, deadline);
+        let slot = slot_for(deadline, level);
+        let list = &mut self.slots[level][slot];
+        let tail = list.tail;
+        if tail == NIL {
+            list.head = index;
+        }
+        list.tail = index;
+        if tail != NIL {
+            self.entries[tail as usize].next = index;
+        }
+        let e = &mut self.entries[index as usize];
+        e.prev = tail;
+        e.next = NIL;
+        e.level = level as u8;
+        e.slot = slot as u8;
+        self.occupied[level] |= 1u64 << slot;
+    }
+
+    fn unlink(&mut self, index: u32) {
+        let (prev, next, level, slot) = {
+            let e = &self.entries[index as usize];
+            (e.prev, e.next, e.level as usize, e.slot as usize)
+        };
+        if prev != NIL {
+            self.entries[prev as usize].next = next;
+        } else {
+            self.slots[level][slot].head = next;
+        }
+        if next != NIL {
+            self.entries[next as usize].prev = prev;
+        } else {
+            self.slots[level][slot].tail = prev;
+        }
+        if self.slots[level][slot].head == NIL {
+            self.occupied[level] &= !(1u64 << slot);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    fn drain<T>(t: &mut Timers<T>, now: u64) -> Vec<T> {
+        std::iter::from_fn(|| t.poll(now).map(|(_, v)| v)).collect()
+    }
 
     #[test]
     fn fires_in_deadline_then_insertion_order() {
@@ -88,11 +287,149 @@ mod tests {
         assert_eq!(t.cancel(k), Some("cancelled"));
         assert_eq!(t.cancel(k), None);
         assert_eq!(t.next_deadline(), Some(10));
-        assert_eq!(t.poll(9), None);
+        assert_eq!(t.poll(9).map(|x| x.1), None);
         assert_eq!(t.poll(10).map(|x| x.1), Some("a"));
-        assert_eq!(t.poll(100).map(|x| x.1), Some("b"));
-        assert_eq!(t.poll(100).map(|x| x.1), Some("c"));
-        assert_eq!(t.poll(u64::MAX), None);
+        assert_eq!(t.next_deadline(), Some(50));
+        assert_eq!(drain(&mut t, 100), vec!["b", "c"]);
+        assert!(t.is_empty());
+        assert_eq!(t.next_deadline(), None);
+    }
+
+    #[test]
+    fn every_level_boundary() {
+        for level in 0..LEVELS as u32 {
+            for delta in [-1i64, 0, 1] {
+                let span = 1i64 << (SLOT_BITS * level);
+                let base: u64 = 1_700_000_000_000;
+                let mut t = Timers::new();
+                t.poll(base);
+                let d = (base as i64 + span * 63 + delta).max(base as i64) as u64;
+                let k = t.insert(d, level);
+                assert_eq!(t.deadline(k), Some(d));
+                assert_eq!(t.next_deadline(), Some(d), "level {level} delta {delta}");
+                assert_eq!(t.poll(d - 1).map(|x| x.1), None);
+                assert_eq!(t.poll(d).map(|x| x.1), Some(level));
+                // Cancel at the same spot works too.
+                let k = t.insert(d + span as u64, level);
+                assert_eq!(t.cancel(k), Some(level));
+                assert!(t.is_empty());
+                assert_eq!(t.poll(u64::MAX >> 1), None);
+            }
+        }
+    }
+
+    #[test]
+    fn past_deadlines_fire_at_the_next_poll() {
+        let mut t = Timers::new();
+        assert_eq!(t.poll(1_000), None);
+        t.insert(5_000, "later");
+        assert_eq!(drain(&mut t, 5_000), vec!["later"]);
+        t.insert(1, "past");
+        assert_eq!(t.next_deadline(), Some(5_000));
+        assert_eq!(drain(&mut t, 5_000), vec!["past"]);
+    }
+
+    #[test]
+    fn ten_years_ahead_and_beyond() {
+        let now: u64 = 1_795_000_000_000;
+        let mut t = Timers::new();
+        t.poll(now);
+        let ten_years = now + 10 * 365 * 86_400_000;
+        t.insert(ten_years, "ten");
+        let year_9999 = 253_402_300_799_000;
+        t.insert(year_9999, "9999");
+        assert_eq!(t.next_deadline(), Some(ten_years));
+        assert_eq!(drain(&mut t, ten_years - 1), Vec::<&str>::new());
+        assert_eq!(drain(&mut t, ten_years), vec!["ten"]);
+        assert_eq!(t.next_deadline(), Some(year_9999));
+        assert_eq!(drain(&mut t, year_9999), vec!["9999"]);
+    }
+
+    #[test]
+    fn equal_deadlines_keep_insertion_order_across_cascades() {
+        let mut t = Timers::new();
+        let d = 1_000_000;
+        // Inserted at different wheel times, so they enter at different levels.
+        t.insert(d, 0);
+        t.poll(d - 100_000);
+        t.insert(d, 1);
+        t.poll(d - 1_000);
+        t.insert(d, 2);
+        t.poll(d - 10);
+        t.insert(d, 3);
+        assert_eq!(drain(&mut t, d), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn matches_a_sorted_model_under_random_operations() {
+        // A small LCG keeps the test deterministic without a dependency.
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let mut t = Timers::new();
+        let mut model: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        let mut keys: Vec<(TimerKey, u64, u64)> = Vec::new();
+        let mut now = 1_000_000u64;
+        for i in 0..200_000u64 {
+            match rnd() % 10 {
+                0..=5 => {
+                    let ahead = match rnd() % 4 {
+                        0 => rnd() % 64,
+                        1 => rnd() % 10_000,
+                        2 => rnd() % 10_000_000,
+                        _ => rnd() % 100_000_000_000,
+                    };
+                    let d = now + ahead;
+                    let k = t.insert(d, i);
+                    model.insert((d, i), i);
+                    keys.push((k, d, i));
+                }
+                6 | 7 if !keys.is_empty() => {
+                    let (k, d, v) = keys.swap_remove((rnd() as usize) % keys.len());
+                    assert_eq!(t.cancel(k), model.remove(&(d, v)));
+                }
+                _ => {
+                    now += rnd() % 50_000;
+                    while let Some((_, v)) = t.poll(now) {
+                        let (&(d, mv), _) = model.iter().next().expect("model has it");
+                        assert!(d <= now);
+                        assert_eq!(v, mv);
+                        model.remove(&(d, mv));
+                    }
+                    assert!(model.keys().next().is_none_or(|(d, _)| *d > now));
+                }
+            }
+            assert_eq!(t.next_deadline(), model.keys().next().map(|(d, _)| *d));
+        }
+        assert_eq!(t.len(), model.len());
+    }
+
+    #[test]
+    fn a_million_entries() {
+        let mut t = Timers::new();
+        let base = 1_795_000_000_000u64;
+        t.poll(base);
+        for i in 0..1_000_000u64 {
+            t.insert(base + (i * 7919) % 3_600_000, i);
+        }
+        assert_eq!(t.len(), 1_000_000);
+        assert_eq!(t.next_deadline(), Some(base));
+        let mut last = 0;
+        let mut n = 0;
+        let mut now = base;
+        while n < 1_000_000 {
+            now += 60_000;
+            while let Some((_, v)) = t.poll(now) {
+                let d = base + (v * 7919) % 3_600_000;
+                assert!(d >= last && d <= now);
+                last = d;
+                n += 1;
+            }
+        }
         assert!(t.is_empty());
     }
 }
