@@ -11,6 +11,7 @@ use log::LevelFilter;
 use crate::engine::EngineConfig;
 use crate::logger::{self, LogTarget};
 use crate::proto::frame::Limits;
+use crate::schedule::Zone;
 
 #[derive(FromArgs, Debug)]
 /// gearwheel: a Gearman job server with on-time future jobs.
@@ -95,6 +96,9 @@ pub struct ServeArgs {
     /// seconds a graceful shutdown waits for running jobs (default 30)
     #[argh(option, default = "30")]
     pub graceful_timeout: u64,
+    /// time zone of SUBMIT_JOB_SCHED fields: "local" (default), "UTC" or an IANA name
+    #[argh(option)]
+    pub timezone: Option<String>,
     /// accepted and ignored: gearwheel runs one thread
     #[argh(option, short = 't')]
     pub threads: Option<String>,
@@ -269,6 +273,8 @@ impl Config {
         {
             return Err("--job-handle-prefix must be 1 to 48 bytes without spaces".into());
         }
+        let zone = Zone::parse(a.timezone.as_deref().unwrap_or("local"))
+            .map_err(|e| format!("--timezone: {e}"))?;
         Ok(Config {
             listen,
             log_target: LogTarget::parse(a.log_file.as_deref().unwrap_or("stderr")),
@@ -293,6 +299,7 @@ impl Config {
                 max_queue: a.max_queue,
                 verbose: level_name,
                 pid: std::process::id(),
+                zone,
             },
             notices,
         })

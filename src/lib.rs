@@ -12,4 +12,5 @@ pub mod engine;
 pub mod logger;
 pub mod proto;
 pub mod reactor;
+pub mod schedule;
 pub mod timer;

@@ -96,9 +96,7 @@ impl Engine {
                 rows.sort_by_key(|(due, j)| (*due, j.seq));
                 let mut s = String::new();
                 for (due, j) in rows {
-                    let when = chrono::DateTime::from_timestamp_millis(due as i64)
-                        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-                        .unwrap_or_default();
+                    let when = super::rfc3339(due);
                     let _ = writeln!(
                         s,
                         "{}\t{}\t{}\t{}\t{}",

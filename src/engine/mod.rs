@@ -13,6 +13,7 @@ use slab::Slab;
 use crate::proto::packet::PacketType;
 use crate::proto::request::{GrabKind, Priority, Request, RequestError};
 use crate::proto::response::Response;
+use crate::schedule::{SchedSpec, Zone};
 use crate::timer::Timers;
 
 pub use types::{
@@ -36,6 +37,8 @@ pub struct EngineConfig {
     /// The log level `verbose` reports.
     pub verbose: String,
     pub pid: u32,
+    /// The zone SUBMIT_JOB_SCHED fields are read in.
+    pub zone: Zone,
 }
 
 impl Default for EngineConfig {
@@ -49,6 +52,7 @@ impl Default for EngineConfig {
             max_queue: 0,
             verbose: "ERROR".into(),
             pid: std::process::id(),
+            zone: Zone::Local,
         }
     }
 }
@@ -279,13 +283,26 @@ impl Engine {
                 }
                 Err(e) => out.push(id, Response::error(e.code, e.text)),
             },
-            Request::SubmitJobSched { .. } => out.push(
-                id,
-                Response::error(
-                    "INVALID_COMMAND",
-                    "SUBMIT_JOB_SCHED is not supported by this server yet",
+            Request::SubmitJobSched {
+                func,
+                unique,
+                fields,
+                data,
+            } => match self.sched_due(&fields, now) {
+                Ok(due) => self.submit(
+                    id,
+                    func,
+                    unique,
+                    data,
+                    None,
+                    Priority::Normal,
+                    true,
+                    Some(due),
+                    now,
+                    out,
                 ),
-            ),
+                Err(text) => out.push(id, Response::error("INVALID_ARGUMENT", text)),
+            },
             Request::GrabJob(kind) => self.grab(id, kind, now, out),
             Request::WorkStatus {
                 handle,
@@ -475,6 +492,15 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// When a SUBMIT_JOB_SCHED job is due: the next minute after `now` that its fields match.
+    fn sched_due(&self, fields: &[Bytes; 5], now: u64) -> Result<u64, String> {
+        let spec = SchedSpec::parse(fields)?;
+        let after = chrono::DateTime::from_timestamp_millis(now as i64).unwrap_or_default();
+        spec.next_after(after, &self.config.zone)
+            .map(|t| t.timestamp_millis() as u64)
+            .ok_or_else(|| "the fields never match a time in the next 29 years".to_string())
     }
 
     // ---- workers -------------------------------------------------------------------------
@@ -879,9 +905,10 @@ impl Engine {
                 self.jobs[k].state = JobState::Future(t);
                 self.functions[f].future += 1;
                 log::info!(
-                    "accepted future job {} for {}",
+                    "accepted future job {} ({}), due {}",
                     String::from_utf8_lossy(&handle),
-                    due / 1000
+                    String::from_utf8_lossy(&self.functions[f].name),
+                    rfc3339(due)
                 );
                 out.push(id, Response::JobCreated { handle });
             }
@@ -986,6 +1013,13 @@ impl Engine {
             .iter()
             .find_map(|(f, _)| self.by_unique.get(&(f, uk.clone())).copied())
     }
+}
+
+/// A millisecond timestamp as RFC 3339 in UTC, for logs and `show scheduled`.
+pub(crate) fn rfc3339(ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms as i64)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default()
 }
 
 /// gearmand's `atoi` for WORK_STATUS numbers: leading digits, anything else is 0.

@@ -888,3 +888,93 @@ fn replies_to_a_gone_connection_are_not_made() {
     assert!(w.req(c, Request::EchoReq { data: b("x") }).is_empty());
     assert_eq!(w.req(again, Request::EchoReq { data: b("x") }).len(), 1);
 }
+
+#[test]
+fn sched_jobs_run_at_the_next_matching_minute() {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        zone: Zone::Utc,
+        ..EngineConfig::default()
+    });
+    // 2026-11-22T06:37:30Z, a Sunday.
+    w.now = 1_795_329_450_000;
+    let (c, wk) = (w.conn(), w.conn());
+    let fields = |m: &str, h: &str, wd: &str| [b(m), b(h), b(""), b(""), b(wd)];
+    let r = w.req(
+        c,
+        Request::SubmitJobSched {
+            func: b("f"),
+            unique: b("s1"),
+            fields: fields("40", "", ""),
+            data: b("x"),
+        },
+    );
+    let h = match &r[..] {
+        [(_, Response::JobCreated { handle })] => handle.clone(),
+        other => panic!("{other:?}"),
+    };
+    // Day of week 0 is Monday in the protocol: tomorrow.
+    w.req(
+        c,
+        Request::SubmitJobSched {
+            func: b("f"),
+            unique: b("s2"),
+            fields: fields("0", "9", "0"),
+            data: b("y"),
+        },
+    );
+    assert_eq!(
+        w.admin(c, "show scheduled"),
+        "H:t:1\tf\ts1\t2026-11-22T06:40:00Z\tnormal\nH:t:2\tf\ts2\t2026-11-23T09:00:00Z\tnormal\n.\n"
+    );
+    w.can_do(wk, "f");
+    assert_eq!(w.req(wk, Request::PreSleep), vec![]);
+    let due = 1_795_329_600_000; // 06:40:00
+    assert_eq!(w.e.next_deadline(), Some(due));
+    w.e.on_time(due - 1, &mut w.out);
+    assert!(w.out.replies.is_empty());
+    w.e.on_time(due, &mut w.out);
+    assert_eq!(
+        std::mem::take(&mut w.out.replies),
+        vec![(wk, Response::Noop)]
+    );
+    assert_eq!(w.grab(wk).unwrap(), (h, b("x")));
+    for (bad, why) in [
+        (fields("60", "", ""), "minute 60 is out of range 0-59"),
+        (
+            [b(""), b(""), b("31"), b("2"), b("")],
+            "day 31 never occurs in month 2",
+        ),
+    ] {
+        let r = w.req(
+            c,
+            Request::SubmitJobSched {
+                func: b("f"),
+                unique: b(""),
+                fields: bad,
+                data: b(""),
+            },
+        );
+        assert_eq!(r, vec![(c, Response::error("INVALID_ARGUMENT", why))]);
+    }
+}
+
+#[test]
+fn cancelling_a_future_job_removes_it_from_the_wheel() {
+    let mut w = World::new();
+    let c = w.conn();
+    let due = (w.now / 1000 + 3600).to_string();
+    w.req(
+        c,
+        Request::SubmitJobEpoch {
+            func: b("f"),
+            unique: b(""),
+            epoch: b(&due),
+            data: b(""),
+        },
+    );
+    assert!(w.e.next_deadline().is_some());
+    assert_eq!(w.admin(c, "cancel job H:t:1"), "OK\r\n");
+    assert_eq!(w.e.next_deadline(), None);
+    assert_eq!(w.admin(c, "status"), "f\t0\t0\t0\n.\n");
+}
