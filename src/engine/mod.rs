@@ -83,6 +83,8 @@ enum TimerEvent {
     JobTimeout { job: JobKey, seq: u64 },
     /// A future job is due.
     JobDue { job: JobKey, seq: u64 },
+    /// A graceful shutdown waited long enough.
+    DrainTimeout,
 }
 
 /// Why a job left the engine without a result from a worker.
@@ -106,6 +108,8 @@ pub struct Engine {
     running: usize,
     /// During a graceful shutdown no new job is handed out.
     draining: bool,
+    /// The graceful shutdown's time ran out.
+    drain_expired: bool,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -127,6 +131,7 @@ impl Engine {
             next_seq: 0,
             running: 0,
             draining: false,
+            drain_expired: false,
         }
     }
 
@@ -139,9 +144,18 @@ impl Engine {
         self.running
     }
 
-    /// Stop (or resume) handing out jobs; used by graceful shutdown.
-    pub fn set_draining(&mut self, on: bool) {
-        self.draining = on;
+    /// Graceful shutdown: hand out no more jobs, and give running ones until `now + timeout_ms`.
+    pub fn begin_drain(&mut self, now: u64, timeout_ms: u64) {
+        if !self.draining {
+            self.draining = true;
+            self.timers
+                .insert(now.saturating_add(timeout_ms), TimerEvent::DrainTimeout);
+        }
+    }
+
+    /// A graceful shutdown may end: nothing runs any more, or the time is up.
+    pub fn drain_done(&self) -> bool {
+        self.draining && (self.running == 0 || self.drain_expired)
     }
 
     pub fn job_count(&self) -> usize {
@@ -476,6 +490,13 @@ impl Engine {
                         );
                         self.fail_job(job, FailReason::Timeout, out);
                     }
+                }
+                TimerEvent::DrainTimeout => {
+                    log::warn!(
+                        "graceful shutdown: {} jobs still running after the timeout",
+                        self.running
+                    );
+                    self.drain_expired = true;
                 }
                 TimerEvent::JobDue { job, seq } => {
                     let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {

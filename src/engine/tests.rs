@@ -978,3 +978,36 @@ fn cancelling_a_future_job_removes_it_from_the_wheel() {
     assert_eq!(w.e.next_deadline(), None);
     assert_eq!(w.admin(c, "status"), "f\t0\t0\t0\n.\n");
 }
+
+#[test]
+fn draining_hands_out_nothing_and_ends_when_jobs_finish_or_time_is_up() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "1", Priority::Normal, false);
+    w.submit(c, "f", "", "2", Priority::Normal, false);
+    w.can_do(wk, "f");
+    w.grab(wk).unwrap();
+    w.e.begin_drain(w.now, 1000);
+    assert!(!w.e.drain_done());
+    assert_eq!(w.grab(wk), None, "no new jobs while draining");
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b(""),
+        },
+    );
+    assert!(w.e.drain_done());
+
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    w.submit(c, "f", "", "1", Priority::Normal, false);
+    w.can_do(wk, "f");
+    w.grab(wk).unwrap();
+    w.e.begin_drain(w.now, 1000);
+    assert_eq!(w.e.next_deadline(), Some(w.now + 1000));
+    w.e.on_time(w.now + 999, &mut w.out);
+    assert!(!w.e.drain_done());
+    w.e.on_time(w.now + 1000, &mut w.out);
+    assert!(w.e.drain_done());
+}

@@ -31,8 +31,6 @@ const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
 const CONN_BASE: usize = 1 << 16;
 /// Frames one connection may have served per loop turn before others get a go.
 const FRAMES_PER_TURN: usize = 256;
-/// Longest sleep even with no deadline; only a guard, the loop has no periodic work.
-const MAX_SLEEP: Duration = Duration::from_secs(3600);
 
 /// How the loop ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -59,8 +57,8 @@ pub struct Server {
     /// Connections to close at the end of this turn.
     to_close: Vec<usize>,
     signals: Option<Signals>,
-    /// Graceful-shutdown deadline, in clock milliseconds.
-    draining_until: Option<u64>,
+    /// A graceful shutdown has begun.
+    draining: bool,
 }
 
 impl Server {
@@ -91,7 +89,7 @@ impl Server {
             revisit: Vec::new(),
             to_close: Vec::new(),
             signals: None,
-            draining_until: None,
+            draining: false,
         })
     }
 
@@ -159,14 +157,10 @@ impl Server {
         if !self.revisit.is_empty() {
             return Some(Duration::ZERO);
         }
-        let mut deadline = self.engine.next_deadline();
-        if let Some(d) = self.draining_until {
-            deadline = Some(deadline.map_or(d, |x| x.min(d)));
-        }
-        Some(match deadline {
-            Some(d) => Duration::from_millis(d.saturating_sub(now)).min(MAX_SLEEP),
-            None => MAX_SLEEP,
-        })
+        // No deadline: sleep until a socket or a signal wakes us; an idle server never ticks.
+        self.engine
+            .next_deadline()
+            .map(|d| Duration::from_millis(d.saturating_sub(now)))
     }
 
     fn on_signals(&mut self, now: u64) -> Option<Exit> {
@@ -187,9 +181,10 @@ impl Server {
     }
 
     fn begin_graceful(&mut self, now: u64) {
-        if self.draining_until.is_some() {
+        if self.draining {
             return;
         }
+        self.draining = true;
         info!(
             "graceful shutdown: no longer accepting; waiting up to {}s for {} running jobs",
             self.config.graceful_timeout.as_secs(),
@@ -198,8 +193,8 @@ impl Server {
         for mut l in self.listeners.drain(..) {
             let _ = self.poll.registry().deregister(&mut l);
         }
-        self.engine.set_draining(true);
-        self.draining_until = Some(now + self.config.graceful_timeout.as_millis() as u64);
+        self.engine
+            .begin_drain(now, self.config.graceful_timeout.as_millis() as u64);
     }
 
     fn check_shutdown(&mut self, now: u64) -> Option<Exit> {
@@ -208,14 +203,9 @@ impl Server {
             Some(Shutdown::Graceful) => self.begin_graceful(now),
             None => {}
         }
-        let until = self.draining_until?;
-        if self.engine.running_jobs() == 0 {
-            info!("graceful shutdown: no jobs running; exiting");
-            return Some(Exit::Graceful);
-        }
-        if now >= until {
-            warn!(
-                "graceful shutdown: {} jobs still running after the timeout; exiting",
+        if self.draining && self.engine.drain_done() {
+            info!(
+                "graceful shutdown: done ({} jobs still running); exiting",
                 self.engine.running_jobs()
             );
             return Some(Exit::Graceful);
