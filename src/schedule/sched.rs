@@ -1,7 +1,7 @@
 //! SUBMIT_JOB_SCHED's five fields (minute, hour, day of month, month, day of week with
 //! 0 = Monday, as the protocol text has it) and the next time they all match.
 
-use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveTime, Utc};
+use chrono::{DateTime, Datelike, LocalResult, NaiveDate, NaiveTime, Utc};
 
 use super::zone::Zone;
 
@@ -86,7 +86,7 @@ impl SchedSpec {
                         let instant = match zone.instants(naive) {
                             LocalResult::Single(t) => t,
                             LocalResult::Ambiguous(a, b) => a.min(b),
-                            LocalResult::None => gap_end(zone, naive)?,
+                            LocalResult::None => zone.gap_end(naive)?,
                         };
                         if instant > after {
                             return Some(instant);
@@ -98,19 +98,6 @@ impl SchedSpec {
         }
         None
     }
-}
-
-/// The first instant after a DST gap that contains `naive`.
-fn gap_end(zone: &Zone, naive: chrono::NaiveDateTime) -> Option<DateTime<Utc>> {
-    let mut t = naive;
-    for _ in 0..(4 * 60) {
-        t += Duration::minutes(1);
-        // The first wall-clock minute that exists again is the end of the gap.
-        if let LocalResult::Single(x) | LocalResult::Ambiguous(x, _) = zone.instants(t) {
-            return Some(x);
-        }
-    }
-    None
 }
 
 #[cfg(test)]

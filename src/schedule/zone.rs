@@ -72,6 +72,19 @@ impl Zone {
             Zone::Named { tz, .. } => utc(tz.as_ref().from_local_datetime(&naive)),
         }
     }
+
+    /// For a wall-clock time inside a DST gap: the instant the gap ends (the clock jumped).
+    pub fn gap_end(&self, naive: NaiveDateTime) -> Option<DateTime<Utc>> {
+        let mut t = naive;
+        for _ in 0..(4 * 60) {
+            t += chrono::Duration::minutes(1);
+            // The first wall-clock minute that exists again is the end of the gap.
+            if let LocalResult::Single(x) | LocalResult::Ambiguous(x, _) = self.instants(t) {
+                return Some(x);
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
