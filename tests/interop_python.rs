@@ -1,0 +1,144 @@
+//! Interop with python `gear` 0.16 (opendev): tests/interop/gear_client.py and
+//! tests/interop/gear_worker.py.
+//!
+//! What gear sends: the worker sends SET_CLIENT_ID on connect, CAN_DO per function, then
+//! GRAB_JOB_UNIQ / PRE_SLEEP. The client sends no SET_CLIENT_ID; `setOption` sends OPTION_REQ;
+//! it submits with an empty unique unless one is given. It writes admin text commands (`status`,
+//! `show jobs`, `cancel job H`, `workers`, `version` ...) with a bare `\n` on the same connection
+//! as its binary packets, and tells replies apart by a leading NUL byte.
+
+mod common;
+mod interop_support;
+
+use std::process::Command;
+
+use common::{Server, require};
+use interop_support::*;
+
+fn have_gear() -> bool {
+    require(have_python_gear(), "python3 with the gear package")
+}
+
+fn gear_worker(s: &Server) -> Proc {
+    let mut w = Proc::spawn(
+        "gear worker",
+        Command::new("python3")
+            .arg(script("gear_worker.py"))
+            .arg(s.port().to_string()),
+        None,
+    );
+    w.wait_stdout("ready\n", 10);
+    wait_workers(s, "hold", 1, 5);
+    w
+}
+
+fn gear_client(s: &Server, scenario: &str, arg: &str) -> String {
+    run(
+        &format!("gear client {scenario}"),
+        Command::new("python3")
+            .arg(script("gear_client.py"))
+            .arg(s.port().to_string())
+            .arg(scenario)
+            .arg(arg),
+        None,
+        9,
+    )
+}
+
+#[test]
+fn gear_submit_priorities_status_data_fail_exception() {
+    if !have_gear() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let _w = gear_worker(&s);
+    assert_eq!(
+        gear_client(&s, "do", ""),
+        "option exceptions True\n\
+         normal ['olleh'] False\n\
+         high ['hgih'] False\n\
+         low ['wol'] False\n\
+         progress ['chunk', 'careful', 'done:p'] True b'2' b'2' False\n\
+         fail [] True None\n\
+         throw [] True boom\n"
+    );
+}
+
+#[test]
+fn gear_background_jobs_run_in_priority_order() {
+    if !have_gear() {
+        return;
+    }
+    let s = Server::start(&[]);
+    assert_eq!(
+        gear_client(&s, "background", ""),
+        "submitted L1 True\n\
+         submitted N1 True\n\
+         submitted H1 True\n\
+         submitted L2 True\n\
+         submitted N2 True\n\
+         submitted H2 True\n\
+         distinct 6\n"
+    );
+    let mut admin = s.connect();
+    assert_eq!(admin.admin("prioritystatus", true), "log\t2\t2\t2\t0\n.\n");
+    let mut w = gear_worker(&s);
+    w.wait_stdout("job log L2\n", 5);
+    let order: Vec<String> = w
+        .stdout()
+        .lines()
+        .filter_map(|l| l.strip_prefix("job log ").map(str::to_string))
+        .collect();
+    assert_eq!(order, ["H1", "H2", "N1", "N2", "L1", "L2"]);
+}
+
+#[test]
+fn gear_admin_text_mixed_with_binary_on_one_connection() {
+    if !have_gear() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let _w = gear_worker(&s);
+    let dir = TempDir::new("gear-admin");
+    let flag = dir.path("release");
+    let out = gear_client(&s, "admin", flag.to_str().unwrap());
+    let lines: Vec<&str> = out.lines().collect();
+    let expect_version = format!("version 'OK {}\\n'", env!("CARGO_PKG_VERSION"));
+    assert_eq!(lines.len(), 12, "{out}");
+    assert_eq!(lines[0], expect_version);
+    assert_eq!(lines[1], "status-packet True b'3' b'7'");
+    // The function list order is the server's; compare as sets of lines.
+    let status = lines[2]
+        .strip_prefix("status '")
+        .and_then(|x| x.strip_suffix("\\n.\\n'"))
+        .unwrap_or_else(|| panic!("{}", lines[2]));
+    let mut status: Vec<&str> = status.split("\\n").collect();
+    status.sort();
+    assert_eq!(
+        status,
+        [
+            "fail\\t0\\t0\\t1",
+            "hold\\t1\\t1\\t1",
+            "log\\t0\\t0\\t1",
+            "progress\\t0\\t0\\t1",
+            "reverse\\t0\\t0\\t1",
+            "throw\\t0\\t0\\t1",
+        ]
+    );
+    // One running foreground job: `HANDLE\t0\t0\t0`.
+    let jobs = lines[3]
+        .strip_prefix("show jobs 'H:")
+        .unwrap_or_else(|| panic!("{}", lines[3]));
+    assert!(jobs.ends_with("\\t0\\t0\\t0\\n.\\n'"), "{}", lines[3]);
+    assert_eq!(lines[4], "show unique jobs 'gear-hold\\n.\\n'");
+    assert_eq!(lines[5], "get_status True True True b'3' b'7'");
+    assert_eq!(
+        lines[6],
+        "workers ['gear-worker : hold log throw fail progress reverse']"
+    );
+    assert_eq!(lines[7], "complete True ['released']");
+    assert_eq!(lines[8], "show unique jobs 'gear-cancel\\n.\\n'");
+    assert_eq!(lines[9], "cancel 'OK\\r\\n'");
+    assert_eq!(lines[10], "cancel again 'ERR UNKNOWN_JOB\\r\\n'");
+    assert_eq!(lines[11], "show jobs '.\\n'");
+}
