@@ -3,6 +3,7 @@
 
 pub mod cron;
 pub mod duration;
+pub mod file;
 pub mod sched;
 pub mod zone;
 
