@@ -196,6 +196,7 @@ impl Engine {
             exceptions: self.config.exceptions,
             holding: Vec::new(),
             attached: Vec::new(),
+            last_exception: None,
         });
     }
 
@@ -369,6 +370,19 @@ impl Engine {
                 self.remove_job(key);
             }
             Request::WorkFail { handle } => {
+                // Perl's Gearman::Worker follows a WORK_EXCEPTION with a WORK_FAIL for the
+                // same job; an ERROR there would be read as the reply to its next GRAB and
+                // end the worker. The job already ended, so the echo is dropped.
+                if self
+                    .conn(id)
+                    .is_some_and(|c| c.last_exception.as_ref() == Some(&handle))
+                    && !self.by_handle.contains_key(&handle)
+                {
+                    if let Some(c) = self.conn_mut(id) {
+                        c.last_exception = None;
+                    }
+                    return;
+                }
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
                     return;
                 };
@@ -386,6 +400,9 @@ impl Engine {
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_EXCEPTION, out) else {
                     return;
                 };
+                if let Some(c) = self.conn_mut(id) {
+                    c.last_exception = Some(handle.clone());
+                }
                 let job = &self.jobs[key];
                 for &c in &job.clients {
                     let wants = self.conn(c).is_some_and(|c| c.exceptions);

@@ -1011,3 +1011,22 @@ fn draining_hands_out_nothing_and_ends_when_jobs_finish_or_time_is_up() {
     w.e.on_time(w.now + 1000, &mut w.out);
     assert!(w.e.drain_done());
 }
+
+#[test]
+fn a_work_fail_right_after_the_same_jobs_exception_is_dropped_quietly() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "d", Priority::Normal, false);
+    w.can_do(wk, "f");
+    w.grab(wk).unwrap();
+    w.req(
+        wk,
+        Request::WorkException {
+            handle: h.clone(),
+            data: b("died"),
+        },
+    );
+    assert_eq!(w.req(wk, Request::WorkFail { handle: h.clone() }), vec![]);
+    // Only once, and only for that handle.
+    assert_eq!(w.req(wk, Request::WorkFail { handle: h }).len(), 1);
+}

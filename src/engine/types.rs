@@ -50,6 +50,8 @@ pub struct Conn {
     pub holding: Vec<JobKey>,
     /// Foreground jobs this client waits for.
     pub attached: Vec<JobKey>,
+    /// The handle of the last job this worker ended with WORK_EXCEPTION.
+    pub last_exception: Option<Bytes>,
 }
 
 impl Conn {
