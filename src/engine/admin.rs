@@ -19,7 +19,6 @@ fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
 impl Engine {
     /// Serve one admin line.
     pub fn admin(&mut self, id: ConnId, cmd: AdminCommand, now: u64, out: &mut Outbox) {
-        let _ = now;
         let reply: Bytes = match cmd {
             AdminCommand::Status => {
                 let mut s = String::new();
@@ -110,13 +109,19 @@ impl Engine {
                 s.push_str(".\n");
                 s.into()
             }
+            AdminCommand::ShowSchedules => self.schedules_listing().into(),
+            AdminCommand::ReloadSchedules => {
+                // The reactor reads the file and answers.
+                out.reload_schedules.push(id);
+                return;
+            }
             AdminCommand::CancelJob(handle) => match self.by_handle.get(&handle).copied() {
                 None => Bytes::from_static(b"ERR UNKNOWN_JOB\r\n"),
                 Some(k) if matches!(self.jobs[k].state, JobState::Running(_)) => {
                     Bytes::from_static(b"ERR JOB_RUNNING The+job+is+running+on+a+worker\r\n")
                 }
                 Some(k) => {
-                    self.fail_job(k, FailReason::Cancelled, out);
+                    self.fail_job(k, FailReason::Cancelled, now, out);
                     Bytes::from_static(b"OK\r\n")
                 }
             },

@@ -3,6 +3,7 @@
 //! a buffer or the clock: `now` (milliseconds since the Unix epoch) is passed in.
 
 mod admin;
+mod schedules;
 mod types;
 
 use std::collections::HashMap;
@@ -17,7 +18,8 @@ use crate::schedule::{SchedSpec, Zone};
 use crate::timer::Timers;
 
 pub use types::{
-    Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobState, QueueEntry, UniqueKey,
+    Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobState, Origin, QueueEntry,
+    UniqueKey,
 };
 
 /// Engine settings, from the command line.
@@ -63,6 +65,9 @@ impl Default for EngineConfig {
 pub struct Outbox {
     pub replies: Vec<(ConnId, Response)>,
     pub shutdown: Option<Shutdown>,
+    /// Admin connections that asked to reload the schedules file; the reactor reads the file
+    /// and answers them.
+    pub reload_schedules: Vec<ConnId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +90,20 @@ enum TimerEvent {
     JobDue { job: JobKey, seq: u64 },
     /// A graceful shutdown waited long enough.
     DrainTimeout,
+    /// A schedule entry's run is due (`generation` tells loads apart).
+    ScheduleFire { slot: usize, generation: u64 },
+}
+
+/// A job about to be made, before it has a handle.
+struct NewJob {
+    func: FuncId,
+    unique: Bytes,
+    data: Bytes,
+    reducer: Option<Bytes>,
+    priority: Priority,
+    background: bool,
+    due_ms: Option<u64>,
+    origin: Option<Origin>,
 }
 
 /// Why a job left the engine without a result from a worker.
@@ -110,6 +129,7 @@ pub struct Engine {
     draining: bool,
     /// The graceful shutdown's time ran out.
     drain_expired: bool,
+    schedules: schedules::Schedules,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -132,6 +152,7 @@ impl Engine {
             running: 0,
             draining: false,
             drain_expired: false,
+            schedules: schedules::Schedules::default(),
         }
     }
 
@@ -201,11 +222,11 @@ impl Engine {
     }
 
     /// A connection is gone: give back the jobs it held, detach it from the jobs it waited on.
-    pub fn disconnect(&mut self, id: ConnId, _now: u64, out: &mut Outbox) {
+    pub fn disconnect(&mut self, id: ConnId, now: u64, out: &mut Outbox) {
         if self.conn(id).is_none() {
             return;
         }
-        self.give_back_jobs(id, None, out);
+        self.give_back_jobs(id, None, now, out);
         self.drop_abilities(id, None);
         let Some(conn) = self.conns[id.index as usize].take() else {
             return;
@@ -239,12 +260,12 @@ impl Engine {
             }
             Request::CantDo { func } => {
                 if let Some(&f) = self.func_by_name.get(&func) {
-                    self.give_back_jobs(id, Some(f), out);
+                    self.give_back_jobs(id, Some(f), now, out);
                     self.drop_abilities(id, Some(f));
                 }
             }
             Request::ResetAbilities => {
-                self.give_back_jobs(id, None, out);
+                self.give_back_jobs(id, None, now, out);
                 self.drop_abilities(id, None);
             }
             Request::PreSleep => self.pre_sleep(id, out),
@@ -367,6 +388,7 @@ impl Engine {
                         },
                     );
                 }
+                self.schedule_outcome(key, schedules::Outcome::Complete, now);
                 self.remove_job(key);
             }
             Request::WorkFail { handle } => {
@@ -394,6 +416,7 @@ impl Engine {
                         },
                     );
                 }
+                self.schedule_outcome(key, schedules::Outcome::Fail, now);
                 self.remove_job(key);
             }
             Request::WorkException { handle, data } => {
@@ -419,6 +442,7 @@ impl Engine {
                     };
                     out.push(c, r);
                 }
+                self.schedule_outcome(key, schedules::Outcome::Exception(&data), now);
                 self.remove_job(key);
             }
             Request::GetStatus { handle } => {
@@ -505,8 +529,11 @@ impl Engine {
                             String::from_utf8_lossy(&j.handle),
                             worker.index
                         );
-                        self.fail_job(job, FailReason::Timeout, out);
+                        self.fail_job(job, FailReason::Timeout, now, out);
                     }
+                }
+                TimerEvent::ScheduleFire { slot, generation } => {
+                    self.fire_schedule(slot, generation, now, out)
                 }
                 TimerEvent::DrainTimeout => {
                     log::warn!(
@@ -599,7 +626,7 @@ impl Engine {
 
     /// Jobs held by a worker that stops doing them go back to the head of their queue,
     /// counted against `--job-retries`; when those are spent the clients get WORK_FAIL.
-    fn give_back_jobs(&mut self, id: ConnId, only: Option<FuncId>, out: &mut Outbox) {
+    fn give_back_jobs(&mut self, id: ConnId, only: Option<FuncId>, now: u64, out: &mut Outbox) {
         let Some(c) = self.conn_mut(id) else { return };
         let holding = std::mem::take(&mut c.holding);
         let (back, keep): (Vec<JobKey>, Vec<JobKey>) = holding
@@ -625,7 +652,7 @@ impl Engine {
                     String::from_utf8_lossy(&job.handle),
                     String::from_utf8_lossy(&job.unique)
                 );
-                self.fail_job(k, FailReason::RetriesSpent, out);
+                self.fail_job(k, FailReason::RetriesSpent, now, out);
                 continue;
             }
             log::info!(
@@ -636,6 +663,7 @@ impl Engine {
             let f = job.func;
             self.functions[f].running -= 1;
             self.running -= 1;
+            self.schedule_outcome(k, schedules::Outcome::Requeued, now);
             self.enqueue(k, true);
             self.wake_workers(f, out);
         }
@@ -773,6 +801,7 @@ impl Engine {
         let key = entry.job;
         let job = &mut self.jobs[key];
         job.state = JobState::Running(id);
+        job.started_ms = Some(now);
         if let Some(ms) = timeout {
             job.timeout = Some(self.timers.insert(
                 now.saturating_add(ms),
@@ -898,46 +927,76 @@ impl Engine {
             );
             return;
         }
-        let fun = &self.functions[f];
-        let limit = fun.max_queue[priority.index()];
-        if limit > 0 && fun.total() >= limit {
+        if self.queue_full(f, priority) {
             out.push(id, Response::error("QUEUE_ERROR", "Job queue is full"));
             return;
         }
-        let handle: Bytes = format!("{}:{}", self.config.handle_prefix, self.next_handle).into();
-        self.next_handle += 1;
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let job = Job {
-            handle: handle.clone(),
+        let new = NewJob {
             func: f,
             unique,
             data,
             reducer,
             priority,
             background,
+            due_ms,
+            origin: None,
+        };
+        let k = self.create_job(new, key, (!background).then_some(id), now, out);
+        let handle = self.jobs[k].handle.clone();
+        out.push(id, Response::JobCreated { handle });
+    }
+
+    /// The function's cap for this priority is reached, counted over all its jobs (as gearmand).
+    fn queue_full(&self, f: FuncId, priority: Priority) -> bool {
+        let fun = &self.functions[f];
+        let limit = fun.max_queue[priority.index()];
+        limit > 0 && fun.total() >= limit
+    }
+
+    /// Make a job: index it, then queue it, or park it in the wheel until it is due.
+    fn create_job(
+        &mut self,
+        new: NewJob,
+        key: Option<UniqueKey>,
+        client: Option<ConnId>,
+        now: u64,
+        out: &mut Outbox,
+    ) -> JobKey {
+        let handle: Bytes = format!("{}:{}", self.config.handle_prefix, self.next_handle).into();
+        self.next_handle += 1;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let f = new.func;
+        let job = Job {
+            handle: handle.clone(),
+            func: f,
+            unique: new.unique,
+            data: new.data,
+            reducer: new.reducer,
+            priority: new.priority,
+            background: new.background,
             seq,
             queue_seq: 0,
             state: JobState::Queued,
-            clients: if background { Vec::new() } else { vec![id] },
+            clients: client.into_iter().collect(),
             retries: 0,
             numerator: 0,
             denominator: 0,
             key: key.clone(),
             timeout: None,
-            due_ms,
+            due_ms: new.due_ms,
+            origin: new.origin,
+            started_ms: None,
         };
         let k = self.jobs.insert(job);
         self.by_handle.insert(handle.clone(), k);
         if let Some(uk) = key {
             self.by_unique.insert((f, uk), k);
         }
-        if !background {
-            if let Some(c) = self.conn_mut(id) {
-                c.attached.push(k);
-            }
+        if let Some(c) = client.and_then(|c| self.conn_mut(c)) {
+            c.attached.push(k);
         }
-        match due_ms {
+        match new.due_ms {
             Some(due) if due > now => {
                 let t = self.timers.insert(due, TimerEvent::JobDue { job: k, seq });
                 self.jobs[k].state = JobState::Future(t);
@@ -948,14 +1007,13 @@ impl Engine {
                     String::from_utf8_lossy(&self.functions[f].name),
                     rfc3339(due)
                 );
-                out.push(id, Response::JobCreated { handle });
             }
             _ => {
                 self.enqueue(k, false);
-                out.push(id, Response::JobCreated { handle });
                 self.wake_workers(f, out);
             }
         }
+        k
     }
 
     /// Put a job in its function's queue, at the tail (new) or the head (given back).
@@ -1024,7 +1082,7 @@ impl Engine {
     }
 
     /// A job ends without a worker's result: its clients get WORK_FAIL.
-    fn fail_job(&mut self, k: JobKey, reason: FailReason, out: &mut Outbox) {
+    fn fail_job(&mut self, k: JobKey, reason: FailReason, now: u64, out: &mut Outbox) {
         let job = &self.jobs[k];
         match reason {
             FailReason::Cancelled => log::info!(
@@ -1041,6 +1099,12 @@ impl Engine {
                 },
             );
         }
+        let outcome = match reason {
+            FailReason::Cancelled => schedules::Outcome::Cancelled,
+            FailReason::Timeout => schedules::Outcome::Timeout,
+            FailReason::RetriesSpent => schedules::Outcome::RetriesSpent,
+        };
+        self.schedule_outcome(k, outcome, now);
         self.remove_job(k);
     }
 

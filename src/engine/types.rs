@@ -167,4 +167,16 @@ pub struct Job {
     pub timeout: Option<TimerKey>,
     /// Due time in milliseconds since the epoch, for future jobs.
     pub due_ms: Option<u64>,
+    /// The schedule entry that injected the job.
+    pub origin: Option<Origin>,
+    /// When a worker last took it.
+    pub started_ms: Option<u64>,
+}
+
+/// Where a scheduled job came from, so its outcome reaches the entry's history.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    pub entry: std::rc::Rc<str>,
+    /// The run's scheduled (nominal) time.
+    pub scheduled_ms: u64,
 }

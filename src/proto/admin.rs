@@ -12,6 +12,9 @@ pub enum AdminCommand {
     ShowJobs,
     ShowUniqueJobs,
     ShowScheduled,
+    ShowSchedules,
+    /// `reload schedules`: read the schedules file again.
+    ReloadSchedules,
     CancelJob(Bytes),
     CreateFunction(Bytes),
     DropFunction(Bytes),
@@ -102,6 +105,7 @@ impl AdminCommand {
                     AdminCommand::ShowUniqueJobs
                 }
                 (Some(a), _) if word_eq(a, "scheduled") => AdminCommand::ShowScheduled,
+                (Some(a), _) if word_eq(a, "schedules") => AdminCommand::ShowSchedules,
                 _ => AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n"),
             }
         } else if word_eq(cmd, "cancel") {
@@ -145,6 +149,11 @@ impl AdminCommand {
                         limits: Some(limits),
                     }
                 }
+            }
+        } else if word_eq(cmd, "reload") {
+            match arg(1) {
+                Some(a) if word_eq(a, "schedules") => AdminCommand::ReloadSchedules,
+                _ => AdminCommand::Reply("ERR UNKNOWN_ARGS Use+reload+schedules\r\n"),
             }
         } else if word_eq(cmd, "getpid") {
             AdminCommand::GetPid
@@ -196,6 +205,8 @@ mod tests {
         assert_eq!(p("show jobs"), AdminCommand::ShowJobs);
         assert_eq!(p("show unique jobs"), AdminCommand::ShowUniqueJobs);
         assert_eq!(p("show scheduled"), AdminCommand::ShowScheduled);
+        assert_eq!(p("show schedules"), AdminCommand::ShowSchedules);
+        assert_eq!(p("reload schedules"), AdminCommand::ReloadSchedules);
         assert_eq!(p("getpid"), AdminCommand::GetPid);
         assert_eq!(p("verbose"), AdminCommand::Verbose);
         assert_eq!(p("version"), AdminCommand::Version);

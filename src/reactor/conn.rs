@@ -26,6 +26,8 @@ pub struct Connection {
     pub close_after_flush: bool,
     /// Already on the pending-write list this turn.
     pub write_pending: bool,
+    /// The peer shut its side; buffered requests are still served.
+    pub read_closed: bool,
 }
 
 /// What a read pass found.
@@ -49,6 +51,7 @@ impl Connection {
             closing: false,
             close_after_flush: false,
             write_pending: false,
+            read_closed: false,
         }
     }
 

@@ -272,7 +272,11 @@ impl Server {
         if c.closing || c.close_after_flush {
             return;
         }
-        let status = c.fill(&self.config.limits);
+        let status = if c.read_closed {
+            Ok(ReadStatus::Eof)
+        } else {
+            c.fill(&self.config.limits)
+        };
         self.process_frames(idx, now);
         let Some(c) = self.conns.get_mut(idx) else {
             return;
@@ -285,7 +289,11 @@ impl Server {
                 }
             }
             Ok(ReadStatus::Eof) => {
-                // Answer what was asked before the peer shut its side, then close.
+                // Answer everything asked before the peer shut its side, then close.
+                c.read_closed = true;
+                if self.revisit.contains(&idx) {
+                    return;
+                }
                 c.close_after_flush = true;
                 if !c.write_pending {
                     c.write_pending = true;

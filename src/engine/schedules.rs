@@ -1,0 +1,449 @@
+//! Schedule entries inside the engine: arming them in the wheel, injecting their jobs on
+//! time, and keeping each entry's history (runs, outcomes, durations, skips) for
+//! `show schedules` and the log.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use chrono::DateTime;
+
+use super::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, UniqueKey, rfc3339};
+use crate::proto::request::Priority;
+use crate::schedule::cron::Timing;
+use crate::schedule::file::{Catchup, Entry, EntryPriority, Overlap, ScheduleFile};
+use crate::timer::TimerKey;
+
+/// Before this (2020-01-01) the wall clock is taken to be unset (an appliance without RTC).
+const PLAUSIBLE_MS: u64 = 1_577_836_800_000;
+/// A run this late counts as missed (the server was down, stalled, or the clock jumped).
+const MISSED_AFTER_MS: u64 = 5 * 60_000;
+/// How often to look again at an implausible clock.
+const CLOCK_RECHECK_MS: u64 = 60_000;
+
+/// What an entry has done so far.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// Scheduled time of the last run made.
+    pub last_run_ms: Option<u64>,
+    pub last_outcome: Option<String>,
+    pub last_duration_ms: Option<u64>,
+    pub runs: u64,
+    pub failures: u64,
+    pub skips: u64,
+}
+
+pub(crate) struct EntryState {
+    pub entry: Entry,
+    pub id: Rc<str>,
+    /// Scheduled time of the next run.
+    pub next_ms: Option<u64>,
+    pub timer: Option<TimerKey>,
+    pub history: History,
+}
+
+#[derive(Default)]
+pub(crate) struct Schedules {
+    pub entries: Vec<EntryState>,
+    by_id: HashMap<Rc<str>, usize>,
+    /// Bumped on every load, so timers of an older load are recognised and ignored.
+    generation: u64,
+    warned_clock: bool,
+    rng: u64,
+    /// Last runs read back from the journal, waiting for the entries to be loaded.
+    restored: HashMap<Rc<str>, u64>,
+}
+
+/// How a scheduled job ended (or paused).
+pub(crate) enum Outcome<'a> {
+    Complete,
+    Fail,
+    Exception(&'a [u8]),
+    Cancelled,
+    Timeout,
+    RetriesSpent,
+    /// A worker died holding it; it is queued again.
+    Requeued,
+}
+
+impl Outcome<'_> {
+    fn text(&self) -> String {
+        match self {
+            Outcome::Complete => "complete".into(),
+            Outcome::Fail => "fail".into(),
+            Outcome::Exception(t) => {
+                let t: String = String::from_utf8_lossy(t)
+                    .chars()
+                    .take(200)
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect();
+                format!("exception: {t}")
+            }
+            Outcome::Cancelled => "cancelled".into(),
+            Outcome::Timeout => "timeout".into(),
+            Outcome::RetriesSpent => "retries spent".into(),
+            Outcome::Requeued => "requeued after a dead worker".into(),
+        }
+    }
+
+    fn is_failure(&self) -> bool {
+        !matches!(self, Outcome::Complete | Outcome::Requeued)
+    }
+}
+
+fn priority(p: EntryPriority) -> Priority {
+    match p {
+        EntryPriority::High => Priority::High,
+        EntryPriority::Normal => Priority::Normal,
+        EntryPriority::Low => Priority::Low,
+    }
+}
+
+fn utc(ms: u64) -> DateTime<chrono::Utc> {
+    DateTime::from_timestamp_millis(ms as i64).unwrap_or_default()
+}
+
+fn opt_time(ms: Option<u64>) -> String {
+    ms.map_or_else(|| "-".to_string(), rfc3339)
+}
+
+impl Schedules {
+    /// A random delay in `0..=max` ms (xorshift; jitter needs no more).
+    fn jitter(&mut self, max: u64) -> u64 {
+        if max == 0 {
+            return 0;
+        }
+        let mut x = self.rng.max(1);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x % (max + 1)
+    }
+}
+
+impl Engine {
+    /// Install the entries of a schedules file. Entries whose id and timing did not change
+    /// keep their history and next run; removed ones stop; queued jobs stay. `at_start` fires
+    /// `@reboot` entries and makes up missed runs of `catchup=last` entries.
+    pub fn load_schedules(
+        &mut self,
+        file: ScheduleFile,
+        now: u64,
+        at_start: bool,
+        out: &mut Outbox,
+    ) {
+        let old = std::mem::take(&mut self.schedules.entries);
+        let mut old_by_id: HashMap<Rc<str>, EntryState> =
+            old.into_iter().map(|e| (Rc::clone(&e.id), e)).collect();
+        for e in old_by_id.values_mut() {
+            if let Some(t) = e.timer.take() {
+                self.timers.cancel(t);
+            }
+        }
+        self.schedules.generation += 1;
+        self.schedules.rng ^= now | 1;
+        self.schedules.by_id.clear();
+        let mut kept = 0;
+        for entry in file.entries {
+            let id: Rc<str> = Rc::from(entry.id.as_str());
+            let (history, next_ms) = match old_by_id.remove(&id) {
+                Some(prev) if prev.entry.same_timing(&entry) => {
+                    kept += 1;
+                    (prev.history, prev.next_ms)
+                }
+                Some(prev) => (prev.history, None),
+                None => (History::default(), None),
+            };
+            let slot = self.schedules.entries.len();
+            self.schedules.by_id.insert(Rc::clone(&id), slot);
+            self.schedules.entries.push(EntryState {
+                entry,
+                id,
+                next_ms,
+                timer: None,
+                history,
+            });
+        }
+        for removed in old_by_id.keys() {
+            log::info!("schedule {removed}: removed");
+        }
+        for slot in 0..self.schedules.entries.len() {
+            let st = &mut self.schedules.entries[slot];
+            if let Some(last) = self.schedules.restored.remove(&st.id) {
+                st.history.last_run_ms = Some(st.history.last_run_ms.map_or(last, |l| l.max(last)));
+            }
+            if matches!(st.entry.timing, Timing::Reboot) {
+                if at_start {
+                    self.run_entry(slot, now, now, out);
+                }
+                continue;
+            }
+            if at_start && st.entry.catchup == Catchup::Last {
+                self.catch_up(slot, now, out);
+            }
+            match self.schedules.entries[slot].next_ms {
+                Some(next) if !at_start => self.arm_at(slot, next),
+                _ => self.arm_after(slot, now),
+            }
+        }
+        log::info!(
+            "schedules loaded: {} entries ({kept} kept their next run)",
+            self.schedules.entries.len()
+        );
+    }
+
+    /// Bring back an entry's last run (from the journal); it applies at the next
+    /// `load_schedules`.
+    pub fn restore_schedule_run(&mut self, id: &str, last_run_ms: u64) {
+        let e = self
+            .schedules
+            .restored
+            .entry(Rc::from(id))
+            .or_insert(last_run_ms);
+        *e = (*e).max(last_run_ms);
+    }
+
+    /// Arm the entry's next run after `after` (never before its last run: a clock that steps
+    /// back does not repeat a run already made).
+    fn arm_after(&mut self, slot: usize, after: u64) {
+        let st = &self.schedules.entries[slot];
+        let from = st.history.last_run_ms.map_or(after, |l| l.max(after));
+        match st.entry.timing.next_after(utc(from), &st.entry.zone) {
+            Some(t) => self.arm_at(slot, t.timestamp_millis().max(0) as u64),
+            None => {
+                let st = &mut self.schedules.entries[slot];
+                st.next_ms = None;
+                if !matches!(st.entry.timing, Timing::Reboot) {
+                    log::warn!("schedule {}: no further run time", st.id);
+                }
+            }
+        }
+    }
+
+    fn arm_at(&mut self, slot: usize, nominal: u64) {
+        let jitter = self.schedules.entries[slot].entry.jitter_ms;
+        let delay = self.schedules.jitter(jitter);
+        let generation = self.schedules.generation;
+        let key = self.timers.insert(
+            nominal.saturating_add(delay),
+            TimerEvent::ScheduleFire { slot, generation },
+        );
+        let st = &mut self.schedules.entries[slot];
+        st.next_ms = Some(nominal);
+        st.timer = Some(key);
+    }
+
+    /// A schedule timer went off.
+    pub(super) fn fire_schedule(
+        &mut self,
+        slot: usize,
+        generation: u64,
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        if generation != self.schedules.generation || slot >= self.schedules.entries.len() {
+            return;
+        }
+        let st = &mut self.schedules.entries[slot];
+        st.timer = None;
+        let Some(nominal) = st.next_ms else { return };
+        if now < PLAUSIBLE_MS {
+            if !self.schedules.warned_clock {
+                self.schedules.warned_clock = true;
+                log::warn!(
+                    "the wall clock says {}, before 2020: schedules fire nothing until it is set",
+                    rfc3339(now)
+                );
+            }
+            let generation = self.schedules.generation;
+            let key = self.timers.insert(
+                now + CLOCK_RECHECK_MS,
+                TimerEvent::ScheduleFire { slot, generation },
+            );
+            self.schedules.entries[slot].timer = Some(key);
+            return;
+        }
+        let late = now.saturating_sub(nominal);
+        if late <= MISSED_AFTER_MS {
+            self.run_entry(slot, nominal, now, out);
+        } else if st.entry.catchup == Catchup::Last {
+            self.catch_up(slot, now, out);
+        } else {
+            st.history.skips += 1;
+            log::warn!(
+                "schedule {}: run at {} missed (now {}; server down, stalled or clock jumped); catchup=none",
+                st.id,
+                rfc3339(nominal),
+                rfc3339(now)
+            );
+        }
+        self.arm_after(slot, now);
+    }
+
+    /// Make up the last run missed since the entry last ran, once, unless older than its
+    /// deadline.
+    fn catch_up(&mut self, slot: usize, now: u64, out: &mut Outbox) {
+        let st = &self.schedules.entries[slot];
+        let Some(from) = st
+            .history
+            .last_run_ms
+            .or(st.next_ms.map(|n| n.saturating_sub(1)))
+        else {
+            return;
+        };
+        let mut last_missed = None;
+        let mut at = utc(from);
+        for _ in 0..1_000_000 {
+            match st.entry.timing.next_after(at, &st.entry.zone) {
+                Some(t) if (t.timestamp_millis() as u64) <= now => {
+                    last_missed = Some(t.timestamp_millis() as u64);
+                    at = t;
+                }
+                _ => break,
+            }
+        }
+        let Some(missed) = last_missed else { return };
+        if st.entry.deadline_ms.is_some_and(|d| now - missed > d) {
+            let st = &mut self.schedules.entries[slot];
+            st.history.skips += 1;
+            log::warn!(
+                "schedule {}: missed run at {} is older than its deadline; dropped",
+                st.id,
+                rfc3339(missed)
+            );
+            return;
+        }
+        log::info!(
+            "schedule {}: catching up the run missed at {}",
+            st.id,
+            rfc3339(missed)
+        );
+        self.run_entry(slot, missed, now, out);
+    }
+
+    /// Inject one run's jobs (one per fan-out index).
+    fn run_entry(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
+        let st = &self.schedules.entries[slot];
+        let entry = st.entry.clone();
+        let id = Rc::clone(&st.id);
+        let f = self.func_id(&Bytes::from(entry.function.clone()));
+        let p = priority(entry.priority);
+        let mut handles = Vec::new();
+        let mut skipped = 0;
+        for i in 0..entry.fanout {
+            let unique: Bytes = match (entry.overlap, entry.fanout) {
+                (Overlap::Allow, _) => Bytes::new(),
+                (Overlap::Skip, 1) => Bytes::from(entry.id.clone()),
+                (Overlap::Skip, _) => Bytes::from(format!("{}#{i}", entry.id)),
+            };
+            let key = UniqueKey::of(&unique, &Bytes::new());
+            if let Some(existing) = key
+                .as_ref()
+                .and_then(|k| self.by_unique.get(&(f, k.clone())))
+            {
+                skipped += 1;
+                log::warn!(
+                    "schedule {id}: run at {} skipped: its previous job {} is still queued or running (overlap=skip)",
+                    rfc3339(nominal),
+                    String::from_utf8_lossy(&self.jobs[*existing].handle)
+                );
+                continue;
+            }
+            if self.queue_full(f, p) {
+                skipped += 1;
+                log::warn!(
+                    "schedule {id}: run at {} skipped: the queue of {} is full",
+                    rfc3339(nominal),
+                    entry.function
+                );
+                continue;
+            }
+            let data = Bytes::from(entry.render(utc(nominal), i));
+            let new = NewJob {
+                func: f,
+                unique,
+                data,
+                reducer: None,
+                priority: p,
+                background: true,
+                due_ms: None,
+                origin: Some(Origin {
+                    entry: Rc::clone(&id),
+                    scheduled_ms: nominal,
+                }),
+            };
+            let k: JobKey = self.create_job(new, key, None, now, out);
+            handles.push(String::from_utf8_lossy(&self.jobs[k].handle).into_owned());
+        }
+        let h = &mut self.schedules.entries[slot].history;
+        h.skips += skipped;
+        if !handles.is_empty() {
+            h.runs += 1;
+            h.last_run_ms = Some(nominal);
+            log::info!(
+                "schedule {id}: run scheduled {} started {} -> {}",
+                rfc3339(nominal),
+                rfc3339(now),
+                handles.join(" ")
+            );
+        }
+    }
+
+    /// A scheduled job ended (or was requeued): log it and keep it in the entry's history.
+    pub(super) fn schedule_outcome(&mut self, k: JobKey, outcome: Outcome<'_>, now: u64) {
+        let job = &self.jobs[k];
+        let Some(origin) = &job.origin else { return };
+        let duration = job.started_ms.map(|s| now.saturating_sub(s));
+        let text = outcome.text();
+        log::info!(
+            "schedule {} job {} (scheduled {}): {text}{}",
+            origin.entry,
+            String::from_utf8_lossy(&job.handle),
+            rfc3339(origin.scheduled_ms),
+            duration.map_or_else(String::new, |d| format!(" after {d} ms"))
+        );
+        let Some(&slot) = self.schedules.by_id.get(&origin.entry) else {
+            return;
+        };
+        let h = &mut self.schedules.entries[slot].history;
+        if outcome.is_failure() {
+            h.failures += 1;
+        }
+        h.last_outcome = Some(text);
+        if !matches!(outcome, Outcome::Requeued) {
+            h.last_duration_ms = duration;
+        }
+    }
+
+    /// `show schedules`: one tab-separated line per entry.
+    pub(super) fn schedules_listing(&self) -> String {
+        let mut s = String::new();
+        for st in &self.schedules.entries {
+            let h = &st.history;
+            let _ = writeln!(
+                s,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                st.id,
+                st.entry.spec,
+                st.entry.function,
+                opt_time(st.next_ms),
+                opt_time(h.last_run_ms),
+                h.last_outcome.as_deref().unwrap_or("-"),
+                h.last_duration_ms
+                    .map_or_else(|| "-".to_string(), |d| d.to_string()),
+                h.runs,
+                h.failures,
+                h.skips
+            );
+        }
+        s.push_str(".\n");
+        s
+    }
+
+    /// Entries and their history, for the HTTP API and tests.
+    pub fn schedule_count(&self) -> usize {
+        self.schedules.entries.len()
+    }
+}
