@@ -8,6 +8,7 @@ mod signals;
 
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use log::{error, info, warn};
@@ -59,6 +60,8 @@ pub struct Server {
     signals: Option<Signals>,
     /// A graceful shutdown has begun.
     draining: bool,
+    /// The schedules file, read at start, on SIGHUP and on `reload schedules`.
+    schedules_path: Option<PathBuf>,
 }
 
 impl Server {
@@ -90,12 +93,67 @@ impl Server {
             to_close: Vec::new(),
             signals: None,
             draining: false,
+            schedules_path: None,
         })
     }
 
     /// The addresses actually bound (port 0 resolved).
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
+    }
+
+    /// Load the schedules file for the first time (`@reboot` entries fire, missed runs of
+    /// `catchup=last` entries are made up). Errors name the file, line and column.
+    pub fn load_schedules(&mut self, path: PathBuf) -> Result<usize, Vec<String>> {
+        let now = SystemClock.now_ms();
+        let file = read_schedules(&path, &self.config.engine.zone)?;
+        let n = file.entries.len();
+        self.engine
+            .load_schedules(file, now, true, &mut self.outbox);
+        self.schedules_path = Some(path);
+        Ok(n)
+    }
+
+    /// Read the schedules file again. A file with any error leaves the running schedule as it
+    /// is; every error is logged and the first is returned.
+    fn reload_schedules(&mut self, now: u64) -> Result<usize, String> {
+        let Some(path) = self.schedules_path.clone() else {
+            return Err("no schedules file (start with --schedules FILE)".into());
+        };
+        match read_schedules(&path, &self.config.engine.zone) {
+            Ok(file) => {
+                let n = file.entries.len();
+                self.engine
+                    .load_schedules(file, now, false, &mut self.outbox);
+                info!("reloaded {}: {n} entries", path.display());
+                Ok(n)
+            }
+            Err(errors) => {
+                for e in &errors {
+                    error!("{e}");
+                }
+                error!(
+                    "reload of {} refused; the running schedule is unchanged",
+                    path.display()
+                );
+                Err(errors.into_iter().next().unwrap_or_default())
+            }
+        }
+    }
+
+    /// Answer `reload schedules` requests of this turn.
+    fn answer_reloads(&mut self, now: u64) {
+        let asked = std::mem::take(&mut self.outbox.reload_schedules);
+        if asked.is_empty() {
+            return;
+        }
+        let reply = match self.reload_schedules(now) {
+            Ok(n) => format!("OK {n}\n"),
+            Err(e) => format!("ERR SCHEDULE_ERROR {}\r\n", e.replace(' ', "+")),
+        };
+        for id in asked {
+            self.outbox.push(id, Response::text(reply.clone()));
+        }
     }
 
     /// Let the loop react to SIGTERM, SIGINT, SIGUSR1 and SIGHUP.
@@ -144,6 +202,7 @@ impl Server {
                 self.read_conn(idx, now);
             }
             self.engine.on_time(now, &mut self.outbox);
+            self.answer_reloads(now);
             self.dispatch();
             self.finish_turn(now);
             if let Some(exit) = self.check_shutdown(now) {
@@ -169,6 +228,9 @@ impl Server {
         if got.reopen_log {
             info!("SIGHUP: reopening the log file");
             crate::logger::reopen();
+            if self.schedules_path.is_some() {
+                let _ = self.reload_schedules(now);
+            }
         }
         if got.stop {
             info!("stop signal: shutting down");
@@ -423,5 +485,26 @@ impl Server {
         for (_, c) in self.conns.iter_mut() {
             let _ = c.flush();
         }
+    }
+}
+
+/// Read and parse a schedules file; errors as `FILE:LINE:COL: message`.
+pub fn read_schedules(
+    path: &std::path::Path,
+    zone: &crate::schedule::Zone,
+) -> Result<crate::schedule::file::ScheduleFile, Vec<String>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| vec![format!("{}: {e}", path.display())])?;
+    match crate::schedule::file::parse(&text, zone) {
+        Ok(f) => {
+            for w in &f.warnings {
+                warn!("{}:{w}", path.display());
+            }
+            Ok(f)
+        }
+        Err(errors) => Err(errors
+            .iter()
+            .map(|e| format!("{}:{e}", path.display()))
+            .collect()),
     }
 }

@@ -507,3 +507,14 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod example_file {
+    #[test]
+    fn the_shipped_example_parses() {
+        let text = include_str!("../../schedules/example.cron");
+        let f = super::parse(text, &super::Zone::Utc).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(f.entries.len(), 7);
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    }
+}
