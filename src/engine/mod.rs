@@ -227,7 +227,21 @@ impl Engine {
             return;
         }
         self.give_back_jobs(id, None, now, out);
+        // A worker woken for a job that leaves without taking it passes the wake-up on.
+        let woken_for: Vec<FuncId> = match self.conn(id) {
+            Some(c) if c.noop_sent => c.abilities.iter().map(|a| a.func).collect(),
+            _ => Vec::new(),
+        };
         self.drop_abilities(id, None);
+        for f in woken_for {
+            if self
+                .functions
+                .get(f)
+                .is_some_and(|func| func.queued_total() > 0)
+            {
+                self.wake_workers(f, out);
+            }
+        }
         let Some(conn) = self.conns[id.index as usize].take() else {
             return;
         };
@@ -255,8 +269,9 @@ impl Engine {
         }
         match req {
             Request::CanDo { func } => self.can_do(id, func, None, out),
+            // A timeout of 0 means none (it would fail every job the moment it is assigned).
             Request::CanDoTimeout { func, timeout_ms } => {
-                self.can_do(id, func, Some(timeout_ms), out)
+                self.can_do(id, func, (timeout_ms > 0).then_some(timeout_ms), out)
             }
             Request::CantDo { func } => {
                 if let Some(&f) = self.func_by_name.get(&func) {
@@ -635,7 +650,8 @@ impl Engine {
         if let Some(c) = self.conn_mut(id) {
             c.holding = keep;
         }
-        for k in back {
+        // Each goes to the front, so the last taken goes back first: order is kept.
+        for k in back.into_iter().rev() {
             let Some(job) = self.jobs.get_mut(k) else {
                 continue;
             };
@@ -840,6 +856,31 @@ impl Engine {
         // submit time. This bounds the herd without leaving a job behind a busy worker.
         if more_work {
             self.wake_workers(f, out);
+        }
+        // The worker may have been woken for another function's job and taken this one
+        // instead: whoever else can do that job hears of it now.
+        self.pass_wakeups_on(id, Some(f), out);
+    }
+
+    /// Wake a sleeper for each of this worker's functions (but `skip`) that has jobs waiting.
+    fn pass_wakeups_on(&mut self, id: ConnId, skip: Option<FuncId>, out: &mut Outbox) {
+        let Some(c) = self.conn(id) else { return };
+        let mut funcs: Vec<FuncId> = c
+            .abilities
+            .iter()
+            .map(|a| a.func)
+            .filter(|f| Some(*f) != skip)
+            .collect();
+        funcs.sort_unstable();
+        funcs.dedup();
+        for f in funcs {
+            if self
+                .functions
+                .get(f)
+                .is_some_and(|func| func.queued_total() > 0)
+            {
+                self.wake_workers(f, out);
+            }
         }
     }
 
@@ -1050,7 +1091,25 @@ impl Engine {
         }
         if let Some(func) = self.functions.get_mut(job.func) {
             match job.state {
-                JobState::Queued => func.queued[job.priority.index()] -= 1,
+                JobState::Queued => {
+                    let p = job.priority.index();
+                    func.queued[p] -= 1;
+                    // Its queue entry is now stale; sweep stale entries before they can pile
+                    // up (a function nobody works on would otherwise keep every cancel).
+                    func.stale[p] += 1;
+                    if func.queued[p] == 0 {
+                        func.queues[p].clear();
+                        func.stale[p] = 0;
+                    } else if func.stale[p] > 64 && func.stale[p] > func.queued[p] {
+                        let jobs = &self.jobs;
+                        func.queues[p].retain(|e| {
+                            jobs.get(e.job).is_some_and(|j| {
+                                j.queue_seq == e.seq && j.state == JobState::Queued
+                            })
+                        });
+                        func.stale[p] = 0;
+                    }
+                }
                 JobState::Running(w) => {
                     func.running -= 1;
                     self.running -= 1;

@@ -82,6 +82,8 @@ pub struct Function {
     pub queues: [VecDeque<QueueEntry>; 3],
     /// Live entries per priority (the queues may also hold stale ones).
     pub queued: [u32; 3],
+    /// Stale entries per priority, swept when they outnumber the live ones.
+    pub stale: [u32; 3],
     pub running: u32,
     /// Future jobs waiting in the timer for their time.
     pub future: u32,
@@ -99,6 +101,7 @@ impl Function {
             name,
             queues: Default::default(),
             queued: [0; 3],
+            stale: [0; 3],
             running: 0,
             future: 0,
             workers: Vec::new(),

@@ -12,6 +12,8 @@ use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
 /// Bytes one connection may have buffered unparsed before reading pauses for a turn (a
 /// larger declared packet raises this to exactly its own size).
 const READ_CAP: usize = 256 * 1024;
+/// The most a declared-but-unread body reserves ahead of the bytes that came.
+const RESERVE_STEP: usize = 1024 * 1024;
 /// Buffers larger than this are given back when they empty.
 const KEEP_CAPACITY: usize = 64 * 1024;
 
@@ -63,8 +65,10 @@ impl Connection {
                 // An oversized header is left for the decoder to refuse; nothing more is read.
                 Some(n) if n > limits.max_packet + HEADER_LEN => return Ok(ReadStatus::Capped),
                 Some(n) => {
+                    // Grow toward the declared size as bytes arrive, never ahead of them by
+                    // more than a step: a bare header must not pin megabytes per connection.
                     if self.rbuf.capacity() < n {
-                        self.rbuf.reserve(n - self.rbuf.len());
+                        self.rbuf.reserve((n - self.rbuf.len()).min(RESERVE_STEP));
                     }
                     n.max(READ_CAP)
                 }
