@@ -27,6 +27,28 @@ pub struct Cli {
 #[argh(subcommand)]
 pub enum Command {
     Serve(ServeArgs),
+    Work(crate::cli::WorkArgs),
+    Submit(crate::cli::SubmitArgs),
+    Admin(crate::cli::AdminArgs),
+    Check(CheckArgs),
+}
+
+#[derive(FromArgs, Debug)]
+/// Check a schedules file without a server; errors as FILE:LINE:COL: message.
+#[argh(subcommand, name = "check")]
+pub struct CheckArgs {
+    /// the schedules file
+    #[argh(positional)]
+    pub file: PathBuf,
+    /// also print the next N run times of every entry
+    #[argh(option, default = "0")]
+    pub next: usize,
+    /// list run times from this time (RFC 3339 or unix seconds; default now)
+    #[argh(option)]
+    pub from: Option<String>,
+    /// the default time zone of the entries, as the server's --timezone (default local)
+    #[argh(option)]
+    pub tz: Option<String>,
 }
 
 #[derive(FromArgs, Debug, Default)]
@@ -99,12 +121,33 @@ pub struct ServeArgs {
     /// time zone of SUBMIT_JOB_SCHED fields: "local" (default), "UTC" or an IANA name
     #[argh(option)]
     pub timezone: Option<String>,
+    /// keep background and future jobs and schedule runs in a journal in this directory
+    /// (created if missing), so that they survive a crash or a restart
+    #[argh(option)]
+    pub data_dir: Option<PathBuf>,
+    /// when the journal fsyncs: "always" (before JOB_CREATED is sent; default), a number of
+    /// milliseconds (at most that often, replies not held), or "never" (the OS decides)
+    #[argh(option)]
+    pub fsync: Option<String>,
+    /// with --data-dir: drop damaged journal records (keeping every intact one), report, go on
+    #[argh(switch)]
+    pub repair: bool,
+    /// a schedules file (crontab lines that inject jobs); reloaded on SIGHUP
+    #[argh(option)]
+    pub schedules: Option<PathBuf>,
     /// accepted and ignored: gearwheel runs one thread
     #[argh(option, short = 't')]
     pub threads: Option<String>,
     /// accepted for "builtin" only: the queue is in memory
     #[argh(option, short = 'q')]
     pub queue_type: Option<String>,
+    /// detach: fork, start a new session, chdir to /, stdin and stdout (and stderr unless
+    /// --log-file stderr is given) to /dev/null; returns once the listeners are bound
+    #[argh(switch, short = 'd')]
+    pub daemon: bool,
+    /// after binding the listeners, switch to this user (its group and supplementary groups)
+    #[argh(option, short = 'u')]
+    pub user: Option<String>,
 }
 
 /// Validated settings.
@@ -124,6 +167,68 @@ pub struct Config {
     pub engine: EngineConfig,
     /// Notices about flags that were accepted but ignored, logged once logging is up.
     pub notices: Vec<String>,
+    /// `--schedules FILE`.
+    pub schedules: Option<PathBuf>,
+    /// `--data-dir DIR`.
+    pub data_dir: Option<PathBuf>,
+    /// `--fsync`.
+    pub fsync: Fsync,
+    /// `--repair`.
+    pub repair: bool,
+    /// `-d`: detach from the terminal once the listeners are bound.
+    pub daemon: bool,
+    /// `-u`: the user to switch to after binding.
+    pub user: Option<RunAs>,
+}
+
+/// The account `-u USER` names, looked up when the flags are checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunAs {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// Look a user up in the password database (getpwnam_r).
+pub fn lookup_user(name: &str) -> Result<RunAs, String> {
+    let cname =
+        std::ffi::CString::new(name).map_err(|_| format!("--user {name:?}: contains NUL"))?;
+    let mut buf = vec![0u8; 16384];
+    // SAFETY: passwd is plain data; getpwnam_r writes only into `pw` and `buf` (whose length
+    // it is given) and sets `result` to null or to `pw`.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe {
+        libc::getpwnam_r(
+            cname.as_ptr(),
+            &mut pw,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "--user {name:?}: cannot read the user database: {}",
+            std::io::Error::from_raw_os_error(rc)
+        ));
+    }
+    if result.is_null() {
+        return Err(format!("--user {name:?}: no such user"));
+    }
+    Ok(RunAs {
+        name: name.to_string(),
+        uid: pw.pw_uid,
+        gid: pw.pw_gid,
+    })
+}
+
+/// `--fsync`: when the journal's writes reach the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    Always,
+    EveryMs(u64),
+    Never,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -275,6 +380,22 @@ impl Config {
         }
         let zone = Zone::parse(a.timezone.as_deref().unwrap_or("local"))
             .map_err(|e| format!("--timezone: {e}"))?;
+        let user = a.user.as_deref().map(lookup_user).transpose()?;
+        let fsync = match a.fsync.as_deref().unwrap_or("always") {
+            "always" => Fsync::Always,
+            "never" => Fsync::Never,
+            ms => match ms.parse::<u64>() {
+                Ok(n) if n > 0 => Fsync::EveryMs(n),
+                _ => {
+                    return Err(format!(
+                        "--fsync {ms:?}: use always, never or a number of milliseconds"
+                    ));
+                }
+            },
+        };
+        if a.repair && a.data_dir.is_none() {
+            return Err("--repair needs --data-dir".into());
+        }
         Ok(Config {
             listen,
             log_target: LogTarget::parse(a.log_file.as_deref().unwrap_or("stderr")),
@@ -300,8 +421,15 @@ impl Config {
                 verbose: level_name,
                 pid: std::process::id(),
                 zone,
+                durable: a.data_dir.is_some(),
             },
             notices,
+            schedules: a.schedules.clone(),
+            data_dir: a.data_dir.clone(),
+            fsync,
+            repair: a.repair,
+            daemon: a.daemon,
+            user,
         })
     }
 }
@@ -401,5 +529,21 @@ mod tests {
         assert!(Config::from_args(serve(&["serve"]).unwrap(), Some("x".into())).is_err());
         assert!(serve(&["serve", "--port", "notaport"]).is_err());
         assert!(Config::from_args(serve(&["serve", "-L", "[::1]:4800"]).unwrap(), None).is_ok());
+    }
+
+    #[test]
+    fn daemon_and_user_flags() {
+        let c = Config::from_args(serve(&["serve", "-d", "--user=root"]).unwrap(), None).unwrap();
+        assert!(c.daemon);
+        let u = c.user.unwrap();
+        assert_eq!((u.name.as_str(), u.uid, u.gid), ("root", 0, 0));
+        let c = Config::from_args(serve(&["serve"]).unwrap(), None).unwrap();
+        assert!(!c.daemon && c.user.is_none());
+        let e = Config::from_args(
+            serve(&["serve", "-u", "no-such-user-gearwheel"]).unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("no such user"), "{e}");
     }
 }

@@ -5,7 +5,11 @@
 //! - `engine`: owns jobs, queues, functions, workers and waiting clients.
 //! - `proto`: the pure wire codec; `timer`: deadlines; `clock`: the one place time is read.
 //! - `config`: validated settings; `logger`: the `log` back end.
+//! - `client`: a blocking Gearman client/worker library; `cli`: the `work`, `submit` and
+//!   `admin` commands built on it. Neither is used by the server.
 
+pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod engine;
@@ -13,4 +17,5 @@ pub mod logger;
 pub mod proto;
 pub mod reactor;
 pub mod schedule;
+pub mod store;
 pub mod timer;

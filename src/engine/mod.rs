@@ -3,6 +3,7 @@
 //! a buffer or the clock: `now` (milliseconds since the Unix epoch) is passed in.
 
 mod admin;
+mod durable;
 mod schedules;
 mod types;
 
@@ -17,6 +18,7 @@ use crate::proto::response::Response;
 use crate::schedule::{SchedSpec, Zone};
 use crate::timer::Timers;
 
+pub use durable::{Durable, FinishKind, RestoredJob};
 pub use types::{
     Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobState, Origin, QueueEntry,
     UniqueKey,
@@ -41,6 +43,8 @@ pub struct EngineConfig {
     pub pid: u32,
     /// The zone SUBMIT_JOB_SCHED fields are read in.
     pub zone: Zone,
+    /// Report durable changes (background jobs, schedule runs) in `Outbox::durable`.
+    pub durable: bool,
 }
 
 impl Default for EngineConfig {
@@ -55,6 +59,7 @@ impl Default for EngineConfig {
             verbose: "ERROR".into(),
             pid: std::process::id(),
             zone: Zone::Local,
+            durable: false,
         }
     }
 }
@@ -130,6 +135,8 @@ pub struct Engine {
     /// The graceful shutdown's time ran out.
     drain_expired: bool,
     schedules: schedules::Schedules,
+    /// Changes the journal must make durable before this turn's replies go out.
+    durable: Vec<Durable>,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -153,6 +160,7 @@ impl Engine {
             draining: false,
             drain_expired: false,
             schedules: schedules::Schedules::default(),
+            durable: Vec::new(),
         }
     }
 
@@ -257,7 +265,7 @@ impl Engine {
                     "dropping queued job {} whose clients all left",
                     String::from_utf8_lossy(&job.handle)
                 );
-                self.remove_job(key);
+                self.remove_job(key, FinishKind::Abandoned);
             }
         }
     }
@@ -404,7 +412,7 @@ impl Engine {
                     );
                 }
                 self.schedule_outcome(key, schedules::Outcome::Complete, now);
-                self.remove_job(key);
+                self.remove_job(key, FinishKind::Complete);
             }
             Request::WorkFail { handle } => {
                 // Perl's Gearman::Worker follows a WORK_EXCEPTION with a WORK_FAIL for the
@@ -432,7 +440,7 @@ impl Engine {
                     );
                 }
                 self.schedule_outcome(key, schedules::Outcome::Fail, now);
-                self.remove_job(key);
+                self.remove_job(key, FinishKind::Fail);
             }
             Request::WorkException { handle, data } => {
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_EXCEPTION, out) else {
@@ -458,7 +466,7 @@ impl Engine {
                     out.push(c, r);
                 }
                 self.schedule_outcome(key, schedules::Outcome::Exception(&data), now);
-                self.remove_job(key);
+                self.remove_job(key, FinishKind::Exception);
             }
             Request::GetStatus { handle } => {
                 let r = match self.by_handle.get(&handle).map(|&k| &self.jobs[k]) {
@@ -656,6 +664,12 @@ impl Engine {
                 continue;
             };
             job.retries += 1;
+            if self.config.durable && job.background {
+                self.durable.push(Durable::JobRetried {
+                    id: job.id,
+                    retries: job.retries,
+                });
+            }
             job.numerator = 0;
             job.denominator = 0;
             if let Some(t) = job.timeout.take() {
@@ -953,7 +967,10 @@ impl Engine {
             let job = &mut self.jobs[existing];
             if background {
                 // A background submit must run even if the foreground clients it joined leave.
-                job.background = true;
+                let was_background = std::mem::replace(&mut job.background, true);
+                if !was_background {
+                    self.journal_added(existing);
+                }
             } else if !job.clients.contains(&id) {
                 job.clients.push(id);
                 if let Some(c) = self.conn_mut(id) {
@@ -1003,7 +1020,8 @@ impl Engine {
         now: u64,
         out: &mut Outbox,
     ) -> JobKey {
-        let handle: Bytes = format!("{}:{}", self.config.handle_prefix, self.next_handle).into();
+        let job_id = self.next_handle;
+        let handle: Bytes = format!("{}:{}", self.config.handle_prefix, job_id).into();
         self.next_handle += 1;
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -1028,8 +1046,10 @@ impl Engine {
             due_ms: new.due_ms,
             origin: new.origin,
             started_ms: None,
+            id: job_id,
         };
         let k = self.jobs.insert(job);
+        self.journal_added(k);
         self.by_handle.insert(handle.clone(), k);
         if let Some(uk) = key {
             self.by_unique.insert((f, uk), k);
@@ -1077,8 +1097,11 @@ impl Engine {
     }
 
     /// Remove a job from every index and counter. Its queue entry, if any, goes stale.
-    fn remove_job(&mut self, k: JobKey) {
+    fn remove_job(&mut self, k: JobKey, how: FinishKind) {
         let job = self.jobs.remove(k);
+        if self.config.durable && job.background {
+            self.durable.push(Durable::JobFinished { id: job.id, how });
+        }
         self.by_handle.remove(&job.handle);
         if let Some(uk) = job.key {
             let mk = (job.func, uk);
@@ -1164,7 +1187,14 @@ impl Engine {
             FailReason::RetriesSpent => schedules::Outcome::RetriesSpent,
         };
         self.schedule_outcome(k, outcome, now);
-        self.remove_job(k);
+        self.remove_job(
+            k,
+            match reason {
+                FailReason::Cancelled => FinishKind::Cancel,
+                FailReason::Timeout => FinishKind::Timeout,
+                FailReason::RetriesSpent => FinishKind::RetriesSpent,
+            },
+        );
     }
 
     /// GET_STATUS_UNIQUE looks a unique up across all functions, as gearmand.

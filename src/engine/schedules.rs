@@ -382,6 +382,12 @@ impl Engine {
         if !handles.is_empty() {
             h.runs += 1;
             h.last_run_ms = Some(nominal);
+            if self.config.durable {
+                self.durable.push(super::Durable::ScheduleRan {
+                    entry: Rc::clone(&id),
+                    fire_ms: nominal,
+                });
+            }
             log::info!(
                 "schedule {id}: run scheduled {} started {} -> {}",
                 rfc3339(nominal),

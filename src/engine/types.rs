@@ -174,6 +174,8 @@ pub struct Job {
     pub origin: Option<Origin>,
     /// When a worker last took it.
     pub started_ms: Option<u64>,
+    /// The handle's counter `n`, the job's id in the journal.
+    pub id: u64,
 }
 
 /// Where a scheduled job came from, so its outcome reaches the entry's history.

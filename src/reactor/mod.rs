@@ -3,6 +3,7 @@
 //! engine's outbox into bytes, and never decides anything about a job.
 
 mod conn;
+mod journal;
 mod listen;
 mod signals;
 
@@ -62,6 +63,13 @@ pub struct Server {
     draining: bool,
     /// The schedules file, read at start, on SIGHUP and on `reload schedules`.
     schedules_path: Option<PathBuf>,
+    journal: Option<crate::store::Journal>,
+    /// The last commit failed; replies wait and the loop retries soon.
+    journal_failing: bool,
+    /// A compaction has more slices to do.
+    compacting: bool,
+    /// `now` of the current loop turn.
+    turn_now: u64,
 }
 
 impl Server {
@@ -94,6 +102,10 @@ impl Server {
             signals: None,
             draining: false,
             schedules_path: None,
+            journal: None,
+            journal_failing: false,
+            compacting: false,
+            turn_now: 0,
         })
     }
 
@@ -179,10 +191,13 @@ impl Server {
                 return Err(e);
             }
             let now = clock.now_ms();
+            self.turn_now = now;
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => {
                         if let Some(exit) = self.on_signals(now) {
+                            // Whatever this turn already made durable is written first.
+                            self.close_journal();
                             return Ok(exit);
                         }
                     }
@@ -205,21 +220,28 @@ impl Server {
             self.answer_reloads(now);
             self.dispatch();
             self.finish_turn(now);
+            self.compacting = self.compact_journal();
             if let Some(exit) = self.check_shutdown(now) {
                 self.flush_all();
+                self.close_journal();
                 return Ok(exit);
             }
         }
     }
 
     fn sleep_time(&self, now: u64) -> Option<Duration> {
-        if !self.revisit.is_empty() {
+        if !self.revisit.is_empty() || self.compacting {
             return Some(Duration::ZERO);
         }
+        if self.journal_failing {
+            return Some(Duration::from_millis(100));
+        }
         // No deadline: sleep until a socket or a signal wakes us; an idle server never ticks.
-        self.engine
-            .next_deadline()
-            .map(|d| Duration::from_millis(d.saturating_sub(now)))
+        let deadline = match (self.engine.next_deadline(), self.journal_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        deadline.map(|d| Duration::from_millis(d.saturating_sub(now)))
     }
 
     fn on_signals(&mut self, now: u64) -> Option<Exit> {
@@ -417,6 +439,11 @@ impl Server {
 
     /// Encode the outbox into write buffers.
     fn dispatch(&mut self) {
+        // Group commit: this turn's durable changes reach the journal (and, under
+        // --fsync always, the disk) before any reply that depends on them is written.
+        if !self.commit_journal(self.turn_now) {
+            return;
+        }
         for (to, r) in self.outbox.replies.drain(..) {
             let Some(c) = self.conns.get_mut(to.index as usize) else {
                 continue;

@@ -1,0 +1,451 @@
+//! `gearwheel admin`: one admin text command, its reply shown as an aligned table (or, with
+//! `--raw`, as the lines the server sent).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::table;
+use super::{AdminArgs, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, say};
+use crate::client::{self, Conn, format_duration};
+
+/// How a reply is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    Status,
+    PriorityStatus,
+    Workers,
+    Jobs,
+    Unique,
+    Scheduled,
+    Schedules,
+    /// `OK <value>`: print the value.
+    Value,
+    /// `OK`, or `OK h n l` from `maxqueue FUNC`.
+    Ok,
+    /// `maxqueue FUNC` without numbers: `OK h n l` as a table.
+    MaxQueue,
+}
+
+/// An admin command to send: the protocol line, whether the reply is a list, and its view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub line: String,
+    pub list: bool,
+    pub view: View,
+}
+
+const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, schedules, \
+                     version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
+                     maxqueue FUNC [N | HIGH NORMAL LOW], reload, shutdown [graceful]";
+
+/// Map the command words to the protocol line.
+pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
+    let Some((cmd, rest)) = words.split_first() else {
+        return Err(format!("no command given; one of: {USAGE}"));
+    };
+    let list = |line: &str, view| {
+        Ok(Plan {
+            line: line.into(),
+            list: true,
+            view,
+        })
+    };
+    let one = |line: String, view| {
+        Ok(Plan {
+            line,
+            list: false,
+            view,
+        })
+    };
+    let arity = |n: usize, what: &str| {
+        if rest.len() == n {
+            Ok(())
+        } else {
+            Err(format!("{cmd} takes {what}"))
+        }
+    };
+    for w in rest {
+        if w.is_empty() || w.contains(|c: char| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "{w:?}: arguments cannot be empty or contain spaces"
+            ));
+        }
+    }
+    match cmd.to_ascii_lowercase().as_str() {
+        "status" => arity(0, "no arguments").and(list("status", View::Status)),
+        "prioritystatus" => {
+            arity(0, "no arguments").and(list("prioritystatus", View::PriorityStatus))
+        }
+        "workers" => arity(0, "no arguments").and(list("workers", View::Workers)),
+        "jobs" => arity(0, "no arguments").and(list("show jobs", View::Jobs)),
+        "unique" => arity(0, "no arguments").and(list("show unique jobs", View::Unique)),
+        "scheduled" => arity(0, "no arguments").and(list("show scheduled", View::Scheduled)),
+        "schedules" => arity(0, "no arguments").and(list("show schedules", View::Schedules)),
+        c @ ("version" | "getpid" | "verbose") => {
+            arity(0, "no arguments").and(one(c.into(), View::Value))
+        }
+        "cancel" => {
+            arity(1, "a job handle").and_then(|_| one(format!("cancel job {}", rest[0]), View::Ok))
+        }
+        "create" => arity(1, "a function name")
+            .and_then(|_| one(format!("create function {}", rest[0]), View::Ok)),
+        "drop" => arity(1, "a function name")
+            .and_then(|_| one(format!("drop function {}", rest[0]), View::Ok)),
+        "maxqueue" => match rest.len() {
+            1 => one(format!("maxqueue {}", rest[0]), View::MaxQueue),
+            2 | 4 => {
+                if let Some(bad) = rest[1..].iter().find(|n| n.parse::<u32>().is_err()) {
+                    return Err(format!("maxqueue: {bad:?} is not a number (0 = unlimited)"));
+                }
+                one(format!("maxqueue {}", rest.join(" ")), View::Ok)
+            }
+            _ => Err("maxqueue takes FUNC, FUNC N, or FUNC HIGH NORMAL LOW".into()),
+        },
+        "reload" => arity(0, "no arguments").and(one("reload schedules".into(), View::Ok)),
+        "shutdown" => match rest {
+            [] => one("shutdown".into(), View::Ok),
+            [g] if g.eq_ignore_ascii_case("graceful") => one("shutdown graceful".into(), View::Ok),
+            _ => Err("shutdown takes nothing or \"graceful\"".into()),
+        },
+        other => Err(format!("unknown command {other:?}; one of: {USAGE}")),
+    }
+}
+
+/// `ERR CODE Text+with+plus` -> `CODE: Text with plus`; `None` for any other line.
+pub(crate) fn server_error(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("ERR ")?;
+    let (code, text) = rest.split_once(' ').unwrap_or((rest, ""));
+    let text = text.replace('+', " ");
+    Some(if text.is_empty() {
+        code.to_string()
+    } else {
+        format!("{code}: {text}")
+    })
+}
+
+fn tsv(lines: &[String]) -> Vec<Vec<String>> {
+    lines
+        .iter()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// How far from `now` (unix ms) an RFC 3339 time is: `in 1m30s`, `due`, or empty.
+fn until(due: &str, now_ms: i64) -> String {
+    match chrono::DateTime::parse_from_rfc3339(due) {
+        Ok(t) => {
+            let ms = t.timestamp_millis() - now_ms;
+            if ms <= 0 {
+                "due".into()
+            } else {
+                // Whole seconds, rounded up, read better than milliseconds here.
+                let secs = (ms as u64).div_ceil(1000);
+                format!("in {}", format_duration(Duration::from_secs(secs)))
+            }
+        }
+        Err(_) => String::new(),
+    }
+}
+
+/// Render a reply (without its `.` line) for a view. `now_ms` is for "in 5m" columns.
+pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
+    match view {
+        View::Status => {
+            let mut rows = tsv(lines);
+            rows.sort();
+            table::render(&["FUNCTION", "TOTAL", "RUNNING", "WORKERS"], &rows)
+        }
+        View::PriorityStatus => {
+            let mut rows = tsv(lines);
+            rows.sort();
+            table::render(&["FUNCTION", "HIGH", "NORMAL", "LOW", "WORKERS"], &rows)
+        }
+        View::Workers => {
+            // `FD IP CLIENT_ID : FUNCTION ...`; an IPv6 address has colons too, so the
+            // separator is the first word that is a lone `:` after the address.
+            let mut rows: Vec<Vec<String>> = lines
+                .iter()
+                .map(|l| {
+                    let words: Vec<&str> = l.split_whitespace().collect();
+                    let sep = words
+                        .iter()
+                        .skip(2)
+                        .position(|w| *w == ":")
+                        .map(|i| i + 2)
+                        .unwrap_or(words.len());
+                    let word = |i: usize| words.get(i).copied().unwrap_or("").to_string();
+                    let id = words.get(2..sep).map(|w| w.join(" ")).unwrap_or_default();
+                    let mut funcs = words.get(sep + 1..).unwrap_or_default().to_vec();
+                    funcs.sort_unstable();
+                    let funcs = funcs.join(" ");
+                    vec![word(0), word(1), id, funcs]
+                })
+                .collect();
+            rows.sort_by_key(|r| r[0].parse::<u64>().unwrap_or(u64::MAX));
+            table::render(&["FD", "ADDRESS", "CLIENT-ID", "FUNCTIONS"], &rows)
+        }
+        View::Jobs => {
+            // `HANDLE\tRETRIES\t0\tBACKGROUND`; the third column is always 0 (gearmand's
+            // ignore_job) and is left out.
+            let rows: Vec<Vec<String>> = tsv(lines)
+                .into_iter()
+                .map(|r| match r.as_slice() {
+                    [h, retries, _, bg] => vec![
+                        h.clone(),
+                        retries.clone(),
+                        if bg == "1" { "yes" } else { "no" }.into(),
+                    ],
+                    _ => r,
+                })
+                .collect();
+            table::render(&["HANDLE", "RETRIES", "BACKGROUND"], &rows)
+        }
+        View::Unique => {
+            let rows: Vec<Vec<String>> = lines
+                .iter()
+                .map(|l| {
+                    vec![if l.is_empty() {
+                        "(none)".into()
+                    } else {
+                        l.clone()
+                    }]
+                })
+                .collect();
+            table::render(&["UNIQUE"], &rows)
+        }
+        View::Scheduled => {
+            // `HANDLE\tFUNCTION\tUNIQUE\tDUE\tPRIORITY`, plus how long until it is due.
+            let rows: Vec<Vec<String>> = tsv(lines)
+                .into_iter()
+                .map(|mut r| {
+                    if r.len() == 5 {
+                        let left = until(&r[3], now_ms);
+                        r.push(left);
+                    }
+                    r
+                })
+                .collect();
+            table::render(
+                &["HANDLE", "FUNCTION", "UNIQUE", "DUE", "PRIORITY", "IN"],
+                &rows,
+            )
+        }
+        View::Schedules => {
+            let rows = tsv(lines);
+            let headers = [
+                "ID", "SPEC", "FUNCTION", "NEXT", "LAST", "OUTCOME", "MS", "RUNS", "FAILURES",
+                "SKIPS",
+            ];
+            if rows.iter().all(|r| r.len() == headers.len()) {
+                table::render(&headers, &rows)
+            } else {
+                table::render(&[], &rows)
+                    .split_once('\n')
+                    .map(|(_, rest)| rest.to_string())
+                    .unwrap_or_default()
+            }
+        }
+        View::Value => lines
+            .first()
+            .map(|l| format!("{}\n", l.strip_prefix("OK ").unwrap_or(l)))
+            .unwrap_or_default(),
+        View::Ok => lines.first().map(|l| format!("{l}\n")).unwrap_or_default(),
+        View::MaxQueue => {
+            let first = lines.first().map(String::as_str).unwrap_or("");
+            let nums: Vec<&str> = first
+                .strip_prefix("OK ")
+                .map(|r| r.split_whitespace().collect())
+                .unwrap_or_default();
+            if nums.len() != 3 {
+                return format!("{first}\n");
+            }
+            let cell = |n: &str| {
+                if n == "0" {
+                    "unlimited".to_string()
+                } else {
+                    n.to_string()
+                }
+            };
+            table::render(
+                &["HIGH", "NORMAL", "LOW"],
+                &[nums.iter().map(|n| cell(n)).collect()],
+            )
+        }
+    }
+}
+
+pub fn run(a: AdminArgs) -> u8 {
+    let plan = match plan(&a.command) {
+        Ok(p) => p,
+        Err(e) => {
+            say("admin", e);
+            return EXIT_USAGE;
+        }
+    };
+    let server = a.server.as_deref().unwrap_or(client::DEFAULT_SERVER);
+    let reply = Conn::connect(server, Duration::from_secs(5)).and_then(|mut c| {
+        c.set_read_timeout(Some(Duration::from_secs(30)))?;
+        c.admin(&plan.line, plan.list)
+    });
+    let lines = match reply {
+        Ok(l) => l,
+        Err(e) => {
+            say("admin", format_args!("{server}: {e}"));
+            return EXIT_UNREACHABLE;
+        }
+    };
+    let err = lines.first().and_then(|l| server_error(l));
+    if a.raw {
+        let mut s = String::new();
+        for l in &lines {
+            s.push_str(l);
+            s.push('\n');
+        }
+        print!("{s}");
+        return if err.is_some() { EXIT_FAILED } else { 0 };
+    }
+    if let Some(e) = err {
+        say("admin", format_args!("{server}: {e}"));
+        return EXIT_FAILED;
+    }
+    let body = match lines.split_last() {
+        Some((last, rest)) if plan.list && last == "." => rest,
+        _ => &lines[..],
+    };
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    print!("{}", render(plan.view, body, now_ms));
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn l(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn words_map_to_protocol_lines() {
+        let p = |s: &str| plan(&w(s)).map(|p| (p.line, p.list));
+        assert_eq!(p("status"), Ok(("status".into(), true)));
+        assert_eq!(p("jobs"), Ok(("show jobs".into(), true)));
+        assert_eq!(p("unique"), Ok(("show unique jobs".into(), true)));
+        assert_eq!(p("scheduled"), Ok(("show scheduled".into(), true)));
+        assert_eq!(p("schedules"), Ok(("show schedules".into(), true)));
+        assert_eq!(p("VERSION"), Ok(("version".into(), false)));
+        assert_eq!(p("cancel H:x:1"), Ok(("cancel job H:x:1".into(), false)));
+        assert_eq!(p("create f"), Ok(("create function f".into(), false)));
+        assert_eq!(p("drop f"), Ok(("drop function f".into(), false)));
+        assert_eq!(p("maxqueue f"), Ok(("maxqueue f".into(), false)));
+        assert_eq!(
+            p("maxqueue f 1 2 3"),
+            Ok(("maxqueue f 1 2 3".into(), false))
+        );
+        assert_eq!(
+            p("shutdown graceful"),
+            Ok(("shutdown graceful".into(), false))
+        );
+        assert_eq!(p("reload"), Ok(("reload schedules".into(), false)));
+        for bad in [
+            "",
+            "cancel",
+            "status x",
+            "maxqueue f x",
+            "maxqueue f 1 2",
+            "shutdown now",
+            "frobnicate",
+        ] {
+            assert!(plan(&w(bad)).is_err(), "{bad:?}");
+        }
+        assert!(plan(&l(&["cancel", "a b"])).is_err());
+    }
+
+    #[test]
+    fn err_lines_are_decoded() {
+        assert_eq!(
+            server_error("ERR UNKNOWN_JOB").as_deref(),
+            Some("UNKNOWN_JOB")
+        );
+        assert_eq!(
+            server_error("ERR JOB_RUNNING The+job+is+running+on+a+worker").as_deref(),
+            Some("JOB_RUNNING: The job is running on a worker")
+        );
+        assert_eq!(server_error("OK"), None);
+    }
+
+    #[test]
+    fn status_and_workers_tables() {
+        let t = render(View::Status, &l(&["up\t3\t1\t2", "down\t0\t0\t1"]), 0);
+        assert_eq!(
+            t,
+            "FUNCTION  TOTAL  RUNNING  WORKERS\n\
+             down          0        0        1\n\
+             up            3        1        2\n"
+        );
+        let t = render(
+            View::Workers,
+            &l(&["12 127.0.0.1 w-1 : up down", "9 ::1 - :"]),
+            0,
+        );
+        assert_eq!(
+            t,
+            "FD  ADDRESS    CLIENT-ID  FUNCTIONS\n\
+             \x209  ::1        -\n\
+             12  127.0.0.1  w-1        down up\n"
+        );
+    }
+
+    #[test]
+    fn jobs_unique_and_scheduled_tables() {
+        let t = render(View::Jobs, &l(&["H:x:1\t0\t0\t1", "H:x:2\t2\t0\t0"]), 0);
+        assert_eq!(
+            t,
+            "HANDLE  RETRIES  BACKGROUND\nH:x:1         0  yes\nH:x:2         2  no\n"
+        );
+        let t = render(View::Unique, &l(&["", "abc"]), 0);
+        assert_eq!(t, "UNIQUE\n(none)\nabc\n");
+        let now = 1_893_553_445_000 - 90_500;
+        let t = render(
+            View::Scheduled,
+            &l(&["H:x:3\tf\tu\t2030-01-02T03:04:05Z\tNORMAL"]),
+            now,
+        );
+        assert_eq!(
+            t,
+            "HANDLE  FUNCTION  UNIQUE  DUE                   PRIORITY  IN\n\
+             H:x:3   f         u       2030-01-02T03:04:05Z  NORMAL    in 1m31s\n"
+        );
+        let t = render(
+            View::Scheduled,
+            &l(&["H:x:3\tf\tu\t2030-01-02T03:04:05Z\tNORMAL"]),
+            now + 100_000,
+        );
+        assert!(t.ends_with("NORMAL    due\n"), "{t}");
+    }
+
+    #[test]
+    fn schedules_values_and_maxqueue() {
+        let row = "nightly\t0 3 * * *\tbackup\t2030-01-02T03:00:00Z\t-\t-\t0\t0\t0\t0";
+        let t = render(View::Schedules, &l(&[row]), 0);
+        assert!(t.starts_with("ID       SPEC       FUNCTION  NEXT"), "{t}");
+        assert!(t.contains("\nnightly  0 3 * * *  backup    2030-01-02T03:00:00Z"));
+        // A layout we do not know is still aligned, without a header.
+        assert_eq!(
+            render(View::Schedules, &l(&["a\tb", "ccc\td"]), 0),
+            "a    b\nccc  d\n"
+        );
+        assert_eq!(render(View::Value, &l(&["OK 0.1.0"]), 0), "0.1.0\n");
+        assert_eq!(render(View::Ok, &l(&["OK"]), 0), "OK\n");
+        assert_eq!(
+            render(View::MaxQueue, &l(&["OK 0 5 0"]), 0),
+            "HIGH       NORMAL  LOW\nunlimited       5  unlimited\n"
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! A small blocking Gearman client and worker library for the `work`, `submit` and `admin`
+//! commands: one TCP connection per `Conn`, request packets out, response packets and admin
+//! lines in through the server's own codec. No async and no threads here; it must not touch
+//! the engine or the reactor.
+
+pub mod conn;
+pub mod duration;
+
+pub use conn::{Assignment, Conn, Error, SubmitKind};
+pub use duration::{format_duration, parse_at, parse_duration};
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::proto::packet::{Magic, PacketType};
+
+/// The port a server address without one gets, as every Gearman client does.
+pub const DEFAULT_PORT: u16 = 4730;
+
+/// The server a command talks to when none is given.
+pub const DEFAULT_SERVER: &str = "127.0.0.1:4730";
+
+/// One request packet's bytes: `\0REQ`, the type, the length, and `args` joined with NUL.
+pub fn encode_request(ptype: PacketType, args: &[&[u8]]) -> Bytes {
+    let len = args.iter().map(|a| a.len()).sum::<usize>() + args.len().saturating_sub(1);
+    let mut out = BytesMut::with_capacity(12 + len);
+    out.put_slice(&Magic::REQ);
+    out.put_u32(ptype as u32);
+    out.put_u32(len as u32);
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(0);
+        }
+        out.put_slice(a);
+    }
+    out.freeze()
+}
+
+/// Split a response body into at most `n` NUL-separated arguments; the last one keeps any
+/// further NULs (it is the data). Missing arguments are empty.
+pub fn split_args(body: &Bytes, n: usize) -> Vec<Bytes> {
+    let mut out = Vec::with_capacity(n);
+    let mut start = 0;
+    while out.len() + 1 < n {
+        match body[start..].iter().position(|&b| b == 0) {
+            Some(i) => {
+                out.push(body.slice(start..start + i));
+                start += i + 1;
+            }
+            None => break,
+        }
+    }
+    out.push(body.slice(start..));
+    out.resize(n, Bytes::new());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::frame::{Incoming, Limits, decode};
+
+    #[test]
+    fn requests_decode_with_the_servers_codec() {
+        let b = encode_request(PacketType::SubmitJob, &[b"f", b"u", b"da\0ta"]);
+        let mut buf = BytesMut::from(&b[..]);
+        match decode(&mut buf, &Limits::default()) {
+            Ok(Some(Incoming::Packet(f))) => {
+                assert_eq!(f.magic, Magic::Req);
+                assert_eq!(f.ptype, PacketType::SubmitJob);
+                assert_eq!(&f.body[..], b"f\0u\0da\0ta");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            &encode_request(PacketType::GrabJobUniq, &[])[..],
+            b"\0REQ\0\0\0\x1e\0\0\0\0"
+        );
+    }
+
+    #[test]
+    fn args_split_keeps_nuls_in_the_last() {
+        let b = Bytes::from_static(b"H:x:1\0fn\0uniq\0a\0b");
+        assert_eq!(
+            split_args(&b, 4),
+            vec![
+                Bytes::from_static(b"H:x:1"),
+                Bytes::from_static(b"fn"),
+                Bytes::from_static(b"uniq"),
+                Bytes::from_static(b"a\0b")
+            ]
+        );
+        assert_eq!(
+            split_args(&Bytes::from_static(b"H:x:1"), 2),
+            vec![Bytes::from_static(b"H:x:1"), Bytes::new()]
+        );
+        assert_eq!(split_args(&Bytes::new(), 1), vec![Bytes::new()]);
+    }
+}

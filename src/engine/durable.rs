@@ -1,0 +1,146 @@
+//! What the engine reports for the journal (background jobs added, finished, given back;
+//! schedule runs), and how jobs read back from it are put back in place. The engine never
+//! writes a file: the reactor hands these to the store.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use super::{Engine, JobKey, JobState, NewJob, UniqueKey};
+use crate::proto::request::Priority;
+
+/// How a journalled job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinishKind {
+    Complete,
+    Fail,
+    Exception,
+    Cancel,
+    RetriesSpent,
+    Timeout,
+    /// A foreground job whose clients left (never journalled; here for completeness).
+    Abandoned,
+}
+
+/// A change that must survive a crash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Durable {
+    JobAdded {
+        id: u64,
+        handle: Bytes,
+        func: Bytes,
+        unique: Bytes,
+        reducer: Option<Bytes>,
+        priority: Priority,
+        due_ms: Option<u64>,
+        data: Bytes,
+    },
+    JobFinished {
+        id: u64,
+        how: FinishKind,
+    },
+    JobRetried {
+        id: u64,
+        retries: u32,
+    },
+    ScheduleRan {
+        entry: Rc<str>,
+        fire_ms: u64,
+    },
+}
+
+/// A background job read back from the journal.
+#[derive(Clone, Debug)]
+pub struct RestoredJob {
+    pub id: u64,
+    pub handle: Bytes,
+    pub func: Bytes,
+    pub unique: Bytes,
+    pub reducer: Option<Bytes>,
+    pub priority: Priority,
+    pub due_ms: Option<u64>,
+    pub data: Bytes,
+    pub retries: u32,
+}
+
+impl Engine {
+    /// Take the durable changes of this turn, for the journal.
+    pub fn take_durable(&mut self) -> std::vec::Drain<'_, Durable> {
+        self.durable.drain(..)
+    }
+
+    pub(super) fn journal_added(&mut self, k: JobKey) {
+        if !self.config.durable {
+            return;
+        }
+        let job = &self.jobs[k];
+        if !job.background {
+            return;
+        }
+        // A future job keeps its due time; one already queued runs at once after a restart.
+        let due_ms = match job.state {
+            JobState::Future(_) => job.due_ms,
+            _ => None,
+        };
+        self.durable.push(Durable::JobAdded {
+            id: job.id,
+            handle: job.handle.clone(),
+            func: self.functions[job.func].name.clone(),
+            unique: job.unique.clone(),
+            reducer: job.reducer.clone(),
+            priority: job.priority,
+            due_ms: due_ms.or(job.due_ms),
+            data: job.data.clone(),
+        });
+    }
+
+    /// Put a job from the journal back, with its handle: queued, or in the wheel if it is
+    /// still in the future. Jobs that were running when the server stopped run again.
+    pub fn restore_job(&mut self, r: RestoredJob, now: u64, out: &mut super::Outbox) {
+        let f = self.func_id(&r.func);
+        // Two live jobs with one unique cannot come from one run of the engine, but a journal
+        // written by another version might hold them: keep both, coalesce on the first.
+        let key = UniqueKey::of(&r.unique, &r.data).filter(|uk| {
+            let taken = self.by_unique.contains_key(&(f, uk.clone()));
+            if taken {
+                log::warn!(
+                    "journal: job {} has the unique of a job already restored; kept as a separate job",
+                    String::from_utf8_lossy(&r.handle)
+                );
+            }
+            !taken
+        });
+        self.next_handle = self.next_handle.max(r.id + 1);
+        let saved = self.next_handle;
+        // create_job takes its handle from the counter: point it at the saved id.
+        self.next_handle = r.id;
+        let new = NewJob {
+            func: f,
+            unique: r.unique,
+            data: r.data,
+            reducer: r.reducer,
+            priority: r.priority,
+            background: true,
+            due_ms: r.due_ms,
+            origin: None,
+        };
+        let durable = std::mem::replace(&mut self.config.durable, false);
+        let k = self.create_job(new, key, None, now, out);
+        self.config.durable = durable;
+        self.next_handle = saved;
+        let job = &mut self.jobs[k];
+        job.retries = r.retries;
+        if job.handle != r.handle {
+            // A different --job-handle-prefix than when it was saved: keep the saved handle,
+            // clients may hold it.
+            self.by_handle.remove(&job.handle);
+            job.handle = r.handle;
+            self.by_handle.insert(job.handle.clone(), k);
+        }
+    }
+
+    /// The handle counter after replay: the next job gets this number.
+    pub fn set_next_handle(&mut self, n: u64) {
+        self.next_handle = self.next_handle.max(n);
+    }
+}

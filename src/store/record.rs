@@ -1,0 +1,372 @@
+//! Journal records: the typed values, their byte layout, and the checks that tell an intact
+//! record from a torn or damaged one. Pure code: no files, no clock.
+
+use bytes::Bytes;
+
+/// Bytes in front of every payload: length, type, version, header check, checksum.
+pub(crate) const HEADER_LEN: usize = 12;
+/// The payload layout version written for every type today.
+pub(crate) const VERSION: u8 = 1;
+
+pub(crate) const T_JOB_ADDED: u8 = 1;
+pub(crate) const T_JOB_FINISHED: u8 = 2;
+pub(crate) const T_JOB_RETRIED: u8 = 3;
+pub(crate) const T_SCHEDULE_RAN: u8 = 4;
+
+const JOB_FINISHED_PAYLOAD: usize = 9;
+const JOB_RETRIED_PAYLOAD: usize = 12;
+/// Fixed part of a JobAdded payload: id, priority, flags, due time, four field lengths.
+const JOB_ADDED_FIXED: usize = 8 + 1 + 1 + 8 + 4 * 4;
+const SCHEDULE_RAN_FIXED: usize = 8 + 1;
+
+/// Size of a whole JobRetried record; a live job with retries > 0 carries one.
+pub(crate) const RETRIED_LEN: u32 = (HEADER_LEN + JOB_RETRIED_PAYLOAD) as u32;
+
+const FLAG_DUE: u8 = 1;
+const FLAG_REDUCER: u8 = 2;
+
+/// A background job as the journal keeps it: everything needed to queue it again after a
+/// restart under the same handle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobAdded {
+    /// The handle counter `n` of `H:<host>:n`; unique for the life of the journal.
+    pub id: u64,
+    pub handle: Bytes,
+    pub func: Bytes,
+    pub unique: Bytes,
+    /// SUBMIT_REDUCE_JOB's reducer, if any.
+    pub reducer: Option<Bytes>,
+    /// 0 high, 1 normal, 2 low (stored as given).
+    pub priority: u8,
+    /// When a future job becomes runnable, in ms since the epoch; `None` runs now.
+    pub due_ms: Option<u64>,
+    pub data: Bytes,
+}
+
+/// Why a job left the queue. Informational: every reason ends the job the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    Complete,
+    Fail,
+    Exception,
+    Cancel,
+    RetriesSpent,
+    Timeout,
+    /// A code this version does not know (written by a newer one).
+    Other(u8),
+}
+
+impl FinishReason {
+    pub fn code(self) -> u8 {
+        match self {
+            FinishReason::Complete => 0,
+            FinishReason::Fail => 1,
+            FinishReason::Exception => 2,
+            FinishReason::Cancel => 3,
+            FinishReason::RetriesSpent => 4,
+            FinishReason::Timeout => 5,
+            FinishReason::Other(c) => c,
+        }
+    }
+
+    pub fn from_code(c: u8) -> FinishReason {
+        match c {
+            0 => FinishReason::Complete,
+            1 => FinishReason::Fail,
+            2 => FinishReason::Exception,
+            3 => FinishReason::Cancel,
+            4 => FinishReason::RetriesSpent,
+            5 => FinishReason::Timeout,
+            c => FinishReason::Other(c),
+        }
+    }
+}
+
+/// One journal record. Built on the caller's stack and passed by reference to
+/// `Journal::append`, which encodes it straight into the shared write buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A background job was accepted.
+    JobAdded(JobAdded),
+    /// The job is gone for good (complete, fail, exception, cancel, retries spent).
+    JobFinished { id: u64, reason: FinishReason },
+    /// The job was given back `retries` times so far (a newer record supersedes an older one).
+    JobRetried { id: u64, retries: u32 },
+    /// A schedule entry fired at `fire_ms`; the newest record per entry is its state.
+    ScheduleRan {
+        entry: Bytes,
+        fire_ms: u64,
+        outcome: u8,
+    },
+}
+
+impl Record {
+    fn type_byte(&self) -> u8 {
+        match self {
+            Record::JobAdded(_) => T_JOB_ADDED,
+            Record::JobFinished { .. } => T_JOB_FINISHED,
+            Record::JobRetried { .. } => T_JOB_RETRIED,
+            Record::ScheduleRan { .. } => T_SCHEDULE_RAN,
+        }
+    }
+
+    fn payload_len(&self) -> u64 {
+        match self {
+            Record::JobAdded(j) => {
+                let reducer = j.reducer.as_ref().map_or(0, |r| r.len());
+                (JOB_ADDED_FIXED + j.handle.len() + j.func.len() + j.unique.len() + reducer) as u64
+                    + j.data.len() as u64
+            }
+            Record::JobFinished { .. } => JOB_FINISHED_PAYLOAD as u64,
+            Record::JobRetried { .. } => JOB_RETRIED_PAYLOAD as u64,
+            Record::ScheduleRan { entry, .. } => (SCHEDULE_RAN_FIXED + entry.len()) as u64,
+        }
+    }
+}
+
+/// Appends `rec` to `buf` and returns the record's whole length, or `Err(payload length)`
+/// when it does not fit the 32-bit length field. Allocates only if `buf` must grow.
+pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
+    let plen = rec.payload_len();
+    if plen > u64::from(u32::MAX) - HEADER_LEN as u64 {
+        return Err(plen);
+    }
+    let start = buf.len();
+    buf.reserve(HEADER_LEN + plen as usize);
+    buf.extend_from_slice(&(plen as u32).to_le_bytes());
+    buf.push(rec.type_byte());
+    buf.push(VERSION);
+    let pre = crc32c::crc32c(&buf[start..start + 6]);
+    buf.extend_from_slice(&(pre as u16).to_le_bytes());
+    buf.extend_from_slice(&[0; 4]);
+    match rec {
+        Record::JobAdded(j) => {
+            let mut flags = 0;
+            if j.due_ms.is_some() {
+                flags |= FLAG_DUE;
+            }
+            if j.reducer.is_some() {
+                flags |= FLAG_REDUCER;
+            }
+            buf.extend_from_slice(&j.id.to_le_bytes());
+            buf.push(j.priority);
+            buf.push(flags);
+            buf.extend_from_slice(&j.due_ms.unwrap_or(0).to_le_bytes());
+            for f in [&j.handle, &j.func, &j.unique] {
+                put_field(buf, f);
+            }
+            put_field(buf, j.reducer.as_deref().unwrap_or(&[]));
+            buf.extend_from_slice(&j.data);
+        }
+        Record::JobFinished { id, reason } => {
+            buf.extend_from_slice(&id.to_le_bytes());
+            buf.push(reason.code());
+        }
+        Record::JobRetried { id, retries } => {
+            buf.extend_from_slice(&id.to_le_bytes());
+            buf.extend_from_slice(&retries.to_le_bytes());
+        }
+        Record::ScheduleRan {
+            entry,
+            fire_ms,
+            outcome,
+        } => {
+            buf.extend_from_slice(&fire_ms.to_le_bytes());
+            buf.push(*outcome);
+            buf.extend_from_slice(entry);
+        }
+    }
+    let crc = crc32c::crc32c_append(pre, &buf[start + HEADER_LEN..]);
+    buf[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
+    Ok((HEADER_LEN as u64 + plen) as u32)
+}
+
+fn put_field(buf: &mut Vec<u8>, f: &[u8]) {
+    // Fits: the whole payload was checked against u32 above.
+    buf.extend_from_slice(&(f.len() as u32).to_le_bytes());
+    buf.extend_from_slice(f);
+}
+
+/// A record header that passed its own check.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecHeader {
+    pub len: u32,
+    pub ty: u8,
+    /// CRC-32C of header bytes 0..6, the seed of the whole-record checksum.
+    pre: u32,
+    crc: u32,
+}
+
+impl RecHeader {
+    /// Header plus payload.
+    pub fn total(&self) -> u64 {
+        HEADER_LEN as u64 + u64::from(self.len)
+    }
+
+    pub fn body_ok(&self, payload: &[u8]) -> bool {
+        crc32c::crc32c_append(self.pre, payload) == self.crc
+    }
+}
+
+/// Parses a header, or `None` when it is not one this version wrote (header check, type,
+/// version or length wrong). The 16-bit header check means a damaged length is caught
+/// before it is trusted, so a flipped bit cannot pass for a torn tail.
+pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
+    let h = h.get(..HEADER_LEN)?;
+    let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+    let (ty, ver) = (h[4], h[5]);
+    let pre = crc32c::crc32c(&h[0..6]);
+    if u16::from_le_bytes([h[6], h[7]]) != pre as u16 {
+        return None;
+    }
+    if ver != VERSION || !(T_JOB_ADDED..=T_SCHEDULE_RAN).contains(&ty) {
+        return None;
+    }
+    if u64::from(len) + HEADER_LEN as u64 > u64::from(u32::MAX) {
+        return None;
+    }
+    Some(RecHeader {
+        len,
+        ty,
+        pre,
+        crc: u32::from_le_bytes([h[8], h[9], h[10], h[11]]),
+    })
+}
+
+/// The end of the intact, decodable record at `off` in `data`, if there is one.
+pub(crate) fn intact_at(data: &[u8], off: usize) -> Option<usize> {
+    let h = parse_header(data.get(off..)?)?;
+    let end = off.checked_add(h.total() as usize)?;
+    let payload = data.get(off + HEADER_LEN..end)?;
+    if h.body_ok(payload) && decode(h.ty, payload).is_ok() {
+        Some(end)
+    } else {
+        None
+    }
+}
+
+/// The offset of the first intact record at or after `from`.
+pub(crate) fn next_intact(data: &[u8], from: usize) -> Option<usize> {
+    (from..data.len().saturating_sub(HEADER_LEN - 1)).find(|&o| intact_at(data, o).is_some())
+}
+
+/// The job id of a JobAdded payload (its first field) without decoding the rest.
+pub(crate) fn job_id(payload: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(payload.get(..8)?.try_into().ok()?))
+}
+
+/// The entry name of a ScheduleRan payload without decoding the rest.
+pub(crate) fn schedule_entry(payload: &[u8]) -> Option<&[u8]> {
+    payload.get(SCHEDULE_RAN_FIXED..)
+}
+
+/// Decodes a payload whose checksum passed. A JobAdded is copied once into its own buffer and
+/// its fields are slices of it, so a replayed job pins only its own bytes.
+pub(crate) fn decode(ty: u8, payload: &[u8]) -> Result<Record, &'static str> {
+    let mut c = Cursor { b: payload, at: 0 };
+    let rec = match ty {
+        T_JOB_ADDED => {
+            let id = c.u64()?;
+            let priority = c.u8()?;
+            let flags = c.u8()?;
+            if flags & !(FLAG_DUE | FLAG_REDUCER) != 0 {
+                return Err("unknown flags in a job record");
+            }
+            let due = c.u64()?;
+            let mut spans = [(0, 0); 4];
+            for s in &mut spans {
+                *s = c.field()?;
+            }
+            let all = Bytes::copy_from_slice(payload);
+            let slice = |(a, b): (usize, usize)| all.slice(a..b);
+            Record::JobAdded(JobAdded {
+                id,
+                handle: slice(spans[0]),
+                func: slice(spans[1]),
+                unique: slice(spans[2]),
+                reducer: (flags & FLAG_REDUCER != 0).then(|| slice(spans[3])),
+                priority,
+                due_ms: (flags & FLAG_DUE != 0).then_some(due),
+                data: all.slice(c.at..),
+            })
+        }
+        T_JOB_FINISHED => {
+            let id = c.u64()?;
+            let reason = FinishReason::from_code(c.u8()?);
+            c.end()?;
+            Record::JobFinished { id, reason }
+        }
+        T_JOB_RETRIED => {
+            let id = c.u64()?;
+            let retries = c.u32()?;
+            c.end()?;
+            Record::JobRetried { id, retries }
+        }
+        T_SCHEDULE_RAN => {
+            let fire_ms = c.u64()?;
+            let outcome = c.u8()?;
+            Record::ScheduleRan {
+                entry: Bytes::copy_from_slice(&payload[c.at..]),
+                fire_ms,
+                outcome,
+            }
+        }
+        _ => return Err("unknown record type"),
+    };
+    Ok(rec)
+}
+
+/// Human name of a record type, for error messages.
+pub(crate) fn type_name(ty: u8) -> &'static str {
+    match ty {
+        T_JOB_ADDED => "job-added",
+        T_JOB_FINISHED => "job-finished",
+        T_JOB_RETRIED => "job-retried",
+        T_SCHEDULE_RAN => "schedule-ran",
+        _ => "unknown",
+    }
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], &'static str> {
+        let end = self.at.checked_add(n).ok_or("length overflow")?;
+        let s = self
+            .b
+            .get(self.at..end)
+            .ok_or("record shorter than its fields")?;
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, &'static str> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, &'static str> {
+        let s = self.take(4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, &'static str> {
+        let s = self.take(8)?;
+        let mut a = [0; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_le_bytes(a))
+    }
+    /// A u32-length-prefixed field, as a span of the payload.
+    fn field(&mut self) -> Result<(usize, usize), &'static str> {
+        let n = self.u32()? as usize;
+        let start = self.at;
+        self.take(n)?;
+        Ok((start, start + n))
+    }
+    fn end(&self) -> Result<(), &'static str> {
+        if self.at == self.b.len() {
+            Ok(())
+        } else {
+            Err("record longer than its fields")
+        }
+    }
+}

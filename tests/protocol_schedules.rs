@@ -1,0 +1,163 @@
+//! The schedules file over real sockets and real time: runs reach a real worker, outcomes show
+//! in `show schedules`, and a broken reload leaves the running schedule alone.
+
+mod common;
+use std::time::{Duration, Instant};
+
+use common::{Conn, Server, t};
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("gearwheel-sched-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("schedules.cron");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn row(c: &mut Conn, id: &str) -> Vec<String> {
+    let listing = c.admin("show schedules", true);
+    listing
+        .lines()
+        .find(|l| l.starts_with(&format!("{id}\t")))
+        .unwrap_or_else(|| panic!("{id} not in {listing:?}"))
+        .split('\t')
+        .map(String::from)
+        .collect()
+}
+
+/// Work one job: complete it, or fail it when `fail` is set. Returns the workload.
+fn work_one(w: &mut Conn, fail: bool) -> Vec<u8> {
+    loop {
+        if let Some((h, _, _, data)) = w.grab_uniq() {
+            if fail {
+                w.send_req(t::WORK_FAIL, &[h.as_bytes()]);
+            } else {
+                w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b"done"]);
+            }
+            return data;
+        }
+        w.send_req(t::PRE_SLEEP, &[]);
+        assert_eq!(w.read_packet().ptype, t::NOOP);
+    }
+}
+
+#[test]
+fn every_second_runs_three_times_in_three_seconds_with_outcomes() {
+    let path = temp_file("every", "@every 1s tick -- run {time}\n@every 1s bad\n");
+    let s = Server::start(&["--schedules", path.to_str().unwrap()]);
+    let mut w = s.connect();
+    w.can_do(&["tick"]);
+    let start = Instant::now();
+    let mut workloads = vec![];
+    for _ in 0..3 {
+        workloads.push(String::from_utf8(work_one(&mut w, false)).unwrap());
+    }
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_millis(4500),
+        "{took:?}"
+    );
+    for wl in &workloads {
+        assert!(wl.starts_with("run 20") && wl.ends_with('Z'), "{wl}");
+    }
+    let mut f = s.connect();
+    f.can_do(&["bad"]);
+    work_one(&mut f, true);
+    let mut admin = s.connect();
+    let tick = row(&mut admin, "tick");
+    assert_eq!(tick[1..3], ["@every 1s", "tick"]);
+    assert_eq!(tick[5], "complete");
+    assert!(tick[7].parse::<u32>().unwrap() >= 3, "{tick:?}");
+    assert_eq!(tick[8], "0");
+    let bad = row(&mut admin, "bad");
+    assert_eq!(bad[5], "fail");
+    assert!(bad[8].parse::<u32>().unwrap() >= 1, "{bad:?}");
+    // While nobody works `bad`, overlap=skip keeps one job queued and counts the skips.
+    std::thread::sleep(Duration::from_millis(2100));
+    let bad = row(&mut admin, "bad");
+    assert!(bad[9].parse::<u32>().unwrap() >= 1, "{bad:?}");
+    assert!(
+        admin.admin("status", true).contains("bad\t1\t0\t"),
+        "one job, not a pile"
+    );
+    s.wait_log("schedule tick job", 2);
+}
+
+#[test]
+fn a_broken_reload_keeps_the_running_schedule() {
+    let path = temp_file("reload", "@every 1s tick\n");
+    let s = Server::start(&["--schedules", path.to_str().unwrap()]);
+    let mut admin = s.connect();
+    std::fs::write(&path, "@every 1s tick\n61 * * * * broken\n").unwrap();
+    let reply = admin.admin("reload schedules", false);
+    assert!(reply.starts_with("ERR SCHEDULE_ERROR "), "{reply}");
+    assert!(
+        reply.contains(":2:1:+minute:+61+is+out+of+range+0-59"),
+        "{reply}"
+    );
+    s.signal(libc::SIGHUP);
+    s.wait_log("reload of", 3);
+    // The old entry still runs.
+    let mut w = s.connect();
+    w.can_do(&["tick"]);
+    work_one(&mut w, false);
+    assert!(!admin.admin("show schedules", true).contains("broken"));
+    // A good file is taken, and the entry keeps its history.
+    std::fs::write(&path, "@every 1s tick\n@every 1h other\n").unwrap();
+    assert_eq!(admin.admin("reload schedules", false), "OK 2\n");
+    let tick = row(&mut admin, "tick");
+    assert!(tick[7].parse::<u32>().unwrap() >= 1, "{tick:?}");
+    assert_eq!(row(&mut admin, "other")[7], "0");
+}
+
+#[test]
+fn a_bad_schedules_file_stops_start_up_with_line_and_column() {
+    let path = temp_file("bad", "# ok\n*/5 * * * * fine\n0 25 * * * broken\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
+        .args(["serve", "-p", "0", "--schedules", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:3:3: hour: 25 is out of range 0-23",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_validates_and_lists_next_runs() {
+    let good = temp_file("check-good", "CRON_TZ=UTC\n0 3 * * * backup\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
+        .args([
+            "check",
+            good.to_str().unwrap(),
+            "--next",
+            "2",
+            "--from",
+            "2026-11-22T00:00:00Z",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 entries OK"), "{text}");
+    assert!(
+        text.contains("  2026-11-22T03:00:00Z") && text.contains("  2026-11-23T03:00:00Z"),
+        "{text}"
+    );
+    let bad = temp_file("check-bad", "0 3 * * * a\n* * * * * a\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
+        .args(["check", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(":2:11: duplicate id \"a\" (first on line 1)"),
+        "{err}"
+    );
+}
