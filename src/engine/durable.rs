@@ -143,4 +143,9 @@ impl Engine {
     pub fn set_next_handle(&mut self, n: u64) {
         self.next_handle = self.next_handle.max(n);
     }
+
+    /// The number the next job's handle will get.
+    pub fn next_handle(&self) -> u64 {
+        self.next_handle
+    }
 }

@@ -16,6 +16,29 @@ use crate::store::{self, FinishReason, FsyncMode, JobAdded, Journal, Options, Re
 
 /// Bytes of old files one loop turn may copy while compacting.
 const COMPACT_SLICE: usize = 1 << 20;
+/// Handle numbers reserved at a time in DIR/HANDLES. Foreground jobs are not journalled, so
+/// without this a restart could hand out a foreground job's handle again.
+const HANDLE_BLOCK: u64 = 1 << 16;
+const HANDLES_FILE: &str = "HANDLES";
+
+/// The handle numbers reserved so far (0 if none).
+fn read_reserved(dir: &Path) -> u64 {
+    std::fs::read_to_string(dir.join(HANDLES_FILE))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Reserve handle numbers below `upto`: write, fsync, rename, fsync the directory.
+fn write_reserved(dir: &Path, upto: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = dir.join(format!("{HANDLES_FILE}.tmp"));
+    let mut f = std::fs::File::create(&tmp)?;
+    writeln!(f, "{upto}")?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join(HANDLES_FILE))?;
+    std::fs::File::open(dir)?.sync_all()
+}
 
 fn priority_from(b: u8) -> Priority {
     match b {
@@ -119,7 +142,11 @@ impl Server {
             self.engine
                 .restore_schedule_run(&String::from_utf8_lossy(&s.entry), s.fire_ms);
         }
-        self.engine.set_next_handle(replayed.max_id + 1);
+        // Past every journalled job and every handle reserved by an earlier run.
+        self.engine
+            .set_next_handle((replayed.max_id + 1).max(read_reserved(dir)));
+        self.reserve_handles(dir)
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(HANDLES_FILE).display()))?;
         // Replay wakes nobody yet; the outbox is empty of replies but may hold none anyway.
         self.outbox.replies.clear();
         self.journal = Some(journal);
@@ -130,6 +157,14 @@ impl Server {
             replayed.stats.files,
             replayed.stats.bytes
         ))
+    }
+
+    /// Make sure the next handles are reserved on disk before any is handed out.
+    fn reserve_handles(&mut self, dir: &Path) -> std::io::Result<()> {
+        let upto = self.engine.next_handle() + HANDLE_BLOCK;
+        write_reserved(dir, upto)?;
+        self.handles_reserved = upto;
+        Ok(())
     }
 
     /// Append this turn's durable changes and commit them. False when the commit failed:
@@ -145,6 +180,16 @@ impl Server {
                 error!("journal: {e}");
             }
         }
+        // Handles near the end of the reserved block: reserve the next before replying.
+        if self.engine.next_handle() + HANDLE_BLOCK / 2 > self.handles_reserved {
+            let dir = j.dir().to_path_buf();
+            if let Err(e) = self.reserve_handles(&dir) {
+                error!("journal: cannot reserve handles in {}: {e}", dir.display());
+            }
+        }
+        let Some(j) = self.journal.as_mut() else {
+            return true;
+        };
         let due = j.next_fsync_deadline().is_some_and(|d| d <= now);
         if !j.has_pending() && !due {
             return true;

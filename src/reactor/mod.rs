@@ -70,6 +70,8 @@ pub struct Server {
     compacting: bool,
     /// `now` of the current loop turn.
     turn_now: u64,
+    /// Handle numbers below this are reserved in the data directory.
+    handles_reserved: u64,
 }
 
 impl Server {
@@ -106,6 +108,7 @@ impl Server {
             journal_failing: false,
             compacting: false,
             turn_now: 0,
+            handles_reserved: 0,
         })
     }
 
@@ -120,6 +123,15 @@ impl Server {
         let now = SystemClock.now_ms();
         let file = read_schedules(&path, &self.config.engine.zone)?;
         let n = file.entries.len();
+        if self.journal.is_none() {
+            let last = crate::schedule::file::Catchup::Last;
+            for e in file.entries.iter().filter(|e| e.catchup == last) {
+                warn!(
+                    "schedule {}: without --data-dir, catchup=last cannot make up runs missed while the server was down",
+                    e.id
+                );
+            }
+        }
         self.engine
             .load_schedules(file, now, true, &mut self.outbox);
         self.schedules_path = Some(path);

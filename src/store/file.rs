@@ -142,7 +142,8 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, StoreError> {
             l.unknown.push(path);
             continue;
         };
-        if n == LOCK_NAME {
+        // DIR/HANDLES belongs to the server (its reserved handle numbers), not to the journal.
+        if n == LOCK_NAME || n == "HANDLES" {
             continue;
         }
         if n.ends_with(TMP_SUFFIX) {

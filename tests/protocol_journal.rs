@@ -1,0 +1,189 @@
+//! The journal over real processes: background and future jobs survive kill -9 with their
+//! handles, finished jobs stay finished, the handle counter moves on, schedule runs are
+//! remembered, and damage stops start-up with the file and offset until --repair.
+
+mod common;
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::{Server, t};
+
+fn data_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gearwheel-journal-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn start(dir: &std::path::Path, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "--job-handle-prefix",
+        "H:j",
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
+fn kill9(mut s: Server) {
+    s.signal(libc::SIGKILL);
+    s.wait_exit(5).expect("killed");
+}
+
+#[test]
+fn background_and_future_jobs_survive_kill_9_with_their_handles() {
+    let dir = data_dir("kill");
+    let s = start(&dir, &[]);
+    let mut c = s.connect();
+    let h1 = c.submit(t::SUBMIT_JOB_BG, "fn", "u1", b"one");
+    let h2 = c.submit(t::SUBMIT_JOB_LOW_BG, "fn", "", b"two");
+    let h3 = c.submit(t::SUBMIT_JOB_HIGH_BG, "fn", "u3", b"three");
+    let later = (SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600)
+        .to_string();
+    c.send_req(
+        t::SUBMIT_JOB_EPOCH,
+        &[b"later", b"e", later.as_bytes(), b"future"],
+    );
+    let h4 = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    // A foreground job is not kept; a finished one stays finished.
+    c.submit(t::SUBMIT_JOB, "fg", "", b"fg");
+    let mut w = s.connect();
+    w.can_do(&["fn"]);
+    let (h, _, _, d) = w.grab_uniq().unwrap();
+    assert_eq!((h.as_str(), &d[..]), (h3.as_str(), &b"three"[..]));
+    w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
+    // The next grab takes `one`: it was running when the server died, so it runs again.
+    let (h, _, _, _) = w.grab_uniq().unwrap();
+    assert_eq!(h, h1);
+    kill9(s);
+
+    let s = start(&dir, &[]);
+    s.wait_log("3 jobs and 0 schedule entries restored", 2);
+    let mut c = s.connect();
+    assert_eq!(c.admin("status", true), "fn\t2\t0\t0\nlater\t1\t0\t0\n.\n");
+    assert_eq!(
+        c.admin("show jobs", true),
+        format!("{h1}\t0\t0\t1\n{h2}\t0\t0\t1\n{h4}\t0\t0\t1\n.\n")
+    );
+    let sched = c.admin("show scheduled", true);
+    assert!(sched.starts_with(&format!("{h4}\tlater\te\t")), "{sched}");
+    // Coalescing still works on a restored job, and new handles come after the old ones.
+    assert_eq!(c.submit(t::SUBMIT_JOB_BG, "fn", "u1", b"again"), h1);
+    // Past the foreground job's H:j:5 too: handles are never reused across restarts.
+    let new: u64 = c
+        .submit(t::SUBMIT_JOB_BG, "fn", "", b"new")
+        .strip_prefix("H:j:")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(new > 5, "{new}");
+    let mut w = s.connect();
+    w.can_do(&["fn"]);
+    let order: Vec<String> =
+        std::iter::from_fn(|| w.grab_uniq().map(|j| String::from_utf8(j.3).unwrap())).collect();
+    assert_eq!(order, ["one", "new", "two"]);
+}
+
+#[test]
+fn a_clean_stop_keeps_everything_and_a_retried_job_keeps_its_count() {
+    let dir = data_dir("clean");
+    let s = start(&dir, &["--fsync", "never"]);
+    let mut c = s.connect();
+    let h = c.submit(t::SUBMIT_JOB_BG, "fn", "u", b"x");
+    {
+        let mut w = s.connect();
+        w.can_do(&["fn"]);
+        w.grab_uniq().unwrap();
+    }
+    // The worker is gone: the job was given back once.
+    for _ in 0..100 {
+        if c.admin("show jobs", true) == format!("{h}\t1\t0\t1\n.\n") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    s.signal(libc::SIGTERM);
+    let mut s = s;
+    assert_eq!(s.wait_exit(5).and_then(|st| st.code()), Some(0));
+    drop(s);
+    let s = start(&dir, &[]);
+    let mut c = s.connect();
+    assert_eq!(c.admin("show jobs", true), format!("{h}\t1\t0\t1\n.\n"));
+}
+
+#[test]
+fn schedule_runs_are_remembered_for_catch_up() {
+    let dir = data_dir("sched");
+    let file = dir.with_extension("cron");
+    std::fs::write(&file, "@every 1s tick\n").unwrap();
+    let s = start(&dir, &["--schedules", file.to_str().unwrap()]);
+    s.wait_log("schedule tick: run scheduled", 3);
+    let mut c = s.connect();
+    let row = c.admin("show schedules", true);
+    let last = row.split('\t').nth(4).unwrap().to_string();
+    assert_ne!(last, "-");
+    kill9(s);
+    let s = start(&dir, &["--schedules", file.to_str().unwrap()]);
+    let mut c = s.connect();
+    let row = c.admin("show schedules", true);
+    let restored = row.split('\t').nth(4).unwrap().to_string();
+    assert!(restored >= last, "{restored} < {last}");
+    // The job queued before the crash is back, and overlap=skip finds it.
+    assert!(c.admin("status", true).starts_with("tick\t1\t"));
+}
+
+#[test]
+fn damage_in_the_middle_stops_start_up_until_repair() {
+    let dir = data_dir("damage");
+    let s = start(&dir, &[]);
+    let mut c = s.connect();
+    for i in 0..20 {
+        c.submit(
+            t::SUBMIT_JOB_BG,
+            "fn",
+            &format!("u{i}"),
+            b"payload-payload-payload",
+        );
+    }
+    kill9(s);
+    let seg = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&seg, &bytes).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
+        .args(["serve", "-p", "0", "--data-dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&seg.display().to_string()) && err.contains("offset"),
+        "{err}"
+    );
+    assert!(err.contains("--repair"), "{err}");
+    let s = start(&dir, &["--repair"]);
+    let mut c = s.connect();
+    let total: u32 = c
+        .admin("status", true)
+        .lines()
+        .next()
+        .unwrap()
+        .split('\t')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (18..20).contains(&total),
+        "one damaged record dropped, the rest kept: {total}"
+    );
+}
