@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# gearwheel side by side with gearmand on this machine, with one load generator
+# (benches/load.rs). Builds gearwheel in release, then for every mode and repetition starts
+# a fresh server of each configuration on a free loopback port, runs the load, stops it, and
+# prints the medians with ratios gearwheel / gearmand.
+#
+#   benches/compare.sh              # about 5 minutes
+#   QUICK=1 benches/compare.sh      # under a minute, smaller runs
+#
+# Environment:
+#   REPS=N          repetitions of each repeated mode (3; QUICK 1); the median is reported
+#   CONFIGS="..."   servers to run: gearwheel gearmand-t1 gearmand-t0 (all three)
+#   MODES="..."     bg sync echo fill idle idle10k future future-spread future-idle
+#   RAW=FILE        keep every RESULT line here (default: a temporary file)
+#   TABLE_ONLY=1    run nothing; print the table from an earlier RAW file
+#   GEARMAND=PATH   the gearmand binary (default: gearmand on PATH)
+#   *_JOBS, FUTURE_SPREAD, FUTURE_IDLE_SECS: run sizes, see below
+# Only loopback addresses are used. Both servers are stopped on exit, also on ^C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=${QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+  REPS=${REPS:-1}
+  BG_JOBS=${BG_JOBS:-30000}
+  SYNC_JOBS=${SYNC_JOBS:-5000}
+  ECHO_JOBS=${ECHO_JOBS:-20000}
+  FILL_JOBS=${FILL_JOBS:-30000}
+  IDLE_CONNS=${IDLE_CONNS:-500}
+  IDLE_SECS=${IDLE_SECS:-1}
+  FUTURE_JOBS=${FUTURE_JOBS:-10000}
+  FUTURE_SPREAD=${FUTURE_SPREAD:-2}
+  FUTURE_IDLE_JOBS=${FUTURE_IDLE_JOBS:-50000}
+  FUTURE_IDLE_SECS=${FUTURE_IDLE_SECS:-2}
+  MODES=${MODES:-"bg sync echo fill idle future"}
+else
+  REPS=${REPS:-3}
+  BG_JOBS=${BG_JOBS:-100000}
+  SYNC_JOBS=${SYNC_JOBS:-30000}
+  ECHO_JOBS=${ECHO_JOBS:-100000}
+  FILL_JOBS=${FILL_JOBS:-100000}
+  IDLE_CONNS=${IDLE_CONNS:-1000}
+  IDLE_SECS=${IDLE_SECS:-1}
+  FUTURE_JOBS=${FUTURE_JOBS:-100000}
+  FUTURE_SPREAD=${FUTURE_SPREAD:-10}
+  FUTURE_IDLE_JOBS=${FUTURE_IDLE_JOBS:-1000000}
+  FUTURE_IDLE_SECS=${FUTURE_IDLE_SECS:-10}
+  MODES=${MODES:-"bg sync echo fill idle idle10k future future-spread future-idle"}
+fi
+CONFIGS=${CONFIGS:-"gearwheel gearmand-t1 gearmand-t0"}
+GEARMAND=${GEARMAND:-gearmand}
+TABLE_ONLY=${TABLE_ONLY:-0}
+RAW=${RAW:-$(mktemp /tmp/gearwheel-compare.XXXXXX)}
+[ "$TABLE_ONLY" = 1 ] || : > "$RAW"
+
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=""
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+
+if [ "$TABLE_ONLY" != 1 ]; then
+  echo "building gearwheel (release) and the load generator..." >&2
+  cargo build --release --quiet --bin gearwheel
+  LOAD=$(cargo bench --bench load --no-run --message-format=json 2>/dev/null |
+    sed -n 's/.*"executable":"\([^"]*\/load-[^"]*\)".*/\1/p' | tail -1)
+  [ -x "$LOAD" ] || { echo "cannot find the load generator binary" >&2; exit 1; }
+fi
+GW=target/release/gearwheel
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if ! command -v "$GEARMAND" >/dev/null; then
+  echo "gearmand not found: running gearwheel only (apt-get install gearman-job-server)" >&2
+  CONFIGS=$(echo "$CONFIGS" | tr ' ' '\n' | grep -v gearmand | tr '\n' ' ')
+fi
+
+# Ports below the kernel's ephemeral range, so that no client socket of an earlier run holds
+# the port; a server that still cannot bind is retried on another port.
+EPH_LOW=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+free_port() {
+  local p
+  for _ in $(seq 100); do
+    p=$((10000 + RANDOM % (EPH_LOW - 10000)))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return
+    fi
+  done
+  echo "no free port" >&2
+  exit 1
+}
+
+launch() { # config port
+  case "$1" in
+    gearwheel) "$GW" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
+    gearmand-t1) "$GEARMAND" -t 1 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
+    gearmand-t0) "$GEARMAND" -t 0 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
+    *) echo "unknown config $1" >&2; exit 1 ;;
+  esac
+  SERVER_PID=$!
+}
+
+start_server() { # config; sets SERVER_PID and PORT
+  for _ in 1 2 3 4 5; do
+    PORT=$(free_port)
+    launch "$1" "$PORT"
+    for _ in $(seq 100); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+        sleep 0.2 # let it settle before the idle RSS is read
+        return
+      fi
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.05
+    done
+    cleanup
+  done
+  echo "$1 did not start" >&2
+  exit 1
+}
+
+mode_args() {
+  case "$1" in
+    bg) echo "--mode bg --jobs $BG_JOBS" ;;
+    sync) echo "--mode sync --jobs $SYNC_JOBS" ;;
+    echo) echo "--mode echo --jobs $ECHO_JOBS" ;;
+    fill) echo "--mode fill --jobs $FILL_JOBS" ;;
+    idle) echo "--mode idle --connections $IDLE_CONNS --idle-secs $IDLE_SECS" ;;
+    idle10k) echo "--mode idle --connections 10000 --idle-secs $IDLE_SECS" ;;
+    future) echo "--mode future --jobs $FUTURE_JOBS --spread 0" ;;
+    future-spread) echo "--mode future --jobs $FUTURE_JOBS --spread $FUTURE_SPREAD" ;;
+    future-idle) echo "--mode future-idle --jobs $FUTURE_IDLE_JOBS --idle-secs $FUTURE_IDLE_SECS" ;;
+  esac
+}
+
+# Modes that run once per configuration: long, or not noisy.
+reps_for() {
+  case "$1" in
+    idle | idle10k | future | future-spread | future-idle) echo 1 ;;
+    *) echo "$REPS" ;;
+  esac
+}
+
+# The long modes skip gearmand -t 0: it behaves as -t 1 there, and time is short.
+configs_for() {
+  case "$1" in
+    idle10k | future-spread | future-idle) echo "$CONFIGS" | tr ' ' '\n' | grep -v '^gearmand-t0$' | tr '\n' ' ' ;;
+    *) echo "$CONFIGS" ;;
+  esac
+}
+
+t_start=$(date +%s)
+[ "$TABLE_ONLY" = 1 ] && MODES_RUN="" || MODES_RUN=$MODES
+for mode in $MODES_RUN; do
+  for rep in $(seq "$(reps_for "$mode")"); do
+    for cfg in $(configs_for "$mode"); do
+      start_server "$cfg"
+      echo "[$(( $(date +%s) - t_start ))s] $mode #$rep $cfg (port $PORT)" >&2
+      # shellcheck disable=SC2046
+      if line=$("$LOAD" --bench $(mode_args "$mode") --port "$PORT" --pid "$SERVER_PID" \
+        --label "$cfg" --timeout 120 | grep '^RESULT'); then
+        echo "${line/RESULT mode=* label=/RESULT mode=$mode label=}" >> "$RAW"
+      else
+        echo "  (no result)" >&2
+      fi
+      cleanup
+    done
+  done
+done
+
+# ---- the table -------------------------------------------------------------------------
+
+median() { # mode config key
+  { grep "^RESULT mode=$1 label=$2 " "$RAW" || true; } | tr ' ' '\n' | sed -n "s/^$3=//p" |
+    sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]}'
+}
+
+ratio() { # a b
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'
+}
+
+row() { # title mode key
+  local vals=() cfg v
+  for cfg in $CONFIGS; do
+    v=$(median "$2" "$cfg" "$3")
+    vals+=("${v:--}")
+  done
+  local line="| $1 |"
+  for v in "${vals[@]}"; do line+=" $v |"; done
+  local i=0 gw=""
+  for cfg in $CONFIGS; do
+    [ "$cfg" = gearwheel ] && gw=${vals[$i]}
+    i=$((i + 1))
+  done
+  i=0
+  for cfg in $CONFIGS; do
+    [ "$cfg" != gearwheel ] && line+=" $(ratio "$gw" "${vals[$i]}") |"
+    i=$((i + 1))
+  done
+  echo "$line"
+}
+
+header="| metric |"
+sep="|---|"
+for cfg in $CONFIGS; do header+=" $cfg |"; sep+="---:|"; done
+for cfg in $CONFIGS; do
+  [ "$cfg" != gearwheel ] && { header+=" gw / ${cfg#gearmand-} |"; sep+="---:|"; }
+done
+
+echo
+echo "gearwheel $("$GW" --version 2>/dev/null | awk '{print $2}') vs $("$GEARMAND" --version 2>/dev/null | grep -m1 gearmand | awk '{print $1, $2}')," \
+  "$(nproc) cores, $(date -u +%Y-%m-%d), QUICK=$QUICK REPS=$REPS (median)"
+echo "$header"
+echo "$sep"
+has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if has bg; then
+  row "bg: jobs/s end to end ($BG_JOBS jobs, 4 clients, 4 workers, window 64)" bg jobs_per_s
+  row "bg: submits/s while workers run" bg submits_per_s
+  row "bg: server CPU µs per job" bg server_cpu_us_per_job
+  row "bg: server wake-ups per job" bg server_wakeups_per_job
+fi
+if has sync; then
+  row "sync: jobs/s (4 clients, 1 job in flight each)" sync jobs_per_s
+  row "sync: p50 µs" sync p50_us
+  row "sync: p99 µs" sync p99_us
+  row "sync: server CPU µs per job" sync server_cpu_us_per_job
+fi
+if has echo; then
+  row "echo: round trips/s (4 clients)" echo echoes_per_s
+  row "echo: p99 µs" echo p99_us
+  row "echo: server CPU µs per echo" echo server_cpu_us_per_job
+fi
+if has fill; then
+  row "fill: submits/s into an empty queue ($FILL_JOBS jobs)" fill submits_per_s
+  row "fill: bytes of RSS per queued job (64 B payload)" fill bytes_per_queued_job
+  row "fill: server CPU µs per submit" fill fill_cpu_us_per_job
+  row "drain: jobs/s (4 workers)" fill drain_jobs_per_s
+  row "drain: % of the queue's RSS given back" fill rss_returned_pct
+fi
+if has idle; then
+  row "idle: RSS kB after start" idle server_rss_kb_idle
+  row "idle: bytes of RSS per idle connection ($IDLE_CONNS)" idle bytes_per_connection
+  row "idle: context switches in ${IDLE_SECS}s with $IDLE_CONNS connections" idle idle_wakeups
+  row "idle: threads" idle server_threads
+fi
+if has idle10k; then
+  row "10,000 connections: bytes of RSS per connection" idle10k bytes_per_connection
+fi
+if has future; then
+  row "future: $FUTURE_JOBS due in one second, lateness p50 ms" future lateness_p50_ms
+  row "future: ... p99 ms" future lateness_p99_ms
+  row "future: ... max ms" future lateness_max_ms
+  row "future: ... first job (min) ms" future lateness_min_ms
+fi
+if has future-spread; then
+  row "future: $FUTURE_JOBS spread over ${FUTURE_SPREAD}s, lateness p50 ms" future-spread lateness_p50_ms
+  row "future: ... p99 ms" future-spread lateness_p99_ms
+  row "future: ... max ms" future-spread lateness_max_ms
+fi
+if has future-idle; then
+  row "future-idle: submits/s of $FUTURE_IDLE_JOBS EPOCH jobs" future-idle submits_per_s
+  row "future-idle: bytes of RSS per future job" future-idle bytes_per_future_job
+  row "future-idle: server CPU ms in ${FUTURE_IDLE_SECS}s idle" future-idle idle_cpu_ms
+  row "future-idle: context switches in ${FUTURE_IDLE_SECS}s idle" future-idle idle_wakeups
+fi
+echo
+echo "gearwheel binary: $(stat -c %s "$GW") bytes (stripped release); gearmand: $(stat -c %s "$(command -v "$GEARMAND" 2>/dev/null || echo /dev/null)") bytes plus shared libraries"
+echo "raw results: $RAW ($(( $(date +%s) - t_start ))s)"

@@ -1,0 +1,416 @@
+//! Engine micro-benchmarks through the public API only (`Engine::new`, `connect`, `handle`,
+//! `on_time`) with a plain `u64` clock: submit, grab and complete per job, alone and as whole
+//! job cycles, with one function or many functions and workers; and the memory one queued
+//! job costs inside the engine.
+//!
+//! Requests are built before the clock starts (their unique strings are the only per-job
+//! allocation of the caller), so allocations counted per operation are the engine's own.
+//!
+//! `cargo bench --bench engine [-- FILTER]`
+
+mod common;
+
+use bytes::Bytes;
+use common::{Counting, Harness, alloc_snap, rss_bytes};
+use gearwheel::engine::{ConnId, ConnInfo, Engine, EngineConfig, Outbox};
+use gearwheel::proto::request::{GrabKind, Priority, Request};
+use gearwheel::proto::response::Response;
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const NOW: u64 = 1_795_000_000_000;
+static PAYLOAD: [u8; 64] = [b'x'; 64];
+
+fn id(index: u32) -> ConnId {
+    ConnId {
+        index,
+        generation: 1,
+    }
+}
+
+/// An engine with `clients` client connections, then `workers` worker connections; worker
+/// `w` can do `per_worker` functions starting at `w` (mod `funcs`), so each function has
+/// `per_worker` workers when there are as many workers as functions.
+struct World {
+    eng: Engine,
+    out: Outbox,
+    clients: Vec<ConnId>,
+    workers: Vec<ConnId>,
+    funcs: Vec<Bytes>,
+}
+
+impl World {
+    fn new(funcs: usize, workers: usize, per_worker: usize, clients: usize) -> World {
+        let mut eng = Engine::new(EngineConfig {
+            handle_prefix: "H:bench-host".into(),
+            ..EngineConfig::default()
+        });
+        let mut out = Outbox::default();
+        let info = || ConnInfo {
+            fd: -1,
+            ip: "127.0.0.1".into(),
+            loopback: true,
+        };
+        let funcs: Vec<Bytes> = (0..funcs)
+            .map(|f| Bytes::from(format!("func{f}")))
+            .collect();
+        let clients: Vec<ConnId> = (0..clients as u32).map(id).collect();
+        for &c in &clients {
+            eng.connect(c, info());
+        }
+        let base = clients.len() as u32;
+        let workers: Vec<ConnId> = (0..workers as u32).map(|w| id(base + w)).collect();
+        for (w, &c) in workers.iter().enumerate() {
+            eng.connect(c, info());
+            for j in 0..per_worker {
+                let func = funcs[(w + j) % funcs.len()].clone();
+                eng.handle(c, Request::CanDo { func }, NOW, &mut out);
+            }
+        }
+        out.replies.clear();
+        World {
+            eng,
+            out,
+            clients,
+            workers,
+            funcs,
+        }
+    }
+
+    fn submit_req(&self, j: usize, uniques: &[Bytes], background: bool) -> Request {
+        Request::SubmitJob {
+            func: self.funcs[j % self.funcs.len()].clone(),
+            unique: uniques[j].clone(),
+            data: Bytes::from_static(&PAYLOAD),
+            priority: Priority::Normal,
+            background,
+        }
+    }
+
+    /// The handle of the job just assigned to a worker, if the last reply is an assignment.
+    fn assigned(&self) -> Option<Bytes> {
+        match self.out.replies.last() {
+            Some((_, Response::JobAssignUniq { handle, .. })) => Some(handle.clone()),
+            Some((_, Response::JobAssign { handle, .. })) => Some(handle.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn uniques(n: usize) -> Vec<Bytes> {
+    (0..n)
+        .map(|j| Bytes::from(format!("6c9d1a5e-2f8b-4c1e-9a43-{j:012}")))
+        .collect()
+}
+
+fn submit_all(w: &mut World, reqs: Vec<Request>) -> usize {
+    let c = w.clients[0];
+    let n = reqs.len();
+    for (j, r) in reqs.into_iter().enumerate() {
+        let c = if w.clients.len() > 1 {
+            w.clients[j % w.clients.len()]
+        } else {
+            c
+        };
+        w.eng.handle(c, r, NOW, &mut w.out);
+        w.out.replies.clear();
+    }
+    n
+}
+
+fn main() {
+    let mut h = Harness::from_args("engine");
+    let n = h.size(100_000, 5_000);
+    let uq = uniques(n.max(1_000));
+
+    println!("submit (SUBMIT_JOB_BG into an empty queue, no workers):");
+    for (funcs, label) in [(1, "1 function"), (100, "100 functions")] {
+        h.bench_with(
+            &format!("submit_bg, {label}"),
+            n,
+            || {
+                let w = World::new(funcs, 0, 0, 4);
+                let reqs: Vec<Request> = (0..n).map(|j| w.submit_req(j, &uq, true)).collect();
+                (w, Some(reqs))
+            },
+            |(w, reqs)| submit_all(w, reqs.take().unwrap_or_default()),
+        );
+    }
+
+    // Flat as the queue grows: submits into a queue that already holds `big` jobs.
+    let big = h.size(1_000_000, 20_000);
+    if h.enabled("submit_bg into") {
+        let mut w = World::new(1, 0, 0, 4);
+        let prefill = uniques(big);
+        let reqs: Vec<Request> = (0..big).map(|j| w.submit_req(j, &prefill, true)).collect();
+        let live0 = alloc_snap().live;
+        let rss0 = rss_bytes();
+        submit_all(&mut w, reqs);
+        let live1 = alloc_snap().live;
+        let rss1 = rss_bytes();
+        drop(prefill);
+        // The request vector's own buffer was freed during the loop; add it back.
+        let req_vec = (big * std::mem::size_of::<Request>()) as i64;
+        let per_job = (live1 - live0 + req_vec) as f64 / big as f64;
+        h.note(format!(
+            "memory per queued job inside the engine: {per_job:.0} B heap (64 B payload and \
+             36 B unique are the caller's and not counted; RSS delta {:.0} B/job incl. them)",
+            (rss1 as f64 - rss0 as f64) / big as f64
+        ));
+        let batch = h.size(50_000, 2_000);
+        let mut k = 0usize;
+        let more = uniques(batch * 32);
+        h.bench_on(
+            &format!("submit_bg into a queue of {big} jobs"),
+            batch,
+            &mut w,
+            |w| {
+                let reqs: Vec<Request> = (0..batch)
+                    .map(|j| w.submit_req((k + j) % more.len(), &more, true))
+                    .collect();
+                k += batch;
+                // Building the requests is inside this sample; it is a handful of refcount
+                // increments per job, small next to the submit itself.
+                submit_all(w, reqs)
+            },
+        );
+    }
+
+    println!("grab (GRAB_JOB_UNIQ from a full queue):");
+    for (funcs, per_worker, label) in [
+        (1, 1, "1 function"),
+        (100, 10, "worker of 10 of 100 functions"),
+    ] {
+        h.bench_with(
+            &format!("grab_uniq, {label}"),
+            n,
+            || {
+                let mut w = World::new(funcs, 1, per_worker, 1);
+                // Only jobs the worker can do: functions 0..per_worker.
+                let reqs: Vec<Request> = (0..n)
+                    .map(|j| Request::SubmitJob {
+                        func: w.funcs[j % per_worker].clone(),
+                        unique: uq[j].clone(),
+                        data: Bytes::from_static(&PAYLOAD),
+                        priority: Priority::Normal,
+                        background: true,
+                    })
+                    .collect();
+                submit_all(&mut w, reqs);
+                w
+            },
+            |w| {
+                let wk = w.workers[0];
+                for _ in 0..n {
+                    w.eng
+                        .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                    w.out.replies.clear();
+                }
+            },
+        );
+    }
+
+    println!("complete (WORK_COMPLETE; 1,000 workers each holding one job):");
+    let holders = 1_000;
+    h.bench_with(
+        "work_complete, background job",
+        holders,
+        || {
+            let mut w = World::new(1, holders, 1, 1);
+            let reqs: Vec<Request> = (0..holders).map(|j| w.submit_req(j, &uq, true)).collect();
+            submit_all(&mut w, reqs);
+            let mut done = Vec::with_capacity(holders);
+            for &wk in &w.workers.clone() {
+                w.eng
+                    .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                let handle = w.assigned().expect("a job for every worker");
+                w.out.replies.clear();
+                done.push((
+                    wk,
+                    Request::WorkComplete {
+                        handle,
+                        data: Bytes::from_static(&PAYLOAD),
+                    },
+                ));
+            }
+            (w, done)
+        },
+        |(w, done)| {
+            for (wk, r) in done.drain(..) {
+                w.eng.handle(wk, r, NOW, &mut w.out);
+                w.out.replies.clear();
+            }
+        },
+    );
+
+    println!("whole job cycles (per job):");
+    // Busy: the queue never runs dry, the worker never sleeps: submit, grab, complete.
+    for (funcs, workers, per_worker, bg, label) in [
+        (1, 1, 1, true, "bg, 1 function, busy worker (3 requests)"),
+        (
+            1,
+            1,
+            1,
+            false,
+            "foreground, 1 function (3 requests + WORK_COMPLETE out)",
+        ),
+        (
+            100,
+            100,
+            10,
+            true,
+            "bg, 100 functions, 100 workers x 10 functions",
+        ),
+    ] {
+        h.bench_with(
+            &format!("cycle {label}"),
+            n,
+            || {
+                let w = World::new(funcs, workers, per_worker, 4);
+                let reqs: Vec<Request> = (0..n).map(|j| w.submit_req(j, &uq, bg)).collect();
+                (w, Some(reqs))
+            },
+            |(w, reqs)| {
+                for (j, r) in reqs.take().unwrap_or_default().into_iter().enumerate() {
+                    let c = w.clients[j % w.clients.len()];
+                    w.eng.handle(c, r, NOW, &mut w.out);
+                    // Worker `f` can do function `f`.
+                    let wk = w.workers[(j % funcs) % w.workers.len()];
+                    w.out.replies.clear();
+                    w.eng
+                        .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                    let handle = w.assigned().expect("assigned");
+                    w.out.replies.clear();
+                    w.eng.handle(
+                        wk,
+                        Request::WorkComplete {
+                            handle,
+                            data: Bytes::from_static(&PAYLOAD),
+                        },
+                        NOW,
+                        &mut w.out,
+                    );
+                    w.out.replies.clear();
+                }
+            },
+        );
+    }
+    // Idle workers: every job wakes a sleeper; the worker grabs, completes, finds nothing
+    // more and sleeps again (5 requests and 4 replies per job, like a lightly loaded server).
+    h.bench_with(
+        "cycle bg, 4 sleeping workers (submit, NOOP, grab, complete, grab, pre_sleep)",
+        n,
+        || {
+            let mut w = World::new(1, 4, 1, 4);
+            for &wk in &w.workers.clone() {
+                w.eng
+                    .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                w.eng.handle(wk, Request::PreSleep, NOW, &mut w.out);
+            }
+            w.out.replies.clear();
+            let reqs: Vec<Request> = (0..n).map(|j| w.submit_req(j, &uq, true)).collect();
+            (w, Some(reqs))
+        },
+        |(w, reqs)| {
+            for (j, r) in reqs.take().unwrap_or_default().into_iter().enumerate() {
+                let c = w.clients[j % w.clients.len()];
+                w.eng.handle(c, r, NOW, &mut w.out);
+                let woken = w
+                    .out
+                    .replies
+                    .iter()
+                    .find(|(_, r)| matches!(r, Response::Noop))
+                    .map(|(to, _)| *to)
+                    .expect("a sleeper is woken");
+                w.out.replies.clear();
+                w.eng
+                    .handle(woken, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                let handle = w.assigned().expect("assigned");
+                w.out.replies.clear();
+                w.eng.handle(
+                    woken,
+                    Request::WorkComplete {
+                        handle,
+                        data: Bytes::from_static(&PAYLOAD),
+                    },
+                    NOW,
+                    &mut w.out,
+                );
+                w.eng
+                    .handle(woken, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                w.eng.handle(woken, Request::PreSleep, NOW, &mut w.out);
+                w.out.replies.clear();
+            }
+        },
+    );
+
+    println!("future jobs (SUBMIT_JOB_EPOCH) through the engine:");
+    let fut = h.size(1_000_000, 20_000);
+    h.bench_with(
+        &format!("submit_epoch, {fut} jobs spread over a day"),
+        fut,
+        || {
+            let w = World::new(1, 0, 0, 1);
+            let reqs: Vec<Request> = (0..fut)
+                .map(|j| Request::SubmitJobEpoch {
+                    func: w.funcs[0].clone(),
+                    unique: Bytes::from(format!("f-{j}")),
+                    epoch: Bytes::from(format!("{}", NOW / 1000 + 3600 + (j as u64 % 86_400))),
+                    data: Bytes::from_static(&PAYLOAD),
+                })
+                .collect();
+            (w, Some(reqs))
+        },
+        |(w, reqs)| submit_all(w, reqs.take().unwrap_or_default()),
+    );
+    let due = h.size(100_000, 5_000);
+    h.bench_with(
+        &format!("on_time: {due} EPOCH jobs come due in one turn (1 sleeping worker)"),
+        due,
+        || {
+            let mut w = World::new(1, 1, 1, 1);
+            let wk = w.workers[0];
+            w.eng
+                .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+            w.eng.handle(wk, Request::PreSleep, NOW, &mut w.out);
+            let reqs: Vec<Request> = (0..due)
+                .map(|j| Request::SubmitJobEpoch {
+                    func: w.funcs[0].clone(),
+                    unique: Bytes::from(format!("f-{j}")),
+                    epoch: Bytes::from(format!("{}", NOW / 1000 + 1)),
+                    data: Bytes::from_static(&PAYLOAD),
+                })
+                .collect();
+            submit_all(&mut w, reqs);
+            w
+        },
+        |w| {
+            w.eng.on_time(NOW + 1_000, &mut w.out);
+            let n = w.out.replies.len();
+            w.out.replies.clear();
+            n
+        },
+    );
+
+    h.bench_with(
+        "ECHO_REQ (64 B)",
+        n,
+        || World::new(1, 0, 0, 1),
+        |w| {
+            let c = w.clients[0];
+            for _ in 0..n {
+                w.eng.handle(
+                    c,
+                    Request::EchoReq {
+                        data: Bytes::from_static(&PAYLOAD),
+                    },
+                    NOW,
+                    &mut w.out,
+                );
+                w.out.replies.clear();
+            }
+        },
+    );
+    h.finish();
+}
