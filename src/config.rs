@@ -25,6 +25,8 @@ pub struct Cli {
 
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
+// Parsed once at start; boxing ServeArgs would only complicate argh's derive.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     Serve(ServeArgs),
     Work(crate::cli::WorkArgs),
@@ -135,6 +137,20 @@ pub struct ServeArgs {
     /// a schedules file (crontab lines that inject jobs); reloaded on SIGHUP
     #[argh(option)]
     pub schedules: Option<PathBuf>,
+    /// serve HTTP (job submission, /status, /metrics) on this port too (0 picks a free port)
+    #[argh(option)]
+    pub http_port: Option<u16>,
+    /// address for the HTTP listener, optionally ADDR:PORT (repeatable; default the --listen
+    /// addresses, port --http-port or 8080)
+    #[argh(option)]
+    pub http_listen: Vec<String>,
+    /// seconds a client has to send a request head (and between body reads) before 408
+    /// (default 10)
+    #[argh(option)]
+    pub http_header_timeout: Option<u64>,
+    /// seconds an idle HTTP keep-alive connection is kept open (default 60)
+    #[argh(option)]
+    pub http_idle_timeout: Option<u64>,
     /// accepted and ignored: gearwheel runs one thread
     #[argh(option, short = 't')]
     pub threads: Option<String>,
@@ -179,6 +195,58 @@ pub struct Config {
     pub daemon: bool,
     /// `-u`: the user to switch to after binding.
     pub user: Option<RunAs>,
+    /// `--http-port` / `--http-listen`: the HTTP listener, if any.
+    pub http: Option<HttpConfig>,
+}
+
+/// The HTTP listener's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpConfig {
+    pub listen: Vec<SocketAddr>,
+    /// A request head (and each stretch of its body) must arrive within this.
+    pub header_timeout: Duration,
+    /// An idle keep-alive connection is closed after this.
+    pub idle_timeout: Duration,
+}
+
+/// The HTTP listener from `--http-port`, `--http-listen` and the Gearman `listen` addresses.
+fn http_config(a: &ServeArgs, listen: &[SocketAddr]) -> Result<Option<HttpConfig>, String> {
+    if a.http_port.is_none() && a.http_listen.is_empty() {
+        return Ok(None);
+    }
+    // gearmand's HTTP plugin defaults to 8080 as well.
+    let port = a.http_port.unwrap_or(8080);
+    let mut addrs = Vec::new();
+    if a.http_listen.is_empty() {
+        for l in listen {
+            let sa = SocketAddr::new(l.ip(), port);
+            if !addrs.contains(&sa) {
+                addrs.push(sa);
+            }
+        }
+    } else {
+        for l in &a.http_listen {
+            for sa in resolve(l, port)? {
+                if !addrs.contains(&sa) {
+                    addrs.push(sa);
+                }
+            }
+        }
+    }
+    if let Some(same) = addrs.iter().find(|h| h.port() != 0 && listen.contains(h)) {
+        return Err(format!(
+            "the HTTP listener {same} is also a Gearman listener; use another --http-port"
+        ));
+    }
+    let secs = |v: Option<u64>, default: u64, flag: &str| match v.unwrap_or(default) {
+        0 => Err(format!("{flag} must be at least 1 second")),
+        n => Ok(Duration::from_secs(n)),
+    };
+    Ok(Some(HttpConfig {
+        listen: addrs,
+        header_timeout: secs(a.http_header_timeout, 10, "--http-header-timeout")?,
+        idle_timeout: secs(a.http_idle_timeout, 60, "--http-idle-timeout")?,
+    }))
 }
 
 /// The account `-u USER` names, looked up when the flags are checked.
@@ -393,6 +461,7 @@ impl Config {
                 }
             },
         };
+        let http = http_config(&a, &listen)?;
         if a.repair && a.data_dir.is_none() {
             return Err("--repair needs --data-dir".into());
         }
@@ -430,6 +499,7 @@ impl Config {
             repair: a.repair,
             daemon: a.daemon,
             user,
+            http,
         })
     }
 }
@@ -529,6 +599,69 @@ mod tests {
         assert!(Config::from_args(serve(&["serve"]).unwrap(), Some("x".into())).is_err());
         assert!(serve(&["serve", "--port", "notaport"]).is_err());
         assert!(Config::from_args(serve(&["serve", "-L", "[::1]:4800"]).unwrap(), None).is_ok());
+    }
+
+    #[test]
+    fn http_listener_flags() {
+        let c = Config::from_args(serve(&["serve"]).unwrap(), None).unwrap();
+        assert!(c.http.is_none());
+        let c = Config::from_args(
+            serve(&[
+                "serve",
+                "-L",
+                "127.0.0.1",
+                "-L",
+                "::1",
+                "--http-port",
+                "8081",
+            ])
+            .unwrap(),
+            None,
+        )
+        .unwrap();
+        let h = c.http.unwrap();
+        assert_eq!(
+            h.listen,
+            vec![
+                "127.0.0.1:8081".parse().unwrap(),
+                "[::1]:8081".parse().unwrap()
+            ]
+        );
+        assert_eq!(h.header_timeout, Duration::from_secs(10));
+        assert_eq!(h.idle_timeout, Duration::from_secs(60));
+        let c = Config::from_args(
+            serve(&[
+                "serve",
+                "--http-listen=127.0.0.2",
+                "--http-listen",
+                "127.0.0.3:9000",
+                "--http-header-timeout=2",
+                "--http-idle-timeout",
+                "5",
+            ])
+            .unwrap(),
+            None,
+        )
+        .unwrap();
+        let h = c.http.unwrap();
+        assert_eq!(
+            h.listen,
+            vec![
+                "127.0.0.2:8080".parse().unwrap(),
+                "127.0.0.3:9000".parse().unwrap()
+            ]
+        );
+        assert_eq!(h.header_timeout, Duration::from_secs(2));
+        assert_eq!(h.idle_timeout, Duration::from_secs(5));
+        let e =
+            Config::from_args(serve(&["serve", "--http-port", "4730"]).unwrap(), None).unwrap_err();
+        assert!(e.contains("also a Gearman listener"), "{e}");
+        let e = Config::from_args(
+            serve(&["serve", "--http-port", "0", "--http-header-timeout", "0"]).unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("--http-header-timeout"), "{e}");
     }
 
     #[test]

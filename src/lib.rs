@@ -4,6 +4,8 @@
 //! - `reactor`: the mio loop; owns sockets and buffers, turns frames into requests.
 //! - `engine`: owns jobs, queues, functions, workers and waiting clients.
 //! - `proto`: the pure wire codec; `timer`: deadlines; `clock`: the one place time is read.
+//! - `http`: the HTTP listener's pure half (request parsing, routes, responses, JSON,
+//!   metrics); the reactor feeds it bytes and engine replies.
 //! - `config`: validated settings; `logger`: the `log` back end.
 //! - `client`: a blocking Gearman client/worker library; `cli`: the `work`, `submit` and
 //!   `admin` commands built on it. Neither is used by the server.
@@ -13,6 +15,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod engine;
+pub mod http;
 pub mod logger;
 pub mod proto;
 pub mod reactor;

@@ -175,6 +175,10 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
         eprintln!("gearwheel: Listening on {a}");
         log::info!("Listening on {a}");
     }
+    for a in server.http_addrs() {
+        eprintln!("gearwheel: HTTP listening on {a}");
+        log::info!("HTTP listening on {a}");
+    }
     log::info!("gearwheel {VERSION} started");
     if let Some(ready) = detached.take() {
         if let Err(e) = service::null_stdio(!log_to_stderr) {

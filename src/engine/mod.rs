@@ -4,6 +4,8 @@
 
 mod admin;
 mod durable;
+mod query;
+mod reactor_api;
 mod schedules;
 mod types;
 
@@ -19,6 +21,10 @@ use crate::schedule::{SchedSpec, Zone};
 use crate::timer::Timers;
 
 pub use durable::{Durable, FinishKind, RestoredJob};
+pub use query::{
+    EngineTotals, FunctionStatus, JobDetail, JobPhase, JobStatus, ScheduleStatus, WorkerStatus,
+};
+pub use types::JobCounters;
 pub use types::{
     Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobState, Origin, QueueEntry,
     UniqueKey,
@@ -73,6 +79,8 @@ pub struct Outbox {
     /// Admin connections that asked to reload the schedules file; the reactor reads the file
     /// and answers them.
     pub reload_schedules: Vec<ConnId>,
+    /// Connection deadlines from `arm_conn_timer` that passed: (connection, its tag).
+    pub conn_timeouts: Vec<(ConnId, u64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +105,8 @@ enum TimerEvent {
     DrainTimeout,
     /// A schedule entry's run is due (`generation` tells loads apart).
     ScheduleFire { slot: usize, generation: u64 },
+    /// A reactor deadline for one connection (see reactor_api.rs).
+    ConnTimer { conn: ConnId, tag: u64 },
 }
 
 /// A job about to be made, before it has a handle.
@@ -411,6 +421,7 @@ impl Engine {
                         },
                     );
                 }
+                self.count(self.jobs[key].func, query::Counted::Completed);
                 self.schedule_outcome(key, schedules::Outcome::Complete, now);
                 self.remove_job(key, FinishKind::Complete);
             }
@@ -439,6 +450,7 @@ impl Engine {
                         },
                     );
                 }
+                self.count(self.jobs[key].func, query::Counted::Failed);
                 self.schedule_outcome(key, schedules::Outcome::Fail, now);
                 self.remove_job(key, FinishKind::Fail);
             }
@@ -465,6 +477,7 @@ impl Engine {
                     };
                     out.push(c, r);
                 }
+                self.count(self.jobs[key].func, query::Counted::Exception);
                 self.schedule_outcome(key, schedules::Outcome::Exception(&data), now);
                 self.remove_job(key, FinishKind::Exception);
             }
@@ -558,6 +571,7 @@ impl Engine {
                 TimerEvent::ScheduleFire { slot, generation } => {
                     self.fire_schedule(slot, generation, now, out)
                 }
+                TimerEvent::ConnTimer { conn, tag } => out.conn_timeouts.push((conn, tag)),
                 TimerEvent::DrainTimeout => {
                     log::warn!(
                         "graceful shutdown: {} jobs still running after the timeout",
@@ -693,6 +707,7 @@ impl Engine {
             let f = job.func;
             self.functions[f].running -= 1;
             self.running -= 1;
+            self.count(f, query::Counted::Retried);
             self.schedule_outcome(k, schedules::Outcome::Requeued, now);
             self.enqueue(k, true);
             self.wake_workers(f, out);
@@ -759,15 +774,26 @@ impl Engine {
     /// oldest (or, with `--round-robin`, the first function in the worker's rotating list).
     /// Stale queue heads are dropped on the way.
     fn find_job_for(&mut self, id: ConnId) -> Option<(usize, FuncId, Priority)> {
-        let conn = self.conn(id)?;
-        if conn.abilities.is_empty() || self.draining {
+        if self.draining {
             return None;
         }
-        let funcs: Vec<FuncId> = conn.abilities.iter().map(|a| a.func).collect();
+        // Borrow the fields apart: no per-grab copy of the worker's function list.
+        let Engine {
+            conns,
+            functions,
+            jobs,
+            config,
+            ..
+        } = self;
+        let conn = conns
+            .get(id.index as usize)?
+            .as_ref()
+            .filter(|c| c.id == id)?;
         for p in Priority::ALL {
             let mut best: Option<(u64, usize, FuncId)> = None;
-            for (pos, &f) in funcs.iter().enumerate() {
-                let Some(func) = self.functions.get_mut(f) else {
+            for (pos, a) in conn.abilities.iter().enumerate() {
+                let f = a.func;
+                let Some(func) = functions.get_mut(f) else {
                     continue;
                 };
                 if func.queued[p.index()] == 0 {
@@ -776,8 +802,7 @@ impl Engine {
                 let q = &mut func.queues[p.index()];
                 // Skip stale entries at the head.
                 while let Some(e) = q.front() {
-                    let live = self
-                        .jobs
+                    let live = jobs
                         .get(e.job)
                         .is_some_and(|j| j.queue_seq == e.seq && j.state == JobState::Queued);
                     if live {
@@ -786,10 +811,10 @@ impl Engine {
                     q.pop_front();
                 }
                 let Some(e) = q.front() else { continue };
-                let order = if self.config.round_robin {
+                let order = if config.round_robin {
                     pos as u64
                 } else {
-                    self.jobs[e.job].seq
+                    jobs[e.job].seq
                 };
                 if best.is_none_or(|(o, _, _)| order < o) {
                     best = Some((order, pos, f));
@@ -878,16 +903,14 @@ impl Engine {
 
     /// Wake a sleeper for each of this worker's functions (but `skip`) that has jobs waiting.
     fn pass_wakeups_on(&mut self, id: ConnId, skip: Option<FuncId>, out: &mut Outbox) {
-        let Some(c) = self.conn(id) else { return };
-        let mut funcs: Vec<FuncId> = c
-            .abilities
-            .iter()
-            .map(|a| a.func)
-            .filter(|f| Some(*f) != skip)
-            .collect();
-        funcs.sort_unstable();
-        funcs.dedup();
-        for f in funcs {
+        let n = self.conn(id).map_or(0, |c| c.abilities.len());
+        for i in 0..n {
+            let Some(c) = self.conn(id) else { return };
+            let f = c.abilities[i].func;
+            // Once per function (a function registered twice appears twice).
+            if Some(f) == skip || c.abilities[..i].iter().any(|a| a.func == f) {
+                continue;
+            }
             if self
                 .functions
                 .get(f)
@@ -1026,6 +1049,7 @@ impl Engine {
         let seq = self.next_seq;
         self.next_seq += 1;
         let f = new.func;
+        self.count(f, query::Counted::Submitted);
         let job = Job {
             handle: handle.clone(),
             func: f,
@@ -1186,6 +1210,9 @@ impl Engine {
             FailReason::Timeout => schedules::Outcome::Timeout,
             FailReason::RetriesSpent => schedules::Outcome::RetriesSpent,
         };
+        if !matches!(reason, FailReason::Cancelled) {
+            self.count(self.jobs[k].func, query::Counted::Failed);
+        }
         self.schedule_outcome(k, outcome, now);
         self.remove_job(
             k,

@@ -93,6 +93,24 @@ pub struct Function {
     pub wake_cursor: usize,
     /// Per-priority cap on the function's total jobs; 0 means unlimited.
     pub max_queue: [u32; 3],
+    /// Jobs of this function since start, for `/metrics` (kept here: no hashing per event).
+    pub counters: JobCounters,
+}
+
+/// Cumulative job events of one function since the server started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobCounters {
+    /// Jobs created (coalesced submits join an existing job and are not counted).
+    pub submitted: u64,
+    /// Ended with WORK_COMPLETE.
+    pub completed: u64,
+    /// Ended with WORK_FAIL from the worker, or failed by the server (CAN_DO_TIMEOUT, retries
+    /// spent); cancelled jobs are not counted.
+    pub failed: u64,
+    /// Ended with WORK_EXCEPTION.
+    pub exceptions: u64,
+    /// Given back to the queue by a worker that died or stopped doing the function.
+    pub retried: u64,
 }
 
 impl Function {
@@ -107,6 +125,7 @@ impl Function {
             workers: Vec::new(),
             wake_cursor: 0,
             max_queue: [max_queue; 3],
+            counters: JobCounters::default(),
         }
     }
 

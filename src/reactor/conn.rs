@@ -11,7 +11,7 @@ use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
 
 /// Bytes one connection may have buffered unparsed before reading pauses for a turn (a
 /// larger declared packet raises this to exactly its own size).
-const READ_CAP: usize = 256 * 1024;
+pub const READ_CAP: usize = 256 * 1024;
 /// The most a declared-but-unread body reserves ahead of the bytes that came.
 const RESERVE_STEP: usize = 1024 * 1024;
 /// Buffers larger than this are given back when they empty.
@@ -30,6 +30,11 @@ pub struct Connection {
     pub write_pending: bool,
     /// The peer shut its side; buffered requests are still served.
     pub read_closed: bool,
+    /// An HTTP connection's state; `None` for a Gearman connection.
+    pub http: Option<Box<super::http_glue::HttpConn>>,
+    /// Bytes read from and written to the socket, for `/metrics`.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
 }
 
 /// What a read pass found.
@@ -54,6 +59,34 @@ impl Connection {
             close_after_flush: false,
             write_pending: false,
             read_closed: false,
+            http: None,
+            bytes_in: 0,
+            bytes_out: 0,
+        }
+    }
+
+    /// Read what the socket has until the buffer holds `cap` bytes: HTTP, where the frame
+    /// lengths of `fill` do not apply and the caller knows how much one request needs.
+    pub fn fill_upto(&mut self, cap: usize) -> io::Result<ReadStatus> {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if self.rbuf.len() >= cap {
+                return Ok(ReadStatus::Capped);
+            }
+            if cap > READ_CAP && self.rbuf.capacity() < cap {
+                self.rbuf.reserve((cap - self.rbuf.len()).min(RESERVE_STEP));
+            }
+            let want = (cap - self.rbuf.len()).min(chunk.len());
+            match self.stream.read(&mut chunk[..want]) {
+                Ok(0) => return Ok(ReadStatus::Eof),
+                Ok(n) => {
+                    self.bytes_in += n as u64;
+                    self.rbuf.extend_from_slice(&chunk[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(ReadStatus::Drained),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -80,7 +113,10 @@ impl Connection {
             let want = (cap - self.rbuf.len()).min(chunk.len());
             match self.stream.read(&mut chunk[..want]) {
                 Ok(0) => return Ok(ReadStatus::Eof),
-                Ok(n) => self.rbuf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    self.bytes_in += n as u64;
+                    self.rbuf.extend_from_slice(&chunk[..n]);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(ReadStatus::Drained),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -93,7 +129,10 @@ impl Connection {
         while !self.wbuf.is_empty() {
             match self.stream.write(&self.wbuf) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.wbuf.advance(n),
+                Ok(n) => {
+                    self.bytes_out += n as u64;
+                    self.wbuf.advance(n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),

@@ -3,6 +3,7 @@
 //! engine's outbox into bytes, and never decides anything about a job.
 
 mod conn;
+mod http_glue;
 mod journal;
 mod listen;
 mod signals;
@@ -48,6 +49,8 @@ pub struct Server {
     listeners: Vec<TcpListener>,
     local_addrs: Vec<SocketAddr>,
     conns: Slab<Connection>,
+    /// The HTTP listeners, and what HTTP connections share (see http_glue.rs).
+    http: http_glue::HttpGlue,
     engine: Engine,
     outbox: Outbox,
     config: Config,
@@ -88,12 +91,14 @@ impl Server {
             local_addrs.push(l.local_addr()?);
             listeners.push(l);
         }
+        let http = http_glue::HttpGlue::bind(&config, &poll)?;
         let engine = Engine::new(config.engine.clone());
         Ok(Server {
             poll,
             listeners,
             local_addrs,
             conns: Slab::new(),
+            http,
             engine,
             outbox: Outbox::default(),
             config,
@@ -289,6 +294,7 @@ impl Server {
         for mut l in self.listeners.drain(..) {
             let _ = self.poll.registry().deregister(&mut l);
         }
+        self.http.stop_listening(&self.poll);
         self.engine
             .begin_drain(now, self.config.graceful_timeout.as_millis() as u64);
     }
@@ -310,8 +316,14 @@ impl Server {
     }
 
     fn accept(&mut self, li: usize) {
+        let http = li >= http_glue::HTTP_LISTENER_BASE;
         loop {
-            let Some(listener) = self.listeners.get(li) else {
+            let listener = if http {
+                self.http.listener(li)
+            } else {
+                self.listeners.get(li)
+            };
+            let Some(listener) = listener else {
                 return;
             };
             let (mut stream, peer) = match listener.accept() {
@@ -329,6 +341,7 @@ impl Server {
                     "refusing connection from {peer}: --max-connections {} reached",
                     self.config.max_connections
                 );
+                self.http.refused();
                 drop(stream);
                 continue;
             }
@@ -358,6 +371,7 @@ impl Server {
             };
             entry.insert(Connection::new(stream, id));
             self.engine.connect(id, info);
+            self.http_accepted(idx, http);
         }
     }
 
@@ -365,6 +379,9 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
+        if c.http.is_some() {
+            return self.read_http(idx, now);
+        }
         if c.closing || c.close_after_flush {
             return;
         }
@@ -463,12 +480,19 @@ impl Server {
             if c.id != to || c.closing {
                 continue;
             }
+            if c.http.is_some() {
+                // Answered as HTTP once the rest is written (http_glue.rs).
+                self.http.inbox.push((to, r));
+                continue;
+            }
             crate::proto::response::encode(&r, &mut c.wbuf);
             if !c.write_pending {
                 c.write_pending = true;
                 self.pending_writes.push(to.index as usize);
             }
         }
+        self.http_deliver();
+        self.http_timeouts();
     }
 
     /// Flush writes, close what must close (which may produce more replies), repeat.
@@ -502,6 +526,7 @@ impl Server {
             }
             for idx in std::mem::take(&mut self.to_close) {
                 if let Some(mut c) = self.conns.try_remove(idx) {
+                    self.http_closed(&c);
                     let _ = self.poll.registry().deregister(&mut c.stream);
                     self.engine.disconnect(c.id, now, &mut self.outbox);
                 }

@@ -1,0 +1,402 @@
+//! Read-only views of the engine's state as plain structs, for the HTTP endpoints and
+//! `/metrics`, plus the per-function job counters. Nothing here changes a job; the counters
+//! are bumped from the engine's event sites through `count`.
+
+use bytes::Bytes;
+
+use super::types::JobCounters;
+use super::{Engine, FuncId, JobState};
+use crate::proto::request::Priority;
+
+/// One function as `status` and `prioritystatus` see it, with its counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionStatus {
+    pub name: Bytes,
+    /// Queued (runnable) jobs per priority: high, normal, low.
+    pub queued: [u32; 3],
+    pub running: u32,
+    /// Future jobs waiting for their time (SUBMIT_JOB_EPOCH / SCHED).
+    pub future: u32,
+    /// Worker registrations (one per CAN_DO, as `status` counts them).
+    pub workers: u32,
+    pub counters: JobCounters,
+}
+
+impl FunctionStatus {
+    pub fn queued_total(&self) -> u32 {
+        self.queued.iter().sum()
+    }
+
+    /// `status`'s TOTAL: queued, running and future jobs.
+    pub fn total(&self) -> u32 {
+        self.queued_total() + self.running + self.future
+    }
+}
+
+/// One connection that registered at least one function (`workers`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerStatus {
+    pub fd: i32,
+    pub ip: String,
+    pub client_id: Bytes,
+    /// Registered functions, newest first, as `workers` lists them.
+    pub functions: Vec<Bytes>,
+}
+
+/// Where a known job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobPhase {
+    Queued,
+    Running,
+    /// Waiting for its due time.
+    Future,
+}
+
+impl JobPhase {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobPhase::Queued => "queued",
+            JobPhase::Running => "running",
+            JobPhase::Future => "future",
+        }
+    }
+}
+
+/// A known job's details beyond GET_STATUS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobDetail {
+    pub function: Bytes,
+    pub unique: Bytes,
+    pub phase: JobPhase,
+    pub priority: Priority,
+    pub background: bool,
+    pub retries: u32,
+    /// Foreground clients waiting for the result.
+    pub clients: u32,
+    /// Due time (ms since the epoch) of a future job.
+    pub due_ms: Option<u64>,
+}
+
+/// GET_STATUS of one handle, with details when the job is known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobStatus {
+    pub handle: Bytes,
+    pub known: bool,
+    pub running: bool,
+    pub numerator: u32,
+    pub denominator: u32,
+    pub detail: Option<JobDetail>,
+}
+
+/// One schedule entry with its history (`show schedules`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleStatus {
+    pub id: String,
+    pub spec: String,
+    pub function: String,
+    /// Scheduled time of the next run (ms since the epoch).
+    pub next_ms: Option<u64>,
+    pub last_run_ms: Option<u64>,
+    pub last_outcome: Option<String>,
+    pub last_duration_ms: Option<u64>,
+    pub runs: u64,
+    pub failures: u64,
+    pub skips: u64,
+}
+
+/// Engine-wide numbers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineTotals {
+    /// Jobs the engine holds (queued, running and future).
+    pub jobs: usize,
+    pub running: usize,
+    pub functions: usize,
+    /// Connections the engine knows (clients, workers, admin sessions, HTTP).
+    pub connections: usize,
+    /// Connections with at least one registered function.
+    pub workers: usize,
+    pub schedules: usize,
+    /// A graceful shutdown is under way.
+    pub draining: bool,
+}
+
+/// A counted job event (see `JobCounters`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counted {
+    Submitted,
+    Completed,
+    Failed,
+    Exception,
+    Retried,
+}
+
+impl Engine {
+    /// Count one job event of function `f` (a no-op if the function is gone).
+    pub(crate) fn count(&mut self, f: FuncId, ev: Counted) {
+        let Some(func) = self.functions.get_mut(f) else {
+            return;
+        };
+        let c = &mut func.counters;
+        match ev {
+            Counted::Submitted => c.submitted += 1,
+            Counted::Completed => c.completed += 1,
+            Counted::Failed => c.failed += 1,
+            Counted::Exception => c.exceptions += 1,
+            Counted::Retried => c.retried += 1,
+        }
+    }
+
+    /// Every function, in the order `status` lists them.
+    pub fn function_statuses(&self) -> Vec<FunctionStatus> {
+        self.functions
+            .iter()
+            .map(|(_, f)| FunctionStatus {
+                name: f.name.clone(),
+                queued: f.queued,
+                running: f.running,
+                future: f.future,
+                workers: f.workers.len() as u32,
+                counters: f.counters,
+            })
+            .collect()
+    }
+
+    /// Connections that registered at least one function, as `workers` lists them.
+    pub fn worker_statuses(&self) -> Vec<WorkerStatus> {
+        self.conns
+            .iter()
+            .flatten()
+            .filter(|c| !c.abilities.is_empty())
+            .map(|c| WorkerStatus {
+                fd: c.info.fd,
+                ip: c.info.ip.clone(),
+                client_id: c.client_id.clone(),
+                functions: c
+                    .abilities
+                    .iter()
+                    .filter_map(|a| self.functions.get(a.func).map(|f| f.name.clone()))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// GET_STATUS of `handle`, with the job's details when it is known.
+    pub fn job_status(&self, handle: &[u8]) -> JobStatus {
+        let handle_b = Bytes::copy_from_slice(handle);
+        let Some(job) = self.by_handle.get(handle).and_then(|&k| self.jobs.get(k)) else {
+            return JobStatus {
+                handle: handle_b,
+                known: false,
+                running: false,
+                numerator: 0,
+                denominator: 0,
+                detail: None,
+            };
+        };
+        let phase = match job.state {
+            JobState::Queued => JobPhase::Queued,
+            JobState::Running(_) => JobPhase::Running,
+            JobState::Future(_) => JobPhase::Future,
+        };
+        JobStatus {
+            handle: handle_b,
+            known: true,
+            running: phase == JobPhase::Running,
+            numerator: job.numerator,
+            denominator: job.denominator,
+            detail: Some(JobDetail {
+                function: self
+                    .functions
+                    .get(job.func)
+                    .map(|f| f.name.clone())
+                    .unwrap_or_default(),
+                unique: job.unique.clone(),
+                phase,
+                priority: job.priority,
+                background: job.background,
+                retries: job.retries,
+                clients: job.clients.len() as u32,
+                due_ms: match phase {
+                    JobPhase::Future => job.due_ms,
+                    _ => None,
+                },
+            }),
+        }
+    }
+
+    /// The schedule entries with their next and last runs and outcomes, in file order.
+    pub fn schedule_statuses(&self) -> Vec<ScheduleStatus> {
+        self.schedules
+            .entries
+            .iter()
+            .map(|st| {
+                let h = &st.history;
+                ScheduleStatus {
+                    id: st.id.to_string(),
+                    spec: st.entry.spec.clone(),
+                    function: st.entry.function.clone(),
+                    next_ms: st.next_ms,
+                    last_run_ms: h.last_run_ms,
+                    last_outcome: h.last_outcome.clone(),
+                    last_duration_ms: h.last_duration_ms,
+                    runs: h.runs,
+                    failures: h.failures,
+                    skips: h.skips,
+                }
+            })
+            .collect()
+    }
+
+    pub fn totals(&self) -> EngineTotals {
+        let conns = self.conns.iter().flatten();
+        EngineTotals {
+            jobs: self.jobs.len(),
+            running: self.running,
+            functions: self.functions.len(),
+            connections: conns.clone().count(),
+            workers: conns.filter(|c| !c.abilities.is_empty()).count(),
+            schedules: self.schedules.entries.len(),
+            draining: self.draining,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{ConnId, ConnInfo, EngineConfig, Outbox};
+    use crate::proto::request::Request;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    fn conn(e: &mut Engine, i: u32) -> ConnId {
+        let id = ConnId {
+            index: i,
+            generation: 1,
+        };
+        e.connect(
+            id,
+            ConnInfo {
+                fd: 20 + i as i32,
+                ip: "127.0.0.1".into(),
+                loopback: true,
+            },
+        );
+        id
+    }
+
+    fn submit(e: &mut Engine, id: ConnId, f: &str, p: Priority, bg: bool, out: &mut Outbox) {
+        e.handle(
+            id,
+            Request::SubmitJob {
+                func: b(f),
+                unique: Bytes::new(),
+                data: b("x"),
+                priority: p,
+                background: bg,
+            },
+            1000,
+            out,
+        );
+    }
+
+    #[test]
+    fn statuses_and_counters_follow_the_jobs() {
+        let mut e = Engine::new(EngineConfig {
+            handle_prefix: "H:q".into(),
+            ..EngineConfig::default()
+        });
+        let mut out = Outbox::default();
+        let client = conn(&mut e, 0);
+        let worker = conn(&mut e, 1);
+        submit(&mut e, client, "f", Priority::High, true, &mut out);
+        submit(&mut e, client, "f", Priority::Low, true, &mut out);
+        submit(&mut e, client, "f", Priority::Low, false, &mut out);
+        e.handle(worker, Request::CanDo { func: b("f") }, 1000, &mut out);
+        e.handle(worker, Request::SetClientId { id: b("w1") }, 1000, &mut out);
+        e.handle(
+            worker,
+            Request::GrabJob(crate::proto::request::GrabKind::Plain),
+            1000,
+            &mut out,
+        );
+        let fs = e.function_statuses();
+        assert_eq!(fs.len(), 1);
+        assert_eq!(fs[0].queued, [0, 0, 2]);
+        assert_eq!((fs[0].running, fs[0].workers, fs[0].total()), (1, 1, 3));
+        assert_eq!(fs[0].counters.submitted, 3);
+
+        let ws = e.worker_statuses();
+        assert_eq!(ws.len(), 1);
+        assert_eq!((ws[0].fd, &ws[0].client_id[..]), (21, &b"w1"[..]));
+        assert_eq!(ws[0].functions, vec![b("f")]);
+
+        let st = e.job_status(b"H:q:1");
+        assert!(st.known && st.running);
+        let d = st.detail.unwrap();
+        assert_eq!(
+            (d.phase, d.priority, d.background),
+            (JobPhase::Running, Priority::High, true)
+        );
+        assert!(!e.job_status(b"H:q:99").known);
+
+        e.handle(
+            worker,
+            Request::WorkComplete {
+                handle: b("H:q:1"),
+                data: b("ok"),
+            },
+            1000,
+            &mut out,
+        );
+        e.handle(
+            worker,
+            Request::GrabJob(crate::proto::request::GrabKind::Plain),
+            1000,
+            &mut out,
+        );
+        e.handle(
+            worker,
+            Request::WorkException {
+                handle: b("H:q:2"),
+                data: b("boom"),
+            },
+            1000,
+            &mut out,
+        );
+        e.handle(
+            worker,
+            Request::GrabJob(crate::proto::request::GrabKind::Plain),
+            1000,
+            &mut out,
+        );
+        // The worker dies holding job 3: it is given back (retried).
+        e.disconnect(worker, 1000, &mut out);
+        let c = e.function_statuses()[0].counters;
+        assert_eq!(
+            c,
+            JobCounters {
+                submitted: 3,
+                completed: 1,
+                failed: 0,
+                exceptions: 1,
+                retried: 1,
+            }
+        );
+        let w2 = conn(&mut e, 2);
+        e.handle(w2, Request::CanDo { func: b("f") }, 1000, &mut out);
+        e.handle(
+            w2,
+            Request::GrabJob(crate::proto::request::GrabKind::Plain),
+            1000,
+            &mut out,
+        );
+        e.handle(w2, Request::WorkFail { handle: b("H:q:3") }, 1000, &mut out);
+        assert_eq!(e.function_statuses()[0].counters.failed, 1);
+        let t = e.totals();
+        assert_eq!((t.jobs, t.running, t.functions, t.workers), (0, 0, 1, 1));
+        assert_eq!(t.connections, 2);
+    }
+}

@@ -1,0 +1,135 @@
+//! Engine calls the reactor needs beyond `handle`: per-connection deadlines in the engine's
+//! one timer wheel (fired back as `Outbox::conn_timeouts`, so the reactor stays the one that
+//! acts on sockets), and letting a job go on without a client that stops waiting for it.
+//! Used by the HTTP listener (header timeouts, `X-Gearman-Timeout`); nothing here sees a socket.
+
+use super::{ConnId, Engine, JobState, TimerEvent};
+use crate::timer::TimerKey;
+
+impl Engine {
+    /// Arm a deadline for connection `conn`. When it passes, `on_time` pushes `(conn, tag)` to
+    /// `Outbox::conn_timeouts`; the engine attaches no meaning to it.
+    pub fn arm_conn_timer(&mut self, conn: ConnId, deadline_ms: u64, tag: u64) -> TimerKey {
+        self.timers
+            .insert(deadline_ms, TimerEvent::ConnTimer { conn, tag })
+    }
+
+    /// Cancel a deadline from `arm_conn_timer`; a stale key (already fired) is ignored.
+    pub fn cancel_conn_timer(&mut self, key: TimerKey) {
+        self.timers.cancel(key);
+    }
+
+    /// `conn` no longer waits for the job `handle`: it gets no more WORK_* packets for it, and
+    /// the job is made background so that it still runs (and finishes) without that client.
+    /// Returns whether the connection was attached to that job.
+    pub fn release_client(&mut self, conn: ConnId, handle: &[u8]) -> bool {
+        let Some(&k) = self.by_handle.get(handle) else {
+            return false;
+        };
+        let Some(job) = self.jobs.get_mut(k) else {
+            return false;
+        };
+        let before = job.clients.len();
+        job.clients.retain(|c| *c != conn);
+        if job.clients.len() == before {
+            return false;
+        }
+        if !job.background {
+            log::info!(
+                "client {} stopped waiting for job {} ({}); it goes on as a background job",
+                conn.index,
+                String::from_utf8_lossy(&job.handle),
+                match job.state {
+                    JobState::Running(_) => "running",
+                    JobState::Queued => "queued",
+                    JobState::Future(_) => "future",
+                }
+            );
+        }
+        job.background = true;
+        if let Some(c) = self.conn_mut(conn) {
+            c.attached.retain(|&a| a != k);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use crate::engine::{ConnId, ConnInfo, Engine, EngineConfig, Outbox};
+    use crate::proto::request::{GrabKind, Priority, Request};
+    use crate::proto::response::Response;
+
+    fn conn(e: &mut Engine, i: u32) -> ConnId {
+        let id = ConnId {
+            index: i,
+            generation: 3,
+        };
+        e.connect(
+            id,
+            ConnInfo {
+                fd: i as i32,
+                ip: "127.0.0.1".into(),
+                loopback: true,
+            },
+        );
+        id
+    }
+
+    #[test]
+    fn conn_timers_fire_into_the_outbox_and_cancel() {
+        let mut e = Engine::new(EngineConfig::default());
+        let mut out = Outbox::default();
+        let c = conn(&mut e, 0);
+        let k1 = e.arm_conn_timer(c, 1_500, 7);
+        let _k2 = e.arm_conn_timer(c, 2_000, 8);
+        assert_eq!(e.next_deadline(), Some(1_500));
+        e.cancel_conn_timer(k1);
+        e.on_time(1_999, &mut out);
+        assert!(out.conn_timeouts.is_empty());
+        e.on_time(2_000, &mut out);
+        assert_eq!(out.conn_timeouts, vec![(c, 8)]);
+        e.cancel_conn_timer(k1);
+    }
+
+    #[test]
+    fn a_released_foreground_job_runs_on_without_its_client() {
+        let mut e = Engine::new(EngineConfig {
+            handle_prefix: "H:r".into(),
+            ..EngineConfig::default()
+        });
+        let mut out = Outbox::default();
+        let client = conn(&mut e, 0);
+        e.handle(
+            client,
+            Request::SubmitJob {
+                func: Bytes::from_static(b"f"),
+                unique: Bytes::new(),
+                data: Bytes::from_static(b"d"),
+                priority: Priority::Normal,
+                background: false,
+            },
+            1,
+            &mut out,
+        );
+        assert!(e.release_client(client, b"H:r:1"));
+        assert!(!e.release_client(client, b"H:r:1"));
+        // Its client leaving no longer drops it.
+        e.disconnect(client, 1, &mut out);
+        assert_eq!(e.job_count(), 1);
+        let w = conn(&mut e, 1);
+        e.handle(
+            w,
+            Request::CanDo {
+                func: Bytes::from_static(b"f"),
+            },
+            1,
+            &mut out,
+        );
+        out.replies.clear();
+        e.handle(w, Request::GrabJob(GrabKind::Plain), 1, &mut out);
+        assert!(matches!(out.replies[0].1, Response::JobAssign { .. }));
+    }
+}

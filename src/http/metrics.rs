@@ -1,0 +1,660 @@
+//! `/metrics` in the Prometheus text exposition format (version 0.0.4), formatted from
+//! numbers passed in: the engine's function and schedule statuses, the reactor's connection
+//! and byte counts, and the process's own numbers from /proc/self.
+//!
+//! Per-function gauges carry the names of the gearman exporter (`gearman_jobs`,
+//! `gearman_jobs_running`, `gearman_jobs_waiting`, `gearman_workers`, and the original
+//! exporter's `gearman_status_total`, `_running`, `_workers`), so dashboards built on it keep
+//! working without the exporter in between.
+
+use std::fmt::Write as _;
+
+use crate::engine::{EngineTotals, FunctionStatus, ScheduleStatus};
+
+/// The reactor's numbers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NetStats {
+    /// Open connections now, by protocol.
+    pub gearman_connections: u64,
+    pub http_connections: u64,
+    /// Accepted since start, by protocol.
+    pub gearman_accepted: u64,
+    pub http_accepted: u64,
+    /// Accepted and closed at once because of `--max-connections`.
+    pub refused: u64,
+    pub bytes_received: u64,
+    pub bytes_sent: u64,
+    /// HTTP responses by status code, in code order.
+    pub http_responses: Vec<(u16, u64)>,
+}
+
+/// The process's own numbers (the standard `process_*` metrics).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProcessStats {
+    pub resident_bytes: u64,
+    pub virtual_bytes: u64,
+    pub open_fds: u64,
+    pub max_fds: Option<u64>,
+    pub cpu_seconds: f64,
+    pub start_time_seconds: f64,
+}
+
+/// Everything one scrape shows.
+pub struct Input<'a> {
+    pub version: &'a str,
+    pub functions: &'a [FunctionStatus],
+    pub schedules: &'a [ScheduleStatus],
+    pub totals: EngineTotals,
+    pub net: &'a NetStats,
+    pub process: Option<&'a ProcessStats>,
+}
+
+/// A label value with `\`, `"` and newlines escaped, as the format requires.
+pub fn escape_label(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Gauge,
+    Counter,
+}
+
+/// A number as the format writes it.
+#[derive(Clone, Copy)]
+enum Value {
+    Int(u64),
+    Float(f64),
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Self {
+        Value::Int(v)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Self {
+        Value::Int(v.into())
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Self {
+        Value::Float(v)
+    }
+}
+
+struct Writer {
+    out: String,
+}
+
+impl Writer {
+    /// One metric family: HELP, TYPE and its samples; nothing at all when it has no sample.
+    fn family<L: AsRef<str>>(
+        &mut self,
+        name: &str,
+        kind: Kind,
+        help: &str,
+        samples: impl IntoIterator<Item = (Vec<(&'static str, L)>, Value)>,
+    ) {
+        let mut header = false;
+        for (labels, value) in samples {
+            if !header {
+                header = true;
+                let k = match kind {
+                    Kind::Gauge => "gauge",
+                    Kind::Counter => "counter",
+                };
+                let _ = writeln!(self.out, "# HELP {name} {help}");
+                let _ = writeln!(self.out, "# TYPE {name} {k}");
+            }
+            self.out.push_str(name);
+            if !labels.is_empty() {
+                self.out.push('{');
+                for (i, (k, v)) in labels.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(',');
+                    }
+                    self.out.push_str(k);
+                    self.out.push_str("=\"");
+                    escape_label(&mut self.out, v.as_ref());
+                    self.out.push('"');
+                }
+                self.out.push('}');
+            }
+            let _ = match value {
+                Value::Int(n) => writeln!(self.out, " {n}"),
+                Value::Float(f) => writeln!(self.out, " {f}"),
+            };
+        }
+    }
+
+    fn single(&mut self, name: &str, kind: Kind, help: &str, v: impl Into<Value>) {
+        self.family::<&str>(name, kind, help, [(vec![], v.into())]);
+    }
+
+    /// A per-function family.
+    fn per_function(
+        &mut self,
+        fs: &[(String, &FunctionStatus)],
+        name: &str,
+        kind: Kind,
+        help: &str,
+        f: impl Fn(&FunctionStatus) -> u64,
+    ) {
+        self.family(
+            name,
+            kind,
+            help,
+            fs.iter()
+                .map(|(n, s)| (vec![("function", n.as_str())], Value::Int(f(s)))),
+        );
+    }
+}
+
+/// The whole `/metrics` body.
+pub fn render(input: &Input<'_>) -> String {
+    use Kind::{Counter, Gauge};
+    let mut w = Writer {
+        out: String::with_capacity(2048 + input.functions.len() * 1024),
+    };
+    w.single(
+        "gearman_up",
+        Gauge,
+        "Whether the job server answers (always 1 here).",
+        1u64,
+    );
+    w.family(
+        "gearman_version_info",
+        Gauge,
+        "The server's version, as a label.",
+        [(vec![("version", input.version)], Value::Int(1))],
+    );
+    let fs: Vec<(String, &FunctionStatus)> = input
+        .functions
+        .iter()
+        .map(|f| (String::from_utf8_lossy(&f.name).into_owned(), f))
+        .collect();
+    w.per_function(
+        &fs,
+        "gearman_jobs",
+        Gauge,
+        "Jobs of the function: queued, running and future (the status TOTAL).",
+        |f| f.total().into(),
+    );
+    w.per_function(
+        &fs,
+        "gearman_jobs_running",
+        Gauge,
+        "Jobs of the function running on a worker.",
+        |f| f.running.into(),
+    );
+    w.per_function(
+        &fs,
+        "gearman_jobs_waiting",
+        Gauge,
+        "Jobs of the function not running: queued and future (TOTAL - RUNNING).",
+        |f| (f.total() - f.running).into(),
+    );
+    w.family(
+        "gearman_jobs_queued",
+        Gauge,
+        "Runnable jobs of the function waiting for a worker, by priority (prioritystatus).",
+        fs.iter().flat_map(|(n, f)| {
+            ["high", "normal", "low"]
+                .into_iter()
+                .zip(f.queued)
+                .map(move |(p, q)| {
+                    (
+                        vec![("function", n.as_str()), ("priority", p)],
+                        Value::Int(q.into()),
+                    )
+                })
+        }),
+    );
+    w.per_function(
+        &fs,
+        "gearman_jobs_future",
+        Gauge,
+        "Future jobs of the function (SUBMIT_JOB_EPOCH, SUBMIT_JOB_SCHED) not yet due.",
+        |f| f.future.into(),
+    );
+    w.per_function(
+        &fs,
+        "gearman_workers",
+        Gauge,
+        "Worker registrations (CAN_DO) of the function.",
+        |f| f.workers.into(),
+    );
+    w.per_function(
+        &fs,
+        "gearman_status_total",
+        Gauge,
+        "The status TOTAL (name of the original gearman exporter; same as gearman_jobs).",
+        |f| f.total().into(),
+    );
+    w.per_function(
+        &fs,
+        "gearman_status_running",
+        Gauge,
+        "The status RUNNING (original gearman exporter name).",
+        |f| f.running.into(),
+    );
+    w.per_function(
+        &fs,
+        "gearman_status_workers",
+        Gauge,
+        "The status AVAILABLE_WORKERS (original gearman exporter name).",
+        |f| f.workers.into(),
+    );
+    w.per_function(
+        &fs,
+        "gearman_jobs_submitted_total",
+        Counter,
+        "Jobs created since start (a submit that joins an existing job is not counted).",
+        |f| f.counters.submitted,
+    );
+    w.per_function(
+        &fs,
+        "gearman_jobs_completed_total",
+        Counter,
+        "Jobs ended with WORK_COMPLETE since start.",
+        |f| f.counters.completed,
+    );
+    w.per_function(
+        &fs,
+        "gearman_jobs_failed_total",
+        Counter,
+        "Jobs ended with WORK_FAIL since start (from the worker, CAN_DO_TIMEOUT or spent retries).",
+        |f| f.counters.failed,
+    );
+    w.per_function(
+        &fs,
+        "gearman_jobs_exceptions_total",
+        Counter,
+        "Jobs ended with WORK_EXCEPTION since start.",
+        |f| f.counters.exceptions,
+    );
+    w.per_function(
+        &fs,
+        "gearman_jobs_retried_total",
+        Counter,
+        "Jobs given back to their queue by a worker that left or dropped the function.",
+        |f| f.counters.retried,
+    );
+    let t = &input.totals;
+    w.single(
+        "gearman_worker_connections",
+        Gauge,
+        "Connections that registered at least one function.",
+        t.workers as u64,
+    );
+    w.single(
+        "gearman_draining",
+        Gauge,
+        "1 during a graceful shutdown.",
+        u64::from(t.draining),
+    );
+    let n = input.net;
+    w.family(
+        "gearman_connections",
+        Gauge,
+        "Open connections, by protocol.",
+        [
+            (vec![("protocol", "gearman")], n.gearman_connections.into()),
+            (vec![("protocol", "http")], n.http_connections.into()),
+        ],
+    );
+    w.family(
+        "gearman_connections_accepted_total",
+        Counter,
+        "Connections accepted since start, by protocol.",
+        [
+            (vec![("protocol", "gearman")], n.gearman_accepted.into()),
+            (vec![("protocol", "http")], n.http_accepted.into()),
+        ],
+    );
+    w.single(
+        "gearman_connections_refused_total",
+        Counter,
+        "Connections closed at once because --max-connections was reached.",
+        n.refused,
+    );
+    w.single(
+        "gearman_received_bytes_total",
+        Counter,
+        "Bytes read from all connections since start.",
+        n.bytes_received,
+    );
+    w.single(
+        "gearman_sent_bytes_total",
+        Counter,
+        "Bytes written to all connections since start.",
+        n.bytes_sent,
+    );
+    let codes: Vec<(String, u64)> = n
+        .http_responses
+        .iter()
+        .map(|(c, v)| (c.to_string(), *v))
+        .collect();
+    w.family(
+        "gearman_http_responses_total",
+        Counter,
+        "HTTP responses since start, by status code.",
+        codes
+            .iter()
+            .map(|(c, v)| (vec![("code", c.as_str())], Value::Int(*v))),
+    );
+    let sched = input.schedules;
+    let per_entry = |f: fn(&ScheduleStatus) -> Option<Value>| {
+        sched
+            .iter()
+            .filter_map(move |s| f(s).map(|v| (vec![("entry", s.id.as_str())], v)))
+    };
+    w.family(
+        "gearman_schedule_runs_total",
+        Counter,
+        "Runs of the schedule entry since start (or since the journal remembers).",
+        per_entry(|s| Some(s.runs.into())),
+    );
+    w.family(
+        "gearman_schedule_failures_total",
+        Counter,
+        "Runs of the schedule entry whose job failed, threw or timed out.",
+        per_entry(|s| Some(s.failures.into())),
+    );
+    w.family(
+        "gearman_schedule_skips_total",
+        Counter,
+        "Runs of the schedule entry skipped (overlap, a full queue, a missed time).",
+        per_entry(|s| Some(s.skips.into())),
+    );
+    w.family(
+        "gearman_schedule_last_run_timestamp_seconds",
+        Gauge,
+        "Scheduled time of the entry's last run, in Unix seconds.",
+        per_entry(|s| s.last_run_ms.map(|ms| Value::Float(ms as f64 / 1000.0))),
+    );
+    w.family(
+        "gearman_schedule_next_run_timestamp_seconds",
+        Gauge,
+        "Scheduled time of the entry's next run, in Unix seconds.",
+        per_entry(|s| s.next_ms.map(|ms| Value::Float(ms as f64 / 1000.0))),
+    );
+    if let Some(p) = input.process {
+        w.single(
+            "process_resident_memory_bytes",
+            Gauge,
+            "Resident memory size in bytes.",
+            p.resident_bytes,
+        );
+        w.single(
+            "process_virtual_memory_bytes",
+            Gauge,
+            "Virtual memory size in bytes.",
+            p.virtual_bytes,
+        );
+        w.single(
+            "process_open_fds",
+            Gauge,
+            "Open file descriptors.",
+            p.open_fds,
+        );
+        if let Some(m) = p.max_fds {
+            w.single(
+                "process_max_fds",
+                Gauge,
+                "Limit on open file descriptors.",
+                m,
+            );
+        }
+        w.single(
+            "process_cpu_seconds_total",
+            Counter,
+            "User and system CPU time spent, in seconds.",
+            p.cpu_seconds,
+        );
+        w.single(
+            "process_start_time_seconds",
+            Gauge,
+            "Start time of the process since the Unix epoch, in seconds.",
+            p.start_time_seconds,
+        );
+    }
+    w.out
+}
+
+/// Parse /proc/self/stat and the boot time from /proc/stat into process numbers.
+/// `ticks` is the clock-tick rate and `page` the page size.
+pub fn parse_proc_stat(stat: &str, proc_stat: &str, ticks: u64, page: u64) -> Option<ProcessStats> {
+    // The command name is in parentheses and may contain anything, spaces and ')' included:
+    // the fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Field N of proc(5) is f[N - 3].
+    let num = |n: usize| f.get(n - 3)?.parse::<u64>().ok();
+    let ticks = ticks.max(1) as f64;
+    let utime = num(14)?;
+    let stime = num(15)?;
+    let start = num(22)?;
+    let vsize = num(23)?;
+    let rss = num(24)?;
+    let btime = proc_stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    Some(ProcessStats {
+        resident_bytes: rss * page,
+        virtual_bytes: vsize,
+        open_fds: 0,
+        max_fds: None,
+        cpu_seconds: (utime + stime) as f64 / ticks,
+        start_time_seconds: btime as f64 + start as f64 / ticks,
+    })
+}
+
+/// Read this process's numbers from /proc/self (Linux); None where /proc is not there.
+pub fn read_process() -> Option<ProcessStats> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let proc_stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    // SAFETY: sysconf only reads system configuration.
+    let (ticks, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let mut p = parse_proc_stat(
+        &stat,
+        &proc_stat,
+        u64::try_from(ticks).unwrap_or(100),
+        u64::try_from(page).unwrap_or(4096),
+    )?;
+    // The directory listing holds its own descriptor while it is read: not counted.
+    p.open_fds = std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count().saturating_sub(1) as u64)
+        .unwrap_or(0);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0
+        && lim.rlim_cur != libc::RLIM_INFINITY
+    {
+        p.max_fds = Some(lim.rlim_cur);
+    }
+    Some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::engine::JobCounters;
+
+    fn sample_input_render(functions: &[FunctionStatus], schedules: &[ScheduleStatus]) -> String {
+        let net = NetStats {
+            gearman_connections: 3,
+            http_connections: 1,
+            gearman_accepted: 10,
+            http_accepted: 4,
+            refused: 0,
+            bytes_received: 1234,
+            bytes_sent: 5678,
+            http_responses: vec![(200, 3), (404, 1)],
+        };
+        let process = ProcessStats {
+            resident_bytes: 4096,
+            virtual_bytes: 8192,
+            open_fds: 9,
+            max_fds: Some(1024),
+            cpu_seconds: 0.25,
+            start_time_seconds: 1700000000.5,
+        };
+        render(&Input {
+            version: "1.2.3",
+            functions,
+            schedules,
+            totals: EngineTotals {
+                workers: 1,
+                ..EngineTotals::default()
+            },
+            net: &net,
+            process: Some(&process),
+        })
+    }
+
+    fn func(name: &[u8]) -> FunctionStatus {
+        FunctionStatus {
+            name: Bytes::copy_from_slice(name),
+            queued: [1, 2, 3],
+            running: 4,
+            future: 5,
+            workers: 2,
+            counters: JobCounters {
+                submitted: 20,
+                completed: 10,
+                failed: 2,
+                exceptions: 1,
+                retried: 3,
+            },
+        }
+    }
+
+    #[test]
+    fn families_samples_and_labels() {
+        let s = sample_input_render(&[func(b"resize")], &[]);
+        for line in [
+            "# HELP gearman_up Whether the job server answers (always 1 here).",
+            "# TYPE gearman_up gauge",
+            "gearman_up 1",
+            "gearman_version_info{version=\"1.2.3\"} 1",
+            "# TYPE gearman_jobs gauge",
+            "gearman_jobs{function=\"resize\"} 15",
+            "gearman_jobs_running{function=\"resize\"} 4",
+            "gearman_jobs_waiting{function=\"resize\"} 11",
+            "gearman_jobs_queued{function=\"resize\",priority=\"high\"} 1",
+            "gearman_jobs_queued{function=\"resize\",priority=\"normal\"} 2",
+            "gearman_jobs_queued{function=\"resize\",priority=\"low\"} 3",
+            "gearman_jobs_future{function=\"resize\"} 5",
+            "gearman_workers{function=\"resize\"} 2",
+            "gearman_status_total{function=\"resize\"} 15",
+            "# TYPE gearman_jobs_submitted_total counter",
+            "gearman_jobs_submitted_total{function=\"resize\"} 20",
+            "gearman_jobs_completed_total{function=\"resize\"} 10",
+            "gearman_jobs_failed_total{function=\"resize\"} 2",
+            "gearman_jobs_exceptions_total{function=\"resize\"} 1",
+            "gearman_jobs_retried_total{function=\"resize\"} 3",
+            "gearman_connections{protocol=\"gearman\"} 3",
+            "gearman_connections{protocol=\"http\"} 1",
+            "gearman_connections_accepted_total{protocol=\"http\"} 4",
+            "gearman_received_bytes_total 1234",
+            "gearman_sent_bytes_total 5678",
+            "gearman_http_responses_total{code=\"404\"} 1",
+            "gearman_worker_connections 1",
+            "process_resident_memory_bytes 4096",
+            "process_max_fds 1024",
+            "process_cpu_seconds_total 0.25",
+            "process_start_time_seconds 1700000000.5",
+        ] {
+            assert!(s.lines().any(|l| l == line), "missing {line:?} in\n{s}");
+        }
+        assert!(s.ends_with('\n'));
+    }
+
+    #[test]
+    fn one_help_and_type_per_family_and_none_when_empty() {
+        let s = sample_input_render(&[func(b"a"), func(b"b")], &[]);
+        let mut seen = std::collections::HashSet::new();
+        for l in s.lines().filter(|l| l.starts_with("# TYPE ")) {
+            assert!(seen.insert(l.to_string()), "twice: {l}");
+        }
+        // No functions, no schedules: no empty family headers.
+        let s = sample_input_render(&[], &[]);
+        assert!(!s.contains("gearman_jobs_running"));
+        assert!(!s.contains("gearman_schedule_runs_total"));
+        // Every sample line is `name{labels} value` or `name value`.
+        for l in s.lines().filter(|l| !l.starts_with('#')) {
+            let (_, v) = l.rsplit_once(' ').unwrap();
+            assert!(v.parse::<f64>().is_ok(), "{l}");
+        }
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let s = sample_input_render(&[func(b"a\"b\\c\nd")], &[]);
+        assert!(
+            s.contains("gearman_jobs{function=\"a\\\"b\\\\c\\nd\"} 15"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn schedule_entries() {
+        let sc = ScheduleStatus {
+            id: "nightly".into(),
+            spec: "0 3 * * *".into(),
+            function: "backup".into(),
+            next_ms: Some(1_700_000_060_000),
+            last_run_ms: None,
+            last_outcome: None,
+            last_duration_ms: None,
+            runs: 2,
+            failures: 1,
+            skips: 3,
+        };
+        let s = sample_input_render(&[], &[sc]);
+        assert!(s.contains("gearman_schedule_runs_total{entry=\"nightly\"} 2\n"));
+        assert!(s.contains("gearman_schedule_failures_total{entry=\"nightly\"} 1\n"));
+        assert!(s.contains("gearman_schedule_skips_total{entry=\"nightly\"} 3\n"));
+        assert!(s.contains(
+            "gearman_schedule_next_run_timestamp_seconds{entry=\"nightly\"} 1700000060\n"
+        ));
+        assert!(!s.contains("gearman_schedule_last_run_timestamp_seconds"));
+    }
+
+    #[test]
+    fn proc_stat_parsing() {
+        let stat = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 1 0 \
+                    5000 10485760 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0";
+        let p = parse_proc_stat(stat, "cpu 1 2 3\nbtime 1700000000\n", 100, 4096).unwrap();
+        assert_eq!(p.resident_bytes, 300 * 4096);
+        assert_eq!(p.virtual_bytes, 10_485_760);
+        assert_eq!(p.cpu_seconds, 2.0);
+        assert_eq!(p.start_time_seconds, 1_700_000_050.0);
+        assert!(parse_proc_stat("garbage", "", 100, 4096).is_none());
+        let live = read_process().unwrap();
+        assert!(live.resident_bytes > 0 && live.open_fds > 0);
+    }
+}

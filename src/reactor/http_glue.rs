@@ -1,0 +1,661 @@
+//! The HTTP listener inside the reactor: its listening sockets, each HTTP connection's state,
+//! and the glue between the sockets, the pure `crate::http` code and the engine.
+//!
+//! The engine still never sees a socket: a job submitted over HTTP is a
+//! `Request::SubmitJob` (or `SubmitJobEpoch`) from the HTTP connection's `ConnId`, and the
+//! engine's replies to that id (JOB_CREATED, WORK_*, ERROR) come back through the outbox,
+//! after the turn's group commit like every other reply, and become one HTTP response.
+//! Deadlines (idle keep-alive, the header timeout, `X-Gearman-Timeout`) sit in the engine's
+//! one timer wheel (`arm_conn_timer`) and come back as `Outbox::conn_timeouts`.
+//!
+//! One request is answered at a time per connection; pipelined requests wait in the read
+//! buffer (at most `PIPELINE_CAP` bytes of them) until the one before is answered, so
+//! responses go out in request order.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use log::{debug, info};
+use mio::net::TcpListener;
+use mio::{Interest, Poll, Token};
+
+use super::conn::{Connection, READ_CAP, ReadStatus};
+use super::{FRAMES_PER_TURN, Server, listen};
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::engine::ConnId;
+use crate::http::job::{JobWait, Progress};
+use crate::http::metrics::{self, NetStats};
+use crate::http::parse::{Method, Version};
+use crate::http::response::{self, Reply};
+use crate::http::route::{self, Endpoint, Route, Submit};
+use crate::http::session::{Next, Session};
+use crate::http::{HttpLimits, json};
+use crate::proto::request::Request;
+use crate::proto::response::Response;
+use crate::timer::TimerKey;
+
+/// HTTP listener tokens are `HTTP_LISTENER_BASE + i`: above the Gearman listeners, below the
+/// connections.
+pub(super) const HTTP_LISTENER_BASE: usize = 1 << 15;
+/// Pipelined bytes an HTTP connection may have buffered while its current request waits for
+/// a job; reading pauses beyond this until the answer is out.
+const PIPELINE_CAP: usize = 64 * 1024;
+
+/// Timer tags: a sequence number shifted left two bits, plus the kind.
+const IDLE: u64 = 0;
+const REQUEST: u64 = 1;
+const JOB: u64 = 2;
+const LINGER: u64 = 3;
+const KIND_MASK: u64 = 3;
+/// How long a connection refused with an error keeps draining what the client still sends.
+const LINGER_MS: u64 = 2_000;
+
+/// What all HTTP connections share, and the reactor's connection and byte counts.
+pub(super) struct HttpGlue {
+    listeners: Vec<TcpListener>,
+    addrs: Vec<SocketAddr>,
+    limits: HttpLimits,
+    header_timeout_ms: u64,
+    idle_timeout_ms: u64,
+    /// Engine replies for HTTP connections, set aside by `dispatch` and answered after it.
+    pub(super) inbox: Vec<(ConnId, Response)>,
+    next_tag: u64,
+    stats: Stats,
+}
+
+#[derive(Default)]
+struct Stats {
+    accepted_gearman: u64,
+    accepted_http: u64,
+    refused: u64,
+    /// Bytes of connections already closed (open ones keep their own count).
+    closed_in: u64,
+    closed_out: u64,
+    responses: BTreeMap<u16, u64>,
+}
+
+/// One HTTP connection's state, boxed in its `Connection`.
+pub(super) struct HttpConn {
+    session: Session,
+    /// The request being answered by a job.
+    job: Option<InFlight>,
+    /// The deadline for the next request: idle, or its head and body arriving (or the end
+    /// of lingering).
+    timer: Option<(TimerKey, u64)>,
+    /// Refused with an error: our side is shut, the client's bytes are read and dropped
+    /// until it closes or `LINGER_MS` pass.
+    lingering: bool,
+}
+
+struct InFlight {
+    wait: JobWait,
+    version: Version,
+    keep_alive: bool,
+    timeout_ms: u64,
+    timer: Option<(TimerKey, u64)>,
+}
+
+fn now_ms() -> u64 {
+    SystemClock.now_ms()
+}
+
+impl HttpGlue {
+    /// Bind the HTTP listeners of `config` (none without `--http-port`/`--http-listen`).
+    pub(super) fn bind(config: &Config, poll: &Poll) -> io::Result<HttpGlue> {
+        let mut glue = HttpGlue {
+            listeners: Vec::new(),
+            addrs: Vec::new(),
+            limits: HttpLimits {
+                max_body: config.limits.max_packet,
+                ..HttpLimits::default()
+            },
+            header_timeout_ms: 10_000,
+            idle_timeout_ms: 60_000,
+            inbox: Vec::new(),
+            next_tag: 0,
+            stats: Stats::default(),
+        };
+        let Some(http) = &config.http else {
+            return Ok(glue);
+        };
+        glue.header_timeout_ms = http.header_timeout.as_millis() as u64;
+        glue.idle_timeout_ms = http.idle_timeout.as_millis() as u64;
+        for (i, addr) in http.listen.iter().enumerate() {
+            let mut l = listen::bind(*addr, config.backlog).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot listen for HTTP on {addr}: {e}"))
+            })?;
+            poll.registry()
+                .register(&mut l, Token(HTTP_LISTENER_BASE + i), Interest::READABLE)?;
+            glue.addrs.push(l.local_addr()?);
+            glue.listeners.push(l);
+        }
+        Ok(glue)
+    }
+
+    /// The listener for token `t`, when `t` is an HTTP listener's.
+    pub(super) fn listener(&self, t: usize) -> Option<&TcpListener> {
+        self.listeners.get(t.checked_sub(HTTP_LISTENER_BASE)?)
+    }
+
+    /// A graceful shutdown accepts no more connections.
+    pub(super) fn stop_listening(&mut self, poll: &Poll) {
+        for mut l in self.listeners.drain(..) {
+            let _ = poll.registry().deregister(&mut l);
+        }
+    }
+
+    /// A connection was refused for `--max-connections`.
+    pub(super) fn refused(&mut self) {
+        self.stats.refused += 1;
+    }
+}
+
+impl Server {
+    /// The HTTP listeners' addresses (port 0 resolved); empty without `--http-port`.
+    pub fn http_addrs(&self) -> &[SocketAddr] {
+        &self.http.addrs
+    }
+
+    /// A connection was accepted at slot `idx`: count it, and set an HTTP one up.
+    pub(super) fn http_accepted(&mut self, idx: usize, http: bool) {
+        if !http {
+            self.http.stats.accepted_gearman += 1;
+            return;
+        }
+        self.http.stats.accepted_http += 1;
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        let id = c.id;
+        c.http = Some(Box::new(HttpConn {
+            session: Session::new(self.http.limits),
+            job: None,
+            timer: None,
+            lingering: false,
+        }));
+        let now = now_ms();
+        // WORK_EXCEPTION rather than WORK_FAIL, so that a 502 can carry the worker's text.
+        // Its OPTION_RES reaches no waiting job and is dropped.
+        self.engine.handle(
+            id,
+            Request::OptionReq {
+                name: Bytes::from_static(b"exceptions"),
+            },
+            now,
+            &mut self.outbox,
+        );
+        self.http_set_timer(idx, IDLE, now);
+    }
+
+    /// Read an HTTP connection and serve what came (the HTTP branch of `read_conn`).
+    pub(super) fn read_http(&mut self, idx: usize, now: u64) {
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if c.closing || c.close_after_flush {
+            return;
+        }
+        let Some(h) = c.http.as_ref() else {
+            return;
+        };
+        if h.lingering {
+            c.rbuf.clear();
+            match c.fill_upto(READ_CAP) {
+                Ok(ReadStatus::Drained) => c.rbuf.clear(),
+                Ok(ReadStatus::Capped) => {
+                    c.rbuf.clear();
+                    self.http_revisit(idx);
+                }
+                Ok(ReadStatus::Eof) | Err(_) => self.mark_close(idx),
+            }
+            return;
+        }
+        // A job was answering before this read (so an EOF now is the client leaving).
+        let waiting = h.job.is_some() && !c.read_closed;
+        let cap = if waiting {
+            PIPELINE_CAP
+        } else {
+            READ_CAP.max(h.session.needs())
+        };
+        let status = if c.read_closed {
+            Ok(ReadStatus::Eof)
+        } else {
+            c.fill_upto(cap)
+        };
+        self.process_http(idx, now);
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if c.closing || c.close_after_flush {
+            return;
+        }
+        let busy = c.http.as_ref().is_some_and(|h| h.job.is_some());
+        match status {
+            Ok(ReadStatus::Drained) => {}
+            Ok(ReadStatus::Capped) => {
+                // While a job answers, the pipelined rest waits; the answer revisits.
+                if !busy && !self.revisit.contains(&idx) {
+                    self.revisit.push(idx);
+                }
+            }
+            Ok(ReadStatus::Eof) if waiting => {
+                // The client left while its job ran (as nginx, a close while waiting is
+                // taken as giving up): a queued foreground job is dropped with it.
+                info!("HTTP connection {idx}: the client closed while waiting for its job");
+                self.mark_close(idx);
+            }
+            Ok(ReadStatus::Eof) => {
+                c.read_closed = true;
+                // Requests that came with the close (a half-close) are still answered.
+                if busy || self.revisit.contains(&idx) {
+                    return;
+                }
+                let cut_short = c
+                    .http
+                    .as_ref()
+                    .is_some_and(|h| h.session.mid_request(&c.rbuf));
+                if cut_short {
+                    self.http_answer(
+                        idx,
+                        Version::Http11,
+                        false,
+                        Reply::fatal(400, "the request was cut short"),
+                        false,
+                        now,
+                    );
+                } else {
+                    c.close_after_flush = true;
+                    self.want_write(idx);
+                }
+            }
+            Err(e) => {
+                info!("HTTP connection {idx} read error: {e}");
+                self.mark_close(idx);
+            }
+        }
+    }
+
+    /// Serve the whole requests in an HTTP connection's read buffer, one at a time.
+    fn process_http(&mut self, idx: usize, now: u64) {
+        let mut served = 0;
+        loop {
+            let Some(c) = self.conns.get_mut(idx) else {
+                return;
+            };
+            if c.closing || c.close_after_flush {
+                return;
+            }
+            let Some(h) = c.http.as_mut() else {
+                return;
+            };
+            if h.job.is_some() || h.lingering {
+                return;
+            }
+            if served == FRAMES_PER_TURN {
+                self.http_revisit(idx);
+                return;
+            }
+            match h.session.poll(&mut c.rbuf) {
+                Next::More => {
+                    let kind = if h.session.mid_request(&c.rbuf) {
+                        REQUEST
+                    } else {
+                        IDLE
+                    };
+                    // The idle and head deadlines run from when they start; a body's is
+                    // pushed back by every read that brings more of it.
+                    let current = h.timer.map(|(_, tag)| tag & KIND_MASK);
+                    let rearm = current != Some(kind) || h.session.in_body();
+                    c.release_idle_buffer();
+                    if rearm {
+                        self.http_set_timer(idx, kind, now);
+                    }
+                    return;
+                }
+                Next::Continue => {
+                    c.wbuf.extend_from_slice(response::CONTINUE);
+                    self.want_write(idx);
+                }
+                Next::Error(e) => {
+                    info!("HTTP connection {idx}: {} {}", e.status, e.message);
+                    self.http_answer(
+                        idx,
+                        Version::Http11,
+                        false,
+                        Reply::fatal(e.status, &e.message),
+                        false,
+                        now,
+                    );
+                    return;
+                }
+                Next::Request(head, body) => {
+                    served += 1;
+                    self.http_clear_timer(idx);
+                    debug!(
+                        "HTTP connection {idx}: {:?} {} ({} body bytes)",
+                        head.method,
+                        head.target,
+                        body.len()
+                    );
+                    let (version, keep_alive) = (head.version, head.keep_alive);
+                    // Any answer to HEAD, errors included, has no body.
+                    let head_only = head.method == Method::Head;
+                    match route::route(&head, body) {
+                        Route::Reply(r) => {
+                            self.http_answer(idx, version, keep_alive, r, head_only, now)
+                        }
+                        Route::Read { endpoint, .. } => {
+                            let r = self.http_endpoint(&endpoint);
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
+                        Route::Submit(s) => self.http_submit(idx, version, keep_alive, s, now),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hand a submission to the engine; the answer comes with its replies.
+    fn http_submit(&mut self, idx: usize, version: Version, keep_alive: bool, s: Submit, now: u64) {
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        let id = c.id;
+        let Some(h) = c.http.as_mut() else {
+            return;
+        };
+        let timeout_ms = if s.background { None } else { s.timeout_ms };
+        let timer = timeout_ms.map(|ms| {
+            self.http.next_tag += 1;
+            let tag = self.http.next_tag << 2 | JOB;
+            let key = self.engine.arm_conn_timer(id, now.saturating_add(ms), tag);
+            (key, tag)
+        });
+        h.job = Some(InFlight {
+            wait: JobWait::new(s.background, self.config.max_output_buffer),
+            version,
+            keep_alive,
+            timeout_ms: timeout_ms.unwrap_or(0),
+            timer,
+        });
+        let req = match s.epoch {
+            Some(epoch) => Request::SubmitJobEpoch {
+                func: s.func,
+                unique: s.unique,
+                epoch,
+                data: s.data,
+            },
+            None => Request::SubmitJob {
+                func: s.func,
+                unique: s.unique,
+                data: s.data,
+                priority: s.priority,
+                background: s.background,
+            },
+        };
+        self.engine.handle(id, req, now, &mut self.outbox);
+    }
+
+    /// The body of a read-only endpoint.
+    fn http_endpoint(&self, endpoint: &Endpoint) -> Reply {
+        match endpoint {
+            Endpoint::Status => {
+                let t = self.engine.totals();
+                let server = [
+                    ("jobs", t.jobs as u64),
+                    ("running", t.running as u64),
+                    ("workers", t.workers as u64),
+                    ("connections", self.conns.len() as u64),
+                ];
+                Reply::json(200, json::status(&self.engine.function_statuses(), &server))
+            }
+            Endpoint::Workers => Reply::json(200, json::workers(&self.engine.worker_statuses())),
+            Endpoint::Job(handle) => {
+                let s = self.engine.job_status(handle);
+                Reply::json(if s.known { 200 } else { 404 }, json::job(&s))
+            }
+            Endpoint::Schedules => {
+                Reply::json(200, json::schedules(&self.engine.schedule_statuses()))
+            }
+            Endpoint::Metrics => {
+                let net = self.net_stats();
+                let process = metrics::read_process();
+                let functions = self.engine.function_statuses();
+                let schedules = self.engine.schedule_statuses();
+                let body = metrics::render(&metrics::Input {
+                    version: env!("CARGO_PKG_VERSION"),
+                    functions: &functions,
+                    schedules: &schedules,
+                    totals: self.engine.totals(),
+                    net: &net,
+                    process: process.as_ref(),
+                });
+                Reply::new(200, Some(response::PROMETHEUS), body)
+            }
+            Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
+            Endpoint::Healthz => Reply::text(200, "ok"),
+        }
+    }
+
+    /// Connections and bytes, open connections included.
+    fn net_stats(&self) -> NetStats {
+        let s = &self.http.stats;
+        let mut n = NetStats {
+            gearman_accepted: s.accepted_gearman,
+            http_accepted: s.accepted_http,
+            refused: s.refused,
+            bytes_received: s.closed_in,
+            bytes_sent: s.closed_out,
+            http_responses: s.responses.iter().map(|(k, v)| (*k, *v)).collect(),
+            ..NetStats::default()
+        };
+        for (_, c) in &self.conns {
+            if c.http.is_some() {
+                n.http_connections += 1;
+            } else {
+                n.gearman_connections += 1;
+            }
+            n.bytes_received += c.bytes_in;
+            n.bytes_sent += c.bytes_out;
+        }
+        n
+    }
+
+    /// Write one response; close after it when it or the request says so.
+    fn http_answer(
+        &mut self,
+        idx: usize,
+        version: Version,
+        keep_alive: bool,
+        reply: Reply,
+        head_only: bool,
+        now: u64,
+    ) {
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        let date = response::http_date(now);
+        let open = response::write(&mut c.wbuf, &reply, version, keep_alive, head_only, &date);
+        *self.http.stats.responses.entry(reply.status).or_default() += 1;
+        if !open {
+            if let Some((k, _)) = c.http.as_mut().and_then(|h| h.timer.take()) {
+                self.engine.cancel_conn_timer(k);
+            }
+            // Refused mid-request: the client may still be sending, and closing a socket
+            // with unread bytes sends a RST that can destroy the answer before it is read.
+            // So the answer goes out now, our side is shut, and the rest is drained for a
+            // moment (a lingering close, as Apache and nginx do).
+            if reply.close && c.flush().is_ok() && c.wbuf.is_empty() {
+                let _ = c.stream.shutdown(std::net::Shutdown::Write);
+                c.rbuf.clear();
+                let id = c.id;
+                if let Some(h) = c.http.as_mut() {
+                    h.lingering = true;
+                    self.http.next_tag += 1;
+                    let tag = self.http.next_tag << 2 | LINGER;
+                    let key = self
+                        .engine
+                        .arm_conn_timer(id, now.saturating_add(LINGER_MS), tag);
+                    h.timer = Some((key, tag));
+                }
+                // Whatever is already in the socket is read now (edge-triggered).
+                self.http_revisit(idx);
+                return;
+            }
+            c.close_after_flush = true;
+        }
+        self.want_write(idx);
+    }
+
+    /// Engine replies addressed to HTTP connections, set aside during `dispatch`.
+    pub(super) fn http_deliver(&mut self) {
+        if self.http.inbox.is_empty() {
+            return;
+        }
+        let now = now_ms();
+        for (to, r) in std::mem::take(&mut self.http.inbox) {
+            let idx = to.index as usize;
+            let Some(c) = self.conns.get_mut(idx) else {
+                continue;
+            };
+            if c.id != to || c.closing {
+                continue;
+            }
+            // OPTION_RES, or a late packet of a job this connection no longer waits for.
+            let Some(h) = c.http.as_mut() else { continue };
+            let Some(f) = h.job.as_mut() else { continue };
+            let Progress::Done { reply, job_over } = f.wait.on_response(&r) else {
+                continue;
+            };
+            let Some(f) = h.job.take() else { continue };
+            if let Some((k, _)) = f.timer {
+                self.engine.cancel_conn_timer(k);
+            }
+            if !job_over {
+                if let Some(handle) = f.wait.handle() {
+                    self.engine.release_client(to, handle);
+                }
+            }
+            self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
+            self.http_revisit(idx);
+        }
+    }
+
+    /// Act on the HTTP deadlines that passed this turn.
+    pub(super) fn http_timeouts(&mut self) {
+        if self.outbox.conn_timeouts.is_empty() {
+            return;
+        }
+        let now = now_ms();
+        for (id, tag) in std::mem::take(&mut self.outbox.conn_timeouts) {
+            let idx = id.index as usize;
+            let Some(c) = self.conns.get_mut(idx) else {
+                continue;
+            };
+            if c.id != id || c.closing || c.close_after_flush {
+                continue;
+            }
+            let Some(h) = c.http.as_mut() else { continue };
+            if tag & KIND_MASK == JOB {
+                let Some(f) = h.job.take_if(|f| f.timer.is_some_and(|(_, t)| t == tag)) else {
+                    continue;
+                };
+                info!(
+                    "HTTP connection {idx}: no result within {} ms (X-Gearman-Timeout); 504, the job goes on",
+                    f.timeout_ms
+                );
+                if let Some(handle) = f.wait.handle() {
+                    self.engine.release_client(id, handle);
+                }
+                let reply = f.wait.timeout_reply(f.timeout_ms);
+                self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
+                self.http_revisit(idx);
+            } else if h.timer.is_some_and(|(_, t)| t == tag) {
+                h.timer = None;
+                if tag & KIND_MASK == LINGER {
+                    self.mark_close(idx);
+                } else if tag & KIND_MASK == IDLE {
+                    debug!("HTTP connection {idx}: idle; closing");
+                    c.close_after_flush = true;
+                    self.want_write(idx);
+                } else {
+                    info!("HTTP connection {idx}: request not complete in time; 408");
+                    self.http_answer(
+                        idx,
+                        Version::Http11,
+                        false,
+                        Reply::fatal(408, "the request did not arrive in time"),
+                        false,
+                        now,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A connection is being closed: keep its byte counts, drop its deadlines.
+    pub(super) fn http_closed(&mut self, c: &Connection) {
+        self.http.stats.closed_in += c.bytes_in;
+        self.http.stats.closed_out += c.bytes_out;
+        if let Some(h) = &c.http {
+            for (k, _) in h
+                .timer
+                .iter()
+                .chain(h.job.iter().flat_map(|f| f.timer.iter()))
+            {
+                self.engine.cancel_conn_timer(*k);
+            }
+        }
+    }
+
+    fn http_set_timer(&mut self, idx: usize, kind: u64, now: u64) {
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        let id = c.id;
+        let Some(h) = c.http.as_mut() else {
+            return;
+        };
+        if let Some((k, _)) = h.timer.take() {
+            self.engine.cancel_conn_timer(k);
+        }
+        let ms = if kind == IDLE {
+            self.http.idle_timeout_ms
+        } else {
+            self.http.header_timeout_ms
+        };
+        self.http.next_tag += 1;
+        let tag = self.http.next_tag << 2 | kind;
+        let key = self.engine.arm_conn_timer(id, now.saturating_add(ms), tag);
+        h.timer = Some((key, tag));
+    }
+
+    fn http_clear_timer(&mut self, idx: usize) {
+        if let Some((k, _)) = self
+            .conns
+            .get_mut(idx)
+            .and_then(|c| c.http.as_mut())
+            .and_then(|h| h.timer.take())
+        {
+            self.engine.cancel_conn_timer(k);
+        }
+    }
+
+    fn http_revisit(&mut self, idx: usize) {
+        if !self.revisit.contains(&idx) {
+            self.revisit.push(idx);
+        }
+    }
+
+    fn want_write(&mut self, idx: usize) {
+        if let Some(c) = self.conns.get_mut(idx) {
+            if !c.write_pending {
+                c.write_pending = true;
+                self.pending_writes.push(idx);
+            }
+        }
+    }
+}

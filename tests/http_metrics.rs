@@ -1,0 +1,184 @@
+//! `/metrics` after known work: the values match what was done, and the text parses with the
+//! Prometheus project's own parser (python `prometheus_client`, when installed; CI installs it).
+
+mod common;
+mod http_support;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::{require, t};
+use http_support::*;
+
+/// `name{labels}` -> value, from the text format (our own simple reading; the python parser
+/// below is the strict check).
+fn samples(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').expect("sample line");
+            (k.to_string(), v.parse().expect("number"))
+        })
+        .collect()
+}
+
+fn have_prometheus_client() -> bool {
+    Command::new("python3")
+        .args(["-c", "import prometheus_client.parser"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Parse with prometheus_client and print `name{sorted labels} value` per sample.
+fn python_parse(text: &str) -> HashMap<String, f64> {
+    let script = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    for s in fam.samples:
+        labels = ",".join('%s="%s"' % (k, v) for k, v in sorted(s.labels.items()))
+        print("%s{%s} %r" % (s.name, labels, s.value))
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "prometheus_client refused the text:\n{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn metrics_match_the_work_done() {
+    let s = HttpServer::start(&[]);
+    let mut w = worker(&s, "m");
+    let mut client = s.gearman();
+    client.send_req(t::OPTION_REQ, &[b"exceptions"]);
+    client.expect(t::OPTION_RES);
+    // 2 completed, 1 failed, 1 exception.
+    for end in ["complete", "complete", "fail", "exception"] {
+        let h = client.submit(t::SUBMIT_JOB, "m", "", b"x");
+        let (h2, _) = grab(&mut w);
+        assert_eq!(h, h2);
+        match end {
+            "complete" => w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b"r"]),
+            "fail" => w.send_req(t::WORK_FAIL, &[h.as_bytes()]),
+            _ => w.send_req(t::WORK_EXCEPTION, &[h.as_bytes(), b"e"]),
+        }
+        client.read_packet();
+    }
+    // 1 retried: a worker dies holding a job; then 2 queued (1 high) and 1 future.
+    let mut dying = worker(&s, "m");
+    client.submit(t::SUBMIT_JOB_BG, "m", "", b"r");
+    grab(&mut dying);
+    drop(dying);
+    s.server.wait_log("goes back to the head of its queue", 5);
+    client.submit(t::SUBMIT_JOB_HIGH_BG, "m", "", b"h");
+    client.submit(t::SUBMIT_JOB_EPOCH, "m", "", b"4102444800\0f");
+    let r = s.get("/metrics");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("Content-Type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let text = r.text();
+    assert!(text.ends_with('\n'));
+    let m = samples(&text);
+    let v = |k: &str| {
+        *m.get(k)
+            .unwrap_or_else(|| panic!("no sample {k} in\n{text}"))
+    };
+    assert_eq!(v("gearman_up"), 1.0);
+    assert_eq!(v("gearman_jobs_submitted_total{function=\"m\"}"), 7.0);
+    assert_eq!(v("gearman_jobs_completed_total{function=\"m\"}"), 2.0);
+    assert_eq!(v("gearman_jobs_failed_total{function=\"m\"}"), 1.0);
+    assert_eq!(v("gearman_jobs_exceptions_total{function=\"m\"}"), 1.0);
+    assert_eq!(v("gearman_jobs_retried_total{function=\"m\"}"), 1.0);
+    // Queued: the requeued job (normal) and the high one; plus the future job.
+    assert_eq!(v("gearman_jobs{function=\"m\"}"), 3.0);
+    assert_eq!(v("gearman_status_total{function=\"m\"}"), 3.0);
+    assert_eq!(v("gearman_jobs_running{function=\"m\"}"), 0.0);
+    assert_eq!(v("gearman_jobs_waiting{function=\"m\"}"), 3.0);
+    assert_eq!(
+        v("gearman_jobs_queued{function=\"m\",priority=\"high\"}"),
+        1.0
+    );
+    assert_eq!(
+        v("gearman_jobs_queued{function=\"m\",priority=\"normal\"}"),
+        1.0
+    );
+    assert_eq!(v("gearman_jobs_future{function=\"m\"}"), 1.0);
+    assert_eq!(v("gearman_workers{function=\"m\"}"), 1.0);
+    // The worker and the client over Gearman; this scrape over HTTP.
+    assert_eq!(v("gearman_connections{protocol=\"gearman\"}"), 2.0);
+    assert_eq!(v("gearman_connections{protocol=\"http\"}"), 1.0);
+    assert_eq!(
+        v("gearman_connections_accepted_total{protocol=\"gearman\"}"),
+        3.0
+    );
+    assert!(v("gearman_received_bytes_total") > 100.0);
+    assert!(v("gearman_sent_bytes_total") > 100.0);
+    assert!(v("process_resident_memory_bytes") > 100_000.0);
+    assert!(v("process_open_fds") >= 5.0);
+    assert!(v("process_start_time_seconds") > 1_600_000_000.0);
+
+    // The HTTP responses counted so far, then after another scrape.
+    let again = samples(&s.get("/metrics").text());
+    assert!(again["gearman_http_responses_total{code=\"200\"}"] >= 1.0);
+
+    if require(have_prometheus_client(), "python prometheus_client") {
+        let p = python_parse(&text);
+        // The python parser names counter samples with _total, labels sorted.
+        assert_eq!(p["gearman_jobs_submitted_total{function=\"m\"}"], 7.0);
+        assert_eq!(
+            p["gearman_jobs_queued{function=\"m\",priority=\"high\"}"],
+            1.0
+        );
+        assert_eq!(p["gearman_up{}"], 1.0);
+        assert_eq!(p.len(), m.len(), "both parsers see every sample");
+    }
+}
+
+#[test]
+fn schedule_metrics_and_odd_function_names() {
+    let dir = std::env::temp_dir().join(format!("gearwheel-http-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sched = dir.join("s.cron");
+    std::fs::write(&sched, "0 3 * * * backup id=nightly -- go\n").unwrap();
+    let s = HttpServer::start(&["--schedules", sched.to_str().unwrap()]);
+    let mut c = s.gearman();
+    c.submit(t::SUBMIT_JOB_BG, "we\"ird\\name", "", b"x");
+    let text = s.get("/metrics").text();
+    let m = samples(&text);
+    assert_eq!(m["gearman_schedule_runs_total{entry=\"nightly\"}"], 0.0);
+    assert!(m["gearman_schedule_next_run_timestamp_seconds{entry=\"nightly\"}"] > 1.6e9);
+    assert_eq!(m["gearman_jobs{function=\"we\\\"ird\\\\name\"}"], 1.0);
+    if require(have_prometheus_client(), "python prometheus_client") {
+        let p = python_parse(&text);
+        assert_eq!(p["gearman_jobs{function=\"we\"ird\\name\"}"], 1.0);
+        assert_eq!(p["gearman_schedule_runs_total{entry=\"nightly\"}"], 0.0);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
