@@ -107,6 +107,15 @@ impl<T> Timers<T> {
         self.entries.is_empty()
     }
 
+    /// Give back the memory of entries that are gone.
+    pub fn shrink_to_fit(&mut self) {
+        if self.entries.is_empty() {
+            self.entries = Slab::new();
+        } else {
+            self.entries.shrink_to_fit();
+        }
+    }
+
     /// Arm `value` for `deadline` (ms). A deadline in the past fires at the next poll.
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
         let deadline = deadline.clamp(self.elapsed, self.elapsed | TOP_MASK);

@@ -87,7 +87,7 @@ impl Engine {
             handle: job.handle.clone(),
             func: self.functions[job.func].name.clone(),
             unique: job.unique.clone(),
-            reducer: job.reducer.clone(),
+            reducer: job.reducer.as_deref().cloned(),
             priority: job.priority,
             due_ms: due_ms.or(job.due_ms),
             data: job.data.clone(),

@@ -9,8 +9,6 @@ mod reactor_api;
 mod schedules;
 mod types;
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use slab::Slab;
 
@@ -29,6 +27,10 @@ pub use types::{
     Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobState, Origin, QueueEntry,
     UniqueKey,
 };
+
+/// Maps keyed by what peers send (handles, uniques, names), with a fast per-process-seeded
+/// hash.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Engine settings, from the command line.
 #[derive(Clone, Debug)]
@@ -109,6 +111,9 @@ enum TimerEvent {
     ConnTimer { conn: ConnId, tag: u64 },
 }
 
+/// Below this many jobs tables are not shrunk: not worth the rehash.
+const SHRINK_FLOOR: usize = 8192;
+
 /// A job about to be made, before it has a handle.
 struct NewJob {
     func: FuncId,
@@ -132,10 +137,10 @@ pub struct Engine {
     config: EngineConfig,
     conns: Vec<Option<Conn>>,
     functions: Slab<Function>,
-    func_by_name: HashMap<Bytes, FuncId>,
+    func_by_name: FastMap<Bytes, FuncId>,
     jobs: Slab<Job>,
-    by_handle: HashMap<Bytes, JobKey>,
-    by_unique: HashMap<(FuncId, UniqueKey), JobKey>,
+    by_handle: FastMap<Bytes, JobKey>,
+    by_unique: FastMap<(FuncId, UniqueKey), JobKey>,
     timers: Timers<TimerEvent>,
     next_handle: u64,
     next_seq: u64,
@@ -147,6 +152,8 @@ pub struct Engine {
     schedules: schedules::Schedules,
     /// Changes the journal must make durable before this turn's replies go out.
     durable: Vec<Durable>,
+    /// The most jobs held since memory was last given back.
+    jobs_peak: usize,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -159,10 +166,10 @@ impl Engine {
             config,
             conns: Vec::new(),
             functions: Slab::new(),
-            func_by_name: HashMap::new(),
+            func_by_name: FastMap::default(),
             jobs: Slab::new(),
-            by_handle: HashMap::new(),
-            by_unique: HashMap::new(),
+            by_handle: FastMap::default(),
+            by_unique: FastMap::default(),
             timers: Timers::new(),
             next_handle: 1,
             next_seq: 0,
@@ -171,6 +178,7 @@ impl Engine {
             drain_expired: false,
             schedules: schedules::Schedules::default(),
             durable: Vec::new(),
+            jobs_peak: SHRINK_FLOOR,
         }
     }
 
@@ -551,8 +559,19 @@ impl Engine {
     }
 
     /// Fire every timer due at `now`.
+    /// At most this many timers fire per call, so that 100,000 jobs due in the same second
+    /// do not hold back every reply of the turn; the rest fire on the next turn, at once.
+    const TIMERS_PER_TURN: usize = 1024;
+
+    /// Fire the timers due at `now` (up to `TIMERS_PER_TURN`; `next_deadline()` then says
+    /// the rest are due).
     pub fn on_time(&mut self, now: u64, out: &mut Outbox) {
-        while let Some((_, ev)) = self.timers.poll(now) {
+        let mut fired = 0;
+        while fired < Self::TIMERS_PER_TURN {
+            let Some((_, ev)) = self.timers.poll(now) else {
+                break;
+            };
+            fired += 1;
             match ev {
                 TimerEvent::JobTimeout { job, seq } => {
                     let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {
@@ -867,7 +886,7 @@ impl Engine {
             ));
         }
         let func_name = self.functions[f].name.clone();
-        let r = match (kind, &job.reducer) {
+        let r = match (kind, job.reducer.as_deref()) {
             (GrabKind::Plain, _) => Response::JobAssign {
                 handle: job.handle.clone(),
                 func: func_name,
@@ -1034,6 +1053,36 @@ impl Engine {
         limit > 0 && fun.total() >= limit
     }
 
+    /// A large queue has drained to an eighth of its peak: shrink the tables it grew and hand
+    /// the freed heap back to the OS, so a burst does not pin its memory for good.
+    fn give_memory_back(&mut self) {
+        let before = self.jobs_peak;
+        if self.jobs.is_empty() {
+            // Keys are free to change only when none is in use.
+            self.jobs = Slab::new();
+        } else {
+            self.jobs.shrink_to_fit();
+        }
+        self.by_handle.shrink_to_fit();
+        self.by_unique.shrink_to_fit();
+        for (_, f) in self.functions.iter_mut() {
+            for q in f.queues.iter_mut() {
+                q.shrink_to_fit();
+            }
+        }
+        self.timers.shrink_to_fit();
+        // SAFETY: malloc_trim only returns free heap pages to the OS; no pointer changes.
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        unsafe {
+            libc::malloc_trim(0);
+        }
+        self.jobs_peak = self.jobs.len().max(SHRINK_FLOOR);
+        log::debug!(
+            "queue drained from {before} to {} jobs: memory given back",
+            self.jobs.len()
+        );
+    }
+
     /// Make a job: index it, then queue it, or park it in the wheel until it is due.
     fn create_job(
         &mut self,
@@ -1055,7 +1104,7 @@ impl Engine {
             func: f,
             unique: new.unique,
             data: new.data,
-            reducer: new.reducer,
+            reducer: new.reducer.map(Box::new),
             priority: new.priority,
             background: new.background,
             seq,
@@ -1065,14 +1114,15 @@ impl Engine {
             retries: 0,
             numerator: 0,
             denominator: 0,
-            key: key.clone(),
+            indexed: key.is_some(),
             timeout: None,
             due_ms: new.due_ms,
-            origin: new.origin,
+            origin: new.origin.map(Box::new),
             started_ms: None,
             id: job_id,
         };
         let k = self.jobs.insert(job);
+        self.jobs_peak = self.jobs_peak.max(self.jobs.len());
         self.journal_added(k);
         self.by_handle.insert(handle.clone(), k);
         if let Some(uk) = key {
@@ -1123,11 +1173,16 @@ impl Engine {
     /// Remove a job from every index and counter. Its queue entry, if any, goes stale.
     fn remove_job(&mut self, k: JobKey, how: FinishKind) {
         let job = self.jobs.remove(k);
+        let drained = self.jobs_peak > SHRINK_FLOOR && self.jobs.len() < self.jobs_peak / 8;
+        let emptied = self.jobs.is_empty() && self.jobs.capacity() > SHRINK_FLOOR;
+        if drained || emptied {
+            self.give_memory_back();
+        }
         if self.config.durable && job.background {
             self.durable.push(Durable::JobFinished { id: job.id, how });
         }
         self.by_handle.remove(&job.handle);
-        if let Some(uk) = job.key {
+        if let Some(uk) = UniqueKey::of(&job.unique, &job.data).filter(|_| job.indexed) {
             let mk = (job.func, uk);
             if self.by_unique.get(&mk) == Some(&k) {
                 self.by_unique.remove(&mk);

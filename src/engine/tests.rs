@@ -1310,3 +1310,31 @@ mod schedule_runtime {
         assert!(w.admin(c, "status").starts_with("f\t1\t"));
     }
 }
+
+#[test]
+fn a_drained_queue_gives_its_tables_back() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    for i in 0..20_000 {
+        w.submit(c, "f", &format!("u{i}"), "d", Priority::Normal, true);
+    }
+    let cap = w.e.jobs.capacity();
+    assert!(cap >= 20_000);
+    w.can_do(wk, "f");
+    while let Some((h, _)) = w.grab(wk) {
+        w.req(
+            wk,
+            Request::WorkComplete {
+                handle: h,
+                data: b(""),
+            },
+        );
+    }
+    assert_eq!(w.e.job_count(), 0);
+    assert!(
+        w.e.jobs.capacity() < cap / 4,
+        "{} of {cap}",
+        w.e.jobs.capacity()
+    );
+    assert!(w.e.by_handle.capacity() < 20_000 / 4);
+}

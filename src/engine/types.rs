@@ -172,7 +172,8 @@ pub struct Job {
     pub func: FuncId,
     pub unique: Bytes,
     pub data: Bytes,
-    pub reducer: Option<Bytes>,
+    /// SUBMIT_REDUCE_JOB's reducer; boxed, as few jobs have one.
+    pub reducer: Option<Box<Bytes>>,
     pub priority: Priority,
     pub background: bool,
     /// Order of submission; with `queue_seq` it also marks the job's live queue entry.
@@ -184,13 +185,14 @@ pub struct Job {
     pub retries: u32,
     pub numerator: u32,
     pub denominator: u32,
-    pub key: Option<UniqueKey>,
+    /// The job is in `by_unique` (under the key `UniqueKey::of(unique, data)`).
+    pub indexed: bool,
     /// CAN_DO_TIMEOUT deadline of the current run.
     pub timeout: Option<TimerKey>,
     /// Due time in milliseconds since the epoch, for future jobs.
     pub due_ms: Option<u64>,
     /// The schedule entry that injected the job.
-    pub origin: Option<Origin>,
+    pub origin: Option<Box<Origin>>,
     /// When a worker last took it.
     pub started_ms: Option<u64>,
     /// The handle's counter `n`, the job's id in the journal.

@@ -221,6 +221,11 @@ impl Server {
                     Token(t) if t < CONN_BASE => self.accept(t),
                     Token(t) => {
                         let idx = t - CONN_BASE;
+                        if ev.is_read_closed() || ev.is_error() {
+                            if let Some(c) = self.conns.get_mut(idx) {
+                                c.hup_seen = true;
+                            }
+                        }
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             self.read_conn(idx, now);
                         }
