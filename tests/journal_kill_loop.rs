@@ -97,7 +97,7 @@ fn acknowledged_jobs_survive_kill_9_at_random_moments() {
     let total = per_client * CLIENTS;
     let dir = data_dir();
     let acked = Arc::new(Mutex::new(HashSet::new()));
-    let mut next = vec![0usize; CLIENTS];
+    let mut next = [0usize; CLIENTS];
     let mut seed = 0x2545_F491_4F6C_DD1D_u64;
     let started = Instant::now();
     let mut kills = 0;
