@@ -134,6 +134,12 @@ pub struct ServeArgs {
     /// with --data-dir: drop damaged journal records (keeping every intact one), report, go on
     #[argh(switch)]
     pub repair: bool,
+    /// journal segment size in bytes before a new one is started (default 64 MiB)
+    #[argh(option, default = "64 << 20")]
+    pub journal_segment_bytes: u64,
+    /// compact the journal once it is this large and mostly dead records (default 16 MiB)
+    #[argh(option, default = "16 << 20")]
+    pub journal_compact_min: u64,
     /// a schedules file (crontab lines that inject jobs); reloaded on SIGHUP
     #[argh(option)]
     pub schedules: Option<PathBuf>,
@@ -191,6 +197,9 @@ pub struct Config {
     pub fsync: Fsync,
     /// `--repair`.
     pub repair: bool,
+    /// `--journal-segment-bytes` and `--journal-compact-min`.
+    pub journal_segment_bytes: u64,
+    pub journal_compact_min: u64,
     /// `-d`: detach from the terminal once the listeners are bound.
     pub daemon: bool,
     /// `-u`: the user to switch to after binding.
@@ -497,6 +506,8 @@ impl Config {
             data_dir: a.data_dir.clone(),
             fsync,
             repair: a.repair,
+            journal_segment_bytes: a.journal_segment_bytes.max(64 << 10),
+            journal_compact_min: a.journal_compact_min.max(64 << 10),
             daemon: a.daemon,
             user,
             http,

@@ -62,7 +62,7 @@ fn background_and_future_jobs_survive_kill_9_with_their_handles() {
     kill9(s);
 
     let s = start(&dir, &[]);
-    s.wait_log("3 jobs and 0 schedule entries restored", 2);
+    s.wait_log("3 jobs and 0 schedule entries recovered", 2);
     let mut c = s.connect();
     assert_eq!(c.admin("status", true), "fn\t2\t0\t0\nlater\t1\t0\t0\n.\n");
     assert_eq!(
@@ -185,5 +185,33 @@ fn damage_in_the_middle_stops_start_up_until_repair() {
     assert!(
         (18..20).contains(&total),
         "one damaged record dropped, the rest kept: {total}"
+    );
+}
+
+#[test]
+fn show_journal_reports_the_files_and_fsyncs() {
+    let dir = data_dir("show");
+    let s = start(&dir, &[]);
+    let mut c = s.connect();
+    c.submit(t::SUBMIT_JOB_BG, "fn", "", b"x");
+    let listing = c.admin("show journal", true);
+    let get = |k: &str| -> String {
+        listing
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}\t")))
+            .unwrap_or_else(|| panic!("{k} in {listing}"))
+            .to_string()
+    };
+    assert_eq!(get("fsync"), "always");
+    assert_eq!(get("live_jobs"), "1");
+    assert!(get("fsyncs").parse::<u64>().unwrap() >= 1);
+    assert!(get("last_fsync").ends_with('Z'));
+    assert_eq!(get("write_errors"), "0");
+    assert!(listing.ends_with("\n.\n"));
+    let plain = Server::start(&[]);
+    let mut c = plain.connect();
+    assert_eq!(
+        c.admin("show journal", false),
+        "ERR NO_JOURNAL The+server+runs+without+--data-dir\r\n"
     );
 }

@@ -110,6 +110,11 @@ impl Engine {
                 s.into()
             }
             AdminCommand::ShowSchedules => self.schedules_listing().into(),
+            AdminCommand::ShowJournal => {
+                // The journal belongs to the reactor, which answers.
+                out.show_journal.push(id);
+                return;
+            }
             AdminCommand::ReloadSchedules => {
                 // The reactor reads the file and answers.
                 out.reload_schedules.push(id);

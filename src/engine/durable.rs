@@ -149,3 +149,24 @@ impl Engine {
         self.next_handle
     }
 }
+
+impl Engine {
+    /// The journal could not write this turn's new jobs: take back those that no worker has
+    /// yet, so that nothing is acknowledged that a crash could lose. Returns the handles
+    /// taken back; their JOB_CREATED replies must become `ERROR QUEUE_ERROR`.
+    pub fn refuse_jobs(&mut self, handles: &[Bytes]) -> Vec<Bytes> {
+        let mut refused = Vec::new();
+        for h in handles {
+            let Some(&k) = self.by_handle.get(h) else {
+                continue;
+            };
+            if matches!(self.jobs[k].state, JobState::Queued | JobState::Future(_)) {
+                // A JobFinished follows the buffered JobAdded, so a later successful write
+                // does not bring the job back.
+                self.remove_job(k, FinishKind::Fail);
+                refused.push(h.clone());
+            }
+        }
+        refused
+    }
+}

@@ -81,6 +81,8 @@ pub struct Outbox {
     /// Admin connections that asked to reload the schedules file; the reactor reads the file
     /// and answers them.
     pub reload_schedules: Vec<ConnId>,
+    /// Admin connections that asked `show journal`; the reactor answers them.
+    pub show_journal: Vec<ConnId>,
     /// Connection deadlines from `arm_conn_timer` that passed: (connection, its tag).
     pub conn_timeouts: Vec<(ConnId, u64)>,
 }

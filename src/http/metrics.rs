@@ -39,6 +39,51 @@ pub struct ProcessStats {
     pub start_time_seconds: f64,
 }
 
+/// Upper bounds of the `gearwheel_journal_fsync_seconds` buckets, in microseconds (a local
+/// SSD fsyncs in 0.1-2 ms, a network or spinning disk in 5-50 ms; a stall shows in the top).
+pub const FSYNC_BUCKETS_US: [u64; 10] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 1_000_000,
+];
+
+/// Latencies of the journal's fsyncs, as a Prometheus histogram.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FsyncHistogram {
+    /// Fsyncs per bucket of `FSYNC_BUCKETS_US` (not cumulative); the last one counts those
+    /// above every bound.
+    pub buckets: [u64; FSYNC_BUCKETS_US.len() + 1],
+    pub count: u64,
+    pub sum_us: u64,
+    pub max_us: u64,
+}
+
+impl FsyncHistogram {
+    /// Record one fsync that took `us` microseconds.
+    pub fn observe(&mut self, us: u64) {
+        let i = FSYNC_BUCKETS_US.partition_point(|&b| b < us);
+        self.buckets[i] += 1;
+        self.count += 1;
+        self.sum_us = self.sum_us.saturating_add(us);
+        self.max_us = self.max_us.max(us);
+    }
+}
+
+/// The journal's numbers (with `--data-dir`): its size from `Journal::stats`, its commits and
+/// fsyncs as counted by the reactor.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JournalMetrics {
+    /// Segment and snapshot files.
+    pub files: u64,
+    /// Jobs whose records are live (queued, running or future background jobs).
+    pub live_jobs: u64,
+    /// Bytes of the live records: what a compaction would keep.
+    pub live_bytes: u64,
+    /// Bytes in the journal's files, plus what is buffered and not yet written.
+    pub total_bytes: u64,
+    /// Group commits that wrote records or fsynced.
+    pub commits: u64,
+    pub fsync: FsyncHistogram,
+}
+
 /// Everything one scrape shows.
 pub struct Input<'a> {
     pub version: &'a str,
@@ -47,6 +92,8 @@ pub struct Input<'a> {
     pub totals: EngineTotals,
     pub net: &'a NetStats,
     pub process: Option<&'a ProcessStats>,
+    /// None without `--data-dir`: no journal families at all.
+    pub journal: Option<&'a JournalMetrics>,
 }
 
 /// A label value with `\`, `"` and newlines escaped, as the format requires.
@@ -139,6 +186,32 @@ impl Writer {
 
     fn single(&mut self, name: &str, kind: Kind, help: &str, v: impl Into<Value>) {
         self.family::<&str>(name, kind, help, [(vec![], v.into())]);
+    }
+
+    /// A histogram without labels: cumulative `_bucket{le}` samples, `_sum` and `_count`.
+    /// `bounds` and `counts` are in seconds and per bucket; `counts` has one more entry
+    /// (+Inf) than `bounds`.
+    fn histogram(
+        &mut self,
+        name: &str,
+        help: &str,
+        bounds: &[f64],
+        counts: &[u64],
+        sum: f64,
+        count: u64,
+    ) {
+        let _ = writeln!(self.out, "# HELP {name} {help}");
+        let _ = writeln!(self.out, "# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (i, c) in counts.iter().enumerate() {
+            cumulative += c;
+            let _ = match bounds.get(i) {
+                Some(le) => writeln!(self.out, "{name}_bucket{{le=\"{le}\"}} {cumulative}"),
+                None => writeln!(self.out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}"),
+            };
+        }
+        let _ = writeln!(self.out, "{name}_sum {sum}");
+        let _ = writeln!(self.out, "{name}_count {count}");
     }
 
     /// A per-function family.
@@ -389,6 +462,9 @@ pub fn render(input: &Input<'_>) -> String {
         "Scheduled time of the entry's next run, in Unix seconds.",
         per_entry(|s| s.next_ms.map(|ms| Value::Float(ms as f64 / 1000.0))),
     );
+    if let Some(j) = input.journal {
+        journal_families(&mut w, j);
+    }
     if let Some(p) = input.process {
         w.single(
             "process_resident_memory_bytes",
@@ -430,6 +506,49 @@ pub fn render(input: &Input<'_>) -> String {
         );
     }
     w.out
+}
+
+fn journal_families(w: &mut Writer, j: &JournalMetrics) {
+    use Kind::{Counter, Gauge};
+    w.single(
+        "gearwheel_journal_bytes",
+        Gauge,
+        "Bytes in the journal's files (--data-dir), with what is buffered and not yet written.",
+        j.total_bytes,
+    );
+    w.single(
+        "gearwheel_journal_live_bytes",
+        Gauge,
+        "Bytes of the journal's live records (what a compaction keeps).",
+        j.live_bytes,
+    );
+    w.single(
+        "gearwheel_journal_files",
+        Gauge,
+        "Segment and snapshot files of the journal.",
+        j.files,
+    );
+    w.single(
+        "gearwheel_journal_live_jobs",
+        Gauge,
+        "Jobs kept in the journal (background and future jobs not yet finished).",
+        j.live_jobs,
+    );
+    w.single(
+        "gearwheel_journal_commits_total",
+        Counter,
+        "Group commits of the journal (one write, and under --fsync always one fsync, per loop turn with changes).",
+        j.commits,
+    );
+    let bounds: Vec<f64> = FSYNC_BUCKETS_US.iter().map(|&us| us as f64 / 1e6).collect();
+    w.histogram(
+        "gearwheel_journal_fsync_seconds",
+        "Time the journal's commits spent in fsync.",
+        &bounds,
+        &j.fsync.buckets,
+        j.fsync.sum_us as f64 / 1e6,
+        j.fsync.count,
+    );
 }
 
 /// Parse /proc/self/stat and the boot time from /proc/stat into process numbers.
@@ -504,6 +623,14 @@ mod tests {
     use crate::engine::JobCounters;
 
     fn sample_input_render(functions: &[FunctionStatus], schedules: &[ScheduleStatus]) -> String {
+        render_with_journal(functions, schedules, None)
+    }
+
+    fn render_with_journal(
+        functions: &[FunctionStatus],
+        schedules: &[ScheduleStatus],
+        journal: Option<&JournalMetrics>,
+    ) -> String {
         let net = NetStats {
             gearman_connections: 3,
             http_connections: 1,
@@ -532,6 +659,7 @@ mod tests {
             },
             net: &net,
             process: Some(&process),
+            journal,
         })
     }
 
@@ -608,6 +736,47 @@ mod tests {
         for l in s.lines().filter(|l| !l.starts_with('#')) {
             let (_, v) = l.rsplit_once(' ').unwrap();
             assert!(v.parse::<f64>().is_ok(), "{l}");
+        }
+    }
+
+    #[test]
+    fn journal_families_only_with_a_journal() {
+        let s = sample_input_render(&[], &[]);
+        assert!(!s.contains("gearwheel_journal"), "{s}");
+        let mut fsync = FsyncHistogram::default();
+        // On a bound counts in that bucket; above the last bound in +Inf.
+        for us in [50, 100, 101, 3_000, 2_000_000] {
+            fsync.observe(us);
+        }
+        assert_eq!(fsync.buckets, [2, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
+        assert_eq!((fsync.count, fsync.max_us), (5, 2_000_000));
+        let j = JournalMetrics {
+            files: 2,
+            live_jobs: 7,
+            live_bytes: 900,
+            total_bytes: 4096,
+            commits: 11,
+            fsync,
+        };
+        let s = render_with_journal(&[], &[], Some(&j));
+        for line in [
+            "gearwheel_journal_bytes 4096",
+            "gearwheel_journal_live_bytes 900",
+            "gearwheel_journal_files 2",
+            "gearwheel_journal_live_jobs 7",
+            "# TYPE gearwheel_journal_commits_total counter",
+            "gearwheel_journal_commits_total 11",
+            "# TYPE gearwheel_journal_fsync_seconds histogram",
+            "gearwheel_journal_fsync_seconds_bucket{le=\"0.0001\"} 2",
+            "gearwheel_journal_fsync_seconds_bucket{le=\"0.00025\"} 3",
+            "gearwheel_journal_fsync_seconds_bucket{le=\"0.0025\"} 3",
+            "gearwheel_journal_fsync_seconds_bucket{le=\"0.005\"} 4",
+            "gearwheel_journal_fsync_seconds_bucket{le=\"1\"} 4",
+            "gearwheel_journal_fsync_seconds_bucket{le=\"+Inf\"} 5",
+            "gearwheel_journal_fsync_seconds_sum 2.003251",
+            "gearwheel_journal_fsync_seconds_count 5",
+        ] {
+            assert!(s.lines().any(|l| l == line), "missing {line:?} in\n{s}");
         }
     }
 

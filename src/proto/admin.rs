@@ -13,6 +13,7 @@ pub enum AdminCommand {
     ShowUniqueJobs,
     ShowScheduled,
     ShowSchedules,
+    ShowJournal,
     /// `reload schedules`: read the schedules file again.
     ReloadSchedules,
     CancelJob(Bytes),
@@ -106,6 +107,7 @@ impl AdminCommand {
                 }
                 (Some(a), _) if word_eq(a, "scheduled") => AdminCommand::ShowScheduled,
                 (Some(a), _) if word_eq(a, "schedules") => AdminCommand::ShowSchedules,
+                (Some(a), _) if word_eq(a, "journal") => AdminCommand::ShowJournal,
                 _ => AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n"),
             }
         } else if word_eq(cmd, "cancel") {
@@ -206,6 +208,7 @@ mod tests {
         assert_eq!(p("show unique jobs"), AdminCommand::ShowUniqueJobs);
         assert_eq!(p("show scheduled"), AdminCommand::ShowScheduled);
         assert_eq!(p("show schedules"), AdminCommand::ShowSchedules);
+        assert_eq!(p("show journal"), AdminCommand::ShowJournal);
         assert_eq!(p("reload schedules"), AdminCommand::ReloadSchedules);
         assert_eq!(p("getpid"), AdminCommand::GetPid);
         assert_eq!(p("verbose"), AdminCommand::Verbose);

@@ -425,6 +425,7 @@ impl Server {
                 let process = metrics::read_process();
                 let functions = self.engine.function_statuses();
                 let schedules = self.engine.schedule_statuses();
+                let journal = self.journal_metrics();
                 let body = metrics::render(&metrics::Input {
                     version: env!("CARGO_PKG_VERSION"),
                     functions: &functions,
@@ -432,6 +433,7 @@ impl Server {
                     totals: self.engine.totals(),
                     net: &net,
                     process: process.as_ref(),
+                    journal: journal.as_ref(),
                 });
                 Reply::new(200, Some(response::PROMETHEUS), body)
             }

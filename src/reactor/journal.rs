@@ -11,6 +11,7 @@ use super::Server;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Fsync;
 use crate::engine::{Durable, FinishKind, RestoredJob};
+use crate::http::metrics::{FsyncHistogram, JournalMetrics};
 use crate::proto::request::Priority;
 use crate::store::{self, FinishReason, FsyncMode, JobAdded, Journal, Options, Record};
 
@@ -20,6 +21,15 @@ const COMPACT_SLICE: usize = 1 << 20;
 /// without this a restart could hand out a foreground job's handle again.
 const HANDLE_BLOCK: u64 = 1 << 16;
 const HANDLES_FILE: &str = "HANDLES";
+
+/// What the reactor counts about the journal's commits, for `/metrics`.
+#[derive(Debug, Default)]
+pub(super) struct JournalCounters {
+    /// Commits that wrote records or fsynced.
+    commits: u64,
+    /// The fsyncs of those commits.
+    fsync: FsyncHistogram,
+}
 
 /// The handle numbers reserved so far (0 if none).
 fn read_reserved(dir: &Path) -> u64 {
@@ -111,8 +121,11 @@ impl Server {
                 Fsync::EveryMs(ms) => FsyncMode::Every(ms),
                 Fsync::Never => FsyncMode::Never,
             },
+            segment_bytes: self.config.journal_segment_bytes,
+            compact_min_bytes: self.config.journal_compact_min,
             ..Options::default()
         };
+        let started = std::time::Instant::now();
         let (journal, replayed) = Journal::open(dir, opts).map_err(|e| {
             format!(
                 "{e}\n(start with --repair to drop the damaged records and keep every intact one)"
@@ -151,11 +164,13 @@ impl Server {
         self.outbox.replies.clear();
         self.journal = Some(journal);
         Ok(format!(
-            "journal {}: {jobs} jobs and {} schedule entries restored from {} files ({} bytes)",
+            "journal {}: {} bytes in {} files, {} records replayed, {jobs} jobs and {} schedule entries recovered in {} ms",
             dir.display(),
-            replayed.schedules.len(),
+            replayed.stats.bytes,
             replayed.stats.files,
-            replayed.stats.bytes
+            replayed.stats.records,
+            replayed.schedules.len(),
+            started.elapsed().as_millis()
         ))
     }
 
@@ -175,7 +190,12 @@ impl Server {
             self.engine.take_durable().for_each(drop);
             return true;
         };
+        // The handles of this batch's new jobs, in case the write fails.
+        let mut added = std::mem::take(&mut self.journal_added);
         for d in self.engine.take_durable() {
+            if let Durable::JobAdded { handle, .. } = &d {
+                added.push(handle.clone());
+            }
             if let Err(e) = j.append(&record(d)) {
                 error!("journal: {e}");
             }
@@ -195,19 +215,68 @@ impl Server {
             return true;
         }
         match j.commit(now) {
-            Ok(_) => {
+            Ok(out) => {
+                let counters = &mut self.journal_counters;
+                if out.bytes_written > 0 || out.fsynced {
+                    counters.commits += 1;
+                }
+                if out.fsynced {
+                    counters.fsync.observe(out.fsync_us);
+                }
                 if self.journal_failing {
                     info!("journal: writing again");
                     self.journal_failing = false;
                 }
+                added.clear();
+                self.journal_added = added;
                 true
             }
             Err(e) => {
+                self.journal_errors += 1;
                 if !self.journal_failing {
-                    error!("journal: {e}; replies that promise durability wait until it can write");
+                    error!(
+                        "journal: {e}; new background jobs are refused with QUEUE_ERROR until it can write again"
+                    );
                     self.journal_failing = true;
                 }
-                false
+                self.refuse_unwritten(&added, &e.to_string());
+                added.clear();
+                self.journal_added = added;
+                // Everything else of the turn may go out: it promises nothing the journal
+                // must hold (the batch stays buffered and is written again next turn).
+                true
+            }
+        }
+    }
+
+    /// The journal could not write: the turn's new jobs that no worker has yet are taken
+    /// back, and their JOB_CREATED replies become `ERROR QUEUE_ERROR` with the reason.
+    fn refuse_unwritten(&mut self, handles: &[Bytes], reason: &str) {
+        if handles.is_empty() {
+            return;
+        }
+        let refused = self.engine.refuse_jobs(handles);
+        // The engine reports their ends; they follow the buffered adds in the journal.
+        if let Some(j) = self.journal.as_mut() {
+            for d in self.engine.take_durable() {
+                if let Err(e) = j.append(&record(d)) {
+                    error!("journal: {e}");
+                }
+            }
+        }
+        if refused.is_empty() {
+            return;
+        }
+        warn!(
+            "journal: {} new background jobs refused: {reason}",
+            refused.len()
+        );
+        let text = format!("Job queue is full: the journal cannot write ({reason})");
+        for (_, r) in self.outbox.replies.iter_mut() {
+            if let crate::proto::response::Response::JobCreated { handle } = r {
+                if refused.contains(handle) {
+                    *r = crate::proto::response::Response::error("QUEUE_ERROR", text.clone());
+                }
             }
         }
     }
@@ -224,6 +293,91 @@ impl Server {
                 false
             }
         }
+    }
+
+    /// `show journal`: one `name\tvalue` line per figure, then `.`.
+    pub(super) fn journal_listing(&self) -> String {
+        let Some(j) = self.journal.as_ref() else {
+            return "ERR NO_JOURNAL The+server+runs+without+--data-dir\r\n".into();
+        };
+        let st = j.stats();
+        let fsync = match st.fsync {
+            FsyncMode::Always => "always".to_string(),
+            FsyncMode::Every(ms) => format!("every {ms} ms"),
+            FsyncMode::Never => "never".to_string(),
+        };
+        let last = if st.fsyncs == 0 {
+            "-".to_string()
+        } else {
+            chrono::DateTime::from_timestamp_millis(st.last_fsync_ms as i64)
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                .unwrap_or_default()
+        };
+        let rows: [(&str, String); 15] = [
+            ("dir", j.dir().display().to_string()),
+            ("fsync", fsync),
+            ("files", st.files.to_string()),
+            ("live_jobs", st.live_jobs.to_string()),
+            ("schedule_entries", st.schedule_entries.to_string()),
+            ("live_bytes", st.live_bytes.to_string()),
+            (
+                "dead_bytes",
+                st.total_bytes.saturating_sub(st.live_bytes).to_string(),
+            ),
+            ("total_bytes", st.total_bytes.to_string()),
+            ("unsynced_bytes", st.unsynced_bytes.to_string()),
+            ("writes", st.writes.to_string()),
+            ("fsyncs", st.fsyncs.to_string()),
+            ("last_fsync", last),
+            ("last_fsync_us", st.last_fsync_us.to_string()),
+            (
+                "write_errors",
+                (st.write_errors.max(self.journal_errors)).to_string(),
+            ),
+            (
+                "compactions",
+                format!(
+                    "{}{}",
+                    st.compactions,
+                    if st.compacting { " (one running)" } else { "" }
+                ),
+            ),
+        ];
+        let mut s = String::new();
+        for (k, v) in rows {
+            s.push_str(k);
+            s.push('\t');
+            s.push_str(&v);
+            s.push('\n');
+        }
+        s.push_str(".\n");
+        s
+    }
+
+    /// Answer this turn's `show journal` requests.
+    pub(super) fn answer_show_journal(&mut self) {
+        let asked = std::mem::take(&mut self.outbox.show_journal);
+        if asked.is_empty() {
+            return;
+        }
+        let text = bytes::Bytes::from(self.journal_listing());
+        for id in asked {
+            self.outbox
+                .push(id, crate::proto::response::Response::Text(text.clone()));
+        }
+    }
+
+    /// The journal's numbers for `/metrics`; None without `--data-dir`.
+    pub(super) fn journal_metrics(&self) -> Option<JournalMetrics> {
+        let st = self.journal.as_ref()?.stats();
+        Some(JournalMetrics {
+            files: st.files as u64,
+            live_jobs: st.live_jobs as u64,
+            live_bytes: st.live_bytes,
+            total_bytes: st.total_bytes,
+            commits: self.journal_counters.commits,
+            fsync: self.journal_counters.fsync.clone(),
+        })
     }
 
     /// When the loop must wake for the journal (a pending fsync under `--fsync MS`).

@@ -75,6 +75,12 @@ pub struct Server {
     turn_now: u64,
     /// Handle numbers below this are reserved in the data directory.
     handles_reserved: u64,
+    /// Handles of new background jobs in the journal batch being committed (reused).
+    journal_added: Vec<bytes::Bytes>,
+    /// Commits that failed since start.
+    journal_errors: u64,
+    /// Commits and fsync latencies of the journal, for /metrics (journal.rs).
+    journal_counters: journal::JournalCounters,
 }
 
 impl Server {
@@ -114,6 +120,9 @@ impl Server {
             compacting: false,
             turn_now: 0,
             handles_reserved: 0,
+            journal_added: Vec::new(),
+            journal_errors: 0,
+            journal_counters: journal::JournalCounters::default(),
         })
     }
 
@@ -240,6 +249,7 @@ impl Server {
             }
             self.engine.on_time(now, &mut self.outbox);
             self.answer_reloads(now);
+            self.answer_show_journal();
             self.dispatch();
             self.finish_turn(now);
             self.compacting = self.compact_journal();

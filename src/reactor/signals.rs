@@ -41,6 +41,12 @@ impl Signals {
             signal_hook::flag::register(sig, Arc::clone(flag))?;
             signal_hook::low_level::pipe::register(sig, tx.try_clone()?)?;
         }
+        // A write past RLIMIT_FSIZE must fail with EFBIG (which the journal reports and
+        // survives), not kill the process with SIGXFSZ.
+        // SAFETY: setting a signal's disposition to ignore has no other effect.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        }
         Ok(Signals {
             rx: UnixStream::from_std(rx),
             stop,
