@@ -45,6 +45,8 @@ pub struct Connection {
     pub bytes_out: u64,
     /// The poller said the peer hung up: read until EOF rather than stop at a short read.
     pub hup_seen: bool,
+    /// Registered for writability too (a write would have blocked).
+    pub write_interest: bool,
 }
 
 /// What a read pass found.
@@ -73,6 +75,7 @@ impl Connection {
             bytes_in: 0,
             bytes_out: 0,
             hup_seen: false,
+            write_interest: false,
         }
     }
 

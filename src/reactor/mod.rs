@@ -366,10 +366,12 @@ impl Server {
             }
             let entry = self.conns.vacant_entry();
             let idx = entry.key();
+            // Readable only: writability is asked for when a write would block, so that
+            // every ACK does not wake the loop.
             if let Err(e) = self.poll.registry().register(
                 &mut stream,
                 Token(CONN_BASE + idx),
-                Interest::READABLE | Interest::WRITABLE,
+                Interest::READABLE,
             ) {
                 error!("cannot register connection from {peer}: {e}");
                 continue;
@@ -520,6 +522,25 @@ impl Server {
                 c.write_pending = false;
                 match c.flush() {
                     Ok(()) => {
+                        let blocked = !c.wbuf.is_empty();
+                        if blocked != c.write_interest {
+                            let interest = if blocked {
+                                Interest::READABLE | Interest::WRITABLE
+                            } else {
+                                Interest::READABLE
+                            };
+                            let token = Token(CONN_BASE + idx);
+                            if let Err(e) =
+                                self.poll
+                                    .registry()
+                                    .reregister(&mut c.stream, token, interest)
+                            {
+                                info!("connection {idx}: cannot change its interest: {e}");
+                                self.to_close.push(idx);
+                                continue;
+                            }
+                            c.write_interest = blocked;
+                        }
                         if c.wbuf.len() > self.config.max_output_buffer {
                             warn!(
                                 "closing connection {idx}: {} unsent bytes exceed --max-output-buffer",
