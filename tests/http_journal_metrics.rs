@@ -1,15 +1,19 @@
-//! The journal's families in `/metrics` (with `--data-dir`): size, live jobs, commits and the
-//! fsync latency histogram move with the work done; without `--data-dir` they are absent.
+//! The journal's families in `/metrics` (with `--data-dir`): size, live jobs, commits, write
+//! errors and the fsync latency histogram move with the work done; without `--data-dir` they
+//! are absent.
 
 mod common;
 mod http_support;
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
-use common::{require, t};
+use common::{Conn, require, t};
 use http_support::*;
 
 fn samples(text: &str) -> HashMap<String, f64> {
@@ -95,6 +99,7 @@ fn journal_metrics_move_with_submits_and_completions() {
     assert_eq!(v("gearwheel_journal_live_jobs"), 0.0);
     assert_eq!(v("gearwheel_journal_live_bytes"), 0.0);
     assert_eq!(v("gearwheel_journal_commits_total"), 0.0);
+    assert_eq!(v("gearwheel_journal_write_errors_total"), 0.0);
     assert_eq!(v("gearwheel_journal_fsync_seconds_count"), 0.0);
     assert_eq!(v(BUCKET_INF), 0.0);
     assert!(text.contains("# TYPE gearwheel_journal_fsync_seconds histogram\n"));
@@ -142,7 +147,7 @@ fn journal_metrics_move_with_submits_and_completions() {
                 .any(|l| l == "gearwheel_journal_commits counter 1"),
             "{p}"
         );
-        assert_eq!(p.lines().count(), 6, "{p}");
+        assert_eq!(p.lines().count(), 7, "{p}");
     }
 
     // A worker finishes one job: one live job less, more bytes written, more commits.
@@ -186,4 +191,76 @@ fn no_journal_families_without_a_data_dir() {
     let s = HttpServer::start(&[]);
     let (text, _) = scrape(&s);
     assert!(!text.contains("gearwheel_journal"), "{text}");
+}
+
+/// A journal that cannot write (RLIMIT_FSIZE: writes fail with EFBIG) counts its failures.
+#[test]
+fn write_errors_are_counted() {
+    let dir = data_dir("full");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gearwheel"));
+    cmd.args(["serve", "-p", "0", "--http-port", "0", "--data-dir"])
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 64 * 1024,
+                rlim_max: 64 * 1024,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            for prefix in ["gearwheel: Listening on ", "gearwheel: HTTP listening on "] {
+                if let Some(a) = line.strip_prefix(prefix) {
+                    let _ = tx.send((prefix.contains("HTTP"), a.trim().to_string()));
+                }
+            }
+        }
+    });
+    let (mut gearman, mut http) = (None, None);
+    while gearman.is_none() || http.is_none() {
+        let (is_http, a) = rx.recv_timeout(Duration::from_secs(10)).expect("started");
+        let a: std::net::SocketAddr = a.parse().unwrap();
+        if is_http {
+            http = Some(a)
+        } else {
+            gearman = Some(a)
+        }
+    }
+    let mut c = Conn::connect(gearman.unwrap());
+    let data = vec![b'x'; 1000];
+    let mut refused = false;
+    for i in 0..1000 {
+        c.send_req(
+            t::SUBMIT_JOB_BG,
+            &[b"big", format!("u{i}").as_bytes(), &data],
+        );
+        if c.read_packet().ptype == t::ERROR {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the journal filled up");
+    let mut h = Http::connect(http.unwrap());
+    h.send(&request("GET", "/metrics", &[], b""));
+    let text = h.read().text();
+    let m = samples(&text);
+    assert!(
+        get(&m, &text, "gearwheel_journal_write_errors_total") >= 1.0,
+        "{text}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
 }

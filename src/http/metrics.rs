@@ -81,6 +81,8 @@ pub struct JournalMetrics {
     pub total_bytes: u64,
     /// Group commits that wrote records or fsynced.
     pub commits: u64,
+    /// Writes and fsyncs that failed (disk full, I/O error).
+    pub write_errors: u64,
     pub fsync: FsyncHistogram,
 }
 
@@ -540,6 +542,12 @@ fn journal_families(w: &mut Writer, j: &JournalMetrics) {
         "Group commits of the journal (one write, and under --fsync always one fsync, per loop turn with changes).",
         j.commits,
     );
+    w.single(
+        "gearwheel_journal_write_errors_total",
+        Counter,
+        "Journal writes and fsyncs that failed (disk full, I/O error); new jobs are refused meanwhile.",
+        j.write_errors,
+    );
     let bounds: Vec<f64> = FSYNC_BUCKETS_US.iter().map(|&us| us as f64 / 1e6).collect();
     w.histogram(
         "gearwheel_journal_fsync_seconds",
@@ -756,6 +764,7 @@ mod tests {
             live_bytes: 900,
             total_bytes: 4096,
             commits: 11,
+            write_errors: 3,
             fsync,
         };
         let s = render_with_journal(&[], &[], Some(&j));
@@ -766,6 +775,7 @@ mod tests {
             "gearwheel_journal_live_jobs 7",
             "# TYPE gearwheel_journal_commits_total counter",
             "gearwheel_journal_commits_total 11",
+            "gearwheel_journal_write_errors_total 3",
             "# TYPE gearwheel_journal_fsync_seconds histogram",
             "gearwheel_journal_fsync_seconds_bucket{le=\"0.0001\"} 2",
             "gearwheel_journal_fsync_seconds_bucket{le=\"0.00025\"} 3",

@@ -376,6 +376,7 @@ impl Server {
             live_bytes: st.live_bytes,
             total_bytes: st.total_bytes,
             commits: self.journal_counters.commits,
+            write_errors: st.write_errors.max(self.journal_errors),
             fsync: self.journal_counters.fsync.clone(),
         })
     }
