@@ -101,7 +101,7 @@ impl Engine {
         // Two live jobs with one unique cannot come from one run of the engine, but a journal
         // written by another version might hold them: keep both, coalesce on the first.
         let key = UniqueKey::of(&r.unique, &r.data).filter(|uk| {
-            let taken = self.by_unique.contains_key(&(f, uk.clone()));
+            let taken = self.by_unique.get(f, uk, &self.jobs).is_some();
             if taken {
                 log::warn!(
                     "journal: job {} has the unique of a job already restored; kept as a separate job",
@@ -135,7 +135,7 @@ impl Engine {
             // clients may hold it.
             self.by_handle.remove(&job.handle);
             job.handle = r.handle;
-            self.by_handle.insert(job.handle.clone(), k);
+            self.by_handle.insert(&job.handle, k);
         }
     }
 
@@ -157,7 +157,7 @@ impl Engine {
     pub fn refuse_jobs(&mut self, handles: &[Bytes]) -> Vec<Bytes> {
         let mut refused = Vec::new();
         for h in handles {
-            let Some(&k) = self.by_handle.get(h) else {
+            let Some(k) = self.by_handle.get(h) else {
                 continue;
             };
             if matches!(self.jobs[k].state, JobState::Queued | JobState::Future(_)) {

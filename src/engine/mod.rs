@@ -4,6 +4,7 @@
 
 mod admin;
 mod durable;
+mod handles;
 mod query;
 mod reactor_api;
 mod schedules;
@@ -141,8 +142,8 @@ pub struct Engine {
     functions: Slab<Function>,
     func_by_name: FastMap<Bytes, FuncId>,
     jobs: Slab<Job>,
-    by_handle: FastMap<Bytes, JobKey>,
-    by_unique: FastMap<(FuncId, UniqueKey), JobKey>,
+    by_handle: handles::HandleIndex,
+    by_unique: handles::UniqueIndex,
     timers: Timers<TimerEvent>,
     next_handle: u64,
     next_seq: u64,
@@ -164,14 +165,15 @@ const NOT_FOUND_EXCEPTION: &str = "An exception was received for a job that does
 
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
+        let by_handle = handles::HandleIndex::new(&config.handle_prefix);
         Engine {
             config,
             conns: Vec::new(),
             functions: Slab::new(),
             func_by_name: FastMap::default(),
             jobs: Slab::new(),
-            by_handle: FastMap::default(),
-            by_unique: FastMap::default(),
+            by_handle,
+            by_unique: handles::UniqueIndex::default(),
             timers: Timers::new(),
             next_handle: 1,
             next_seq: 0,
@@ -442,7 +444,7 @@ impl Engine {
                 if self
                     .conn(id)
                     .is_some_and(|c| c.last_exception.as_ref() == Some(&handle))
-                    && !self.by_handle.contains_key(&handle)
+                    && !self.by_handle.contains(&handle)
                 {
                     if let Some(c) = self.conn_mut(id) {
                         c.last_exception = None;
@@ -492,7 +494,7 @@ impl Engine {
                 self.remove_job(key, FinishKind::Exception);
             }
             Request::GetStatus { handle } => {
-                let r = match self.by_handle.get(&handle).map(|&k| &self.jobs[k]) {
+                let r = match self.by_handle.get(&handle).map(|k| &self.jobs[k]) {
                     Some(job) => Response::StatusRes {
                         handle,
                         known: true,
@@ -950,7 +952,7 @@ impl Engine {
         text: &'static str,
         out: &mut Outbox,
     ) -> Option<JobKey> {
-        let key = self.by_handle.get(handle).copied();
+        let key = self.by_handle.get(handle);
         match key {
             Some(k) if self.jobs[k].state == JobState::Running(id) => Some(k),
             _ => {
@@ -1005,8 +1007,7 @@ impl Engine {
         let key = UniqueKey::of(&unique, &data);
         if let Some(existing) = key
             .as_ref()
-            .and_then(|k| self.by_unique.get(&(f, k.clone())))
-            .copied()
+            .and_then(|k| self.by_unique.get(f, k, &self.jobs))
         {
             let job = &mut self.jobs[existing];
             if background {
@@ -1126,9 +1127,11 @@ impl Engine {
         let k = self.jobs.insert(job);
         self.jobs_peak = self.jobs_peak.max(self.jobs.len());
         self.journal_added(k);
-        self.by_handle.insert(handle.clone(), k);
+        self.by_handle.insert(&handle, k);
         if let Some(uk) = key {
-            self.by_unique.insert((f, uk), k);
+            if !self.by_unique.insert(f, &uk, k) {
+                self.jobs[k].indexed = false;
+            }
         }
         if let Some(c) = client.and_then(|c| self.conn_mut(c)) {
             c.attached.push(k);
@@ -1185,10 +1188,7 @@ impl Engine {
         }
         self.by_handle.remove(&job.handle);
         if let Some(uk) = UniqueKey::of(&job.unique, &job.data).filter(|_| job.indexed) {
-            let mk = (job.func, uk);
-            if self.by_unique.get(&mk) == Some(&k) {
-                self.by_unique.remove(&mk);
-            }
+            self.by_unique.remove(job.func, &uk, k);
         }
         if let Some(t) = job.timeout {
             self.timers.cancel(t);
@@ -1286,7 +1286,7 @@ impl Engine {
         let uk = UniqueKey::Unique(unique.clone());
         self.functions
             .iter()
-            .find_map(|(f, _)| self.by_unique.get(&(f, uk.clone())).copied())
+            .find_map(|(f, _)| self.by_unique.get(f, &uk, &self.jobs))
     }
 }
 

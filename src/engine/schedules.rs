@@ -341,13 +341,13 @@ impl Engine {
             let key = UniqueKey::of(&unique, &Bytes::new());
             if let Some(existing) = key
                 .as_ref()
-                .and_then(|k| self.by_unique.get(&(f, k.clone())))
+                .and_then(|k| self.by_unique.get(f, k, &self.jobs))
             {
                 skipped += 1;
                 log::warn!(
                     "schedule {id}: run at {} skipped: its previous job {} is still queued or running (overlap=skip)",
                     rfc3339(nominal),
-                    String::from_utf8_lossy(&self.jobs[*existing].handle)
+                    String::from_utf8_lossy(&self.jobs[existing].handle)
                 );
                 continue;
             }
