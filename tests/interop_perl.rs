@@ -10,8 +10,6 @@
 mod common;
 mod interop_support;
 
-use std::process::Command;
-
 use common::{Server, require};
 use interop_support::*;
 
@@ -23,29 +21,11 @@ fn have_perl() -> bool {
 }
 
 fn perl_worker(s: &Server) -> Proc {
-    let mut w = Proc::spawn(
-        "perl worker",
-        Command::new("perl")
-            .arg(script("worker.pl"))
-            .arg(s.port().to_string()),
-        None,
-    );
-    w.wait_stdout("ready\n", 5);
-    wait_workers(s, "hold", 1, 5);
-    w
+    script_worker(s, "perl", "worker.pl", 5)
 }
 
 fn perl_client(s: &Server, scenario: &str, arg: &str) -> String {
-    run(
-        &format!("perl client {scenario}"),
-        Command::new("perl")
-            .arg(script("client.pl"))
-            .arg(s.port().to_string())
-            .arg(scenario)
-            .arg(arg),
-        None,
-        9,
-    )
+    script_client(s, "perl", "client.pl", scenario, arg)
 }
 
 #[test]

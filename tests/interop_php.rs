@@ -10,8 +10,6 @@
 mod common;
 mod interop_support;
 
-use std::process::Command;
-
 use common::{Server, require};
 use interop_support::*;
 
@@ -23,29 +21,11 @@ fn have_php() -> bool {
 }
 
 fn php_worker(s: &Server) -> Proc {
-    let mut w = Proc::spawn(
-        "php worker",
-        Command::new("php")
-            .arg(script("worker.php"))
-            .arg(s.port().to_string()),
-        None,
-    );
-    w.wait_stdout("ready\n", 5);
-    wait_workers(s, "hold", 1, 5);
-    w
+    script_worker(s, "php", "worker.php", 5)
 }
 
 fn php_client(s: &Server, scenario: &str, arg: &str) -> String {
-    run(
-        &format!("php client {scenario}"),
-        Command::new("php")
-            .arg(script("client.php"))
-            .arg(s.port().to_string())
-            .arg(scenario)
-            .arg(arg),
-        None,
-        9,
-    )
+    script_client(s, "php", "client.php", scenario, arg)
 }
 
 #[test]

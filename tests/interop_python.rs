@@ -10,8 +10,6 @@
 mod common;
 mod interop_support;
 
-use std::process::Command;
-
 use common::{Server, require};
 use interop_support::*;
 
@@ -20,29 +18,11 @@ fn have_gear() -> bool {
 }
 
 fn gear_worker(s: &Server) -> Proc {
-    let mut w = Proc::spawn(
-        "gear worker",
-        Command::new("python3")
-            .arg(script("gear_worker.py"))
-            .arg(s.port().to_string()),
-        None,
-    );
-    w.wait_stdout("ready\n", 10);
-    wait_workers(s, "hold", 1, 5);
-    w
+    script_worker(s, "python3", "gear_worker.py", 10)
 }
 
 fn gear_client(s: &Server, scenario: &str, arg: &str) -> String {
-    run(
-        &format!("gear client {scenario}"),
-        Command::new("python3")
-            .arg(script("gear_client.py"))
-            .arg(s.port().to_string())
-            .arg(scenario)
-            .arg(arg),
-        None,
-        9,
-    )
+    script_client(s, "python3", "gear_client.py", scenario, arg)
 }
 
 #[test]

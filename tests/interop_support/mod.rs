@@ -322,3 +322,38 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Start `interpreter SCRIPT PORT` as a worker and wait until it says `ready` and the server
+/// sees it registered for `hold` (every interop worker script registers `hold`).
+pub fn script_worker(server: &Server, interpreter: &str, name: &str, ready_secs: u64) -> Proc {
+    let mut w = Proc::spawn(
+        &format!("{interpreter} worker"),
+        Command::new(interpreter)
+            .arg(script(name))
+            .arg(server.port().to_string()),
+        None,
+    );
+    w.wait_stdout("ready\n", ready_secs);
+    wait_workers(server, "hold", 1, 5);
+    w
+}
+
+/// Run `interpreter SCRIPT PORT SCENARIO ARG` to completion and return its stdout.
+pub fn script_client(
+    server: &Server,
+    interpreter: &str,
+    name: &str,
+    scenario: &str,
+    arg: &str,
+) -> String {
+    run(
+        &format!("{interpreter} client {scenario}"),
+        Command::new(interpreter)
+            .arg(script(name))
+            .arg(server.port().to_string())
+            .arg(scenario)
+            .arg(arg),
+        None,
+        9,
+    )
+}
