@@ -17,7 +17,7 @@ use crate::proto::packet::PacketType;
 use crate::proto::request::{GrabKind, Priority, Request, RequestError};
 use crate::proto::response::Response;
 use crate::schedule::{SchedSpec, Zone};
-use crate::timer::Timers;
+use crate::timer::{TimerKey, Timers};
 
 pub use durable::{Durable, FinishKind, RestoredJob};
 pub use query::{
@@ -145,6 +145,8 @@ pub struct Engine {
     by_handle: handles::HandleIndex,
     by_unique: handles::UniqueIndex,
     timers: Timers<TimerEvent>,
+    /// CAN_DO_TIMEOUT deadlines of running jobs (those with `timed` set).
+    timeouts: FastMap<JobKey, TimerKey>,
     next_handle: u64,
     next_seq: u64,
     running: usize,
@@ -175,6 +177,7 @@ impl Engine {
             by_handle,
             by_unique: handles::UniqueIndex::default(),
             timers: Timers::new(),
+            timeouts: FastMap::default(),
             next_handle: 1,
             next_seq: 0,
             running: 0,
@@ -581,7 +584,10 @@ impl Engine {
                     let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {
                         continue;
                     };
-                    j.timeout = None;
+                    if j.timed {
+                        j.timed = false;
+                        self.timeouts.remove(&job);
+                    }
                     if let JobState::Running(worker) = j.state {
                         log::warn!(
                             "job {} ran past its CAN_DO_TIMEOUT on worker {}; failing it",
@@ -709,8 +715,11 @@ impl Engine {
             }
             job.numerator = 0;
             job.denominator = 0;
-            if let Some(t) = job.timeout.take() {
-                self.timers.cancel(t);
+            if job.timed {
+                job.timed = false;
+                if let Some(t) = self.timeouts.remove(&k) {
+                    self.timers.cancel(t);
+                }
             }
             let limit = self.config.job_retries;
             if limit > 0 && job.retries >= limit {
@@ -879,15 +888,19 @@ impl Engine {
         let key = entry.job;
         let job = &mut self.jobs[key];
         job.state = JobState::Running(id);
-        job.started_ms = Some(now);
+        if let Some(origin) = job.origin.as_mut() {
+            origin.started_ms = Some(now);
+        }
         if let Some(ms) = timeout {
-            job.timeout = Some(self.timers.insert(
+            let t = self.timers.insert(
                 now.saturating_add(ms),
                 TimerEvent::JobTimeout {
                     job: key,
                     seq: job.seq,
                 },
-            ));
+            );
+            job.timed = true;
+            self.timeouts.insert(key, t);
         }
         let func_name = self.functions[f].name.clone();
         let r = match (kind, job.reducer.as_deref()) {
@@ -1068,6 +1081,7 @@ impl Engine {
         }
         self.by_handle.shrink_to_fit();
         self.by_unique.shrink_to_fit();
+        self.timeouts.shrink_to_fit();
         for (_, f) in self.functions.iter_mut() {
             for q in f.queues.iter_mut() {
                 q.shrink_to_fit();
@@ -1118,10 +1132,9 @@ impl Engine {
             numerator: 0,
             denominator: 0,
             indexed: key.is_some(),
-            timeout: None,
+            timed: false,
             due_ms: new.due_ms,
             origin: new.origin.map(Box::new),
-            started_ms: None,
             id: job_id,
         };
         let k = self.jobs.insert(job);
@@ -1190,8 +1203,10 @@ impl Engine {
         if let Some(uk) = UniqueKey::of(&job.unique, &job.data).filter(|_| job.indexed) {
             self.by_unique.remove(job.func, &uk, k);
         }
-        if let Some(t) = job.timeout {
-            self.timers.cancel(t);
+        if job.timed {
+            if let Some(t) = self.timeouts.remove(&k) {
+                self.timers.cancel(t);
+            }
         }
         if let Some(func) = self.functions.get_mut(job.func) {
             match job.state {

@@ -372,6 +372,7 @@ impl Engine {
                 origin: Some(Origin {
                     entry: Rc::clone(&id),
                     scheduled_ms: nominal,
+                    started_ms: None,
                 }),
             };
             let k: JobKey = self.create_job(new, key, None, now, out);
@@ -401,7 +402,7 @@ impl Engine {
     pub(super) fn schedule_outcome(&mut self, k: JobKey, outcome: Outcome<'_>, now: u64) {
         let job = &self.jobs[k];
         let Some(origin) = &job.origin else { return };
-        let duration = job.started_ms.map(|s| now.saturating_sub(s));
+        let duration = origin.started_ms.map(|s| now.saturating_sub(s));
         let text = outcome.text();
         log::info!(
             "schedule {} job {} (scheduled {}): {text}{}",

@@ -181,20 +181,19 @@ pub struct Job {
     pub queue_seq: u64,
     pub state: JobState,
     /// Foreground clients in attach order.
-    pub clients: Vec<ConnId>,
+    pub clients: Clients,
     pub retries: u32,
     pub numerator: u32,
     pub denominator: u32,
     /// The job is in `by_unique` (under the key `UniqueKey::of(unique, data)`).
     pub indexed: bool,
-    /// CAN_DO_TIMEOUT deadline of the current run.
-    pub timeout: Option<TimerKey>,
+    /// The current run has a CAN_DO_TIMEOUT deadline, kept in the engine's `timeouts` map
+    /// (few jobs have one, so it is not a field of every job).
+    pub timed: bool,
     /// Due time in milliseconds since the epoch, for future jobs.
     pub due_ms: Option<u64>,
-    /// The schedule entry that injected the job.
+    /// The schedule entry that injected the job (and when a worker last took it).
     pub origin: Option<Box<Origin>>,
-    /// When a worker last took it.
-    pub started_ms: Option<u64>,
     /// The handle's counter `n`, the job's id in the journal.
     pub id: u64,
 }
@@ -205,4 +204,112 @@ pub struct Origin {
     pub entry: std::rc::Rc<str>,
     /// The run's scheduled (nominal) time.
     pub scheduled_ms: u64,
+    /// When a worker last took the job (only scheduled jobs need it: the outcome's duration).
+    pub started_ms: Option<u64>,
+}
+
+/// A job's foreground clients in attach order: none (background jobs), one inline (the usual
+/// foreground job), or a boxed list when several submits coalesced. 16 bytes, not a `Vec`'s 24.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Clients {
+    #[default]
+    None,
+    One(ConnId),
+    // Boxed on purpose: a `Vec` inline would make every job 8 bytes larger.
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<ConnId>>),
+}
+
+impl Clients {
+    pub fn as_slice(&self) -> &[ConnId] {
+        match self {
+            Clients::None => &[],
+            Clients::One(c) => std::slice::from_ref(c),
+            Clients::Many(v) => v,
+        }
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, ConnId> {
+        self.as_slice().iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    pub fn contains(&self, c: &ConnId) -> bool {
+        self.as_slice().contains(c)
+    }
+
+    pub fn push(&mut self, c: ConnId) {
+        match self {
+            Clients::None => *self = Clients::One(c),
+            Clients::One(first) => *self = Clients::Many(Box::new(vec![*first, c])),
+            Clients::Many(v) => v.push(c),
+        }
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(&ConnId) -> bool) {
+        match self {
+            Clients::None => {}
+            Clients::One(c) => {
+                if !keep(c) {
+                    *self = Clients::None;
+                }
+            }
+            Clients::Many(v) => {
+                v.retain(|c| keep(c));
+                if v.is_empty() {
+                    *self = Clients::None;
+                }
+            }
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Clients {
+    type Item = &'a ConnId;
+    type IntoIter = std::slice::Iter<'a, ConnId>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl FromIterator<ConnId> for Clients {
+    fn from_iter<I: IntoIterator<Item = ConnId>>(iter: I) -> Self {
+        let mut c = Clients::None;
+        for id in iter {
+            c.push(id);
+        }
+        c
+    }
+}
+
+impl IntoIterator for Clients {
+    type Item = ConnId;
+    type IntoIter = std::vec::IntoIter<ConnId>;
+    fn into_iter(self) -> Self::IntoIter {
+        match self {
+            Clients::None => Vec::new().into_iter(),
+            Clients::One(c) => vec![c].into_iter(),
+            Clients::Many(v) => v.into_iter(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every queued job pays for this struct (plus the slab's slack): keep it small.
+    #[test]
+    fn job_stays_small() {
+        let size = std::mem::size_of::<Job>();
+        assert!(size <= 216, "Job grew to {size} bytes");
+        assert_eq!(std::mem::size_of::<Clients>(), 16);
+    }
 }
