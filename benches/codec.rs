@@ -12,7 +12,7 @@ use gearwheel::proto::admin::AdminCommand;
 use gearwheel::proto::frame::{Incoming, Limits, decode};
 use gearwheel::proto::packet::PacketType;
 use gearwheel::proto::request::Request;
-use gearwheel::proto::response::{Response, encode};
+use gearwheel::proto::response::{Handle, Response, encode};
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -152,7 +152,12 @@ fn main() {
     );
 
     println!("encode (into a reused write buffer):");
-    let hb = Bytes::from_static(handle);
+    // The server's own handles: a shared prefix and the number, written out while encoding.
+    let hb = Handle::Own {
+        prefix: Bytes::from_static(b"H:bench-host:"),
+        n: 1234567,
+    };
+    assert_eq!(hb, &handle[..]);
     let fb = Bytes::from_static(b"reverse");
     let ub = Bytes::from_static(unique);
     let db = Bytes::from_static(&PAYLOAD);

@@ -215,3 +215,39 @@ fn show_journal_reports_the_files_and_fsyncs() {
         "ERR NO_JOURNAL The+server+runs+without+--data-dir\r\n"
     );
 }
+
+#[test]
+fn jobs_keep_their_handles_when_the_prefix_changes() {
+    let dir = data_dir("prefix");
+    let s = start(&dir, &[]);
+    let mut c = s.connect();
+    let old = c.submit(t::SUBMIT_JOB_BG, "fn", "u", b"old");
+    kill9(s);
+    let s = Server::start(&[
+        "--job-handle-prefix",
+        "H:new",
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let mut c = s.connect();
+    c.send_req(t::GET_STATUS, &[old.as_bytes()]);
+    assert_eq!(
+        c.expect(t::STATUS_RES),
+        format!("{old}\x001\x000\x000\x000").into_bytes()
+    );
+    let new = c.submit(t::SUBMIT_JOB_BG, "fn", "", b"new");
+    assert!(new.starts_with("H:new:"), "{new}");
+    let mut w = s.connect();
+    w.can_do(&["fn"]);
+    let (h, _, _, d) = w.grab_uniq().unwrap();
+    assert_eq!((h.as_str(), &d[..]), (old.as_str(), &b"old"[..]));
+    w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
+    let (h, _, _, _) = w.grab_uniq().unwrap();
+    assert_eq!(h, new);
+    // The old handle is gone for good after its completion.
+    c.send_req(t::GET_STATUS, &[old.as_bytes()]);
+    assert_eq!(
+        c.expect(t::STATUS_RES),
+        format!("{old}\x000\x000\x000\x000").into_bytes()
+    );
+}

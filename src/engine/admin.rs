@@ -67,7 +67,7 @@ impl Engine {
                     let _ = writeln!(
                         s,
                         "{}\t{}\t0\t{}",
-                        lossy(&j.handle),
+                        self.by_handle.of(j),
                         j.retries,
                         u8::from(j.background)
                     );
@@ -99,7 +99,7 @@ impl Engine {
                     let _ = writeln!(
                         s,
                         "{}\t{}\t{}\t{}\t{}",
-                        lossy(&j.handle),
+                        self.by_handle.of(j),
                         lossy(&self.functions[j.func].name),
                         lossy(&j.unique),
                         when,

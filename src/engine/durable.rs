@@ -84,7 +84,7 @@ impl Engine {
         };
         self.durable.push(Durable::JobAdded {
             id: job.id,
-            handle: job.handle.clone(),
+            handle: self.by_handle.of(job).to_bytes(),
             func: self.functions[job.func].name.clone(),
             unique: job.unique.clone(),
             reducer: job.reducer.as_deref().cloned(),
@@ -130,12 +130,12 @@ impl Engine {
         self.next_handle = saved;
         let job = &mut self.jobs[k];
         job.retries = r.retries;
-        if job.handle != r.handle {
+        if !self.by_handle.is_own(&r.handle, job.id) {
             // A different --job-handle-prefix than when it was saved: keep the saved handle,
             // clients may hold it.
-            self.by_handle.remove(&job.handle);
-            job.handle = r.handle;
-            self.by_handle.insert(&job.handle, k);
+            self.by_handle.remove_job(job);
+            job.foreign_handle = Some(Box::new(r.handle));
+            self.by_handle.insert_job(job, k);
         }
     }
 

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use slab::Slab;
 
 use super::{FastMap, FuncId, Job, JobKey, UniqueKey};
+use crate::proto::response::Handle;
 
 #[derive(Debug)]
 pub struct HandleIndex {
@@ -67,6 +68,48 @@ impl HandleIndex {
             None => {
                 self.foreign.remove(handle);
             }
+        }
+    }
+
+    /// `job`'s handle: `<prefix>:<id>` sharing the prefix's block (no allocation), or its
+    /// foreign handle.
+    pub fn of(&self, job: &Job) -> Handle {
+        match &job.foreign_handle {
+            None => self.own(job.id),
+            Some(h) => Handle::Other((**h).clone()),
+        }
+    }
+
+    /// This run's handle number `n`.
+    pub fn own(&self, n: u64) -> Handle {
+        Handle::Own {
+            prefix: self.prefix.clone(),
+            n,
+        }
+    }
+
+    /// Whether `handle` is this run's handle number `n`.
+    pub fn is_own(&self, handle: &[u8], n: u64) -> bool {
+        self.number(handle) == Some(n)
+    }
+
+    /// Index `job` (at `k`) under its handle.
+    pub fn insert_job(&mut self, job: &Job, k: JobKey) {
+        match &job.foreign_handle {
+            None => {
+                self.by_number.insert(job.id, k);
+            }
+            Some(h) => self.insert(h, k),
+        }
+    }
+
+    /// Forget `job`'s handle.
+    pub fn remove_job(&mut self, job: &Job) {
+        match &job.foreign_handle {
+            None => {
+                self.by_number.remove(&job.id);
+            }
+            Some(h) => self.remove(h),
         }
     }
 

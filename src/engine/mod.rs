@@ -288,7 +288,7 @@ impl Engine {
             if job.clients.is_empty() && !job.background && job.state == JobState::Queued {
                 log::info!(
                     "dropping queued job {} whose clients all left",
-                    String::from_utf8_lossy(&job.handle)
+                    self.by_handle.of(job)
                 );
                 self.remove_job(key, FinishKind::Abandoned);
             }
@@ -403,7 +403,7 @@ impl Engine {
                     out.push(
                         c,
                         Response::WorkStatus {
-                            handle: job.handle.clone(),
+                            handle: self.by_handle.of(job),
                             numerator: numerator.clone(),
                             denominator: denominator.clone(),
                         },
@@ -431,7 +431,7 @@ impl Engine {
                         c,
                         Response::WorkWithData {
                             ptype: PacketType::WorkComplete,
-                            handle: job.handle.clone(),
+                            handle: self.by_handle.of(job),
                             data: data.clone(),
                         },
                     );
@@ -461,7 +461,7 @@ impl Engine {
                     out.push(
                         c,
                         Response::WorkFail {
-                            handle: self.jobs[key].handle.clone(),
+                            handle: self.by_handle.of(&self.jobs[key]),
                         },
                     );
                 }
@@ -482,12 +482,12 @@ impl Engine {
                     let r = if wants {
                         Response::WorkWithData {
                             ptype: PacketType::WorkException,
-                            handle: job.handle.clone(),
+                            handle: self.by_handle.of(job),
                             data: data.clone(),
                         }
                     } else {
                         Response::WorkFail {
-                            handle: job.handle.clone(),
+                            handle: self.by_handle.of(job),
                         }
                     };
                     out.push(c, r);
@@ -499,14 +499,14 @@ impl Engine {
             Request::GetStatus { handle } => {
                 let r = match self.by_handle.get(&handle).map(|k| &self.jobs[k]) {
                     Some(job) => Response::StatusRes {
-                        handle,
+                        handle: handle.into(),
                         known: true,
                         running: matches!(job.state, JobState::Running(_)),
                         numerator: job.numerator,
                         denominator: job.denominator,
                     },
                     None => Response::StatusRes {
-                        handle,
+                        handle: handle.into(),
                         known: false,
                         running: false,
                         numerator: 0,
@@ -591,7 +591,7 @@ impl Engine {
                     if let JobState::Running(worker) = j.state {
                         log::warn!(
                             "job {} ran past its CAN_DO_TIMEOUT on worker {}; failing it",
-                            String::from_utf8_lossy(&j.handle),
+                            self.by_handle.of(j),
                             worker.index
                         );
                         self.fail_job(job, FailReason::Timeout, now, out);
@@ -615,7 +615,7 @@ impl Engine {
                     if !matches!(j.state, JobState::Future(_)) {
                         continue;
                     }
-                    log::info!("future job {} is due", String::from_utf8_lossy(&j.handle));
+                    log::info!("future job {} is due", self.by_handle.of(j));
                     let f = j.func;
                     self.functions[f].future -= 1;
                     self.enqueue(job, false);
@@ -725,7 +725,7 @@ impl Engine {
             if limit > 0 && job.retries >= limit {
                 log::warn!(
                     "Dropped job due to max retry count: {} {}",
-                    String::from_utf8_lossy(&job.handle),
+                    self.by_handle.of(job),
                     String::from_utf8_lossy(&job.unique)
                 );
                 self.fail_job(k, FailReason::RetriesSpent, now, out);
@@ -733,7 +733,7 @@ impl Engine {
             }
             log::info!(
                 "worker left job {} (retry {}); it goes back to the head of its queue",
-                String::from_utf8_lossy(&job.handle),
+                self.by_handle.of(job),
                 job.retries
             );
             let f = job.func;
@@ -905,19 +905,19 @@ impl Engine {
         let func_name = self.functions[f].name.clone();
         let r = match (kind, job.reducer.as_deref()) {
             (GrabKind::Plain, _) => Response::JobAssign {
-                handle: job.handle.clone(),
+                handle: self.by_handle.of(job),
                 func: func_name,
                 data: job.data.clone(),
             },
             (GrabKind::All, Some(reducer)) => Response::JobAssignAll {
-                handle: job.handle.clone(),
+                handle: self.by_handle.of(job),
                 func: func_name,
                 unique: job.unique.clone(),
                 reducer: reducer.clone(),
                 data: job.data.clone(),
             },
             (GrabKind::Uniq | GrabKind::All, _) => Response::JobAssignUniq {
-                handle: job.handle.clone(),
+                handle: self.by_handle.of(job),
                 func: func_name,
                 unique: job.unique.clone(),
                 data: job.data.clone(),
@@ -993,7 +993,7 @@ impl Engine {
                 c,
                 Response::WorkWithData {
                     ptype,
-                    handle: job.handle.clone(),
+                    handle: self.by_handle.of(job),
                     data: data.clone(),
                 },
             );
@@ -1038,7 +1038,7 @@ impl Engine {
             out.push(
                 id,
                 Response::JobCreated {
-                    handle: self.jobs[existing].handle.clone(),
+                    handle: self.by_handle.of(&self.jobs[existing]),
                 },
             );
             return;
@@ -1058,7 +1058,7 @@ impl Engine {
             origin: None,
         };
         let k = self.create_job(new, key, (!background).then_some(id), now, out);
-        let handle = self.jobs[k].handle.clone();
+        let handle = self.by_handle.of(&self.jobs[k]);
         out.push(id, Response::JobCreated { handle });
     }
 
@@ -1110,14 +1110,13 @@ impl Engine {
         out: &mut Outbox,
     ) -> JobKey {
         let job_id = self.next_handle;
-        let handle: Bytes = format!("{}:{}", self.config.handle_prefix, job_id).into();
         self.next_handle += 1;
         let seq = self.next_seq;
         self.next_seq += 1;
         let f = new.func;
         self.count(f, query::Counted::Submitted);
         let job = Job {
-            handle: handle.clone(),
+            foreign_handle: None,
             func: f,
             unique: new.unique,
             data: new.data,
@@ -1140,7 +1139,7 @@ impl Engine {
         let k = self.jobs.insert(job);
         self.jobs_peak = self.jobs_peak.max(self.jobs.len());
         self.journal_added(k);
-        self.by_handle.insert(&handle, k);
+        self.by_handle.insert_job(&self.jobs[k], k);
         if let Some(uk) = key {
             if !self.by_unique.insert(f, &uk, k) {
                 self.jobs[k].indexed = false;
@@ -1156,7 +1155,7 @@ impl Engine {
                 self.functions[f].future += 1;
                 log::info!(
                     "accepted future job {} ({}), due {}",
-                    String::from_utf8_lossy(&handle),
+                    self.by_handle.of(&self.jobs[k]),
                     String::from_utf8_lossy(&self.functions[f].name),
                     rfc3339(due)
                 );
@@ -1199,7 +1198,7 @@ impl Engine {
         if self.config.durable && job.background {
             self.durable.push(Durable::JobFinished { id: job.id, how });
         }
-        self.by_handle.remove(&job.handle);
+        self.by_handle.remove_job(&job);
         if let Some(uk) = UniqueKey::of(&job.unique, &job.data).filter(|_| job.indexed) {
             self.by_unique.remove(job.func, &uk, k);
         }
@@ -1263,17 +1262,16 @@ impl Engine {
     fn fail_job(&mut self, k: JobKey, reason: FailReason, now: u64, out: &mut Outbox) {
         let job = &self.jobs[k];
         match reason {
-            FailReason::Cancelled => log::info!(
-                "job {} cancelled by admin",
-                String::from_utf8_lossy(&job.handle)
-            ),
+            FailReason::Cancelled => {
+                log::info!("job {} cancelled by admin", self.by_handle.of(job))
+            }
             FailReason::Timeout | FailReason::RetriesSpent => {}
         }
         for &c in &job.clients {
             out.push(
                 c,
                 Response::WorkFail {
-                    handle: job.handle.clone(),
+                    handle: self.by_handle.of(job),
                 },
             );
         }

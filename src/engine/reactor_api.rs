@@ -38,7 +38,7 @@ impl Engine {
             log::info!(
                 "client {} stopped waiting for job {} ({}); it goes on as a background job",
                 conn.index,
-                String::from_utf8_lossy(&job.handle),
+                self.by_handle.of(job),
                 match job.state {
                     JobState::Running(_) => "running",
                     JobState::Queued => "queued",

@@ -347,7 +347,7 @@ impl Engine {
                 log::warn!(
                     "schedule {id}: run at {} skipped: its previous job {} is still queued or running (overlap=skip)",
                     rfc3339(nominal),
-                    String::from_utf8_lossy(&self.jobs[existing].handle)
+                    self.by_handle.of(&self.jobs[existing])
                 );
                 continue;
             }
@@ -376,7 +376,7 @@ impl Engine {
                 }),
             };
             let k: JobKey = self.create_job(new, key, None, now, out);
-            handles.push(String::from_utf8_lossy(&self.jobs[k].handle).into_owned());
+            handles.push(self.by_handle.of(&self.jobs[k]).to_string());
         }
         let h = &mut self.schedules.entries[slot].history;
         h.skips += skipped;
@@ -407,7 +407,7 @@ impl Engine {
         log::info!(
             "schedule {} job {} (scheduled {}): {text}{}",
             origin.entry,
-            String::from_utf8_lossy(&job.handle),
+            self.by_handle.of(job),
             rfc3339(origin.scheduled_ms),
             duration.map_or_else(String::new, |d| format!(" after {d} ms"))
         );

@@ -84,7 +84,7 @@ impl World {
         );
         r.into_iter()
             .find_map(|(to, r)| match r {
-                Response::JobCreated { handle } if to == id => Some(handle),
+                Response::JobCreated { handle } if to == id => Some(handle.to_bytes()),
                 _ => None,
             })
             .expect("JOB_CREATED")
@@ -94,14 +94,14 @@ impl World {
         let r = self.req(id, Request::GrabJob(GrabKind::Uniq));
         match &r[..] {
             [(_, Response::JobAssignUniq { handle, data, .. })] => {
-                Some((handle.clone(), data.clone()))
+                Some((handle.to_bytes(), data.clone()))
             }
             [(_, Response::NoJob)] => None,
             // A grab may also wake the next sleeper; the assign comes first.
             [(_, Response::JobAssignUniq { handle, data, .. }), rest @ ..]
                 if rest.iter().all(|(_, r)| *r == Response::Noop) =>
             {
-                Some((handle.clone(), data.clone()))
+                Some((handle.to_bytes(), data.clone()))
             }
             other => panic!("{other:?}"),
         }
@@ -277,11 +277,16 @@ fn exceptions_go_only_to_clients_that_asked() {
                 c1,
                 Response::WorkWithData {
                     ptype: PacketType::WorkException,
-                    handle: h.clone(),
+                    handle: h.clone().into(),
                     data: b("boom")
                 }
             ),
-            (c2, Response::WorkFail { handle: h.clone() }),
+            (
+                c2,
+                Response::WorkFail {
+                    handle: h.clone().into()
+                }
+            ),
         ]
     );
     assert_eq!(w.e.job_count(), 0);
@@ -368,7 +373,7 @@ fn status_queries() {
         vec![(
             c,
             Response::StatusRes {
-                handle: b("H:nohost:999"),
+                handle: b("H:nohost:999").into(),
                 known: false,
                 running: false,
                 numerator: 0,
@@ -393,7 +398,7 @@ fn status_queries() {
         vec![(
             c,
             Response::StatusRes {
-                handle: h.clone(),
+                handle: h.clone().into(),
                 known: true,
                 running: true,
                 numerator: 1,
@@ -454,7 +459,15 @@ fn job_retries_limit_fails_the_job_for_its_clients() {
         if round == 0 {
             assert!(r.is_empty());
         } else {
-            assert_eq!(r, vec![(c, Response::WorkFail { handle: h.clone() })]);
+            assert_eq!(
+                r,
+                vec![(
+                    c,
+                    Response::WorkFail {
+                        handle: h.clone().into()
+                    }
+                )]
+            );
         }
     }
     assert_eq!(w.e.job_count(), 0);
@@ -527,7 +540,12 @@ fn can_do_timeout_fails_the_job_and_refuses_the_late_result() {
     w.e.on_time(w.now, &mut w.out);
     assert_eq!(
         std::mem::take(&mut w.out.replies),
-        vec![(c, Response::WorkFail { handle: h.clone() })]
+        vec![(
+            c,
+            Response::WorkFail {
+                handle: h.clone().into()
+            }
+        )]
     );
     let r = w.req(
         wk,
@@ -734,7 +752,7 @@ fn cancel_job() {
     assert_eq!(
         r,
         vec![
-            (c, Response::WorkFail { handle: h2 }),
+            (c, Response::WorkFail { handle: h2.into() }),
             (wk, Response::text("OK\r\n"))
         ]
     );
@@ -822,7 +840,7 @@ fn epoch_jobs_wait_in_the_timer_and_block_nothing() {
         std::mem::take(&mut w.out.replies),
         vec![(wk, Response::Noop)]
     );
-    assert_eq!(w.grab(wk).unwrap(), (h, b("later")));
+    assert_eq!(w.grab(wk).unwrap(), (h.to_bytes(), b("later")));
 }
 
 #[test]
@@ -938,7 +956,7 @@ fn sched_jobs_run_at_the_next_matching_minute() {
         std::mem::take(&mut w.out.replies),
         vec![(wk, Response::Noop)]
     );
-    assert_eq!(w.grab(wk).unwrap(), (h, b("x")));
+    assert_eq!(w.grab(wk).unwrap(), (h.to_bytes(), b("x")));
     for (bad, why) in [
         (fields("60", "", ""), "minute 60 is out of range 0-59"),
         (
@@ -1423,10 +1441,10 @@ fn random_traffic_never_panics_and_keeps_counts_consistent() {
         for (_, r) in w.out.replies.drain(..) {
             if let Response::JobCreated { handle } = r {
                 if handles.len() < 64 {
-                    handles.push(handle);
+                    handles.push(handle.to_bytes());
                 } else {
                     let i = rnd(64) as usize;
-                    handles[i] = handle;
+                    handles[i] = handle.to_bytes();
                 }
             }
         }

@@ -168,7 +168,9 @@ impl UniqueKey {
 
 #[derive(Debug)]
 pub struct Job {
-    pub handle: Bytes,
+    /// The handle, when it is not this run's `<prefix>:<id>`: a job restored from a journal
+    /// written under another prefix keeps its saved handle. Boxed, as few jobs have one.
+    pub foreign_handle: Option<Box<Bytes>>,
     pub func: FuncId,
     pub unique: Bytes,
     pub data: Bytes,
@@ -194,7 +196,7 @@ pub struct Job {
     pub due_ms: Option<u64>,
     /// The schedule entry that injected the job (and when a worker last took it).
     pub origin: Option<Box<Origin>>,
-    /// The handle's counter `n`, the job's id in the journal.
+    /// The handle's counter `n` (the handle is `<prefix>:<id>`), the job's id in the journal.
     pub id: u64,
 }
 

@@ -11,13 +11,13 @@ use bytes::{Bytes, BytesMut};
 
 use super::response::Reply;
 use crate::proto::packet::PacketType;
-use crate::proto::response::Response;
+use crate::proto::response::{Handle, Response};
 
 /// Waiting for a job's outcome.
 #[derive(Debug)]
 pub struct JobWait {
     background: bool,
-    handle: Option<Bytes>,
+    handle: Option<Handle>,
     data: BytesMut,
     status: Option<(Bytes, Bytes)>,
     /// The last Gearman command seen, for `X-Gearman-Command` of a 504.
@@ -57,14 +57,14 @@ impl JobWait {
     }
 
     /// The job's handle, once JOB_CREATED came.
-    pub fn handle(&self) -> Option<&Bytes> {
-        self.handle.as_ref()
+    pub fn handle(&self) -> Option<Bytes> {
+        self.handle.as_ref().map(Handle::to_bytes)
     }
 
     fn reply(&self, status: u16, command: &'static str, body: Bytes) -> Reply {
         let mut r = Reply::new(status, None, body);
         if let Some(h) = &self.handle {
-            r = r.header("X-Gearman-Job-Handle", h.clone());
+            r = r.header("X-Gearman-Job-Handle", h.to_bytes());
         }
         r = r.header("X-Gearman-Command", command);
         if let Some((n, d)) = &self.status {
@@ -182,10 +182,14 @@ mod tests {
         Bytes::from_static(s.as_bytes())
     }
 
+    fn hd(s: &'static str) -> Handle {
+        Handle::from_static(s.as_bytes())
+    }
+
     fn data(ptype: PacketType, handle: &'static str, d: &'static str) -> Response {
         Response::WorkWithData {
             ptype,
-            handle: h(handle),
+            handle: hd(handle),
             data: h(d),
         }
     }
@@ -208,10 +212,10 @@ mod tests {
     fn foreground_gathers_data_and_status_then_completes() {
         let mut w = JobWait::new(false, 1000);
         assert_eq!(
-            w.on_response(&Response::JobCreated { handle: h("H:1") }),
+            w.on_response(&Response::JobCreated { handle: hd("H:1") }),
             Progress::Pending
         );
-        assert_eq!(w.handle().map(|b| &b[..]), Some(&b"H:1"[..]));
+        assert_eq!(w.handle(), Some(Bytes::from_static(b"H:1")));
         assert_eq!(
             w.on_response(&data(PacketType::WorkData, "H:1", "ab")),
             Progress::Pending
@@ -222,7 +226,7 @@ mod tests {
             Progress::Pending
         );
         w.on_response(&Response::WorkStatus {
-            handle: h("H:1"),
+            handle: hd("H:1"),
             numerator: h("1"),
             denominator: h("2"),
         });
@@ -240,13 +244,13 @@ mod tests {
     #[test]
     fn fail_exception_and_errors() {
         let mut w = JobWait::new(false, 1000);
-        w.on_response(&Response::JobCreated { handle: h("H:2") });
-        let (r, _) = done(w.on_response(&Response::WorkFail { handle: h("H:2") }));
+        w.on_response(&Response::JobCreated { handle: hd("H:2") });
+        let (r, _) = done(w.on_response(&Response::WorkFail { handle: hd("H:2") }));
         assert_eq!((r.status, &r.body[..]), (502, &b""[..]));
         assert_eq!(header(&r, "X-Gearman-Command"), Some(&b"WORK_FAIL"[..]));
 
         let mut w = JobWait::new(false, 1000);
-        w.on_response(&Response::JobCreated { handle: h("H:3") });
+        w.on_response(&Response::JobCreated { handle: hd("H:3") });
         let (r, _) = done(w.on_response(&data(PacketType::WorkException, "H:3", "bad input")));
         assert_eq!((r.status, &r.body[..]), (502, &b"bad input"[..]));
         assert_eq!(
@@ -273,7 +277,7 @@ mod tests {
             }),
             Progress::Pending
         );
-        let (r, over) = done(w.on_response(&Response::JobCreated { handle: h("H:4") }));
+        let (r, over) = done(w.on_response(&Response::JobCreated { handle: hd("H:4") }));
         assert!(over);
         assert_eq!((r.status, r.body.len()), (200, 0));
         assert_eq!(header(&r, "X-Gearman-Command"), Some(&b"JOB_CREATED"[..]));
@@ -283,7 +287,7 @@ mod tests {
     #[test]
     fn timeout_and_output_limit() {
         let mut w = JobWait::new(false, 4);
-        w.on_response(&Response::JobCreated { handle: h("H:5") });
+        w.on_response(&Response::JobCreated { handle: hd("H:5") });
         let r = w.timeout_reply(250);
         assert_eq!(r.status, 504);
         assert_eq!(header(&r, "X-Gearman-Command"), Some(&b"JOB_CREATED"[..]));

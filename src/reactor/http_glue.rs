@@ -538,7 +538,7 @@ impl Server {
             }
             if !job_over {
                 if let Some(handle) = f.wait.handle() {
-                    self.engine.release_client(to, handle);
+                    self.engine.release_client(to, &handle);
                 }
             }
             self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
@@ -570,7 +570,7 @@ impl Server {
                     f.timeout_ms
                 );
                 if let Some(handle) = f.wait.handle() {
-                    self.engine.release_client(id, handle);
+                    self.engine.release_client(id, &handle);
                 }
                 let reply = f.wait.timeout_reply(f.timeout_ms);
                 self.http_answer(idx, f.version, f.keep_alive, reply, false, now);

@@ -274,7 +274,7 @@ impl Server {
         let text = format!("Job queue is full: the journal cannot write ({reason})");
         for (_, r) in self.outbox.replies.iter_mut() {
             if let crate::proto::response::Response::JobCreated { handle } = r {
-                if refused.contains(handle) {
+                if refused.iter().any(|b| *handle == *b) {
                     *r = crate::proto::response::Response::error("QUEUE_ERROR", text.clone());
                 }
             }
