@@ -436,9 +436,7 @@ impl Engine {
                         },
                     );
                 }
-                self.count(self.jobs[key].func, query::Counted::Completed);
-                self.schedule_outcome(key, schedules::Outcome::Complete, now);
-                self.remove_job(key, FinishKind::Complete);
+                self.end_job(key, schedules::Outcome::Complete, now);
             }
             Request::WorkFail { handle } => {
                 // Perl's Gearman::Worker follows a WORK_EXCEPTION with a WORK_FAIL for the
@@ -465,9 +463,7 @@ impl Engine {
                         },
                     );
                 }
-                self.count(self.jobs[key].func, query::Counted::Failed);
-                self.schedule_outcome(key, schedules::Outcome::Fail, now);
-                self.remove_job(key, FinishKind::Fail);
+                self.end_job(key, schedules::Outcome::Fail, now);
             }
             Request::WorkException { handle, data } => {
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_EXCEPTION, out) else {
@@ -492,9 +488,7 @@ impl Engine {
                     };
                     out.push(c, r);
                 }
-                self.count(self.jobs[key].func, query::Counted::Exception);
-                self.schedule_outcome(key, schedules::Outcome::Exception(&data), now);
-                self.remove_job(key, FinishKind::Exception);
+                self.end_job(key, schedules::Outcome::Exception(&data), now);
             }
             Request::GetStatus { handle } => {
                 let r = match self.by_handle.get(&handle).map(|k| &self.jobs[k]) {
@@ -1280,18 +1274,32 @@ impl Engine {
             FailReason::Timeout => schedules::Outcome::Timeout,
             FailReason::RetriesSpent => schedules::Outcome::RetriesSpent,
         };
-        if !matches!(reason, FailReason::Cancelled) {
-            self.count(self.jobs[k].func, query::Counted::Failed);
+        self.end_job(k, outcome, now);
+    }
+
+    /// A job ended for good: count it, tell its schedule entry, and remove it (which the
+    /// journal records). One place, so the three always agree.
+    fn end_job(&mut self, k: JobKey, outcome: schedules::Outcome<'_>, now: u64) {
+        use schedules::Outcome as O;
+        let counted = match outcome {
+            O::Complete => Some(query::Counted::Completed),
+            O::Exception(_) => Some(query::Counted::Exception),
+            O::Fail | O::Timeout | O::RetriesSpent => Some(query::Counted::Failed),
+            O::Cancelled | O::Requeued => None,
+        };
+        let how = match outcome {
+            O::Complete => FinishKind::Complete,
+            O::Exception(_) => FinishKind::Exception,
+            O::Fail | O::Requeued => FinishKind::Fail,
+            O::Timeout => FinishKind::Timeout,
+            O::RetriesSpent => FinishKind::RetriesSpent,
+            O::Cancelled => FinishKind::Cancel,
+        };
+        if let Some(c) = counted {
+            self.count(self.jobs[k].func, c);
         }
         self.schedule_outcome(k, outcome, now);
-        self.remove_job(
-            k,
-            match reason {
-                FailReason::Cancelled => FinishKind::Cancel,
-                FailReason::Timeout => FinishKind::Timeout,
-                FailReason::RetriesSpent => FinishKind::RetriesSpent,
-            },
-        );
+        self.remove_job(k, how);
     }
 
     /// GET_STATUS_UNIQUE looks a unique up across all functions, as gearmand.
