@@ -6,7 +6,7 @@ mod common;
 mod http_support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -66,26 +66,7 @@ for fam in text_string_to_metric_families(sys.stdin.read()):
     if fam.name.startswith("gearwheel_journal"):
         print(fam.name, fam.type, len(fam.samples))
 "#;
-    let mut child = Command::new("python3")
-        .args(["-c", script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "prometheus_client refused the text:\n{}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8(out.stdout).unwrap())
+    Some(prometheus_python(script, text))
 }
 
 const BUCKET_INF: &str = "gearwheel_journal_fsync_seconds_bucket{le=\"+Inf\"}";

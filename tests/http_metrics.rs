@@ -5,7 +5,6 @@ mod common;
 mod http_support;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::process::{Command, Stdio};
 
 use common::{require, t};
@@ -41,27 +40,7 @@ for fam in text_string_to_metric_families(sys.stdin.read()):
         labels = ",".join('%s="%s"' % (k, v) for k, v in sorted(s.labels.items()))
         print("%s{%s} %r" % (s.name, labels, s.value))
 "#;
-    let mut child = Command::new("python3")
-        .args(["-c", script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "prometheus_client refused the text:\n{}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    prometheus_python(script, text)
         .lines()
         .map(|l| {
             let (k, v) = l.rsplit_once(' ').unwrap();

@@ -304,3 +304,30 @@ pub fn assert_json(text: &str) {
         Err(e) => eprintln!("SKIP JSON check: python3: {e}"),
     }
 }
+
+/// Run a python script that reads Prometheus text on stdin with `prometheus_client`'s parser;
+/// its stdout. Panics if the parser refuses the text.
+#[allow(dead_code)]
+pub fn prometheus_python(script: &str, text: &str) -> String {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "prometheus_client refused the text:\n{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
