@@ -78,6 +78,10 @@ pub struct ServeArgs {
     /// sleeping workers woken per new job (0 = all; default 1)
     #[argh(option, short = 'w', default = "1")]
     pub worker_wakeup: u32,
+    /// ms a worker's GRAB right after it ended a job may wait for the next job before NO_JOB
+    /// (0 = answer at once, as gearmand; default 1)
+    #[argh(option, default = "1")]
+    pub grab_wait: u64,
     /// serve a worker's functions in turn instead of oldest job first within a priority
     #[argh(switch, short = 'R')]
     pub round_robin: bool,
@@ -430,6 +434,10 @@ impl Config {
         if a.backlog <= 0 {
             return Err("--backlog must be positive".into());
         }
+        if a.grab_wait > 1000 {
+            // A worker blocks in its GRAB meanwhile; longer would starve its other servers.
+            return Err("--grab-wait must be at most 1000 ms".into());
+        }
         let keepalive = if a.no_keepalive {
             None
         } else {
@@ -500,6 +508,7 @@ impl Config {
                 pid: std::process::id(),
                 zone,
                 durable: a.data_dir.is_some(),
+                grab_wait_ms: a.grab_wait,
             },
             notices,
             schedules: a.schedules.clone(),
@@ -584,6 +593,7 @@ mod tests {
         assert_eq!(c.listen, vec!["127.0.0.1:4730".parse().unwrap()]);
         assert_eq!(c.limits.max_packet, 64 << 20);
         assert_eq!(c.backlog, 1024);
+        assert_eq!(c.engine.grab_wait_ms, 1);
         assert!(c.engine.handle_prefix.starts_with("H:"));
         let c = Config::from_args(serve(&["serve"]).unwrap(), Some("4999".into())).unwrap();
         assert_eq!(c.listen[0].port(), 4999);
@@ -609,6 +619,11 @@ mod tests {
         );
         assert!(Config::from_args(serve(&["serve"]).unwrap(), Some("x".into())).is_err());
         assert!(serve(&["serve", "--port", "notaport"]).is_err());
+        assert!(
+            Config::from_args(serve(&["serve", "--grab-wait", "1001"]).unwrap(), None)
+                .unwrap_err()
+                .contains("--grab-wait")
+        );
         assert!(Config::from_args(serve(&["serve", "-L", "[::1]:4800"]).unwrap(), None).is_ok());
     }
 

@@ -111,3 +111,27 @@ fn perl_dying_handler_reports_exception() {
     );
     w.wait_stdout("job die x\n", 5);
 }
+
+/// With a long `--grab-wait` the worker's GRAB after each job waits; every next job must
+/// reach it at once (six jobs in a row would take six seconds if a wait ran to its end), and
+/// the worker must take the late answer to its GRAB in its stride.
+#[test]
+fn perl_worker_with_a_long_grab_wait() {
+    if !have_perl() {
+        return;
+    }
+    let s = Server::start(&["--grab-wait", "1000"]);
+    let _w = perl_worker(&s);
+    let start = std::time::Instant::now();
+    assert_eq!(
+        perl_client(&s, "do", ""),
+        "normal olleh\n\
+         high hgih\n\
+         low wol\n\
+         progress done:p status:1/2 data:chunk warning:careful status:2/2\n\
+         fail undef on_fail=1\n\
+         throw undef on_exception=boom on_fail=0\n"
+    );
+    let took = start.elapsed();
+    assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
+}

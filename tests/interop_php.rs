@@ -122,3 +122,27 @@ fn php_job_status_while_running() {
          finished 0 0 0 0\n"
     );
 }
+
+/// With a long `--grab-wait` the worker's GRAB after each job waits; every next job must
+/// reach it at once (six jobs in a row would take six seconds if a wait ran to its end), and
+/// the worker must take the late answer to its GRAB in its stride.
+#[test]
+fn php_worker_with_a_long_grab_wait() {
+    if !have_php() {
+        return;
+    }
+    let s = Server::start(&["--grab-wait", "1000"]);
+    let _w = php_worker(&s);
+    let start = std::time::Instant::now();
+    assert_eq!(
+        php_client(&s, "do", ""),
+        "doNormal lamroNod aiv SUCCESS\n\
+         doHigh hgiHod aiv SUCCESS\n\
+         doLow woLod aiv SUCCESS\n\
+         throw '' WORK_EXCEPTION\n\
+         fail '' WORK_FAIL\n\
+         progress SUCCESS=chunkdone:p\n"
+    );
+    let took = start.elapsed();
+    assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
+}

@@ -122,3 +122,28 @@ fn gear_admin_text_mixed_with_binary_on_one_connection() {
     assert_eq!(lines[10], "cancel again 'ERR UNKNOWN_JOB\\r\\n'");
     assert_eq!(lines[11], "show jobs '.\\n'");
 }
+
+/// With a long `--grab-wait` the worker's GRAB after each job waits; every next job must
+/// reach it at once (six jobs in a row would take six seconds if a wait ran to its end), and
+/// the worker must take the late answer to its GRAB in its stride.
+#[test]
+fn gear_worker_with_a_long_grab_wait() {
+    if !have_gear() {
+        return;
+    }
+    let s = Server::start(&["--grab-wait", "1000"]);
+    let _w = gear_worker(&s);
+    let start = std::time::Instant::now();
+    assert_eq!(
+        gear_client(&s, "do", ""),
+        "option exceptions True\n\
+         normal ['olleh'] False\n\
+         high ['hgih'] False\n\
+         low ['wol'] False\n\
+         progress ['chunk', 'careful', 'done:p'] True b'2' b'2' False\n\
+         fail [] True None\n\
+         throw [] True boom\n"
+    );
+    let took = start.elapsed();
+    assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
+}

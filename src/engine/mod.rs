@@ -25,8 +25,8 @@ pub use query::{
 };
 pub use types::JobCounters;
 pub use types::{
-    Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobState, Origin, QueueEntry,
-    UniqueKey,
+    Ability, Conn, ConnId, ConnInfo, FuncId, Function, HeldGrab, Job, JobKey, JobState, Origin,
+    QueueEntry, UniqueKey,
 };
 
 /// Maps keyed by what peers send (handles, uniques, names), with a fast per-process-seeded
@@ -54,6 +54,9 @@ pub struct EngineConfig {
     pub zone: Zone,
     /// Report durable changes (background jobs, schedule runs) in `Outbox::durable`.
     pub durable: bool,
+    /// How long a worker's GRAB right after it ended a job may wait for the next job before
+    /// NO_JOB, in milliseconds (0: answer at once, as gearmand does).
+    pub grab_wait_ms: u64,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +72,7 @@ impl Default for EngineConfig {
             pid: std::process::id(),
             zone: Zone::Local,
             durable: false,
+            grab_wait_ms: 0,
         }
     }
 }
@@ -86,6 +90,8 @@ pub struct Outbox {
     pub show_journal: Vec<ConnId>,
     /// Connection deadlines from `arm_conn_timer` that passed: (connection, its tag).
     pub conn_timeouts: Vec<(ConnId, u64)>,
+    /// Connections whose held GRAB was answered: the reactor serves what they sent after it.
+    pub resumed: Vec<ConnId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +118,8 @@ enum TimerEvent {
     ScheduleFire { slot: usize, generation: u64 },
     /// A reactor deadline for one connection (see reactor_api.rs).
     ConnTimer { conn: ConnId, tag: u64 },
+    /// A held GRAB waited long enough: NO_JOB.
+    GrabWait { conn: ConnId },
 }
 
 /// Below this many jobs tables are not shrunk: not worth the rehash.
@@ -159,6 +167,8 @@ pub struct Engine {
     durable: Vec<Durable>,
     /// The most jobs held since memory was last given back.
     jobs_peak: usize,
+    /// Held GRABs that may find a job now (see `serve_held_grabs`).
+    grab_retries: Vec<ConnId>,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -186,6 +196,7 @@ impl Engine {
             schedules: schedules::Schedules::default(),
             durable: Vec::new(),
             jobs_peak: SHRINK_FLOOR,
+            grab_retries: Vec::new(),
         }
     }
 
@@ -251,6 +262,9 @@ impl Engine {
             holding: Vec::new(),
             attached: Vec::new(),
             last_exception: None,
+            just_ended: false,
+            held_grab: None,
+            grab_retry_queued: false,
         });
     }
 
@@ -278,6 +292,9 @@ impl Engine {
         let Some(conn) = self.conns[id.index as usize].take() else {
             return;
         };
+        if let Some(h) = conn.held_grab {
+            self.timers.cancel(h.timer);
+        }
         for key in conn.attached {
             let Some(job) = self.jobs.get_mut(key) else {
                 continue;
@@ -293,6 +310,7 @@ impl Engine {
                 self.remove_job(key, FinishKind::Abandoned);
             }
         }
+        self.serve_held_grabs(now, out);
     }
 
     /// Serve one request.
@@ -300,6 +318,17 @@ impl Engine {
         if self.conn(id).is_none() {
             return;
         }
+        self.serve(id, req, now, out);
+        self.serve_held_grabs(now, out);
+    }
+
+    /// Whether this connection's input waits: it has a GRAB held, and what it sent after the
+    /// GRAB must be answered after it.
+    pub fn input_paused(&self, id: ConnId) -> bool {
+        self.conn(id).is_some_and(|c| c.held_grab.is_some())
+    }
+
+    fn serve(&mut self, id: ConnId, req: Request, now: u64, out: &mut Outbox) {
         match req {
             Request::CanDo { func } => self.can_do(id, func, None, out),
             // A timeout of 0 means none (it would fail every job the moment it is assigned).
@@ -437,6 +466,7 @@ impl Engine {
                     );
                 }
                 self.end_job(key, schedules::Outcome::Complete, now);
+                self.ended_by(id);
             }
             Request::WorkFail { handle } => {
                 // Perl's Gearman::Worker follows a WORK_EXCEPTION with a WORK_FAIL for the
@@ -464,6 +494,7 @@ impl Engine {
                     );
                 }
                 self.end_job(key, schedules::Outcome::Fail, now);
+                self.ended_by(id);
             }
             Request::WorkException { handle, data } => {
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_EXCEPTION, out) else {
@@ -489,6 +520,7 @@ impl Engine {
                     out.push(c, r);
                 }
                 self.end_job(key, schedules::Outcome::Exception(&data), now);
+                self.ended_by(id);
             }
             Request::GetStatus { handle } => {
                 let r = match self.by_handle.get(&handle).map(|k| &self.jobs[k]) {
@@ -595,6 +627,14 @@ impl Engine {
                     self.fire_schedule(slot, generation, now, out)
                 }
                 TimerEvent::ConnTimer { conn, tag } => out.conn_timeouts.push((conn, tag)),
+                TimerEvent::GrabWait { conn } => {
+                    if let Some(c) = self.conn_mut(conn) {
+                        if c.held_grab.take().is_some() {
+                            out.push(conn, Response::NoJob);
+                            out.resumed.push(conn);
+                        }
+                    }
+                }
                 TimerEvent::DrainTimeout => {
                     log::warn!(
                         "graceful shutdown: {} jobs still running after the timeout",
@@ -617,6 +657,7 @@ impl Engine {
                 }
             }
         }
+        self.serve_held_grabs(now, out);
     }
 
     /// When a SUBMIT_JOB_SCHED job is due: the next minute after `now` that its fields match.
@@ -777,6 +818,19 @@ impl Engine {
         let start = func.wake_cursor % n;
         let mut woken = 0;
         let mut last = start;
+        // A held GRAB is closer to the job than a sleeper: it needs no NOOP round trip.
+        for i in 0..n {
+            if woken >= limit {
+                break;
+            }
+            let w = self.functions[f].workers[(start + i) % n];
+            let Some(c) = self.conn_mut(w) else { continue };
+            if c.held_grab.is_some() && !c.grab_retry_queued {
+                c.grab_retry_queued = true;
+                self.grab_retries.push(w);
+                woken += 1;
+            }
+        }
         for i in 0..n {
             if woken >= limit {
                 break;
@@ -854,14 +908,68 @@ impl Engine {
     }
 
     fn grab(&mut self, id: ConnId, kind: GrabKind, now: u64, out: &mut Outbox) {
-        if let Some(c) = self.conn_mut(id) {
-            c.sleeping = false;
-            c.noop_sent = false;
+        let Some(c) = self.conn_mut(id) else { return };
+        c.sleeping = false;
+        c.noop_sent = false;
+        let just_ended = std::mem::take(&mut c.just_ended);
+        match self.find_job_for(id) {
+            Some(found) => self.assign(id, kind, found, now, out),
+            // A worker that just ended a job is in its loop: its next job is often about to be
+            // submitted (a synchronous client answers a result with the next request). Holding
+            // the GRAB a moment saves NO_JOB, PRE_SLEEP, NOOP and the next GRAB.
+            None if just_ended && self.config.grab_wait_ms > 0 && !self.draining => {
+                let deadline = now.saturating_add(self.config.grab_wait_ms + 1);
+                let timer = self
+                    .timers
+                    .insert(deadline, TimerEvent::GrabWait { conn: id });
+                if let Some(c) = self.conn_mut(id) {
+                    c.held_grab = Some(HeldGrab { kind, timer });
+                }
+            }
+            None => out.push(id, Response::NoJob),
         }
-        let Some((pos, f, p)) = self.find_job_for(id) else {
-            out.push(id, Response::NoJob);
-            return;
-        };
+    }
+
+    /// A worker ended a job it ran.
+    fn ended_by(&mut self, id: ConnId) {
+        if let Some(c) = self.conn_mut(id) {
+            c.just_ended = true;
+        }
+    }
+
+    /// Answer the held GRABs that new work may satisfy (queued by `wake_workers`); the others
+    /// keep waiting. A loop rather than recursion: an answer may queue more of them.
+    fn serve_held_grabs(&mut self, now: u64, out: &mut Outbox) {
+        let mut i = 0;
+        while i < self.grab_retries.len() {
+            let id = self.grab_retries[i];
+            i += 1;
+            let Some(c) = self.conn_mut(id) else { continue };
+            c.grab_retry_queued = false;
+            let Some(held) = c.held_grab else { continue };
+            let Some(found) = self.find_job_for(id) else {
+                continue;
+            };
+            if let Some(c) = self.conn_mut(id) {
+                c.held_grab = None;
+            }
+            self.timers.cancel(held.timer);
+            out.resumed.push(id);
+            self.assign(id, held.kind, found, now, out);
+        }
+        self.grab_retries.clear();
+    }
+
+    /// Give worker `id` the job at the head of queue (f, p); `pos` is the function's place in
+    /// the worker's list.
+    fn assign(
+        &mut self,
+        id: ConnId,
+        kind: GrabKind,
+        (pos, f, p): (usize, FuncId, Priority),
+        now: u64,
+        out: &mut Outbox,
+    ) {
         let func = &mut self.functions[f];
         let Some(entry) = func.queues[p.index()].pop_front() else {
             out.push(id, Response::NoJob);

@@ -1461,3 +1461,197 @@ fn random_traffic_never_panics_and_keeps_counts_consistent() {
         }
     }
 }
+
+// ---- held GRABs (--grab-wait) ----------------------------------------------------------------
+
+fn waiting_world() -> World {
+    World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        grab_wait_ms: 5,
+        ..EngineConfig::default()
+    })
+}
+
+/// A worker that ran one job to the end and then sent GRAB_JOB_UNIQ (left held).
+fn worker_after_one_job(w: &mut World, client: ConnId) -> ConnId {
+    let worker = w.conn();
+    w.can_do(worker, "f");
+    w.submit(client, "f", "", "first", Priority::Normal, true);
+    let (h, _) = w.grab(worker).expect("the first job");
+    let r = w.req(
+        worker,
+        Request::WorkComplete {
+            handle: h,
+            data: b(""),
+        },
+    );
+    assert!(r.is_empty(), "{r:?}");
+    let r = w.req(worker, Request::GrabJob(GrabKind::Uniq));
+    assert!(r.is_empty(), "a GRAB right after a job end waits: {r:?}");
+    assert!(w.e.input_paused(worker));
+    worker
+}
+
+#[test]
+fn a_held_grab_takes_the_next_job_at_once() {
+    let mut w = waiting_world();
+    let client = w.conn();
+    let worker = worker_after_one_job(&mut w, client);
+    let r = w.req(
+        client,
+        Request::SubmitJob {
+            func: b("f"),
+            unique: b(""),
+            data: b("second"),
+            priority: Priority::Normal,
+            background: false,
+        },
+    );
+    // JOB_CREATED to the client first, then the job goes straight to the waiting worker.
+    assert!(
+        matches!(&r[0], (to, Response::JobCreated { .. }) if *to == client),
+        "{r:?}"
+    );
+    assert!(
+        matches!(&r[1], (to, Response::JobAssignUniq { data, .. }) if *to == worker && data == "second"),
+        "{r:?}"
+    );
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(std::mem::take(&mut w.out.resumed), vec![worker]);
+    assert!(!w.e.input_paused(worker));
+    // Its deadline was cancelled: nothing fires later.
+    w.e.on_time(w.now + 1_000, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    assert_eq!(w.e.next_deadline(), None);
+}
+
+#[test]
+fn a_held_grab_gets_no_job_at_its_deadline() {
+    let mut w = waiting_world();
+    let client = w.conn();
+    let worker = worker_after_one_job(&mut w, client);
+    // The deadline is at least the whole wait away.
+    w.e.on_time(w.now + 5, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    w.e.on_time(w.now + 6, &mut w.out);
+    assert_eq!(
+        std::mem::take(&mut w.out.replies),
+        vec![(worker, Response::NoJob)]
+    );
+    assert_eq!(std::mem::take(&mut w.out.resumed), vec![worker]);
+    assert!(!w.e.input_paused(worker));
+    // Then the usual sleep: PRE_SLEEP, and a new job wakes it with NOOP.
+    assert!(w.req(worker, Request::PreSleep).is_empty());
+    let r = w.req(
+        client,
+        Request::SubmitJob {
+            func: b("f"),
+            unique: b(""),
+            data: b("x"),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    assert!(r.contains(&(worker, Response::Noop)), "{r:?}");
+}
+
+#[test]
+fn only_a_grab_after_a_job_end_waits() {
+    let mut w = waiting_world();
+    let worker = w.conn();
+    w.can_do(worker, "f");
+    // A fresh worker, or one woken by NOOP, hears NO_JOB at once.
+    assert_eq!(w.grab(worker), None);
+    assert!(!w.e.input_paused(worker));
+    // And so does everyone with --grab-wait 0.
+    let mut w = World::new();
+    let client = w.conn();
+    let worker = w.conn();
+    w.can_do(worker, "f");
+    w.submit(client, "f", "", "d", Priority::Normal, true);
+    let (h, _) = w.grab(worker).unwrap();
+    w.req(worker, Request::WorkFail { handle: h });
+    assert_eq!(w.grab(worker), None);
+}
+
+#[test]
+fn a_held_grab_is_served_before_sleepers_are_woken() {
+    let mut w = waiting_world();
+    let client = w.conn();
+    let worker = worker_after_one_job(&mut w, client);
+    let sleeper = w.conn();
+    w.can_do(sleeper, "f");
+    assert_eq!(w.grab(sleeper), None);
+    assert!(w.req(sleeper, Request::PreSleep).is_empty());
+    let r = w.req(
+        client,
+        Request::SubmitJob {
+            func: b("f"),
+            unique: b(""),
+            data: b("next"),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    assert!(
+        r.iter()
+            .any(|(to, r)| *to == worker && matches!(r, Response::JobAssignUniq { .. })),
+        "{r:?}"
+    );
+    assert!(
+        !r.iter().any(|(to, _)| *to == sleeper),
+        "no NOOP for the sleeper: {r:?}"
+    );
+    // A second job has no held GRAB left to go to: the sleeper is woken.
+    let r = w.req(
+        client,
+        Request::SubmitJob {
+            func: b("f"),
+            unique: b(""),
+            data: b("more"),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    assert!(r.contains(&(sleeper, Response::Noop)), "{r:?}");
+}
+
+#[test]
+fn a_held_grab_of_a_worker_that_leaves_is_forgotten() {
+    let mut w = waiting_world();
+    let client = w.conn();
+    let worker = worker_after_one_job(&mut w, client);
+    w.e.disconnect(worker, w.now, &mut w.out);
+    assert_eq!(w.e.next_deadline(), None, "its deadline went with it");
+    w.submit(client, "f", "", "later", Priority::Normal, true);
+    w.e.on_time(w.now + 1_000, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    assert!(w.out.resumed.is_empty());
+}
+
+#[test]
+fn a_held_grab_wakes_for_a_future_job_coming_due() {
+    let mut w = waiting_world();
+    let client = w.conn();
+    let worker = worker_after_one_job(&mut w, client);
+    let due_s = (w.now + 3) / 1000 + 1;
+    let r = w.req(
+        client,
+        Request::SubmitJobEpoch {
+            func: b("f"),
+            unique: b(""),
+            epoch: b(&due_s.to_string()),
+            data: b("due"),
+        },
+    );
+    assert!(
+        matches!(&r[..], [(_, Response::JobCreated { .. })]),
+        "{r:?}"
+    );
+    // Before the hold runs out the future job is not due yet; the hold answers NO_JOB.
+    w.e.on_time(w.now + 6, &mut w.out);
+    assert_eq!(
+        std::mem::take(&mut w.out.replies),
+        vec![(worker, Response::NoJob)]
+    );
+}

@@ -52,6 +52,20 @@ pub struct Conn {
     pub attached: Vec<JobKey>,
     /// The handle of the last job this worker ended with WORK_EXCEPTION.
     pub last_exception: Option<Bytes>,
+    /// The worker ended a job since its last GRAB: its next GRAB may wait (`--grab-wait`).
+    pub just_ended: bool,
+    /// A GRAB that found nothing and waits for a job (or its deadline, then NO_JOB). Nothing
+    /// else this connection sent is served meanwhile, so replies keep their order.
+    pub held_grab: Option<HeldGrab>,
+    /// On the engine's list of held GRABs to try again.
+    pub grab_retry_queued: bool,
+}
+
+/// A waiting GRAB: what to answer with, and the deadline's timer.
+#[derive(Clone, Copy, Debug)]
+pub struct HeldGrab {
+    pub kind: crate::proto::request::GrabKind,
+    pub timer: TimerKey,
 }
 
 impl Conn {

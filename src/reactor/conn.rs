@@ -47,6 +47,10 @@ pub struct Connection {
     pub hup_seen: bool,
     /// Registered for writability too (a write would have blocked).
     pub write_interest: bool,
+    /// The engine holds this connection's GRAB: serve nothing more from it until answered.
+    pub paused: bool,
+    /// The socket became readable (or hung up) while paused: read it when resumed.
+    pub read_deferred: bool,
 }
 
 /// What a read pass found.
@@ -76,6 +80,8 @@ impl Connection {
             bytes_out: 0,
             hup_seen: false,
             write_interest: false,
+            paused: false,
+            read_deferred: false,
         }
     }
 

@@ -248,6 +248,7 @@ impl Server {
                 self.read_conn(idx, now);
             }
             self.engine.on_time(now, &mut self.outbox);
+            self.resume_paused(now);
             self.answer_reloads(now);
             self.answer_show_journal();
             self.dispatch();
@@ -262,7 +263,7 @@ impl Server {
     }
 
     fn sleep_time(&self, now: u64) -> Option<Duration> {
-        if !self.revisit.is_empty() || self.compacting {
+        if !self.revisit.is_empty() || self.compacting || !self.outbox.resumed.is_empty() {
             return Some(Duration::ZERO);
         }
         if self.journal_failing {
@@ -402,6 +403,10 @@ impl Server {
         if c.closing || c.close_after_flush {
             return;
         }
+        if c.paused {
+            c.read_deferred = true;
+            return;
+        }
         let status = if c.read_closed {
             Ok(ReadStatus::Eof)
         } else {
@@ -421,6 +426,11 @@ impl Server {
             Ok(ReadStatus::Eof) => {
                 // Answer everything asked before the peer shut its side, then close.
                 c.read_closed = true;
+                if c.paused {
+                    // Frames after a held GRAB are still to be served: on resumption.
+                    c.read_deferred = true;
+                    return;
+                }
                 if self.revisit.contains(&idx) {
                     return;
                 }
@@ -444,7 +454,7 @@ impl Server {
             let Some(c) = self.conns.get_mut(idx) else {
                 return;
             };
-            if c.closing || c.close_after_flush {
+            if c.closing || c.close_after_flush || c.paused {
                 return;
             }
             if served == FRAMES_PER_TURN {
@@ -460,7 +470,13 @@ impl Server {
                     return;
                 }
                 Ok(Some(Incoming::Packet(frame))) => match Request::parse(&frame) {
-                    Ok(req) => self.engine.handle(id, req, now, &mut self.outbox),
+                    Ok(req) => {
+                        self.engine.handle(id, req, now, &mut self.outbox);
+                        if self.engine.input_paused(id) {
+                            c.paused = true;
+                            return;
+                        }
+                    }
                     Err(e) => self.engine.reject(id, e, &mut self.outbox),
                 },
                 Ok(Some(Incoming::Admin(line))) => {
@@ -480,6 +496,25 @@ impl Server {
                 }
             }
             served += 1;
+        }
+    }
+
+    /// Serve the connections whose held GRAB the engine answered: what they sent after it is
+    /// in their buffer (served now) or still in the socket (read on the next turn).
+    fn resume_paused(&mut self, now: u64) {
+        while let Some(id) = self.outbox.resumed.pop() {
+            let idx = id.index as usize;
+            let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+                continue;
+            };
+            c.paused = false;
+            if std::mem::take(&mut c.read_deferred) {
+                if !self.revisit.contains(&idx) {
+                    self.revisit.push(idx);
+                }
+            } else if !c.rbuf.is_empty() {
+                self.process_frames(idx, now);
+            }
         }
     }
 
@@ -567,6 +602,7 @@ impl Server {
                     self.engine.disconnect(c.id, now, &mut self.outbox);
                 }
             }
+            self.resume_paused(now);
             self.dispatch();
         }
     }

@@ -1,0 +1,100 @@
+//! `--grab-wait`: a worker's GRAB right after it ended a job waits a moment for the next job
+//! instead of NO_JOB, and what it sent after the GRAB is answered after it, in order.
+
+mod common;
+mod support;
+
+use std::net::Shutdown;
+use std::time::{Duration, Instant};
+
+use common::{Conn, req, t};
+use support::*;
+
+/// A worker that ran one job and then sent WORK_COMPLETE, GRAB_JOB_UNIQ and ECHO_REQ in
+/// one write (libgearman sends the first two together).
+fn complete_grab_echo(s: &common::Server, client: &mut Conn) -> Conn {
+    let mut w = worker(s, &["gw"]);
+    client.submit(t::SUBMIT_JOB_BG, "gw", "", b"first");
+    let (handle, _, _, _) = w.grab_uniq().expect("the first job");
+    let mut bytes = req(t::WORK_COMPLETE, &[handle.as_bytes(), b"done"]);
+    bytes.extend(req(t::GRAB_JOB_UNIQ, &[]));
+    bytes.extend(req(t::ECHO_REQ, &[b"after"]));
+    w.send(&bytes);
+    w
+}
+
+#[test]
+fn a_job_submitted_during_the_wait_goes_straight_to_the_waiting_worker() {
+    // A long wait, so that only the submit can end it.
+    let s = server(&["--grab-wait", "1000"]);
+    let mut client = s.connect();
+    let mut w = complete_grab_echo(&s, &mut client);
+    w.expect_silence(100);
+    let start = Instant::now();
+    client.submit(t::SUBMIT_JOB, "gw", "u2", b"second");
+    let p = w.read_packet();
+    assert_eq!(p.ptype, t::JOB_ASSIGN_UNIQ, "{p:?}");
+    assert_eq!(p.args()[3], b"second");
+    assert!(
+        start.elapsed() < Duration::from_millis(1500),
+        "not held to its deadline"
+    );
+    // The ECHO sent after the GRAB is answered after the GRAB's answer.
+    assert_eq!(w.expect(t::ECHO_RES), b"after");
+}
+
+#[test]
+fn a_wait_without_work_ends_in_no_job_then_the_rest_in_order() {
+    let s = server(&["--grab-wait", "200"]);
+    let mut client = s.connect();
+    let mut w = complete_grab_echo(&s, &mut client);
+    let start = Instant::now();
+    w.expect(t::NO_JOB);
+    assert!(
+        start.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(w.expect(t::ECHO_RES), b"after");
+    // PRE_SLEEP, then a new job wakes it with NOOP as usual.
+    w.send_req(t::PRE_SLEEP, &[]);
+    sync(&mut client);
+    client.submit(t::SUBMIT_JOB_BG, "gw", "", b"later");
+    w.expect(t::NOOP);
+}
+
+#[test]
+fn a_worker_that_shuts_its_side_during_the_wait_still_gets_every_answer() {
+    let s = server(&["--grab-wait", "200"]);
+    let mut client = s.connect();
+    let mut w = complete_grab_echo(&s, &mut client);
+    w.stream.shutdown(Shutdown::Write).unwrap();
+    w.expect(t::NO_JOB);
+    assert_eq!(w.expect(t::ECHO_RES), b"after");
+    w.expect_eof();
+}
+
+#[test]
+fn grab_wait_zero_answers_at_once_as_gearmand() {
+    let s = server(&["--grab-wait", "0"]);
+    let mut client = s.connect();
+    let mut w = complete_grab_echo(&s, &mut client);
+    w.expect(t::NO_JOB);
+    assert_eq!(w.expect(t::ECHO_RES), b"after");
+}
+
+#[test]
+fn a_waiting_worker_that_dies_loses_nothing() {
+    let s = server(&["--grab-wait", "1000"]);
+    let mut client = s.connect();
+    let w = complete_grab_echo(&s, &mut client);
+    drop(w);
+    // The next job goes to a live worker, not to the dead one's held GRAB.
+    let mut w2 = worker(&s, &["gw"]);
+    w2.send_req(t::PRE_SLEEP, &[]);
+    sync(&mut w2);
+    client.submit(t::SUBMIT_JOB_BG, "gw", "", b"next");
+    w2.expect(t::NOOP);
+    let (_, _, _, data) = w2.grab_uniq().expect("the job");
+    assert_eq!(data, b"next");
+}
