@@ -807,13 +807,17 @@ impl Peer {
                     self.buf.resize(n, 0);
                 }
             }
-            match self.s.read(&mut self.buf[self.end..]) {
+            let room = self.buf.len() - self.end;
+            let short = match self.s.read(&mut self.buf[self.end..]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => self.end += n,
+                Ok(n) => {
+                    self.end += n;
+                    n < room
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
-            }
+            };
             while self.end - self.start >= 12 {
                 let h = &self.buf[self.start..self.start + 12];
                 let ptype = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
@@ -830,6 +834,12 @@ impl Peer {
                     Role::Worker(w) => w.on_packet(ptype, body, &mut self.out, sh),
                 }
                 self.start += 12 + len;
+            }
+            // A short read emptied the socket: bytes that come later raise a new
+            // (edge-triggered) event, so the read that would only say EAGAIN is saved, as
+            // libgearman and the servers do; the generator's own cost is not the servers'.
+            if short {
+                return Ok(());
             }
         }
     }
