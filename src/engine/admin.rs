@@ -120,7 +120,7 @@ impl Engine {
                 out.reload_schedules.push(id);
                 return;
             }
-            AdminCommand::CancelJob(handle) => match self.by_handle.get(&handle) {
+            AdminCommand::CancelJob(handle) => match self.by_handle.get(&handle, &self.jobs) {
                 None => Bytes::from_static(b"ERR UNKNOWN_JOB\r\n"),
                 Some(k) if matches!(self.jobs[k].state, JobState::Running(_)) => {
                     Bytes::from_static(b"ERR JOB_RUNNING The+job+is+running+on+a+worker\r\n")

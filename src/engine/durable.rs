@@ -133,9 +133,9 @@ impl Engine {
         if !self.by_handle.is_own(&r.handle, job.id) {
             // A different --job-handle-prefix than when it was saved: keep the saved handle,
             // clients may hold it.
-            self.by_handle.remove_job(job);
+            self.by_handle.remove_job(job, k);
             job.foreign_handle = Some(Box::new(r.handle));
-            self.by_handle.insert_job(job, k);
+            self.by_handle.insert_job(k, &self.jobs);
         }
     }
 
@@ -157,7 +157,7 @@ impl Engine {
     pub fn refuse_jobs(&mut self, handles: &[Bytes]) -> Vec<Bytes> {
         let mut refused = Vec::new();
         for h in handles {
-            let Some(k) = self.by_handle.get(h) else {
+            let Some(k) = self.by_handle.get(h, &self.jobs) else {
                 continue;
             };
             if matches!(self.jobs[k].state, JobState::Queued | JobState::Future(_)) {

@@ -445,7 +445,7 @@ impl Engine {
                 if self
                     .conn(id)
                     .is_some_and(|c| c.last_exception.as_ref() == Some(&handle))
-                    && !self.by_handle.contains(&handle)
+                    && !self.by_handle.contains(&handle, &self.jobs)
                 {
                     if let Some(c) = self.conn_mut(id) {
                         c.last_exception = None;
@@ -491,7 +491,11 @@ impl Engine {
                 self.end_job(key, schedules::Outcome::Exception(&data), now);
             }
             Request::GetStatus { handle } => {
-                let r = match self.by_handle.get(&handle).map(|k| &self.jobs[k]) {
+                let r = match self
+                    .by_handle
+                    .get(&handle, &self.jobs)
+                    .map(|k| &self.jobs[k])
+                {
                     Some(job) => Response::StatusRes {
                         handle: handle.into(),
                         known: true,
@@ -959,7 +963,7 @@ impl Engine {
         text: &'static str,
         out: &mut Outbox,
     ) -> Option<JobKey> {
-        let key = self.by_handle.get(handle);
+        let key = self.by_handle.get(handle, &self.jobs);
         match key {
             Some(k) if self.jobs[k].state == JobState::Running(id) => Some(k),
             _ => {
@@ -1073,8 +1077,8 @@ impl Engine {
         } else {
             self.jobs.shrink_to_fit();
         }
-        self.by_handle.shrink_to_fit();
-        self.by_unique.shrink_to_fit();
+        self.by_handle.shrink_to_fit(&self.jobs);
+        self.by_unique.shrink_to_fit(&self.jobs);
         self.timeouts.shrink_to_fit();
         for (_, f) in self.functions.iter_mut() {
             for q in f.queues.iter_mut() {
@@ -1133,11 +1137,9 @@ impl Engine {
         let k = self.jobs.insert(job);
         self.jobs_peak = self.jobs_peak.max(self.jobs.len());
         self.journal_added(k);
-        self.by_handle.insert_job(&self.jobs[k], k);
-        if let Some(uk) = key {
-            if !self.by_unique.insert(f, &uk, k) {
-                self.jobs[k].indexed = false;
-            }
+        self.by_handle.insert_job(k, &self.jobs);
+        if self.jobs[k].indexed {
+            self.by_unique.insert(k, &self.jobs);
         }
         if let Some(c) = client.and_then(|c| self.conn_mut(c)) {
             c.attached.push(k);
@@ -1184,17 +1186,12 @@ impl Engine {
     /// Remove a job from every index and counter. Its queue entry, if any, goes stale.
     fn remove_job(&mut self, k: JobKey, how: FinishKind) {
         let job = self.jobs.remove(k);
-        let drained = self.jobs_peak > SHRINK_FLOOR && self.jobs.len() < self.jobs_peak / 8;
-        let emptied = self.jobs.is_empty() && self.jobs.capacity() > SHRINK_FLOOR;
-        if drained || emptied {
-            self.give_memory_back();
-        }
         if self.config.durable && job.background {
             self.durable.push(Durable::JobFinished { id: job.id, how });
         }
-        self.by_handle.remove_job(&job);
-        if let Some(uk) = UniqueKey::of(&job.unique, &job.data).filter(|_| job.indexed) {
-            self.by_unique.remove(job.func, &uk, k);
+        self.by_handle.remove_job(&job, k);
+        if job.indexed {
+            self.by_unique.remove(&job, k);
         }
         if job.timed {
             if let Some(t) = self.timeouts.remove(&k) {
@@ -1249,6 +1246,12 @@ impl Engine {
             {
                 conn.attached.retain(|&a| a != k);
             }
+        }
+        // Last, once the job is out of every index (they rehash from the jobs they hold).
+        let drained = self.jobs_peak > SHRINK_FLOOR && self.jobs.len() < self.jobs_peak / 8;
+        let emptied = self.jobs.is_empty() && self.jobs.capacity() > SHRINK_FLOOR;
+        if drained || emptied {
+            self.give_memory_back();
         }
     }
 

@@ -183,7 +183,11 @@ impl Engine {
     /// GET_STATUS of `handle`, with the job's details when it is known.
     pub fn job_status(&self, handle: &[u8]) -> JobStatus {
         let handle_b = Bytes::copy_from_slice(handle);
-        let Some(job) = self.by_handle.get(handle).and_then(|k| self.jobs.get(k)) else {
+        let Some(job) = self
+            .by_handle
+            .get(handle, &self.jobs)
+            .and_then(|k| self.jobs.get(k))
+        else {
             return JobStatus {
                 handle: handle_b,
                 known: false,

@@ -23,7 +23,7 @@ impl Engine {
     /// the job is made background so that it still runs (and finishes) without that client.
     /// Returns whether the connection was attached to that job.
     pub fn release_client(&mut self, conn: ConnId, handle: &[u8]) -> bool {
-        let Some(k) = self.by_handle.get(handle) else {
+        let Some(k) = self.by_handle.get(handle, &self.jobs) else {
             return false;
         };
         let Some(job) = self.jobs.get_mut(k) else {

@@ -200,6 +200,13 @@ pub struct Job {
     pub id: u64,
 }
 
+impl Job {
+    /// The job's coalescing key, borrowed (see `UniqueKey::of`).
+    pub fn key_ref(&self) -> Option<super::handles::KeyRef<'_>> {
+        super::handles::KeyRef::of(&self.unique, &self.data)
+    }
+}
+
 /// Where a scheduled job came from, so its outcome reaches the entry's history.
 #[derive(Clone, Debug)]
 pub struct Origin {
