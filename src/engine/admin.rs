@@ -92,7 +92,7 @@ impl Engine {
                         _ => None,
                     })
                     .collect();
-                rows.sort_by_key(|(due, j)| (*due, j.seq));
+                rows.sort_by_key(|(due, j)| (*due, j.id));
                 let mut s = String::new();
                 for (due, j) in rows {
                     let when = super::rfc3339(due);

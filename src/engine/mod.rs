@@ -25,7 +25,7 @@ pub use query::{
 };
 pub use types::JobCounters;
 pub use types::{
-    Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobState, Origin, QueueEntry,
+    Ability, Conn, ConnId, ConnInfo, FuncId, Function, Job, JobKey, JobList, JobState, NIL, Origin,
     UniqueKey,
 };
 
@@ -102,10 +102,10 @@ impl Outbox {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TimerEvent {
-    /// A running job's CAN_DO_TIMEOUT ran out.
-    JobTimeout { job: JobKey, seq: u64 },
+    /// A running job's CAN_DO_TIMEOUT ran out (`id` tells the job from a later one in its slot).
+    JobTimeout { job: JobKey, id: u64 },
     /// A future job is due.
-    JobDue { job: JobKey, seq: u64 },
+    JobDue { job: JobKey, id: u64 },
     /// A graceful shutdown waited long enough.
     DrainTimeout,
     /// A schedule entry's run is due (`generation` tells loads apart).
@@ -148,7 +148,6 @@ pub struct Engine {
     /// CAN_DO_TIMEOUT deadlines of running jobs (those with `timed` set).
     timeouts: FastMap<JobKey, TimerKey>,
     next_handle: u64,
-    next_seq: u64,
     running: usize,
     /// During a graceful shutdown no new job is handed out.
     draining: bool,
@@ -179,7 +178,6 @@ impl Engine {
             timers: Timers::new(),
             timeouts: FastMap::default(),
             next_handle: 1,
-            next_seq: 0,
             running: 0,
             draining: false,
             drain_expired: false,
@@ -578,8 +576,8 @@ impl Engine {
             };
             fired += 1;
             match ev {
-                TimerEvent::JobTimeout { job, seq } => {
-                    let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {
+                TimerEvent::JobTimeout { job, id } => {
+                    let Some(j) = self.jobs.get_mut(job).filter(|j| j.id == id) else {
                         continue;
                     };
                     if j.timed {
@@ -606,8 +604,8 @@ impl Engine {
                     );
                     self.drain_expired = true;
                 }
-                TimerEvent::JobDue { job, seq } => {
-                    let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {
+                TimerEvent::JobDue { job, id } => {
+                    let Some(j) = self.jobs.get_mut(job).filter(|j| j.id == id) else {
                         continue;
                     };
                     if !matches!(j.state, JobState::Future(_)) {
@@ -802,49 +800,26 @@ impl Engine {
 
     /// The queued job this worker would get: highest priority across all its functions, then
     /// oldest (or, with `--round-robin`, the first function in the worker's rotating list).
-    /// Stale queue heads are dropped on the way.
-    fn find_job_for(&mut self, id: ConnId) -> Option<(usize, FuncId, Priority)> {
+    fn find_job_for(&self, id: ConnId) -> Option<(usize, FuncId, Priority)> {
         if self.draining {
             return None;
         }
-        // Borrow the fields apart: no per-grab copy of the worker's function list.
-        let Engine {
-            conns,
-            functions,
-            jobs,
-            config,
-            ..
-        } = self;
-        let conn = conns
-            .get(id.index as usize)?
-            .as_ref()
-            .filter(|c| c.id == id)?;
+        let conn = self.conn(id)?;
         for p in Priority::ALL {
             let mut best: Option<(u64, usize, FuncId)> = None;
             for (pos, a) in conn.abilities.iter().enumerate() {
                 let f = a.func;
-                let Some(func) = functions.get_mut(f) else {
+                let Some(func) = self.functions.get(f) else {
                     continue;
                 };
-                if func.queued[p.index()] == 0 {
+                let head = func.queues[p.index()].head;
+                if head == NIL {
                     continue;
                 }
-                let q = &mut func.queues[p.index()];
-                // Skip stale entries at the head.
-                while let Some(e) = q.front() {
-                    let live = jobs
-                        .get(e.job)
-                        .is_some_and(|j| j.queue_seq == e.seq && j.state == JobState::Queued);
-                    if live {
-                        break;
-                    }
-                    q.pop_front();
-                }
-                let Some(e) = q.front() else { continue };
-                let order = if config.round_robin {
+                let order = if self.config.round_robin {
                     pos as u64
                 } else {
-                    jobs[e.job].seq
+                    self.jobs[head as usize].id
                 };
                 if best.is_none_or(|(o, _, _)| order < o) {
                     best = Some((order, pos, f));
@@ -866,12 +841,9 @@ impl Engine {
             out.push(id, Response::NoJob);
             return;
         };
+        let key = self.functions[f].queues[p.index()].head as JobKey;
+        self.unlink(key);
         let func = &mut self.functions[f];
-        let Some(entry) = func.queues[p.index()].pop_front() else {
-            out.push(id, Response::NoJob);
-            return;
-        };
-        func.queued[p.index()] -= 1;
         func.running += 1;
         self.running += 1;
         let more_work = func.queued_total() > 0;
@@ -883,7 +855,6 @@ impl Engine {
                 c.abilities.push(a);
             }
         }
-        let key = entry.job;
         let job = &mut self.jobs[key];
         job.state = JobState::Running(id);
         if let Some(origin) = job.origin.as_mut() {
@@ -894,7 +865,7 @@ impl Engine {
                 now.saturating_add(ms),
                 TimerEvent::JobTimeout {
                     job: key,
-                    seq: job.seq,
+                    id: job.id,
                 },
             );
             job.timed = true;
@@ -1080,11 +1051,6 @@ impl Engine {
         self.by_handle.shrink_to_fit(&self.jobs);
         self.by_unique.shrink_to_fit(&self.jobs);
         self.timeouts.shrink_to_fit();
-        for (_, f) in self.functions.iter_mut() {
-            for q in f.queues.iter_mut() {
-                q.shrink_to_fit();
-            }
-        }
         self.timers.shrink_to_fit();
         // SAFETY: malloc_trim only returns free heap pages to the OS; no pointer changes.
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -1109,8 +1075,6 @@ impl Engine {
     ) -> JobKey {
         let job_id = self.next_handle;
         self.next_handle += 1;
-        let seq = self.next_seq;
-        self.next_seq += 1;
         let f = new.func;
         self.count(f, query::Counted::Submitted);
         let job = Job {
@@ -1121,8 +1085,8 @@ impl Engine {
             reducer: new.reducer.map(Box::new),
             priority: new.priority,
             background: new.background,
-            seq,
-            queue_seq: 0,
+            prev: NIL,
+            next: NIL,
             state: JobState::Queued,
             clients: client.into_iter().collect(),
             retries: 0,
@@ -1146,7 +1110,9 @@ impl Engine {
         }
         match new.due_ms {
             Some(due) if due > now => {
-                let t = self.timers.insert(due, TimerEvent::JobDue { job: k, seq });
+                let t = self
+                    .timers
+                    .insert(due, TimerEvent::JobDue { job: k, id: job_id });
                 self.jobs[k].state = JobState::Future(t);
                 self.functions[f].future += 1;
                 log::info!(
@@ -1166,25 +1132,88 @@ impl Engine {
 
     /// Put a job in its function's queue, at the tail (new) or the head (given back).
     fn enqueue(&mut self, k: JobKey, front: bool) {
-        let qseq = self.next_seq;
-        self.next_seq += 1;
         let job = &mut self.jobs[k];
         job.state = JobState::Queued;
-        job.queue_seq = qseq;
-        let func = &mut self.functions[job.func];
         let p = job.priority.index();
-        let e = QueueEntry { job: k, seq: qseq };
+        let func = &mut self.functions[job.func];
+        let q = &mut func.queues[p];
+        func.queued[p] += 1;
+        let key = k as u32;
         if front {
             // Keep global FIFO order meaningful: a given-back job is older than anything queued.
-            func.queues[p].push_front(e);
+            job.prev = NIL;
+            job.next = q.head;
+            match q.head {
+                NIL => q.tail = key,
+                h => self.jobs[h as usize].prev = key,
+            }
+            q.head = key;
         } else {
-            func.queues[p].push_back(e);
+            job.prev = q.tail;
+            job.next = NIL;
+            match q.tail {
+                NIL => q.head = key,
+                t => self.jobs[t as usize].next = key,
+            }
+            q.tail = key;
         }
-        func.queued[p] += 1;
     }
 
-    /// Remove a job from every index and counter. Its queue entry, if any, goes stale.
+    /// Take a queued job out of its function's queue (its state is the caller's to set).
+    fn unlink(&mut self, k: JobKey) {
+        let job = &self.jobs[k];
+        let (prev, next, p) = (job.prev, job.next, job.priority.index());
+        let func = &mut self.functions[job.func];
+        func.queued[p] -= 1;
+        let q = &mut func.queues[p];
+        match prev {
+            NIL => q.head = next,
+            pr => self.jobs[pr as usize].next = next,
+        }
+        match next {
+            NIL => q.tail = prev,
+            nx => self.jobs[nx as usize].prev = prev,
+        }
+        let job = &mut self.jobs[k];
+        job.prev = NIL;
+        job.next = NIL;
+    }
+
+    /// Every queue is a well-formed list of exactly the queued jobs of its function and
+    /// priority, as many as its count says.
+    #[cfg(test)]
+    fn check_queues(&self) {
+        let mut listed = 0;
+        for (f, func) in self.functions.iter() {
+            for p in Priority::ALL {
+                let q = func.queues[p.index()];
+                let (mut prev, mut k, mut n) = (NIL, q.head, 0);
+                while k != NIL {
+                    let job = &self.jobs[k as usize];
+                    assert_eq!(job.prev, prev);
+                    assert_eq!(
+                        (job.func, job.priority, job.state),
+                        (f, p, JobState::Queued)
+                    );
+                    (prev, k, n) = (k, job.next, n + 1);
+                }
+                assert_eq!(q.tail, prev);
+                assert_eq!(func.queued[p.index()], n);
+                listed += n;
+            }
+        }
+        let queued = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.state == JobState::Queued);
+        assert_eq!(queued.count(), listed as usize);
+    }
+
+    /// Remove a job from its queue, every index and counter.
     fn remove_job(&mut self, k: JobKey, how: FinishKind) {
+        if self.jobs[k].state == JobState::Queued {
+            self.unlink(k);
+        }
         let job = self.jobs.remove(k);
         if self.config.durable && job.background {
             self.durable.push(Durable::JobFinished { id: job.id, how });
@@ -1200,25 +1229,7 @@ impl Engine {
         }
         if let Some(func) = self.functions.get_mut(job.func) {
             match job.state {
-                JobState::Queued => {
-                    let p = job.priority.index();
-                    func.queued[p] -= 1;
-                    // Its queue entry is now stale; sweep stale entries before they can pile
-                    // up (a function nobody works on would otherwise keep every cancel).
-                    func.stale[p] += 1;
-                    if func.queued[p] == 0 {
-                        func.queues[p].clear();
-                        func.stale[p] = 0;
-                    } else if func.stale[p] > 64 && func.stale[p] > func.queued[p] {
-                        let jobs = &self.jobs;
-                        func.queues[p].retain(|e| {
-                            jobs.get(e.job).is_some_and(|j| {
-                                j.queue_seq == e.seq && j.state == JobState::Queued
-                            })
-                        });
-                        func.stale[p] = 0;
-                    }
-                }
+                JobState::Queued => {}
                 JobState::Running(w) => {
                     func.running -= 1;
                     self.running -= 1;

@@ -770,6 +770,31 @@ fn cancel_job() {
 }
 
 #[test]
+fn cancels_from_the_middle_and_give_backs_to_the_head_keep_queue_order() {
+    let mut w = World::new();
+    let (c, wk, wk2) = (w.conn(), w.conn(), w.conn());
+    let h: Vec<Bytes> = (1..=5)
+        .map(|i| w.submit(c, "f", "", &i.to_string(), Priority::Normal, true))
+        .collect();
+    for i in [1, 3] {
+        let line = format!("cancel job {}", String::from_utf8_lossy(&h[i]));
+        assert_eq!(w.admin(wk, &line), "OK\r\n");
+        w.e.check_queues();
+    }
+    w.can_do(wk, "f");
+    assert_eq!(w.grab(wk).unwrap().1, b("1"));
+    assert_eq!(w.grab(wk).unwrap().1, b("3"));
+    w.e.check_queues();
+    // Both go back to the head, in the order they were taken.
+    w.e.disconnect(wk, w.now, &mut w.out);
+    w.e.check_queues();
+    w.can_do(wk2, "f");
+    let got: Vec<Bytes> = std::iter::from_fn(|| w.grab(wk2).map(|(_, d)| d)).collect();
+    assert_eq!(got, vec![b("1"), b("3"), b("5")]);
+    w.e.check_queues();
+}
+
+#[test]
 fn shutdown_only_from_loopback() {
     let mut w = World::new();
     let local = w.conn();
@@ -1458,6 +1483,7 @@ fn random_traffic_never_panics_and_keeps_counts_consistent() {
                 "step {step}"
             );
             assert_eq!(running as usize, w.e.running_jobs(), "step {step}");
+            w.e.check_queues();
         }
     }
 }

@@ -1,8 +1,6 @@
 //! The engine's records: connections as the engine sees them, functions with their queues,
 //! and jobs. Plain data with small helpers; the rules live in the engine proper.
 
-use std::collections::VecDeque;
-
 use bytes::Bytes;
 
 use crate::proto::request::Priority;
@@ -67,23 +65,33 @@ impl Conn {
     }
 }
 
-/// A queued job's place in a FIFO. `seq` tells a live entry from a stale one left behind by a
-/// cancel, so that removing from the middle of a queue is O(1).
+/// No job: the end of a queue.
+pub const NIL: u32 = u32::MAX;
+
+/// One priority's FIFO of queued jobs: a doubly linked list through the jobs' `prev` and
+/// `next`, so a job leaves it from anywhere in O(1) and the queue itself owns no memory.
 #[derive(Clone, Copy, Debug)]
-pub struct QueueEntry {
-    pub job: JobKey,
-    pub seq: u64,
+pub struct JobList {
+    pub head: u32,
+    pub tail: u32,
+}
+
+impl Default for JobList {
+    fn default() -> Self {
+        JobList {
+            head: NIL,
+            tail: NIL,
+        }
+    }
 }
 
 /// A function name with its three priority queues and counters.
 #[derive(Debug)]
 pub struct Function {
     pub name: Bytes,
-    pub queues: [VecDeque<QueueEntry>; 3],
-    /// Live entries per priority (the queues may also hold stale ones).
+    pub queues: [JobList; 3],
+    /// Jobs in each queue.
     pub queued: [u32; 3],
-    /// Stale entries per priority, swept when they outnumber the live ones.
-    pub stale: [u32; 3],
     pub running: u32,
     /// Future jobs waiting in the timer for their time.
     pub future: u32,
@@ -119,7 +127,6 @@ impl Function {
             name,
             queues: Default::default(),
             queued: [0; 3],
-            stale: [0; 3],
             running: 0,
             future: 0,
             workers: Vec::new(),
@@ -178,9 +185,9 @@ pub struct Job {
     pub reducer: Option<Box<Bytes>>,
     pub priority: Priority,
     pub background: bool,
-    /// Order of submission; with `queue_seq` it also marks the job's live queue entry.
-    pub seq: u64,
-    pub queue_seq: u64,
+    /// The neighbours in its function's queue while the job is queued (`NIL` at an end).
+    pub prev: u32,
+    pub next: u32,
     pub state: JobState,
     /// Foreground clients in attach order.
     pub clients: Clients,
@@ -197,6 +204,8 @@ pub struct Job {
     /// The schedule entry that injected the job (and when a worker last took it).
     pub origin: Option<Box<Origin>>,
     /// The handle's counter `n` (the handle is `<prefix>:<id>`), the job's id in the journal.
+    /// Unique among live jobs, and increasing in order of submission (jobs read back from a
+    /// journal keep theirs, all below the next new one): the queues' "oldest first" order.
     pub id: u64,
 }
 
