@@ -15,7 +15,8 @@ use bytes::Bytes;
 use hashbrown::HashTable;
 use slab::Slab;
 
-use super::{FastMap, FuncId, Job, JobKey, UniqueKey};
+use super::types::FOREIGN;
+use super::{FastMap, FuncId, Job, JobKey};
 use crate::proto::response::Handle;
 
 /// The seeded hasher both tables hash with.
@@ -27,7 +28,9 @@ pub struct HandleIndex {
     prefix: Bytes,
     /// Jobs with their own handle, hashed by `Job::id`.
     by_number: HashTable<u32>,
+    /// Jobs flagged `FOREIGN`: by handle, and the handle by job id.
     foreign: FastMap<Bytes, JobKey>,
+    foreign_of: FastMap<u64, Bytes>,
     hasher: Seeded,
 }
 
@@ -37,6 +40,7 @@ impl HandleIndex {
             prefix: Bytes::from(format!("{prefix}:")),
             by_number: HashTable::new(),
             foreign: FastMap::default(),
+            foreign_of: FastMap::default(),
             hasher: Seeded::default(),
         }
     }
@@ -61,7 +65,8 @@ impl HandleIndex {
             Some(n) => self
                 .by_number
                 .find(self.hash(n), |&k| {
-                    jobs.get(k as usize).is_some_and(|j| j.id == n)
+                    jobs.get(k as usize)
+                        .is_some_and(|j| j.id == n && !j.is(FOREIGN))
                 })
                 .map(|&k| k as JobKey),
             None => self.foreign.get(handle).copied(),
@@ -75,9 +80,9 @@ impl HandleIndex {
     /// `job`'s handle: `<prefix>:<id>` sharing the prefix's block (no allocation), or its
     /// foreign handle.
     pub fn of(&self, job: &Job) -> Handle {
-        match &job.foreign_handle {
+        match self.foreign_of.get(&job.id).filter(|_| job.is(FOREIGN)) {
             None => self.own(job.id),
-            Some(h) => Handle::Other((**h).clone()),
+            Some(h) => Handle::Other(h.clone()),
         }
     }
 
@@ -94,39 +99,34 @@ impl HandleIndex {
         self.number(handle) == Some(n)
     }
 
-    /// Index the job at `k` (already in `jobs`) under its handle.
+    /// Index the job at `k` (already in `jobs`) under its own handle.
     pub fn insert_job(&mut self, k: JobKey, jobs: &Slab<Job>) {
-        let job = &jobs[k];
-        match &job.foreign_handle {
-            None => {
-                let hasher = &self.hasher;
-                self.by_number
-                    .insert_unique(hasher.hash_one(job.id), k as u32, |&x| {
-                        hasher.hash_one(jobs.get(x as usize).map_or(0, |j| j.id))
-                    });
-            }
-            Some(h) => {
-                self.foreign.insert((**h).clone(), k);
-            }
-        }
+        let hasher = &self.hasher;
+        self.by_number
+            .insert_unique(hasher.hash_one(jobs[k].id), k as u32, |&x| {
+                hasher.hash_one(jobs.get(x as usize).map_or(0, |j| j.id))
+            });
+    }
+
+    /// Index the job at `k`, flagged `FOREIGN`, under the handle it was saved with.
+    pub fn insert_foreign(&mut self, k: JobKey, id: u64, handle: Bytes) {
+        self.foreign.insert(handle.clone(), k);
+        self.foreign_of.insert(id, handle);
     }
 
     /// Forget the handle of `job`, which was at `k` (it may already be out of the slab).
     pub fn remove_job(&mut self, job: &Job, k: JobKey) {
-        match &job.foreign_handle {
-            None => {
-                if let Ok(e) = self
-                    .by_number
-                    .find_entry(self.hash(job.id), |&x| x as usize == k)
-                {
-                    e.remove();
+        if job.is(FOREIGN) {
+            if let Some(h) = self.foreign_of.remove(&job.id) {
+                if self.foreign.get(&h) == Some(&k) {
+                    self.foreign.remove(&h);
                 }
             }
-            Some(h) => {
-                if self.foreign.get(&h[..]) == Some(&k) {
-                    self.foreign.remove(&h[..]);
-                }
-            }
+        } else if let Ok(e) = self
+            .by_number
+            .find_entry(self.hash(job.id), |&x| x as usize == k)
+        {
+            e.remove();
         }
     }
 
@@ -135,6 +135,7 @@ impl HandleIndex {
         self.by_number
             .shrink_to_fit(|&x| hasher.hash_one(jobs.get(x as usize).map_or(0, |j| j.id)));
         self.foreign.shrink_to_fit();
+        self.foreign_of.shrink_to_fit();
     }
 
     #[cfg(test)]
@@ -161,19 +162,18 @@ fn unique_hash(hasher: &Seeded, f: FuncId, key: KeyRef<'_>) -> u64 {
 /// The hash of the job at `k`, for rehashing (every job in the table has a key).
 fn job_hash(hasher: &Seeded, jobs: &Slab<Job>, k: u32) -> u64 {
     match jobs.get(k as usize) {
-        Some(j) => unique_hash(hasher, j.func, j.key_ref().unwrap_or(KeyRef::Unique(&[]))),
+        Some(j) => unique_hash(hasher, j.func(), j.key_ref().unwrap_or(KeyRef::Unique(&[]))),
         None => 0,
     }
 }
 
 impl UniqueIndex {
     /// The job indexed under (f, uk), if any.
-    pub fn get(&self, f: FuncId, uk: &UniqueKey, jobs: &Slab<Job>) -> Option<JobKey> {
-        let key = uk.as_key_ref();
+    pub fn get(&self, f: FuncId, key: KeyRef<'_>, jobs: &Slab<Job>) -> Option<JobKey> {
         self.table
             .find(unique_hash(&self.hasher, f, key), |&k| {
                 jobs.get(k as usize)
-                    .is_some_and(|j| j.func == f && j.key_ref() == Some(key))
+                    .is_some_and(|j| j.func() == f && j.key_ref() == Some(key))
             })
             .map(|&k| k as JobKey)
     }
@@ -184,7 +184,7 @@ impl UniqueIndex {
         let Some(key) = job.key_ref() else { return };
         let hasher = &self.hasher;
         self.table
-            .insert_unique(unique_hash(hasher, job.func, key), k as u32, |&x| {
+            .insert_unique(unique_hash(hasher, job.func(), key), k as u32, |&x| {
                 job_hash(hasher, jobs, x)
             });
     }
@@ -192,7 +192,7 @@ impl UniqueIndex {
     /// Forget `job`, which was indexed at `k` (it may already be out of the slab).
     pub fn remove(&mut self, job: &Job, k: JobKey) {
         let Some(key) = job.key_ref() else { return };
-        let hash = unique_hash(&self.hasher, job.func, key);
+        let hash = unique_hash(&self.hasher, job.func(), key);
         if let Ok(e) = self.table.find_entry(hash, |&x| x as usize == k) {
             e.remove();
         }
@@ -209,15 +209,6 @@ impl UniqueIndex {
 pub enum KeyRef<'a> {
     Unique(&'a [u8]),
     Data(&'a [u8]),
-}
-
-impl UniqueKey {
-    pub fn as_key_ref(&self) -> KeyRef<'_> {
-        match self {
-            UniqueKey::Unique(u) => KeyRef::Unique(u),
-            UniqueKey::Data(d) => KeyRef::Data(d),
-        }
-    }
 }
 
 impl<'a> KeyRef<'a> {

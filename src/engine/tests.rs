@@ -76,8 +76,7 @@ impl World {
             id,
             Request::SubmitJob {
                 func: b(func),
-                unique: b(unique),
-                data: b(data),
+                body: JobBody::new(unique.as_bytes(), data.as_bytes()),
                 priority: p,
                 background: bg,
             },
@@ -600,8 +599,7 @@ fn one_sleeper_is_woken_per_job_and_the_baton_passes() {
         c,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("1"),
+            body: JobBody::new(&b(""), &b("1")),
             priority: Priority::Normal,
             background: true,
         },
@@ -617,8 +615,7 @@ fn one_sleeper_is_woken_per_job_and_the_baton_passes() {
         c,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("2"),
+            body: JobBody::new(&b(""), &b("2")),
             priority: Priority::Normal,
             background: true,
         },
@@ -648,8 +645,7 @@ fn worker_wakeup_zero_wakes_everyone() {
         c,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("1"),
+            body: JobBody::new(&b(""), &b("1")),
             priority: Priority::Normal,
             background: true,
         },
@@ -679,8 +675,7 @@ fn max_queue_caps_a_function() {
         c,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("3"),
+            body: JobBody::new(&b(""), &b("3")),
             priority: Priority::Normal,
             background: true,
         },
@@ -828,9 +823,8 @@ fn epoch_jobs_wait_in_the_timer_and_block_nothing() {
         c,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b("e1"),
+            body: JobBody::new(&b("e1"), &b("later")),
             epoch: b(&due_s.to_string()),
-            data: b("later"),
         },
     );
     let h = match &r[..] {
@@ -852,9 +846,8 @@ fn epoch_jobs_wait_in_the_timer_and_block_nothing() {
         c,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b("e1"),
+            body: JobBody::new(&b("e1"), &b("x")),
             epoch: b("1"),
-            data: b("x"),
         },
     );
     assert_eq!(r, vec![(c, Response::JobCreated { handle: h.clone() })]);
@@ -876,9 +869,8 @@ fn epoch_in_the_past_runs_now_and_garbage_is_refused() {
         c,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b(""),
+            body: JobBody::new(&b(""), &b("x")),
             epoch: b("5"),
-            data: b("x"),
         },
     );
     assert!(matches!(&r[..], [(_, Response::JobCreated { .. })]));
@@ -888,9 +880,8 @@ fn epoch_in_the_past_runs_now_and_garbage_is_refused() {
             c,
             Request::SubmitJobEpoch {
                 func: b("f"),
-                unique: b(""),
+                body: JobBody::new(&b(""), &b("x")),
                 epoch: b(bad),
-                data: b("x"),
             },
         );
         assert!(
@@ -947,9 +938,8 @@ fn sched_jobs_run_at_the_next_matching_minute() {
         c,
         Request::SubmitJobSched {
             func: b("f"),
-            unique: b("s1"),
+            body: JobBody::new(&b("s1"), &b("x")),
             fields: fields("40", "", ""),
-            data: b("x"),
         },
     );
     let h = match &r[..] {
@@ -961,9 +951,8 @@ fn sched_jobs_run_at_the_next_matching_minute() {
         c,
         Request::SubmitJobSched {
             func: b("f"),
-            unique: b("s2"),
+            body: JobBody::new(&b("s2"), &b("y")),
             fields: fields("0", "9", "0"),
-            data: b("y"),
         },
     );
     assert_eq!(
@@ -993,9 +982,8 @@ fn sched_jobs_run_at_the_next_matching_minute() {
             c,
             Request::SubmitJobSched {
                 func: b("f"),
-                unique: b(""),
+                body: JobBody::new(&b(""), &b("")),
                 fields: bad,
-                data: b(""),
             },
         );
         assert_eq!(r, vec![(c, Response::error("INVALID_ARGUMENT", why))]);
@@ -1011,9 +999,8 @@ fn cancelling_a_future_job_removes_it_from_the_wheel() {
         c,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b(""),
+            body: JobBody::new(&b(""), &b("")),
             epoch: b(&due),
-            data: b(""),
         },
     );
     assert!(w.e.next_deadline().is_some());
