@@ -29,6 +29,13 @@ pub struct TimerKey {
     seq: u64,
 }
 
+impl TimerKey {
+    /// The entry's slot, for `Timers::key_at`.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
 struct Entry<T> {
     deadline: u64,
     seq: u64,
@@ -152,6 +159,14 @@ impl<T> Timers<T> {
         }
         self.unlink(key.index);
         Some(self.entries.remove(key.index as usize).value)
+    }
+
+    /// The key of the armed entry at `index` (a key's `index()`) if its value is the one
+    /// `is_mine` looks for: for a holder that keeps only the 4-byte index and tells its own
+    /// entry from a later one in the same slot by the value.
+    pub fn key_at(&self, index: u32, is_mine: impl Fn(&T) -> bool) -> Option<TimerKey> {
+        let e = self.entries.get(index as usize)?;
+        is_mine(&e.value).then_some(TimerKey { index, seq: e.seq })
     }
 
     /// The deadline of an armed key.

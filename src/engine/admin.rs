@@ -63,13 +63,13 @@ impl Engine {
             }
             AdminCommand::ShowJobs => {
                 let mut s = String::new();
-                for (_, j) in &self.jobs {
+                for (k, j) in &self.jobs {
                     let _ = writeln!(
                         s,
                         "{}\t{}\t0\t{}",
                         self.by_handle.of(j),
-                        j.retries,
-                        u8::from(j.background)
+                        self.extra(k).map_or(0, |e| e.retries),
+                        u8::from(j.background())
                     );
                 }
                 s.push_str(".\n");
@@ -78,7 +78,7 @@ impl Engine {
             AdminCommand::ShowUniqueJobs => {
                 let mut s = String::new();
                 for (_, j) in &self.jobs {
-                    let _ = writeln!(s, "{}", lossy(&j.unique));
+                    let _ = writeln!(s, "{}", lossy(j.body.unique_bytes()));
                 }
                 s.push_str(".\n");
                 s.into()
@@ -87,12 +87,12 @@ impl Engine {
                 let mut rows: Vec<_> = self
                     .jobs
                     .iter()
-                    .filter_map(|(_, j)| match j.state {
-                        JobState::Future(_) => Some((j.due_ms.unwrap_or(0), j)),
+                    .filter_map(|(k, j)| match j.state() {
+                        JobState::Future => Some((self.due_ms(k).unwrap_or(0), j)),
                         _ => None,
                     })
                     .collect();
-                rows.sort_by_key(|(due, j)| (*due, j.seq));
+                rows.sort_by_key(|(due, j)| (*due, j.id));
                 let mut s = String::new();
                 for (due, j) in rows {
                     let when = super::rfc3339(due);
@@ -100,8 +100,8 @@ impl Engine {
                         s,
                         "{}\t{}\t{}\t{}\t{}",
                         self.by_handle.of(j),
-                        lossy(&self.functions[j.func].name),
-                        lossy(&j.unique),
+                        lossy(&self.functions[j.func()].name),
+                        lossy(j.body.unique_bytes()),
                         when,
                         priority_name(j.priority)
                     );
@@ -120,9 +120,9 @@ impl Engine {
                 out.reload_schedules.push(id);
                 return;
             }
-            AdminCommand::CancelJob(handle) => match self.by_handle.get(&handle) {
+            AdminCommand::CancelJob(handle) => match self.by_handle.get(&handle, &self.jobs) {
                 None => Bytes::from_static(b"ERR UNKNOWN_JOB\r\n"),
-                Some(k) if matches!(self.jobs[k].state, JobState::Running(_)) => {
+                Some(k) if matches!(self.jobs[k].state(), JobState::Running(_)) => {
                     Bytes::from_static(b"ERR JOB_RUNNING The+job+is+running+on+a+worker\r\n")
                 }
                 Some(k) => {

@@ -6,7 +6,10 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::{Engine, JobKey, JobState, NewJob, UniqueKey};
+use super::handles::KeyRef;
+use super::types::FOREIGN;
+use super::{Engine, JobKey, JobState, NewJob};
+use crate::proto::request::JobBody;
 use crate::proto::request::Priority;
 
 /// How a journalled job ended.
@@ -74,23 +77,19 @@ impl Engine {
             return;
         }
         let job = &self.jobs[k];
-        if !job.background {
+        if !job.background() {
             return;
         }
         // A future job keeps its due time; one already queued runs at once after a restart.
-        let due_ms = match job.state {
-            JobState::Future(_) => job.due_ms,
-            _ => None,
-        };
         self.durable.push(Durable::JobAdded {
             id: job.id,
             handle: self.by_handle.of(job).to_bytes(),
-            func: self.functions[job.func].name.clone(),
-            unique: job.unique.clone(),
-            reducer: job.reducer.as_deref().cloned(),
+            func: self.functions[job.func()].name.clone(),
+            unique: job.unique(),
+            reducer: self.rare(k).and_then(|r| r.reducer.clone()),
             priority: job.priority,
-            due_ms: due_ms.or(job.due_ms),
-            data: job.data.clone(),
+            due_ms: self.due_ms(k),
+            data: job.data(),
         });
     }
 
@@ -100,7 +99,7 @@ impl Engine {
         let f = self.func_id(&r.func);
         // Two live jobs with one unique cannot come from one run of the engine, but a journal
         // written by another version might hold them: keep both, coalesce on the first.
-        let key = UniqueKey::of(&r.unique, &r.data).filter(|uk| {
+        let key = KeyRef::of(&r.unique, &r.data).filter(|&uk| {
             let taken = self.by_unique.get(f, uk, &self.jobs).is_some();
             if taken {
                 log::warn!(
@@ -116,8 +115,8 @@ impl Engine {
         self.next_handle = r.id;
         let new = NewJob {
             func: f,
-            unique: r.unique,
-            data: r.data,
+            // One copy of what the job keeps, so the record's other fields are not pinned.
+            body: JobBody::new(&r.unique, &r.data),
             reducer: r.reducer,
             priority: r.priority,
             background: true,
@@ -125,17 +124,19 @@ impl Engine {
             origin: None,
         };
         let durable = std::mem::replace(&mut self.config.durable, false);
-        let k = self.create_job(new, key, None, now, out);
+        let k = self.create_job(new, key.is_some(), None, now, out);
         self.config.durable = durable;
         self.next_handle = saved;
+        if r.retries > 0 {
+            self.extra_mut(k).retries = r.retries;
+        }
         let job = &mut self.jobs[k];
-        job.retries = r.retries;
         if !self.by_handle.is_own(&r.handle, job.id) {
             // A different --job-handle-prefix than when it was saved: keep the saved handle,
             // clients may hold it.
-            self.by_handle.remove_job(job);
-            job.foreign_handle = Some(Box::new(r.handle));
-            self.by_handle.insert_job(job, k);
+            self.by_handle.remove_job(job, k);
+            job.flags |= FOREIGN;
+            self.by_handle.insert_foreign(k, job.id, r.handle);
         }
     }
 
@@ -157,10 +158,10 @@ impl Engine {
     pub fn refuse_jobs(&mut self, handles: &[Bytes]) -> Vec<Bytes> {
         let mut refused = Vec::new();
         for h in handles {
-            let Some(k) = self.by_handle.get(h) else {
+            let Some(k) = self.by_handle.get(h, &self.jobs) else {
                 continue;
             };
-            if matches!(self.jobs[k].state, JobState::Queued | JobState::Future(_)) {
+            if matches!(self.jobs[k].state(), JobState::Queued | JobState::Future) {
                 // A JobFinished follows the buffered JobAdded, so a later successful write
                 // does not bring the job back.
                 self.remove_job(k, FinishKind::Fail);

@@ -1,29 +1,47 @@
 //! The engine's two indexes: handle to job, and (function, unique) to job.
 //!
-//! Handles: the index from job handle to job. Handles the engine makes are `<prefix>:<n>` with a unique
-//! n, so they are found by their number (8 bytes a key, no handle bytes hashed); a handle
-//! read back from a journal written under another prefix is kept by its bytes.
+//! Both hold only the job's slab key (4 bytes a bucket, plus hashbrown's control byte): the
+//! hash of an entry is computed from the job it names, so no key is stored twice and a
+//! table that grows rehashes from the jobs themselves. Every entry names a live job: a job
+//! leaves both indexes before it leaves the slab.
+//!
+//! Handles the engine makes are `<prefix>:<n>` with a unique n, so they are found by their
+//! number (no handle bytes hashed); a handle read back from a journal written under another
+//! prefix is kept by its bytes in a small map of its own.
+
+use std::hash::BuildHasher;
 
 use bytes::Bytes;
+use hashbrown::HashTable;
 use slab::Slab;
 
-use super::{FastMap, FuncId, Job, JobKey, UniqueKey};
+use super::types::FOREIGN;
+use super::{FastMap, FuncId, Job, JobKey};
 use crate::proto::response::Handle;
+
+/// The seeded hasher both tables hash with.
+type Seeded = foldhash::fast::RandomState;
 
 #[derive(Debug)]
 pub struct HandleIndex {
     /// `<prefix>:` of this run's handles.
     prefix: Bytes,
-    by_number: FastMap<u64, JobKey>,
+    /// Jobs with their own handle, hashed by `Job::id`.
+    by_number: HashTable<u32>,
+    /// Jobs flagged `FOREIGN`: by handle, and the handle by job id.
     foreign: FastMap<Bytes, JobKey>,
+    foreign_of: FastMap<u64, Bytes>,
+    hasher: Seeded,
 }
 
 impl HandleIndex {
     pub fn new(prefix: &str) -> Self {
         HandleIndex {
             prefix: Bytes::from(format!("{prefix}:")),
-            by_number: FastMap::default(),
+            by_number: HashTable::new(),
             foreign: FastMap::default(),
+            foreign_of: FastMap::default(),
+            hasher: Seeded::default(),
         }
     }
 
@@ -38,45 +56,33 @@ impl HandleIndex {
         })
     }
 
-    pub fn get(&self, handle: &[u8]) -> Option<JobKey> {
+    fn hash(&self, n: u64) -> u64 {
+        self.hasher.hash_one(n)
+    }
+
+    pub fn get(&self, handle: &[u8], jobs: &Slab<Job>) -> Option<JobKey> {
         match self.number(handle) {
-            Some(n) => self.by_number.get(&n).copied(),
+            Some(n) => self
+                .by_number
+                .find(self.hash(n), |&k| {
+                    jobs.get(k as usize)
+                        .is_some_and(|j| j.id == n && !j.is(FOREIGN))
+                })
+                .map(|&k| k as JobKey),
             None => self.foreign.get(handle).copied(),
         }
     }
 
-    pub fn contains(&self, handle: &[u8]) -> bool {
-        self.get(handle).is_some()
-    }
-
-    pub fn insert(&mut self, handle: &Bytes, k: JobKey) {
-        match self.number(handle) {
-            Some(n) => {
-                self.by_number.insert(n, k);
-            }
-            None => {
-                self.foreign.insert(handle.clone(), k);
-            }
-        }
-    }
-
-    pub fn remove(&mut self, handle: &[u8]) {
-        match self.number(handle) {
-            Some(n) => {
-                self.by_number.remove(&n);
-            }
-            None => {
-                self.foreign.remove(handle);
-            }
-        }
+    pub fn contains(&self, handle: &[u8], jobs: &Slab<Job>) -> bool {
+        self.get(handle, jobs).is_some()
     }
 
     /// `job`'s handle: `<prefix>:<id>` sharing the prefix's block (no allocation), or its
     /// foreign handle.
     pub fn of(&self, job: &Job) -> Handle {
-        match &job.foreign_handle {
+        match self.foreign_of.get(&job.id).filter(|_| job.is(FOREIGN)) {
             None => self.own(job.id),
-            Some(h) => Handle::Other((**h).clone()),
+            Some(h) => Handle::Other(h.clone()),
         }
     }
 
@@ -93,29 +99,43 @@ impl HandleIndex {
         self.number(handle) == Some(n)
     }
 
-    /// Index `job` (at `k`) under its handle.
-    pub fn insert_job(&mut self, job: &Job, k: JobKey) {
-        match &job.foreign_handle {
-            None => {
-                self.by_number.insert(job.id, k);
+    /// Index the job at `k` (already in `jobs`) under its own handle.
+    pub fn insert_job(&mut self, k: JobKey, jobs: &Slab<Job>) {
+        let hasher = &self.hasher;
+        self.by_number
+            .insert_unique(hasher.hash_one(jobs[k].id), k as u32, |&x| {
+                hasher.hash_one(jobs.get(x as usize).map_or(0, |j| j.id))
+            });
+    }
+
+    /// Index the job at `k`, flagged `FOREIGN`, under the handle it was saved with.
+    pub fn insert_foreign(&mut self, k: JobKey, id: u64, handle: Bytes) {
+        self.foreign.insert(handle.clone(), k);
+        self.foreign_of.insert(id, handle);
+    }
+
+    /// Forget the handle of `job`, which was at `k` (it may already be out of the slab).
+    pub fn remove_job(&mut self, job: &Job, k: JobKey) {
+        if job.is(FOREIGN) {
+            if let Some(h) = self.foreign_of.remove(&job.id) {
+                if self.foreign.get(&h) == Some(&k) {
+                    self.foreign.remove(&h);
+                }
             }
-            Some(h) => self.insert(h, k),
+        } else if let Ok(e) = self
+            .by_number
+            .find_entry(self.hash(job.id), |&x| x as usize == k)
+        {
+            e.remove();
         }
     }
 
-    /// Forget `job`'s handle.
-    pub fn remove_job(&mut self, job: &Job) {
-        match &job.foreign_handle {
-            None => {
-                self.by_number.remove(&job.id);
-            }
-            Some(h) => self.remove(h),
-        }
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.by_number.shrink_to_fit();
+    pub fn shrink_to_fit(&mut self, jobs: &Slab<Job>) {
+        let hasher = &self.hasher;
+        self.by_number
+            .shrink_to_fit(|&x| hasher.hash_one(jobs.get(x as usize).map_or(0, |j| j.id)));
         self.foreign.shrink_to_fit();
+        self.foreign_of.shrink_to_fit();
     }
 
     #[cfg(test)]
@@ -124,73 +144,109 @@ impl HandleIndex {
     }
 }
 
+/// The coalescing index: (function, unique key) to job. An entry is just the job's key; its
+/// hash is the seeded hash of the job's function and unique key, and a hit is checked
+/// against the job's own function and unique, so a collision costs one comparison, never a
+/// wrong coalescing. The hash is seeded per process, so peers cannot aim for collisions.
+#[derive(Debug, Default)]
+pub struct UniqueIndex {
+    table: HashTable<u32>,
+    hasher: Seeded,
+}
+
+/// The hash of one (function, key) pair, the same for a lookup and for a job's own key.
+fn unique_hash(hasher: &Seeded, f: FuncId, key: KeyRef<'_>) -> u64 {
+    hasher.hash_one((f as u32, key))
+}
+
+/// The hash of the job at `k`, for rehashing (every job in the table has a key).
+fn job_hash(hasher: &Seeded, jobs: &Slab<Job>, k: u32) -> u64 {
+    match jobs.get(k as usize) {
+        Some(j) => unique_hash(hasher, j.func(), j.key_ref().unwrap_or(KeyRef::Unique(&[]))),
+        None => 0,
+    }
+}
+
+impl UniqueIndex {
+    /// The job indexed under (f, uk), if any.
+    pub fn get(&self, f: FuncId, key: KeyRef<'_>, jobs: &Slab<Job>) -> Option<JobKey> {
+        self.table
+            .find(unique_hash(&self.hasher, f, key), |&k| {
+                jobs.get(k as usize)
+                    .is_some_and(|j| j.func() == f && j.key_ref() == Some(key))
+            })
+            .map(|&k| k as JobKey)
+    }
+
+    /// Index the job at `k` (already in `jobs`, with a unique key, and not yet indexed).
+    pub fn insert(&mut self, k: JobKey, jobs: &Slab<Job>) {
+        let job = &jobs[k];
+        let Some(key) = job.key_ref() else { return };
+        let hasher = &self.hasher;
+        self.table
+            .insert_unique(unique_hash(hasher, job.func(), key), k as u32, |&x| {
+                job_hash(hasher, jobs, x)
+            });
+    }
+
+    /// Forget `job`, which was indexed at `k` (it may already be out of the slab).
+    pub fn remove(&mut self, job: &Job, k: JobKey) {
+        let Some(key) = job.key_ref() else { return };
+        let hash = unique_hash(&self.hasher, job.func(), key);
+        if let Ok(e) = self.table.find_entry(hash, |&x| x as usize == k) {
+            e.remove();
+        }
+    }
+
+    pub fn shrink_to_fit(&mut self, jobs: &Slab<Job>) {
+        let hasher = &self.hasher;
+        self.table.shrink_to_fit(|&x| job_hash(hasher, jobs, x));
+    }
+}
+
+/// A unique key borrowed from a job or a request, as both indexes hash and compare it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyRef<'a> {
+    Unique(&'a [u8]),
+    Data(&'a [u8]),
+}
+
+impl<'a> KeyRef<'a> {
+    /// The coalescing key of a job: its unique, or its data when the unique is `-`.
+    pub fn of(unique: &'a [u8], data: &'a [u8]) -> Option<KeyRef<'a>> {
+        match unique {
+            b"" => None,
+            b"-" if data.is_empty() => None,
+            b"-" => Some(KeyRef::Data(data)),
+            _ => Some(KeyRef::Unique(unique)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn own_handles_by_number_and_others_by_bytes() {
-        let mut h = HandleIndex::new("H:box");
-        h.insert(&Bytes::from_static(b"H:box:17"), 3);
-        h.insert(&Bytes::from_static(b"H:old:17"), 4);
-        assert_eq!(h.get(b"H:box:17"), Some(3));
-        assert_eq!(h.get(b"H:old:17"), Some(4));
-        // Not the same handle, even if it names the same number.
-        assert_eq!(h.get(b"H:box:017"), None);
-        assert_eq!(h.get(b"H:box:17x"), None);
-        assert_eq!(h.get(b"H:box:"), None);
-        assert_eq!(h.get(b"H:box:99999999999999999999999"), None);
-        h.remove(b"H:box:17");
-        assert!(!h.contains(b"H:box:17"));
-        assert!(h.contains(b"H:old:17"));
-    }
-}
-
-/// The coalescing index: (function, unique key) to job. It keeps only the function and a
-/// 64-bit hash of the key (16 bytes an entry rather than a copy of the key); a hit is
-/// checked against the job's own unique, so a collision can only cost a missed coalescing,
-/// never a wrong one. The hash is seeded per process, so peers cannot aim for collisions.
-#[derive(Debug, Default)]
-pub struct UniqueIndex {
-    map: FastMap<(u32, u64), JobKey>,
-    hasher: foldhash::fast::RandomState,
-}
-
-impl UniqueIndex {
-    fn key(&self, f: FuncId, uk: &UniqueKey) -> (u32, u64) {
-        use std::hash::BuildHasher;
-        (f as u32, self.hasher.hash_one(uk))
+    fn own_handle_numbers() {
+        let h = HandleIndex::new("H:box");
+        assert_eq!(h.number(b"H:box:17"), Some(17));
+        assert_eq!(h.number(b"H:box:0"), Some(0));
+        // Not one of ours, or not the same handle even if it names the same number.
+        assert_eq!(h.number(b"H:old:17"), None);
+        assert_eq!(h.number(b"H:box:017"), None);
+        assert_eq!(h.number(b"H:box:17x"), None);
+        assert_eq!(h.number(b"H:box:"), None);
+        assert_eq!(h.number(b"H:box:99999999999999999999999"), None);
+        assert!(h.is_own(b"H:box:17", 17));
+        assert!(!h.is_own(b"H:box:17", 18));
     }
 
-    /// The job indexed under (f, uk), if it really has that key.
-    pub fn get(&self, f: FuncId, uk: &UniqueKey, jobs: &Slab<Job>) -> Option<JobKey> {
-        let k = *self.map.get(&self.key(f, uk))?;
-        let job = jobs.get(k)?;
-        (job.func == f && UniqueKey::of(&job.unique, &job.data).as_ref() == Some(uk)).then_some(k)
-    }
-
-    /// Index `k` under (f, uk). False when another job holds that slot (a hash collision):
-    /// the new job is then not coalesced with.
-    pub fn insert(&mut self, f: FuncId, uk: &UniqueKey, k: JobKey) -> bool {
-        let key = self.key(f, uk);
-        match self.map.entry(key) {
-            std::collections::hash_map::Entry::Occupied(_) => false,
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(k);
-                true
-            }
-        }
-    }
-
-    /// Forget (f, uk) if it still points at `k`.
-    pub fn remove(&mut self, f: FuncId, uk: &UniqueKey, k: JobKey) {
-        let key = self.key(f, uk);
-        if self.map.get(&key) == Some(&k) {
-            self.map.remove(&key);
-        }
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.map.shrink_to_fit();
+    #[test]
+    fn key_of_a_job() {
+        assert_eq!(KeyRef::of(b"", b"x"), None);
+        assert_eq!(KeyRef::of(b"-", b""), None);
+        assert_eq!(KeyRef::of(b"-", b"x"), Some(KeyRef::Data(b"x")));
+        assert_eq!(KeyRef::of(b"u", b"x"), Some(KeyRef::Unique(b"u")));
     }
 }

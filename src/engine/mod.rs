@@ -14,20 +14,22 @@ use bytes::Bytes;
 use slab::Slab;
 
 use crate::proto::packet::PacketType;
-use crate::proto::request::{GrabKind, Priority, Request, RequestError};
+use crate::proto::request::{GrabKind, JobBody, Priority, Request, RequestError};
 use crate::proto::response::Response;
 use crate::schedule::{SchedSpec, Zone};
 use crate::timer::{TimerKey, Timers};
 
 pub use durable::{Durable, FinishKind, RestoredJob};
+use handles::KeyRef;
 pub use query::{
     EngineTotals, FunctionStatus, JobDetail, JobPhase, JobStatus, ScheduleStatus, WorkerStatus,
 };
 pub use types::JobCounters;
 pub use types::{
-    Ability, Conn, ConnId, ConnInfo, FuncId, Function, HeldGrab, Job, JobKey, JobState, Origin,
-    QueueEntry, UniqueKey,
+    Ability, Conn, ConnId, ConnInfo, FuncId, Function, HeldGrab, Job, JobExtra, JobKey, JobList,
+    JobState, NIL, Origin, Rare,
 };
+use types::{BACKGROUND, EXTRA, INDEXED};
 
 /// Maps keyed by what peers send (handles, uniques, names), with a fast per-process-seeded
 /// hash.
@@ -108,10 +110,10 @@ impl Outbox {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TimerEvent {
-    /// A running job's CAN_DO_TIMEOUT ran out.
-    JobTimeout { job: JobKey, seq: u64 },
+    /// A running job's CAN_DO_TIMEOUT ran out (`id` tells the job from a later one in its slot).
+    JobTimeout { job: JobKey, id: u64 },
     /// A future job is due.
-    JobDue { job: JobKey, seq: u64 },
+    JobDue { job: JobKey, id: u64 },
     /// A graceful shutdown waited long enough.
     DrainTimeout,
     /// A schedule entry's run is due (`generation` tells loads apart).
@@ -128,8 +130,7 @@ const SHRINK_FLOOR: usize = 8192;
 /// A job about to be made, before it has a handle.
 struct NewJob {
     func: FuncId,
-    unique: Bytes,
-    data: Bytes,
+    body: JobBody,
     reducer: Option<Bytes>,
     priority: Priority,
     background: bool,
@@ -153,10 +154,9 @@ pub struct Engine {
     by_handle: handles::HandleIndex,
     by_unique: handles::UniqueIndex,
     timers: Timers<TimerEvent>,
-    /// CAN_DO_TIMEOUT deadlines of running jobs (those with `timed` set).
-    timeouts: FastMap<JobKey, TimerKey>,
+    /// What few jobs have (those flagged `EXTRA`), by job key.
+    extras: FastMap<u32, JobExtra>,
     next_handle: u64,
-    next_seq: u64,
     running: usize,
     /// During a graceful shutdown no new job is handed out.
     draining: bool,
@@ -187,9 +187,8 @@ impl Engine {
             by_handle,
             by_unique: handles::UniqueIndex::default(),
             timers: Timers::new(),
-            timeouts: FastMap::default(),
+            extras: FastMap::default(),
             next_handle: 1,
-            next_seq: 0,
             running: 0,
             draining: false,
             drain_expired: false,
@@ -246,6 +245,49 @@ impl Engine {
             .filter(|c| c.id == id)
     }
 
+    /// The extra fields of the job at `k`, if it has any.
+    fn extra(&self, k: JobKey) -> Option<&JobExtra> {
+        match self.jobs.get(k) {
+            Some(j) if j.is(EXTRA) => self.extras.get(&(k as u32)),
+            _ => None,
+        }
+    }
+
+    fn extra_get_mut(&mut self, k: JobKey) -> Option<&mut JobExtra> {
+        match self.jobs.get(k) {
+            Some(j) if j.is(EXTRA) => self.extras.get_mut(&(k as u32)),
+            _ => None,
+        }
+    }
+
+    /// The extra fields of the job at `k`, made if it has none yet.
+    fn extra_mut(&mut self, k: JobKey) -> &mut JobExtra {
+        self.jobs[k].flags |= EXTRA;
+        self.extras.entry(k as u32).or_default()
+    }
+
+    /// The foreground clients waiting for the job at `k`, in attach order.
+    fn clients(&self, k: JobKey) -> &[ConnId] {
+        self.extra(k).map_or(&[], |e| e.clients.as_slice())
+    }
+
+    /// A job's rare fields, if it has them.
+    fn rare(&self, k: JobKey) -> Option<&Rare> {
+        self.extra(k)?.rare.as_deref()
+    }
+
+    /// The key of a future job's entry in the wheel (the job keeps only its index).
+    fn future_timer(&self, k: JobKey, job: &Job) -> Option<TimerKey> {
+        let due = TimerEvent::JobDue { job: k, id: job.id };
+        self.timers.key_at(job.future_timer()?, |ev| *ev == due)
+    }
+
+    /// A future job's due time (from its entry in the wheel).
+    fn due_ms(&self, k: JobKey) -> Option<u64> {
+        self.timers
+            .deadline(self.future_timer(k, self.jobs.get(k)?)?)
+    }
+
     pub fn connect(&mut self, id: ConnId, info: ConnInfo) {
         let idx = id.index as usize;
         if self.conns.len() <= idx {
@@ -296,13 +338,15 @@ impl Engine {
             self.timers.cancel(h.timer);
         }
         for key in conn.attached {
-            let Some(job) = self.jobs.get_mut(key) else {
+            let Some(e) = self.extra_get_mut(key) else {
                 continue;
             };
-            job.clients.retain(|c| *c != id);
+            e.clients.retain(|c| *c != id);
+            let waited_for = !e.clients.is_empty();
+            let job = &self.jobs[key];
             // A foreground job nobody waits for any more is not worth running; a running one
             // finishes and its result is dropped. A background job always stays.
-            if job.clients.is_empty() && !job.background && job.state == JobState::Queued {
+            if !waited_for && !job.background() && job.state() == JobState::Queued {
                 log::info!(
                     "dropping queued job {} whose clients all left",
                     self.by_handle.of(job)
@@ -348,24 +392,19 @@ impl Engine {
             Request::PreSleep => self.pre_sleep(id, out),
             Request::SubmitJob {
                 func,
-                unique,
-                data,
+                body,
                 priority,
                 background,
-            } => self.submit(
-                id, func, unique, data, None, priority, background, None, now, out,
-            ),
+            } => self.submit(id, func, body, None, priority, background, None, now, out),
             Request::SubmitReduceJob {
                 func,
-                unique,
+                body,
                 reducer,
-                data,
                 background,
             } => self.submit(
                 id,
                 func,
-                unique,
-                data,
+                body,
                 Some(reducer),
                 Priority::Normal,
                 background,
@@ -373,19 +412,13 @@ impl Engine {
                 now,
                 out,
             ),
-            Request::SubmitJobEpoch {
-                func,
-                unique,
-                epoch,
-                data,
-            } => match parse_epoch(&epoch) {
+            Request::SubmitJobEpoch { func, body, epoch } => match parse_epoch(&epoch) {
                 Ok(secs) => {
                     let due = secs.saturating_mul(1000);
                     self.submit(
                         id,
                         func,
-                        unique,
-                        data,
+                        body,
                         None,
                         Priority::Normal,
                         true,
@@ -396,17 +429,11 @@ impl Engine {
                 }
                 Err(e) => out.push(id, Response::error(e.code, e.text)),
             },
-            Request::SubmitJobSched {
-                func,
-                unique,
-                fields,
-                data,
-            } => match self.sched_due(&fields, now) {
+            Request::SubmitJobSched { func, body, fields } => match self.sched_due(&fields, now) {
                 Ok(due) => self.submit(
                     id,
                     func,
-                    unique,
-                    data,
+                    body,
                     None,
                     Priority::Normal,
                     true,
@@ -425,14 +452,14 @@ impl Engine {
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
                     return;
                 };
-                let job = &mut self.jobs[key];
-                job.numerator = atoi(&numerator);
-                job.denominator = atoi(&denominator);
-                for &c in &job.clients {
+                let e = self.extra_mut(key);
+                e.numerator = atoi(&numerator);
+                e.denominator = atoi(&denominator);
+                for &c in self.clients(key) {
                     out.push(
                         c,
                         Response::WorkStatus {
-                            handle: self.by_handle.of(job),
+                            handle: self.by_handle.of(&self.jobs[key]),
                             numerator: numerator.clone(),
                             denominator: denominator.clone(),
                         },
@@ -454,13 +481,12 @@ impl Engine {
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
                     return;
                 };
-                let job = &self.jobs[key];
-                for &c in &job.clients {
+                for &c in self.clients(key) {
                     out.push(
                         c,
                         Response::WorkWithData {
                             ptype: PacketType::WorkComplete,
-                            handle: self.by_handle.of(job),
+                            handle: self.by_handle.of(&self.jobs[key]),
                             data: data.clone(),
                         },
                     );
@@ -475,7 +501,7 @@ impl Engine {
                 if self
                     .conn(id)
                     .is_some_and(|c| c.last_exception.as_ref() == Some(&handle))
-                    && !self.by_handle.contains(&handle)
+                    && !self.by_handle.contains(&handle, &self.jobs)
                 {
                     if let Some(c) = self.conn_mut(id) {
                         c.last_exception = None;
@@ -485,7 +511,7 @@ impl Engine {
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
                     return;
                 };
-                for &c in &self.jobs[key].clients {
+                for &c in self.clients(key) {
                     out.push(
                         c,
                         Response::WorkFail {
@@ -504,7 +530,7 @@ impl Engine {
                     c.last_exception = Some(handle.clone());
                 }
                 let job = &self.jobs[key];
-                for &c in &job.clients {
+                for &c in self.clients(key) {
                     let wants = self.conn(c).is_some_and(|c| c.exceptions);
                     let r = if wants {
                         Response::WorkWithData {
@@ -523,13 +549,13 @@ impl Engine {
                 self.ended_by(id);
             }
             Request::GetStatus { handle } => {
-                let r = match self.by_handle.get(&handle).map(|k| &self.jobs[k]) {
-                    Some(job) => Response::StatusRes {
+                let r = match self.by_handle.get(&handle, &self.jobs) {
+                    Some(k) => Response::StatusRes {
                         handle: handle.into(),
                         known: true,
-                        running: matches!(job.state, JobState::Running(_)),
-                        numerator: job.numerator,
-                        denominator: job.denominator,
+                        running: matches!(self.jobs[k].state(), JobState::Running(_)),
+                        numerator: self.extra(k).map_or(0, |e| e.numerator),
+                        denominator: self.extra(k).map_or(0, |e| e.denominator),
                     },
                     None => Response::StatusRes {
                         handle: handle.into(),
@@ -542,15 +568,14 @@ impl Engine {
                 out.push(id, r);
             }
             Request::GetStatusUnique { unique } => {
-                let found = self.find_by_unique(&unique).map(|k| &self.jobs[k]);
-                let r = match found {
-                    Some(job) => Response::StatusResUnique {
+                let r = match self.find_by_unique(&unique) {
+                    Some(k) => Response::StatusResUnique {
                         unique,
                         known: true,
-                        running: matches!(job.state, JobState::Running(_)),
-                        numerator: job.numerator,
-                        denominator: job.denominator,
-                        clients: job.clients.len() as u32,
+                        running: matches!(self.jobs[k].state(), JobState::Running(_)),
+                        numerator: self.extra(k).map_or(0, |e| e.numerator),
+                        denominator: self.extra(k).map_or(0, |e| e.denominator),
+                        clients: self.clients(k).len() as u32,
                     },
                     None => Response::StatusResUnique {
                         unique,
@@ -606,15 +631,16 @@ impl Engine {
             };
             fired += 1;
             match ev {
-                TimerEvent::JobTimeout { job, seq } => {
-                    let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {
+                TimerEvent::JobTimeout { job, id } => {
+                    if self.jobs.get(job).is_none_or(|j| j.id != id) {
                         continue;
-                    };
-                    if j.timed {
-                        j.timed = false;
-                        self.timeouts.remove(&job);
                     }
-                    if let JobState::Running(worker) = j.state {
+                    // Fired: the key is spent.
+                    if let Some(e) = self.extra_get_mut(job) {
+                        e.timer = None;
+                    }
+                    let j = &self.jobs[job];
+                    if let JobState::Running(worker) = j.state() {
                         log::warn!(
                             "job {} ran past its CAN_DO_TIMEOUT on worker {}; failing it",
                             self.by_handle.of(j),
@@ -642,15 +668,15 @@ impl Engine {
                     );
                     self.drain_expired = true;
                 }
-                TimerEvent::JobDue { job, seq } => {
-                    let Some(j) = self.jobs.get_mut(job).filter(|j| j.seq == seq) else {
+                TimerEvent::JobDue { job, id } => {
+                    let Some(j) = self.jobs.get(job).filter(|j| j.id == id) else {
                         continue;
                     };
-                    if !matches!(j.state, JobState::Future(_)) {
+                    if j.state() != JobState::Future {
                         continue;
                     }
                     log::info!("future job {} is due", self.by_handle.of(j));
-                    let f = j.func;
+                    let f = j.func();
                     self.functions[f].future -= 1;
                     self.enqueue(job, false);
                     self.wake_workers(f, out);
@@ -732,36 +758,36 @@ impl Engine {
         let holding = std::mem::take(&mut c.holding);
         let (back, keep): (Vec<JobKey>, Vec<JobKey>) = holding
             .into_iter()
-            .partition(|&k| only.is_none() || self.jobs.get(k).map(|j| j.func) == only);
+            .partition(|&k| only.is_none() || self.jobs.get(k).map(|j| j.func()) == only);
         if let Some(c) = self.conn_mut(id) {
             c.holding = keep;
         }
         // Each goes to the front, so the last taken goes back first: order is kept.
         for k in back.into_iter().rev() {
-            let Some(job) = self.jobs.get_mut(k) else {
+            if !self.jobs.contains(k) {
                 continue;
-            };
-            job.retries += 1;
-            if self.config.durable && job.background {
+            }
+            let e = self.extra_mut(k);
+            e.retries += 1;
+            e.numerator = 0;
+            e.denominator = 0;
+            let (retries, timer) = (e.retries, e.timer.take());
+            if let Some(t) = timer {
+                self.timers.cancel(t);
+            }
+            let job = &self.jobs[k];
+            if self.config.durable && job.background() {
                 self.durable.push(Durable::JobRetried {
                     id: job.id,
-                    retries: job.retries,
+                    retries,
                 });
             }
-            job.numerator = 0;
-            job.denominator = 0;
-            if job.timed {
-                job.timed = false;
-                if let Some(t) = self.timeouts.remove(&k) {
-                    self.timers.cancel(t);
-                }
-            }
             let limit = self.config.job_retries;
-            if limit > 0 && job.retries >= limit {
+            if limit > 0 && retries >= limit {
                 log::warn!(
                     "Dropped job due to max retry count: {} {}",
                     self.by_handle.of(job),
-                    String::from_utf8_lossy(&job.unique)
+                    String::from_utf8_lossy(job.body.unique_bytes())
                 );
                 self.fail_job(k, FailReason::RetriesSpent, now, out);
                 continue;
@@ -769,9 +795,9 @@ impl Engine {
             log::info!(
                 "worker left job {} (retry {}); it goes back to the head of its queue",
                 self.by_handle.of(job),
-                job.retries
+                retries
             );
-            let f = job.func;
+            let f = job.func();
             self.functions[f].running -= 1;
             self.running -= 1;
             self.count(f, query::Counted::Retried);
@@ -852,49 +878,26 @@ impl Engine {
 
     /// The queued job this worker would get: highest priority across all its functions, then
     /// oldest (or, with `--round-robin`, the first function in the worker's rotating list).
-    /// Stale queue heads are dropped on the way.
-    fn find_job_for(&mut self, id: ConnId) -> Option<(usize, FuncId, Priority)> {
+    fn find_job_for(&self, id: ConnId) -> Option<(usize, FuncId, Priority)> {
         if self.draining {
             return None;
         }
-        // Borrow the fields apart: no per-grab copy of the worker's function list.
-        let Engine {
-            conns,
-            functions,
-            jobs,
-            config,
-            ..
-        } = self;
-        let conn = conns
-            .get(id.index as usize)?
-            .as_ref()
-            .filter(|c| c.id == id)?;
+        let conn = self.conn(id)?;
         for p in Priority::ALL {
             let mut best: Option<(u64, usize, FuncId)> = None;
             for (pos, a) in conn.abilities.iter().enumerate() {
                 let f = a.func;
-                let Some(func) = functions.get_mut(f) else {
+                let Some(func) = self.functions.get(f) else {
                     continue;
                 };
-                if func.queued[p.index()] == 0 {
+                let head = func.queues[p.index()].head;
+                if head == NIL {
                     continue;
                 }
-                let q = &mut func.queues[p.index()];
-                // Skip stale entries at the head.
-                while let Some(e) = q.front() {
-                    let live = jobs
-                        .get(e.job)
-                        .is_some_and(|j| j.queue_seq == e.seq && j.state == JobState::Queued);
-                    if live {
-                        break;
-                    }
-                    q.pop_front();
-                }
-                let Some(e) = q.front() else { continue };
-                let order = if config.round_robin {
+                let order = if self.config.round_robin {
                     pos as u64
                 } else {
-                    jobs[e.job].seq
+                    self.jobs[head as usize].id
                 };
                 if best.is_none_or(|(o, _, _)| order < o) {
                     best = Some((order, pos, f));
@@ -970,12 +973,9 @@ impl Engine {
         now: u64,
         out: &mut Outbox,
     ) {
+        let key = self.functions[f].queues[p.index()].head as JobKey;
+        self.unlink(key);
         let func = &mut self.functions[f];
-        let Some(entry) = func.queues[p.index()].pop_front() else {
-            out.push(id, Response::NoJob);
-            return;
-        };
-        func.queued[p.index()] -= 1;
         func.running += 1;
         self.running += 1;
         let more_work = func.queued_total() > 0;
@@ -987,10 +987,14 @@ impl Engine {
                 c.abilities.push(a);
             }
         }
-        let key = entry.job;
         let job = &mut self.jobs[key];
-        job.state = JobState::Running(id);
-        if let Some(origin) = job.origin.as_mut() {
+        job.set_state(JobState::Running(id));
+        let job_id = job.id;
+        if let Some(origin) = self
+            .extra_get_mut(key)
+            .and_then(|e| e.rare.as_mut())
+            .and_then(|r| r.origin.as_mut())
+        {
             origin.started_ms = Some(now);
         }
         if let Some(ms) = timeout {
@@ -998,31 +1002,32 @@ impl Engine {
                 now.saturating_add(ms),
                 TimerEvent::JobTimeout {
                     job: key,
-                    seq: job.seq,
+                    id: job_id,
                 },
             );
-            job.timed = true;
-            self.timeouts.insert(key, t);
+            self.extra_mut(key).timer = Some(t);
         }
         let func_name = self.functions[f].name.clone();
-        let r = match (kind, job.reducer.as_deref()) {
+        let job = &self.jobs[key];
+        let reducer = self.rare(key).and_then(|r| r.reducer.as_ref());
+        let r = match (kind, reducer) {
             (GrabKind::Plain, _) => Response::JobAssign {
                 handle: self.by_handle.of(job),
                 func: func_name,
-                data: job.data.clone(),
+                data: job.data(),
             },
             (GrabKind::All, Some(reducer)) => Response::JobAssignAll {
                 handle: self.by_handle.of(job),
                 func: func_name,
-                unique: job.unique.clone(),
+                unique: job.unique(),
                 reducer: reducer.clone(),
-                data: job.data.clone(),
+                data: job.data(),
             },
             (GrabKind::Uniq | GrabKind::All, _) => Response::JobAssignUniq {
                 handle: self.by_handle.of(job),
                 func: func_name,
-                unique: job.unique.clone(),
-                data: job.data.clone(),
+                unique: job.unique(),
+                data: job.data(),
             },
         };
         out.push(id, r);
@@ -1067,9 +1072,9 @@ impl Engine {
         text: &'static str,
         out: &mut Outbox,
     ) -> Option<JobKey> {
-        let key = self.by_handle.get(handle);
+        let key = self.by_handle.get(handle, &self.jobs);
         match key {
-            Some(k) if self.jobs[k].state == JobState::Running(id) => Some(k),
+            Some(k) if self.jobs[k].state() == JobState::Running(id) => Some(k),
             _ => {
                 out.push(id, Response::error("JOB_NOT_FOUND", text));
                 None
@@ -1090,7 +1095,7 @@ impl Engine {
             return;
         };
         let job = &self.jobs[key];
-        for &c in &job.clients {
+        for &c in self.clients(key) {
             out.push(
                 c,
                 Response::WorkWithData {
@@ -1109,8 +1114,7 @@ impl Engine {
         &mut self,
         id: ConnId,
         func: Bytes,
-        unique: Bytes,
-        data: Bytes,
+        body: JobBody,
         reducer: Option<Bytes>,
         priority: Priority,
         background: bool,
@@ -1119,20 +1123,19 @@ impl Engine {
         out: &mut Outbox,
     ) {
         let f = self.func_id(&func);
-        let key = UniqueKey::of(&unique, &data);
-        if let Some(existing) = key
-            .as_ref()
-            .and_then(|k| self.by_unique.get(f, k, &self.jobs))
-        {
-            let job = &mut self.jobs[existing];
+        let key = KeyRef::of(body.unique_bytes(), body.data_bytes());
+        let indexed = key.is_some();
+        if let Some(existing) = key.and_then(|k| self.by_unique.get(f, k, &self.jobs)) {
             if background {
                 // A background submit must run even if the foreground clients it joined leave.
-                let was_background = std::mem::replace(&mut job.background, true);
+                let job = &mut self.jobs[existing];
+                let was_background = job.background();
+                job.flags |= BACKGROUND;
                 if !was_background {
                     self.journal_added(existing);
                 }
-            } else if !job.clients.contains(&id) {
-                job.clients.push(id);
+            } else if !self.clients(existing).contains(&id) {
+                self.extra_mut(existing).clients.push(id);
                 if let Some(c) = self.conn_mut(id) {
                     c.attached.push(existing);
                 }
@@ -1151,15 +1154,14 @@ impl Engine {
         }
         let new = NewJob {
             func: f,
-            unique,
-            data,
+            body,
             reducer,
             priority,
             background,
             due_ms,
             origin: None,
         };
-        let k = self.create_job(new, key, (!background).then_some(id), now, out);
+        let k = self.create_job(new, indexed, (!background).then_some(id), now, out);
         let handle = self.by_handle.of(&self.jobs[k]);
         out.push(id, Response::JobCreated { handle });
     }
@@ -1181,14 +1183,9 @@ impl Engine {
         } else {
             self.jobs.shrink_to_fit();
         }
-        self.by_handle.shrink_to_fit();
-        self.by_unique.shrink_to_fit();
-        self.timeouts.shrink_to_fit();
-        for (_, f) in self.functions.iter_mut() {
-            for q in f.queues.iter_mut() {
-                q.shrink_to_fit();
-            }
-        }
+        self.by_handle.shrink_to_fit(&self.jobs);
+        self.by_unique.shrink_to_fit(&self.jobs);
+        self.extras.shrink_to_fit();
         self.timers.shrink_to_fit();
         // SAFETY: malloc_trim only returns free heap pages to the OS; no pointer changes.
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -1206,55 +1203,51 @@ impl Engine {
     fn create_job(
         &mut self,
         new: NewJob,
-        key: Option<UniqueKey>,
+        indexed: bool,
         client: Option<ConnId>,
         now: u64,
         out: &mut Outbox,
     ) -> JobKey {
         let job_id = self.next_handle;
         self.next_handle += 1;
-        let seq = self.next_seq;
-        self.next_seq += 1;
         let f = new.func;
         self.count(f, query::Counted::Submitted);
-        let job = Job {
-            foreign_handle: None,
-            func: f,
-            unique: new.unique,
-            data: new.data,
-            reducer: new.reducer.map(Box::new),
-            priority: new.priority,
-            background: new.background,
-            seq,
-            queue_seq: 0,
-            state: JobState::Queued,
-            clients: client.into_iter().collect(),
-            retries: 0,
-            numerator: 0,
-            denominator: 0,
-            indexed: key.is_some(),
-            timed: false,
-            due_ms: new.due_ms,
-            origin: new.origin.map(Box::new),
-            id: job_id,
-        };
-        let k = self.jobs.insert(job);
+        let mut flags = 0;
+        if new.background {
+            flags |= BACKGROUND;
+        }
+        if indexed {
+            flags |= INDEXED;
+        }
+        let k = self
+            .jobs
+            .insert(Job::new(new.body, job_id, f, new.priority, flags));
         self.jobs_peak = self.jobs_peak.max(self.jobs.len());
-        self.journal_added(k);
-        self.by_handle.insert_job(&self.jobs[k], k);
-        if let Some(uk) = key {
-            if !self.by_unique.insert(f, &uk, k) {
-                self.jobs[k].indexed = false;
+        if client.is_some() || new.reducer.is_some() || new.origin.is_some() {
+            let e = self.extra_mut(k);
+            e.clients = client.into_iter().collect();
+            if new.reducer.is_some() || new.origin.is_some() {
+                e.rare = Some(Box::new(Rare {
+                    reducer: new.reducer,
+                    origin: new.origin,
+                }));
             }
+        }
+        self.by_handle.insert_job(k, &self.jobs);
+        if indexed {
+            self.by_unique.insert(k, &self.jobs);
         }
         if let Some(c) = client.and_then(|c| self.conn_mut(c)) {
             c.attached.push(k);
         }
         match new.due_ms {
             Some(due) if due > now => {
-                let t = self.timers.insert(due, TimerEvent::JobDue { job: k, seq });
-                self.jobs[k].state = JobState::Future(t);
+                let t = self
+                    .timers
+                    .insert(due, TimerEvent::JobDue { job: k, id: job_id });
+                self.jobs[k].set_future(t.index());
                 self.functions[f].future += 1;
+                self.journal_added(k);
                 log::info!(
                     "accepted future job {} ({}), due {}",
                     self.by_handle.of(&self.jobs[k]),
@@ -1263,6 +1256,7 @@ impl Engine {
                 );
             }
             _ => {
+                self.journal_added(k);
                 self.enqueue(k, false);
                 self.wake_workers(f, out);
             }
@@ -1272,64 +1266,110 @@ impl Engine {
 
     /// Put a job in its function's queue, at the tail (new) or the head (given back).
     fn enqueue(&mut self, k: JobKey, front: bool) {
-        let qseq = self.next_seq;
-        self.next_seq += 1;
         let job = &mut self.jobs[k];
-        job.state = JobState::Queued;
-        job.queue_seq = qseq;
-        let func = &mut self.functions[job.func];
+        job.set_state(JobState::Queued);
         let p = job.priority.index();
-        let e = QueueEntry { job: k, seq: qseq };
+        let func = &mut self.functions[job.func as usize];
+        let q = &mut func.queues[p];
+        func.queued[p] += 1;
+        let key = k as u32;
         if front {
             // Keep global FIFO order meaningful: a given-back job is older than anything queued.
-            func.queues[p].push_front(e);
+            job.set_next(q.head);
+            match q.head {
+                NIL => q.tail = key,
+                h => self.jobs[h as usize].set_prev(key),
+            }
+            q.head = key;
         } else {
-            func.queues[p].push_back(e);
+            job.set_prev(q.tail);
+            match q.tail {
+                NIL => q.head = key,
+                t => self.jobs[t as usize].set_next(key),
+            }
+            q.tail = key;
         }
-        func.queued[p] += 1;
     }
 
-    /// Remove a job from every index and counter. Its queue entry, if any, goes stale.
-    fn remove_job(&mut self, k: JobKey, how: FinishKind) {
-        let job = self.jobs.remove(k);
-        let drained = self.jobs_peak > SHRINK_FLOOR && self.jobs.len() < self.jobs_peak / 8;
-        let emptied = self.jobs.is_empty() && self.jobs.capacity() > SHRINK_FLOOR;
-        if drained || emptied {
-            self.give_memory_back();
+    /// Take a queued job out of its function's queue (its state is the caller's to set).
+    fn unlink(&mut self, k: JobKey) {
+        let job = &self.jobs[k];
+        let (prev, next, p) = (job.prev(), job.next(), job.priority.index());
+        let func = &mut self.functions[job.func as usize];
+        func.queued[p] -= 1;
+        let q = &mut func.queues[p];
+        match prev {
+            NIL => q.head = next,
+            pr => self.jobs[pr as usize].set_next(next),
         }
-        if self.config.durable && job.background {
-            self.durable.push(Durable::JobFinished { id: job.id, how });
+        match next {
+            NIL => q.tail = prev,
+            nx => self.jobs[nx as usize].set_prev(prev),
         }
-        self.by_handle.remove_job(&job);
-        if let Some(uk) = UniqueKey::of(&job.unique, &job.data).filter(|_| job.indexed) {
-            self.by_unique.remove(job.func, &uk, k);
-        }
-        if job.timed {
-            if let Some(t) = self.timeouts.remove(&k) {
-                self.timers.cancel(t);
+        let job = &mut self.jobs[k];
+        job.set_prev(NIL);
+        job.set_next(NIL);
+    }
+
+    /// Every queue is a well-formed list of exactly the queued jobs of its function and
+    /// priority, as many as its count says.
+    #[cfg(test)]
+    fn check_queues(&self) {
+        let mut listed = 0;
+        for (f, func) in self.functions.iter() {
+            for p in Priority::ALL {
+                let q = func.queues[p.index()];
+                let (mut prev, mut k, mut n) = (NIL, q.head, 0);
+                while k != NIL {
+                    let job = &self.jobs[k as usize];
+                    assert_eq!(job.prev(), prev);
+                    assert_eq!(
+                        (job.func(), job.priority, job.state()),
+                        (f, p, JobState::Queued)
+                    );
+                    (prev, k, n) = (k, job.next(), n + 1);
+                }
+                assert_eq!(q.tail, prev);
+                assert_eq!(func.queued[p.index()], n);
+                listed += n;
             }
         }
-        if let Some(func) = self.functions.get_mut(job.func) {
-            match job.state {
-                JobState::Queued => {
-                    let p = job.priority.index();
-                    func.queued[p] -= 1;
-                    // Its queue entry is now stale; sweep stale entries before they can pile
-                    // up (a function nobody works on would otherwise keep every cancel).
-                    func.stale[p] += 1;
-                    if func.queued[p] == 0 {
-                        func.queues[p].clear();
-                        func.stale[p] = 0;
-                    } else if func.stale[p] > 64 && func.stale[p] > func.queued[p] {
-                        let jobs = &self.jobs;
-                        func.queues[p].retain(|e| {
-                            jobs.get(e.job).is_some_and(|j| {
-                                j.queue_seq == e.seq && j.state == JobState::Queued
-                            })
-                        });
-                        func.stale[p] = 0;
-                    }
-                }
+        let queued = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.state() == JobState::Queued);
+        assert_eq!(queued.count(), listed as usize);
+    }
+
+    /// Remove a job from its queue, every index and counter.
+    fn remove_job(&mut self, k: JobKey, how: FinishKind) {
+        if self.jobs[k].state() == JobState::Queued {
+            self.unlink(k);
+        }
+        let extra = if self.jobs[k].is(EXTRA) {
+            self.extras.remove(&(k as u32))
+        } else {
+            None
+        };
+        let job = self.jobs.remove(k);
+        if self.config.durable && job.background() {
+            self.durable.push(Durable::JobFinished { id: job.id, how });
+        }
+        self.by_handle.remove_job(&job, k);
+        if job.is(INDEXED) {
+            self.by_unique.remove(&job, k);
+        }
+        let (clients, timer) = match extra {
+            Some(e) => (e.clients, e.timer),
+            None => (Default::default(), None),
+        };
+        // A running job's CAN_DO_TIMEOUT.
+        if let Some(t) = timer {
+            self.timers.cancel(t);
+        }
+        if let Some(func) = self.functions.get_mut(job.func()) {
+            match job.state() {
+                JobState::Queued => {}
                 JobState::Running(w) => {
                     func.running -= 1;
                     self.running -= 1;
@@ -1342,13 +1382,15 @@ impl Engine {
                         c.holding.retain(|&h| h != k);
                     }
                 }
-                JobState::Future(t) => {
+                JobState::Future => {
                     func.future -= 1;
-                    self.timers.cancel(t);
+                    if let Some(t) = self.future_timer(k, &job) {
+                        self.timers.cancel(t);
+                    }
                 }
             }
         }
-        for c in job.clients {
+        for c in clients {
             if let Some(conn) = self
                 .conns
                 .get_mut(c.index as usize)
@@ -1357,6 +1399,12 @@ impl Engine {
             {
                 conn.attached.retain(|&a| a != k);
             }
+        }
+        // Last, once the job is out of every index (they rehash from the jobs they hold).
+        let drained = self.jobs_peak > SHRINK_FLOOR && self.jobs.len() < self.jobs_peak / 8;
+        let emptied = self.jobs.is_empty() && self.jobs.capacity() > SHRINK_FLOOR;
+        if drained || emptied {
+            self.give_memory_back();
         }
     }
 
@@ -1369,7 +1417,7 @@ impl Engine {
             }
             FailReason::Timeout | FailReason::RetriesSpent => {}
         }
-        for &c in &job.clients {
+        for &c in self.clients(k) {
             out.push(
                 c,
                 Response::WorkFail {
@@ -1404,7 +1452,7 @@ impl Engine {
             O::Cancelled => FinishKind::Cancel,
         };
         if let Some(c) = counted {
-            self.count(self.jobs[k].func, c);
+            self.count(self.jobs[k].func(), c);
         }
         self.schedule_outcome(k, outcome, now);
         self.remove_job(k, how);
@@ -1412,10 +1460,9 @@ impl Engine {
 
     /// GET_STATUS_UNIQUE looks a unique up across all functions, as gearmand.
     fn find_by_unique(&self, unique: &Bytes) -> Option<JobKey> {
-        let uk = UniqueKey::Unique(unique.clone());
         self.functions
             .iter()
-            .find_map(|(f, _)| self.by_unique.get(f, &uk, &self.jobs))
+            .find_map(|(f, _)| self.by_unique.get(f, KeyRef::Unique(unique), &self.jobs))
     }
 }
 

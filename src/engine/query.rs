@@ -183,7 +183,11 @@ impl Engine {
     /// GET_STATUS of `handle`, with the job's details when it is known.
     pub fn job_status(&self, handle: &[u8]) -> JobStatus {
         let handle_b = Bytes::copy_from_slice(handle);
-        let Some(job) = self.by_handle.get(handle).and_then(|k| self.jobs.get(k)) else {
+        let Some((k, job)) = self
+            .by_handle
+            .get(handle, &self.jobs)
+            .and_then(|k| Some((k, self.jobs.get(k)?)))
+        else {
             return JobStatus {
                 handle: handle_b,
                 known: false,
@@ -193,33 +197,31 @@ impl Engine {
                 detail: None,
             };
         };
-        let phase = match job.state {
+        let phase = match job.state() {
             JobState::Queued => JobPhase::Queued,
             JobState::Running(_) => JobPhase::Running,
-            JobState::Future(_) => JobPhase::Future,
+            JobState::Future => JobPhase::Future,
         };
+        let extra = self.extra(k);
         JobStatus {
             handle: handle_b,
             known: true,
             running: phase == JobPhase::Running,
-            numerator: job.numerator,
-            denominator: job.denominator,
+            numerator: extra.map_or(0, |e| e.numerator),
+            denominator: extra.map_or(0, |e| e.denominator),
             detail: Some(JobDetail {
                 function: self
                     .functions
-                    .get(job.func)
+                    .get(job.func())
                     .map(|f| f.name.clone())
                     .unwrap_or_default(),
-                unique: job.unique.clone(),
+                unique: job.unique(),
                 phase,
                 priority: job.priority,
-                background: job.background,
-                retries: job.retries,
-                clients: job.clients.len() as u32,
-                due_ms: match phase {
-                    JobPhase::Future => job.due_ms,
-                    _ => None,
-                },
+                background: job.background(),
+                retries: extra.map_or(0, |e| e.retries),
+                clients: self.clients(k).len() as u32,
+                due_ms: self.due_ms(k),
             }),
         }
     }
@@ -265,7 +267,7 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::engine::{ConnId, ConnInfo, EngineConfig, Outbox};
-    use crate::proto::request::Request;
+    use crate::proto::request::{JobBody, Request};
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
@@ -292,8 +294,7 @@ mod tests {
             id,
             Request::SubmitJob {
                 func: b(f),
-                unique: Bytes::new(),
-                data: b("x"),
+                body: JobBody::new(b"", b"x"),
                 priority: p,
                 background: bg,
             },

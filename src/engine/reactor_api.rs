@@ -3,6 +3,7 @@
 //! acts on sockets), and letting a job go on without a client that stops waiting for it.
 //! Used by the HTTP listener (header timeouts, `X-Gearman-Timeout`); nothing here sees a socket.
 
+use super::types::BACKGROUND;
 use super::{ConnId, Engine, JobState, TimerEvent};
 use crate::timer::TimerKey;
 
@@ -23,30 +24,31 @@ impl Engine {
     /// the job is made background so that it still runs (and finishes) without that client.
     /// Returns whether the connection was attached to that job.
     pub fn release_client(&mut self, conn: ConnId, handle: &[u8]) -> bool {
-        let Some(k) = self.by_handle.get(handle) else {
+        let Some(k) = self.by_handle.get(handle, &self.jobs) else {
             return false;
         };
-        let Some(job) = self.jobs.get_mut(k) else {
+        let Some(e) = self.extra_get_mut(k) else {
             return false;
         };
-        let before = job.clients.len();
-        job.clients.retain(|c| *c != conn);
-        if job.clients.len() == before {
+        let before = e.clients.len();
+        e.clients.retain(|c| *c != conn);
+        if e.clients.len() == before {
             return false;
         }
-        if !job.background {
+        let job = &mut self.jobs[k];
+        if !job.background() {
             log::info!(
                 "client {} stopped waiting for job {} ({}); it goes on as a background job",
                 conn.index,
                 self.by_handle.of(job),
-                match job.state {
+                match job.state() {
                     JobState::Running(_) => "running",
                     JobState::Queued => "queued",
-                    JobState::Future(_) => "future",
+                    JobState::Future => "future",
                 }
             );
         }
-        job.background = true;
+        job.flags |= BACKGROUND;
         if let Some(c) = self.conn_mut(conn) {
             c.attached.retain(|&a| a != k);
         }
@@ -59,7 +61,7 @@ mod tests {
     use bytes::Bytes;
 
     use crate::engine::{ConnId, ConnInfo, Engine, EngineConfig, Outbox};
-    use crate::proto::request::{GrabKind, Priority, Request};
+    use crate::proto::request::{GrabKind, JobBody, Priority, Request};
     use crate::proto::response::Response;
 
     fn conn(e: &mut Engine, i: u32) -> ConnId {
@@ -106,8 +108,7 @@ mod tests {
             client,
             Request::SubmitJob {
                 func: Bytes::from_static(b"f"),
-                unique: Bytes::new(),
-                data: Bytes::from_static(b"d"),
+                body: JobBody::new(b"", b"d"),
                 priority: Priority::Normal,
                 background: false,
             },

@@ -9,8 +9,9 @@ use std::rc::Rc;
 use bytes::Bytes;
 use chrono::DateTime;
 
-use super::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, UniqueKey, rfc3339};
-use crate::proto::request::Priority;
+use super::handles::KeyRef;
+use super::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339};
+use crate::proto::request::{JobBody, Priority};
 use crate::schedule::cron::Timing;
 use crate::schedule::file::{Catchup, Entry, EntryPriority, Overlap, ScheduleFile};
 use crate::timer::TimerKey;
@@ -338,11 +339,8 @@ impl Engine {
                 (Overlap::Skip, 1) => Bytes::from(entry.id.clone()),
                 (Overlap::Skip, _) => Bytes::from(format!("{}#{i}", entry.id)),
             };
-            let key = UniqueKey::of(&unique, &Bytes::new());
-            if let Some(existing) = key
-                .as_ref()
-                .and_then(|k| self.by_unique.get(f, k, &self.jobs))
-            {
+            let key = KeyRef::of(&unique, b"");
+            if let Some(existing) = key.and_then(|k| self.by_unique.get(f, k, &self.jobs)) {
                 skipped += 1;
                 log::warn!(
                     "schedule {id}: run at {} skipped: its previous job {} is still queued or running (overlap=skip)",
@@ -360,11 +358,10 @@ impl Engine {
                 );
                 continue;
             }
-            let data = Bytes::from(entry.render(utc(nominal), i));
+            let data = entry.render(utc(nominal), i);
             let new = NewJob {
                 func: f,
-                unique,
-                data,
+                body: JobBody::new(&unique, data.as_bytes()),
                 reducer: None,
                 priority: p,
                 background: true,
@@ -375,7 +372,7 @@ impl Engine {
                     started_ms: None,
                 }),
             };
-            let k: JobKey = self.create_job(new, key, None, now, out);
+            let k: JobKey = self.create_job(new, key.is_some(), None, now, out);
             handles.push(self.by_handle.of(&self.jobs[k]).to_string());
         }
         let h = &mut self.schedules.entries[slot].history;
@@ -401,7 +398,9 @@ impl Engine {
     /// A scheduled job ended (or was requeued): log it and keep it in the entry's history.
     pub(super) fn schedule_outcome(&mut self, k: JobKey, outcome: Outcome<'_>, now: u64) {
         let job = &self.jobs[k];
-        let Some(origin) = &job.origin else { return };
+        let Some(origin) = self.rare(k).and_then(|r| r.origin.as_ref()) else {
+            return;
+        };
         let duration = origin.started_ms.map(|s| now.saturating_sub(s));
         let text = outcome.text();
         log::info!(

@@ -76,8 +76,7 @@ impl World {
             id,
             Request::SubmitJob {
                 func: b(func),
-                unique: b(unique),
-                data: b(data),
+                body: JobBody::new(unique.as_bytes(), data.as_bytes()),
                 priority: p,
                 background: bg,
             },
@@ -600,8 +599,7 @@ fn one_sleeper_is_woken_per_job_and_the_baton_passes() {
         c,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("1"),
+            body: JobBody::new(&b(""), &b("1")),
             priority: Priority::Normal,
             background: true,
         },
@@ -617,8 +615,7 @@ fn one_sleeper_is_woken_per_job_and_the_baton_passes() {
         c,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("2"),
+            body: JobBody::new(&b(""), &b("2")),
             priority: Priority::Normal,
             background: true,
         },
@@ -648,8 +645,7 @@ fn worker_wakeup_zero_wakes_everyone() {
         c,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("1"),
+            body: JobBody::new(&b(""), &b("1")),
             priority: Priority::Normal,
             background: true,
         },
@@ -679,8 +675,7 @@ fn max_queue_caps_a_function() {
         c,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("3"),
+            body: JobBody::new(&b(""), &b("3")),
             priority: Priority::Normal,
             background: true,
         },
@@ -770,6 +765,31 @@ fn cancel_job() {
 }
 
 #[test]
+fn cancels_from_the_middle_and_give_backs_to_the_head_keep_queue_order() {
+    let mut w = World::new();
+    let (c, wk, wk2) = (w.conn(), w.conn(), w.conn());
+    let h: Vec<Bytes> = (1..=5)
+        .map(|i| w.submit(c, "f", "", &i.to_string(), Priority::Normal, true))
+        .collect();
+    for i in [1, 3] {
+        let line = format!("cancel job {}", String::from_utf8_lossy(&h[i]));
+        assert_eq!(w.admin(wk, &line), "OK\r\n");
+        w.e.check_queues();
+    }
+    w.can_do(wk, "f");
+    assert_eq!(w.grab(wk).unwrap().1, b("1"));
+    assert_eq!(w.grab(wk).unwrap().1, b("3"));
+    w.e.check_queues();
+    // Both go back to the head, in the order they were taken.
+    w.e.disconnect(wk, w.now, &mut w.out);
+    w.e.check_queues();
+    w.can_do(wk2, "f");
+    let got: Vec<Bytes> = std::iter::from_fn(|| w.grab(wk2).map(|(_, d)| d)).collect();
+    assert_eq!(got, vec![b("1"), b("3"), b("5")]);
+    w.e.check_queues();
+}
+
+#[test]
 fn shutdown_only_from_loopback() {
     let mut w = World::new();
     let local = w.conn();
@@ -803,9 +823,8 @@ fn epoch_jobs_wait_in_the_timer_and_block_nothing() {
         c,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b("e1"),
+            body: JobBody::new(&b("e1"), &b("later")),
             epoch: b(&due_s.to_string()),
-            data: b("later"),
         },
     );
     let h = match &r[..] {
@@ -827,9 +846,8 @@ fn epoch_jobs_wait_in_the_timer_and_block_nothing() {
         c,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b("e1"),
+            body: JobBody::new(&b("e1"), &b("x")),
             epoch: b("1"),
-            data: b("x"),
         },
     );
     assert_eq!(r, vec![(c, Response::JobCreated { handle: h.clone() })]);
@@ -851,9 +869,8 @@ fn epoch_in_the_past_runs_now_and_garbage_is_refused() {
         c,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b(""),
+            body: JobBody::new(&b(""), &b("x")),
             epoch: b("5"),
-            data: b("x"),
         },
     );
     assert!(matches!(&r[..], [(_, Response::JobCreated { .. })]));
@@ -863,9 +880,8 @@ fn epoch_in_the_past_runs_now_and_garbage_is_refused() {
             c,
             Request::SubmitJobEpoch {
                 func: b("f"),
-                unique: b(""),
+                body: JobBody::new(&b(""), &b("x")),
                 epoch: b(bad),
-                data: b("x"),
             },
         );
         assert!(
@@ -922,9 +938,8 @@ fn sched_jobs_run_at_the_next_matching_minute() {
         c,
         Request::SubmitJobSched {
             func: b("f"),
-            unique: b("s1"),
+            body: JobBody::new(&b("s1"), &b("x")),
             fields: fields("40", "", ""),
-            data: b("x"),
         },
     );
     let h = match &r[..] {
@@ -936,9 +951,8 @@ fn sched_jobs_run_at_the_next_matching_minute() {
         c,
         Request::SubmitJobSched {
             func: b("f"),
-            unique: b("s2"),
+            body: JobBody::new(&b("s2"), &b("y")),
             fields: fields("0", "9", "0"),
-            data: b("y"),
         },
     );
     assert_eq!(
@@ -968,9 +982,8 @@ fn sched_jobs_run_at_the_next_matching_minute() {
             c,
             Request::SubmitJobSched {
                 func: b("f"),
-                unique: b(""),
+                body: JobBody::new(&b(""), &b("")),
                 fields: bad,
-                data: b(""),
             },
         );
         assert_eq!(r, vec![(c, Response::error("INVALID_ARGUMENT", why))]);
@@ -986,9 +999,8 @@ fn cancelling_a_future_job_removes_it_from_the_wheel() {
         c,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b(""),
+            body: JobBody::new(&b(""), &b("")),
             epoch: b(&due),
-            data: b(""),
         },
     );
     assert!(w.e.next_deadline().is_some());
@@ -1458,6 +1470,7 @@ fn random_traffic_never_panics_and_keeps_counts_consistent() {
                 "step {step}"
             );
             assert_eq!(running as usize, w.e.running_jobs(), "step {step}");
+            w.e.check_queues();
         }
     }
 }
@@ -1501,8 +1514,7 @@ fn a_held_grab_takes_the_next_job_at_once() {
         client,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("second"),
+            body: JobBody::new(&b(""), &b("second")),
             priority: Priority::Normal,
             background: false,
         },
@@ -1546,8 +1558,7 @@ fn a_held_grab_gets_no_job_at_its_deadline() {
         client,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("x"),
+            body: JobBody::new(&b(""), &b("x")),
             priority: Priority::Normal,
             background: true,
         },
@@ -1587,8 +1598,7 @@ fn a_held_grab_is_served_before_sleepers_are_woken() {
         client,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("next"),
+            body: JobBody::new(&b(""), &b("next")),
             priority: Priority::Normal,
             background: true,
         },
@@ -1607,8 +1617,7 @@ fn a_held_grab_is_served_before_sleepers_are_woken() {
         client,
         Request::SubmitJob {
             func: b("f"),
-            unique: b(""),
-            data: b("more"),
+            body: JobBody::new(&b(""), &b("more")),
             priority: Priority::Normal,
             background: true,
         },
@@ -1632,26 +1641,30 @@ fn a_held_grab_of_a_worker_that_leaves_is_forgotten() {
 #[test]
 fn a_held_grab_wakes_for_a_future_job_coming_due() {
     let mut w = waiting_world();
+    // 3 ms before a whole second; the hold lasts 6 ms.
+    w.now = 1_000_997;
     let client = w.conn();
     let worker = worker_after_one_job(&mut w, client);
-    let due_s = (w.now + 3) / 1000 + 1;
     let r = w.req(
         client,
         Request::SubmitJobEpoch {
             func: b("f"),
-            unique: b(""),
-            epoch: b(&due_s.to_string()),
-            data: b("due"),
+            epoch: b("1001"),
+            body: JobBody::new(&b(""), &b("due")),
         },
     );
     assert!(
         matches!(&r[..], [(_, Response::JobCreated { .. })]),
         "{r:?}"
     );
-    // Before the hold runs out the future job is not due yet; the hold answers NO_JOB.
-    w.e.on_time(w.now + 6, &mut w.out);
-    assert_eq!(
-        std::mem::take(&mut w.out.replies),
-        vec![(worker, Response::NoJob)]
+    w.e.on_time(1_000_999, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    // Due at 1,001,000: straight to the held GRAB.
+    w.e.on_time(1_001_000, &mut w.out);
+    let r = std::mem::take(&mut w.out.replies);
+    assert!(
+        matches!(&r[..], [(to, Response::JobAssignUniq { data, .. })] if *to == worker && data == "due"),
+        "{r:?}"
     );
+    assert_eq!(std::mem::take(&mut w.out.resumed), vec![worker]);
 }

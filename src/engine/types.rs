@@ -1,11 +1,9 @@
 //! The engine's records: connections as the engine sees them, functions with their queues,
 //! and jobs. Plain data with small helpers; the rules live in the engine proper.
 
-use std::collections::VecDeque;
-
 use bytes::Bytes;
 
-use crate::proto::request::Priority;
+use crate::proto::request::{JobBody, Priority};
 use crate::timer::TimerKey;
 
 /// A connection's identity: the reactor's slab index plus a generation, so that a reply meant
@@ -81,23 +79,33 @@ impl Conn {
     }
 }
 
-/// A queued job's place in a FIFO. `seq` tells a live entry from a stale one left behind by a
-/// cancel, so that removing from the middle of a queue is O(1).
+/// No job: the end of a queue.
+pub const NIL: u32 = u32::MAX;
+
+/// One priority's FIFO of queued jobs: a doubly linked list through the jobs' `prev` and
+/// `next`, so a job leaves it from anywhere in O(1) and the queue itself owns no memory.
 #[derive(Clone, Copy, Debug)]
-pub struct QueueEntry {
-    pub job: JobKey,
-    pub seq: u64,
+pub struct JobList {
+    pub head: u32,
+    pub tail: u32,
+}
+
+impl Default for JobList {
+    fn default() -> Self {
+        JobList {
+            head: NIL,
+            tail: NIL,
+        }
+    }
 }
 
 /// A function name with its three priority queues and counters.
 #[derive(Debug)]
 pub struct Function {
     pub name: Bytes,
-    pub queues: [VecDeque<QueueEntry>; 3],
-    /// Live entries per priority (the queues may also hold stale ones).
+    pub queues: [JobList; 3],
+    /// Jobs in each queue.
     pub queued: [u32; 3],
-    /// Stale entries per priority, swept when they outnumber the live ones.
-    pub stale: [u32; 3],
     pub running: u32,
     /// Future jobs waiting in the timer for their time.
     pub future: u32,
@@ -133,7 +141,6 @@ impl Function {
             name,
             queues: Default::default(),
             queued: [0; 3],
-            stale: [0; 3],
             running: 0,
             future: 0,
             workers: Vec::new(),
@@ -158,60 +165,153 @@ impl Function {
 pub enum JobState {
     Queued,
     Running(ConnId),
-    /// Waiting in the timer until its due time; not in any queue.
-    Future(TimerKey),
+    /// Waiting in the timer until its due time (see `Job::future_timer`); not in any queue.
+    Future,
 }
 
-/// The coalescing key within one function: the unique, or the data when the unique is `-`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum UniqueKey {
-    Unique(Bytes),
-    Data(Bytes),
+/// `Job::flags`: a background job (it runs whether or not a client waits).
+pub const BACKGROUND: u8 = 1;
+/// `Job::flags`: the job is in the unique index (under `Job::key_ref`).
+pub const INDEXED: u8 = 2;
+/// `Job::flags`: the job has an entry in the engine's `extras` (clients, status, retries, a
+/// timer, a reducer, a schedule origin, a foreign handle).
+pub const EXTRA: u8 = 4;
+/// `Job::flags`: the handle is not this run's `<prefix>:<id>` (a job read back from a
+/// journal written under another prefix); the handle index keeps it.
+pub const FOREIGN: u8 = 8;
+
+const QUEUED: u8 = 0;
+const RUNNING: u8 = 1;
+const FUTURE: u8 = 2;
+
+/// A job: 64 bytes, which every queued job pays (plus a few in each index). What few jobs
+/// have lives in the engine's `extras`, flagged by `EXTRA`.
+#[derive(Debug)]
+pub struct Job {
+    /// The unique and the data: one slice of the packet they came in.
+    pub body: JobBody,
+    /// The handle's counter `n` (the handle is `<prefix>:<id>`), the job's id in the journal.
+    /// Unique among live jobs, and increasing in order of submission (jobs read back from a
+    /// journal keep theirs, all below the next new one): the queues' "oldest first" order.
+    pub id: u64,
+    /// Queued: the neighbours in the function's queue (`NIL` at an end). Running: the
+    /// worker's `ConnId` (index, generation). Future: the index of its `JobDue` entry in the
+    /// timer wheel. Read through `state()`.
+    link: [u32; 2],
+    pub func: u32,
+    place: u8,
+    pub priority: Priority,
+    /// `BACKGROUND`, `INDEXED`, `EXTRA`, `FOREIGN`.
+    pub flags: u8,
 }
 
-impl UniqueKey {
-    pub fn of(unique: &Bytes, data: &Bytes) -> Option<UniqueKey> {
-        match &unique[..] {
-            b"" => None,
-            b"-" if data.is_empty() => None,
-            b"-" => Some(UniqueKey::Data(data.clone())),
-            _ => Some(UniqueKey::Unique(unique.clone())),
+impl Job {
+    pub fn new(body: JobBody, id: u64, func: FuncId, priority: Priority, flags: u8) -> Job {
+        Job {
+            body,
+            id,
+            link: [NIL, NIL],
+            func: func as u32,
+            place: QUEUED,
+            priority,
+            flags,
         }
+    }
+
+    pub fn func(&self) -> FuncId {
+        self.func as FuncId
+    }
+
+    pub fn state(&self) -> JobState {
+        match self.place {
+            RUNNING => JobState::Running(ConnId {
+                index: self.link[0],
+                generation: self.link[1],
+            }),
+            FUTURE => JobState::Future,
+            _ => JobState::Queued,
+        }
+    }
+
+    /// Set the state; a queued job's links are the queue's to set (see `Engine::enqueue`).
+    pub fn set_state(&mut self, s: JobState) {
+        (self.place, self.link) = match s {
+            JobState::Queued => (QUEUED, [NIL, NIL]),
+            JobState::Running(c) => (RUNNING, [c.index, c.generation]),
+            JobState::Future => (FUTURE, [NIL, NIL]),
+        };
+    }
+
+    /// Wait in the wheel, in the entry at `timer_index` (the `JobDue` event of this job).
+    pub fn set_future(&mut self, timer_index: u32) {
+        (self.place, self.link) = (FUTURE, [timer_index, NIL]);
+    }
+
+    /// A future job's entry in the timer wheel (an index for `Timers::key_at`).
+    pub fn future_timer(&self) -> Option<u32> {
+        (self.place == FUTURE).then_some(self.link[0])
+    }
+
+    /// The neighbours in the queue (meaningful while queued).
+    pub fn prev(&self) -> u32 {
+        self.link[0]
+    }
+
+    pub fn next(&self) -> u32 {
+        self.link[1]
+    }
+
+    pub fn set_prev(&mut self, k: u32) {
+        self.link[0] = k;
+    }
+
+    pub fn set_next(&mut self, k: u32) {
+        self.link[1] = k;
+    }
+
+    pub fn is(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    pub fn background(&self) -> bool {
+        self.is(BACKGROUND)
+    }
+
+    pub fn unique(&self) -> Bytes {
+        self.body.unique()
+    }
+
+    pub fn data(&self) -> Bytes {
+        self.body.data()
+    }
+
+    /// The job's coalescing key (see `KeyRef::of`).
+    pub fn key_ref(&self) -> Option<super::handles::KeyRef<'_>> {
+        super::handles::KeyRef::of(self.body.unique_bytes(), self.body.data_bytes())
     }
 }
 
-#[derive(Debug)]
-pub struct Job {
-    /// The handle, when it is not this run's `<prefix>:<id>`: a job restored from a journal
-    /// written under another prefix keeps its saved handle. Boxed, as few jobs have one.
-    pub foreign_handle: Option<Box<Bytes>>,
-    pub func: FuncId,
-    pub unique: Bytes,
-    pub data: Bytes,
-    /// SUBMIT_REDUCE_JOB's reducer; boxed, as few jobs have one.
-    pub reducer: Option<Box<Bytes>>,
-    pub priority: Priority,
-    pub background: bool,
-    /// Order of submission; with `queue_seq` it also marks the job's live queue entry.
-    pub seq: u64,
-    pub queue_seq: u64,
-    pub state: JobState,
+/// What few jobs have, kept beside the job (in the engine's `extras`) rather than in every
+/// job: foreground clients, WORK_STATUS numbers, retries, an armed timer, rare fields.
+#[derive(Debug, Default)]
+pub struct JobExtra {
     /// Foreground clients in attach order.
     pub clients: Clients,
-    pub retries: u32,
     pub numerator: u32,
     pub denominator: u32,
-    /// The job is in `by_unique` (under the key `UniqueKey::of(unique, data)`).
-    pub indexed: bool,
-    /// The current run has a CAN_DO_TIMEOUT deadline, kept in the engine's `timeouts` map
-    /// (few jobs have one, so it is not a field of every job).
-    pub timed: bool,
-    /// Due time in milliseconds since the epoch, for future jobs.
-    pub due_ms: Option<u64>,
+    pub retries: u32,
+    /// A running job's CAN_DO_TIMEOUT deadline.
+    pub timer: Option<TimerKey>,
+    pub rare: Option<Box<Rare>>,
+}
+
+/// Fields only a few jobs of a few kinds have.
+#[derive(Debug, Default)]
+pub struct Rare {
+    /// SUBMIT_REDUCE_JOB's reducer.
+    pub reducer: Option<Bytes>,
     /// The schedule entry that injected the job (and when a worker last took it).
-    pub origin: Option<Box<Origin>>,
-    /// The handle's counter `n` (the handle is `<prefix>:<id>`), the job's id in the journal.
-    pub id: u64,
+    pub origin: Option<Origin>,
 }
 
 /// Where a scheduled job came from, so its outcome reaches the entry's history.
@@ -325,7 +425,13 @@ mod tests {
     #[test]
     fn job_stays_small() {
         let size = std::mem::size_of::<Job>();
-        assert!(size <= 216, "Job grew to {size} bytes");
+        assert!(size <= 64, "Job grew to {size} bytes");
+        // The slab's vacant entry fits around the job's niches: no tag of its own.
+        enum Entry {
+            _Vacant(usize),
+            _Occupied(Job),
+        }
+        assert_eq!(std::mem::size_of::<Entry>(), size);
         assert_eq!(std::mem::size_of::<Clients>(), 16);
     }
 }

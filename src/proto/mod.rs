@@ -10,5 +10,5 @@ pub mod response;
 pub use admin::AdminCommand;
 pub use frame::{DecodeError, Frame, Incoming, decode};
 pub use packet::{Magic, PacketType};
-pub use request::{Request, RequestError};
+pub use request::{JobBody, Request, RequestError};
 pub use response::{Response, encode};

@@ -33,7 +33,7 @@ use crate::http::response::{self, Reply};
 use crate::http::route::{self, Endpoint, Route, Submit};
 use crate::http::session::{Next, Session};
 use crate::http::{HttpLimits, json};
-use crate::proto::request::Request;
+use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
 
@@ -381,17 +381,18 @@ impl Server {
             timeout_ms: timeout_ms.unwrap_or(0),
             timer,
         });
+        // The unique comes from the URL or a header, the data from the body: one copy joins
+        // them into the job's one body.
+        let body = JobBody::new(&s.unique, &s.data);
         let req = match s.epoch {
             Some(epoch) => Request::SubmitJobEpoch {
                 func: s.func,
-                unique: s.unique,
+                body,
                 epoch,
-                data: s.data,
             },
             None => Request::SubmitJob {
                 func: s.func,
-                unique: s.unique,
-                data: s.data,
+                body,
                 priority: s.priority,
                 background: s.background,
             },
