@@ -396,7 +396,14 @@ fn put_server(r: &mut Report, before: Option<ProcSnap>, after: Option<ProcSnap>,
 
 fn put_latency_us(r: &mut Report, mut lat: Vec<u32>) {
     lat.sort_unstable();
-    for (k, p) in [("p50_us", 0.5), ("p99_us", 0.99), ("p999_us", 0.999)] {
+    for (k, p) in [
+        ("p10_us", 0.1),
+        ("p50_us", 0.5),
+        ("p90_us", 0.9),
+        ("p95_us", 0.95),
+        ("p99_us", 0.99),
+        ("p999_us", 0.999),
+    ] {
         if let Some(v) = pct(&lat, p) {
             r.put(k, v);
         }

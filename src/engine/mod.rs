@@ -1390,7 +1390,8 @@ impl Engine {
                 }
             }
         }
-        for c in clients {
+        // Borrowed: an owned iteration of `Clients::One` would allocate a one-element Vec.
+        for &c in clients.iter() {
             if let Some(conn) = self
                 .conns
                 .get_mut(c.index as usize)

@@ -405,18 +405,6 @@ impl FromIterator<ConnId> for Clients {
     }
 }
 
-impl IntoIterator for Clients {
-    type Item = ConnId;
-    type IntoIter = std::vec::IntoIter<ConnId>;
-    fn into_iter(self) -> Self::IntoIter {
-        match self {
-            Clients::None => Vec::new().into_iter(),
-            Clients::One(c) => vec![c].into_iter(),
-            Clients::Many(v) => v.into_iter(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

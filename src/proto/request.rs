@@ -455,7 +455,7 @@ mod tests {
 
     #[test]
     fn a_job_body_is_a_slice_of_the_packet() {
-        let f = frame(PacketType::SubmitJobEpoch, b"fn\0u1\0123\0data");
+        let f = frame(PacketType::SubmitJobEpoch, b"fn\0u1\x00123\0data");
         let Ok(Request::SubmitJobEpoch { body, .. }) = Request::parse(&f) else {
             panic!()
         };

@@ -57,6 +57,8 @@ pub struct Server {
     next_generation: u32,
     /// Connections with bytes to write this turn.
     pending_writes: Vec<usize>,
+    /// The list being flushed, kept to reuse its allocation: no allocation per turn.
+    flushing: Vec<usize>,
     /// Connections whose fairness budget ran out with frames still buffered.
     revisit: Vec<usize>,
     /// Connections to close at the end of this turn.
@@ -110,6 +112,7 @@ impl Server {
             config,
             next_generation: 0,
             pending_writes: Vec::new(),
+            flushing: Vec::new(),
             revisit: Vec::new(),
             to_close: Vec::new(),
             signals: None,
@@ -550,7 +553,9 @@ impl Server {
     /// Flush writes, close what must close (which may produce more replies), repeat.
     fn finish_turn(&mut self, now: u64) {
         loop {
-            for idx in std::mem::take(&mut self.pending_writes) {
+            let mut list = std::mem::take(&mut self.flushing);
+            std::mem::swap(&mut list, &mut self.pending_writes);
+            for idx in list.drain(..) {
                 let Some(c) = self.conns.get_mut(idx) else {
                     continue;
                 };
@@ -592,6 +597,7 @@ impl Server {
                     }
                 }
             }
+            self.flushing = list;
             if self.to_close.is_empty() {
                 return;
             }
