@@ -910,6 +910,16 @@ fn event_loop(mut peers: Vec<Peer>, sh: Arc<Shared>, o: Opts) -> io::Result<()> 
                     c.top_up(&mut p.out, &o, &payload, &sh);
                 }
             }
+            // Write at once, as an independent client or worker would: holding every peer's
+            // output until the whole batch of events is read would add the generator's own
+            // reading time to every job's latency, for every server alike.
+            if r.is_ok() && p.opos < p.out.len() {
+                if let Err(e) = p.flush() {
+                    p.dead = true;
+                    sh.error(&format!("write: {e}"));
+                    continue;
+                }
+            }
             if let Err(e) = r {
                 p.dead = true;
                 if !sh.stop.load(SeqCst) {

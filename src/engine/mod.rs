@@ -810,6 +810,8 @@ impl Engine {
     fn pre_sleep(&mut self, id: ConnId, out: &mut Outbox) {
         let has_work = self.find_job_for(id).is_some();
         let Some(c) = self.conn_mut(id) else { return };
+        // Its next GRAB follows a NOOP, not a job end: it does not wait.
+        c.just_ended = false;
         if has_work {
             c.sleeping = false;
             c.noop_sent = true;

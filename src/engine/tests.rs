@@ -1583,6 +1583,22 @@ fn only_a_grab_after_a_job_end_waits() {
     let (h, _) = w.grab(worker).unwrap();
     w.req(worker, Request::WorkFail { handle: h });
     assert_eq!(w.grab(worker), None);
+    // Nor a GRAB after PRE_SLEEP, even if no GRAB came between the job end and the sleep.
+    let mut w = waiting_world();
+    let client = w.conn();
+    let worker = w.conn();
+    w.can_do(worker, "f");
+    w.submit(client, "f", "", "d", Priority::Normal, true);
+    let (h, _) = w.grab(worker).unwrap();
+    w.req(
+        worker,
+        Request::WorkComplete {
+            handle: h,
+            data: b(""),
+        },
+    );
+    assert!(w.req(worker, Request::PreSleep).is_empty());
+    assert_eq!(w.grab(worker), None);
 }
 
 #[test]
