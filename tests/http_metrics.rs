@@ -161,3 +161,30 @@ fn schedule_metrics_and_odd_function_names() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn held_grabs_are_counted_by_outcome() {
+    let s = HttpServer::start(&["--grab-wait", "300"]);
+    let mut w = worker(&s, "hg");
+    let mut client = s.gearman();
+    let h = client.submit(t::SUBMIT_JOB_BG, "hg", "", b"1");
+    let (h2, _) = grab(&mut w);
+    assert_eq!(h, h2);
+    // Job end and GRAB together: the GRAB waits, and the next submit ends the wait.
+    let mut bytes = common::req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
+    bytes.extend(common::req(t::GRAB_JOB_UNIQ, &[]));
+    w.send(&bytes);
+    w.expect_silence(50);
+    client.submit(t::SUBMIT_JOB_BG, "hg", "", b"2");
+    let p = w.read_packet();
+    assert_eq!(p.ptype, t::JOB_ASSIGN_UNIQ, "{p:?}");
+    let h = String::from_utf8(p.args()[0].to_vec()).unwrap();
+    // This time nothing comes: NO_JOB at the deadline.
+    let mut bytes = common::req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
+    bytes.extend(common::req(t::GRAB_JOB_UNIQ, &[]));
+    w.send(&bytes);
+    w.expect(t::NO_JOB);
+    let m = samples(&s.get("/metrics").text());
+    assert_eq!(m["gearwheel_grab_waits_total{outcome=\"assigned\"}"], 1.0);
+    assert_eq!(m["gearwheel_grab_waits_total{outcome=\"no_job\"}"], 1.0);
+}

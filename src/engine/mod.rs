@@ -169,6 +169,8 @@ pub struct Engine {
     jobs_peak: usize,
     /// Held GRABs that may find a job now (see `serve_held_grabs`).
     grab_retries: Vec<ConnId>,
+    /// Held GRABs answered with a job, and with NO_JOB (for `/metrics`).
+    grab_waits: [u64; 2],
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -196,6 +198,7 @@ impl Engine {
             durable: Vec::new(),
             jobs_peak: SHRINK_FLOOR,
             grab_retries: Vec::new(),
+            grab_waits: [0; 2],
         }
     }
 
@@ -658,6 +661,7 @@ impl Engine {
                         if c.held_grab.take().is_some() {
                             out.push(conn, Response::NoJob);
                             out.resumed.push(conn);
+                            self.grab_waits[1] += 1;
                         }
                     }
                 }
@@ -959,6 +963,7 @@ impl Engine {
                 c.held_grab = None;
             }
             self.timers.cancel(held.timer);
+            self.grab_waits[0] += 1;
             out.resumed.push(id);
             self.assign(id, held.kind, found, now, out);
         }

@@ -118,6 +118,9 @@ pub struct EngineTotals {
     pub schedules: usize,
     /// A graceful shutdown is under way.
     pub draining: bool,
+    /// Held GRABs (`--grab-wait`) answered with a job, and with NO_JOB at their deadline.
+    pub grab_waits_assigned: u64,
+    pub grab_waits_expired: u64,
 }
 
 /// A counted job event (see `JobCounters`).
@@ -259,6 +262,8 @@ impl Engine {
             workers: conns.filter(|c| !c.abilities.is_empty()).count(),
             schedules: self.schedules.entries.len(),
             draining: self.draining,
+            grab_waits_assigned: self.grab_waits[0],
+            grab_waits_expired: self.grab_waits[1],
         }
     }
 }

@@ -1531,6 +1531,8 @@ fn a_held_grab_takes_the_next_job_at_once() {
     assert_eq!(r.len(), 2, "{r:?}");
     assert_eq!(std::mem::take(&mut w.out.resumed), vec![worker]);
     assert!(!w.e.input_paused(worker));
+    let t = w.e.totals();
+    assert_eq!((t.grab_waits_assigned, t.grab_waits_expired), (1, 0));
     // Its deadline was cancelled: nothing fires later.
     w.e.on_time(w.now + 1_000, &mut w.out);
     assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
@@ -1552,6 +1554,8 @@ fn a_held_grab_gets_no_job_at_its_deadline() {
     );
     assert_eq!(std::mem::take(&mut w.out.resumed), vec![worker]);
     assert!(!w.e.input_paused(worker));
+    let t = w.e.totals();
+    assert_eq!((t.grab_waits_assigned, t.grab_waits_expired), (0, 1));
     // Then the usual sleep: PRE_SLEEP, and a new job wakes it with NOOP.
     assert!(w.req(worker, Request::PreSleep).is_empty());
     let r = w.req(

@@ -378,6 +378,16 @@ pub fn render(input: &Input<'_>) -> String {
         "1 during a graceful shutdown.",
         u64::from(t.draining),
     );
+    w.family(
+        "gearwheel_grab_waits_total",
+        Counter,
+        "Worker GRABs held after a job end (--grab-wait), by how they ended: a job came \
+         (assigned) or the wait ran out (no_job).",
+        [
+            (vec![("outcome", "assigned")], t.grab_waits_assigned.into()),
+            (vec![("outcome", "no_job")], t.grab_waits_expired.into()),
+        ],
+    );
     let n = input.net;
     w.family(
         "gearman_connections",
@@ -663,6 +673,8 @@ mod tests {
             schedules,
             totals: EngineTotals {
                 workers: 1,
+                grab_waits_assigned: 40,
+                grab_waits_expired: 2,
                 ..EngineTotals::default()
             },
             net: &net,
@@ -719,6 +731,9 @@ mod tests {
             "gearman_sent_bytes_total 5678",
             "gearman_http_responses_total{code=\"404\"} 1",
             "gearman_worker_connections 1",
+            "# TYPE gearwheel_grab_waits_total counter",
+            "gearwheel_grab_waits_total{outcome=\"assigned\"} 40",
+            "gearwheel_grab_waits_total{outcome=\"no_job\"} 2",
             "process_resident_memory_bytes 4096",
             "process_max_fds 1024",
             "process_cpu_seconds_total 0.25",
