@@ -301,3 +301,49 @@ fn a_client_that_never_reads_is_closed_at_max_output_buffer() {
     );
     sync(&mut other);
 }
+
+/// Synchronous clients (one job in flight each) against workers whose GRAB after each job
+/// waits (`--grab-wait`): every job runs once, every result reaches its client.
+#[test]
+fn sync_clients_and_waiting_workers_complete_every_job_once() {
+    const WORKERS: usize = 6;
+    const CLIENTS: usize = 8;
+    const JOBS: usize = 40;
+    let s = server(&["--grab-wait", "50"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let mut w = s.connect();
+            w.can_do(&["rev"]);
+            let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
+            std::thread::spawn(move || run_worker(w, stop, done))
+        })
+        .collect();
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|ci| {
+            let mut c = s.connect();
+            std::thread::spawn(move || {
+                for j in 0..JOBS {
+                    let data = format!("s{ci}-j{j}");
+                    let h = c.submit(t::SUBMIT_JOB, "rev", "", data.as_bytes());
+                    assert_eq!(c.expect(t::WORK_DATA), hb(&h, &[b"partial"]));
+                    let mut want = data.into_bytes();
+                    want.reverse();
+                    assert_eq!(c.expect(t::WORK_COMPLETE), hb(&h, &[&want]));
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("client thread");
+    }
+    stop.store(true, Ordering::SeqCst);
+    for w in workers {
+        w.join().expect("worker thread");
+    }
+    assert_eq!(done.load(Ordering::SeqCst), CLIENTS * JOBS);
+    let mut a = s.connect();
+    assert!(a.admin("status", true).starts_with("rev\t0\t0\t"));
+    assert_eq!(a.admin("show jobs", true), ".\n");
+}
