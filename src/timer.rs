@@ -65,9 +65,15 @@ pub struct Timers<T> {
     /// The wheel's time: no entry is earlier than this.
     elapsed: u64,
     next_seq: u64,
-    /// Cached exact next deadline; `None` means "recompute".
-    cached_next: Cell<Option<Option<u64>>>,
+    /// Per slot, the earliest deadline in it, or `UNKNOWN` until asked (then found by walking
+    /// the slot once). Kept per slot so that cancelling the earliest entry of one slot, as a
+    /// held GRAB's deadline is on every synchronous job, never costs a walk of another slot
+    /// holding tens of thousands of future jobs.
+    mins: [[Cell<u64>; SLOTS]; LEVELS],
 }
+
+/// `mins` for "not known": no deadline reaches it (they stop at the year 10889).
+const UNKNOWN: u64 = u64::MAX;
 
 impl<T> Default for Timers<T> {
     fn default() -> Self {
@@ -102,7 +108,7 @@ impl<T> Timers<T> {
             occupied: [0; LEVELS],
             elapsed: 0,
             next_seq: 0,
-            cached_next: Cell::new(Some(None)),
+            mins: std::array::from_fn(|_| std::array::from_fn(|_| Cell::new(UNKNOWN))),
         }
     }
 
@@ -138,10 +144,6 @@ impl<T> Timers<T> {
             slot: 0,
         });
         self.link(index as u32);
-        if let Some(cached) = self.cached_next.get() {
-            self.cached_next
-                .set(Some(Some(cached.map_or(deadline, |c| c.min(deadline)))));
-        }
         TimerKey {
             index: index as u32,
             seq,
@@ -153,9 +155,6 @@ impl<T> Timers<T> {
         let e = self.entries.get(key.index as usize)?;
         if e.seq != key.seq {
             return None;
-        }
-        if self.cached_next.get() == Some(Some(e.deadline)) {
-            self.cached_next.set(None);
         }
         self.unlink(key.index);
         Some(self.entries.remove(key.index as usize).value)
@@ -179,33 +178,37 @@ impl<T> Timers<T> {
 
     /// The exact earliest deadline, if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        if let Some(c) = self.cached_next.get() {
-            return c;
-        }
         // The earliest slot holds the earliest deadline: every later slot starts after it ends.
-        let next = self.earliest_slot().map(|(level, slot, _)| {
-            let mut i = self.slots[level][slot].head;
-            let mut min = u64::MAX;
-            while i != NIL {
-                let e = &self.entries[i as usize];
-                min = min.min(e.deadline);
-                i = e.next;
-            }
-            min
-        });
-        self.cached_next.set(Some(next));
-        next
+        let (level, slot, _) = self.earliest_slot()?;
+        let known = self.mins[level][slot].get();
+        if known != UNKNOWN {
+            return Some(known);
+        }
+        let mut i = self.slots[level][slot].head;
+        let mut min = UNKNOWN;
+        while i != NIL {
+            let e = &self.entries[i as usize];
+            min = min.min(e.deadline);
+            i = e.next;
+        }
+        self.mins[level][slot].set(min);
+        Some(min)
     }
 
     /// Remove and return one entry due at or before `now`, earliest first.
     pub fn poll(&mut self, now: u64) -> Option<(TimerKey, T)> {
+        if self.entries.is_empty() {
+            // Nothing to pass over: catch the wheel's time up, so that what is armed next
+            // lands in the low levels rather than in one far slot with everything else.
+            self.elapsed = self.elapsed.max(now);
+            return None;
+        }
         loop {
             let (level, slot, start) = self.earliest_slot()?;
             if start > now {
                 return None;
             }
             self.elapsed = self.elapsed.max(start);
-            self.cached_next.set(None);
             if level == 0 {
                 let index = self.slots[0][slot].head;
                 self.unlink(index);
@@ -215,6 +218,7 @@ impl<T> Timers<T> {
             // Cascade: move the slot's entries, in order, to the levels they now belong to.
             let mut i = self.slots[level][slot].head;
             self.slots[level][slot] = EMPTY;
+            self.mins[level][slot].set(UNKNOWN);
             self.occupied[level] &= !(1u64 << slot);
             while i != NIL {
                 let next = self.entries[i as usize].next;
@@ -254,10 +258,15 @@ impl<T> Timers<T> {
         let deadline = self.entries[index as usize].deadline.max(self.elapsed);
         let level = level_for(self.elapsed, deadline);
         let slot = slot_for(deadline, level);
+        let own = self.entries[index as usize].deadline;
+        let min = &self.mins[level][slot];
         let list = &mut self.slots[level][slot];
         let tail = list.tail;
         if tail == NIL {
             list.head = index;
+            min.set(own);
+        } else if min.get() != UNKNOWN {
+            min.set(min.get().min(own));
         }
         list.tail = index;
         if tail != NIL {
@@ -272,10 +281,20 @@ impl<T> Timers<T> {
     }
 
     fn unlink(&mut self, index: u32) {
-        let (prev, next, level, slot) = {
+        let (prev, next, level, slot, deadline) = {
             let e = &self.entries[index as usize];
-            (e.prev, e.next, e.level as usize, e.slot as usize)
+            (
+                e.prev,
+                e.next,
+                e.level as usize,
+                e.slot as usize,
+                e.deadline,
+            )
         };
+        if self.mins[level][slot].get() == deadline {
+            // Found again on the next `next_deadline`, if this slot is then the earliest.
+            self.mins[level][slot].set(UNKNOWN);
+        }
         if prev != NIL {
             self.entries[prev as usize].next = next;
         } else {
@@ -455,5 +474,40 @@ mod tests {
             }
         }
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn an_empty_wheel_keeps_up_with_the_clock() {
+        let mut t: Timers<u32> = Timers::new();
+        assert!(t.poll(1_000_000).is_none());
+        // Armed after the catch-up: exact, and nothing fires early.
+        t.insert(1_000_005, 1);
+        assert_eq!(t.next_deadline(), Some(1_000_005));
+        assert!(t.poll(1_000_004).is_none());
+        assert_eq!(drain(&mut t, 1_000_005), vec![1]);
+        // A deadline already behind the wheel's time fires at the next poll.
+        assert!(t.poll(2_000_000).is_none());
+        t.insert(1_500_000, 2);
+        assert_eq!(t.next_deadline(), Some(2_000_000));
+        assert_eq!(drain(&mut t, 2_000_000), vec![2]);
+    }
+
+    #[test]
+    fn cancelling_the_earliest_of_one_slot_keeps_another_slot_exact() {
+        let mut t: Timers<u32> = Timers::new();
+        t.poll(1_000_000);
+        let far: Vec<TimerKey> = (0..1000)
+            .map(|i| t.insert(1_000_000 + 60_000 + i * 7, i as u32))
+            .collect();
+        assert_eq!(t.next_deadline(), Some(1_060_000));
+        for i in 0..100u64 {
+            let k = t.insert(1_000_002 + i % 3, 9);
+            assert_eq!(t.next_deadline(), Some(1_000_002 + i % 3));
+            t.cancel(k);
+            assert_eq!(t.next_deadline(), Some(1_060_000));
+        }
+        // Cancelling the far slot's own earliest: found again, exactly.
+        t.cancel(far[0]);
+        assert_eq!(t.next_deadline(), Some(1_060_007));
     }
 }
