@@ -173,23 +173,58 @@ fn run_worker(mut w: Conn, stop: Arc<AtomicBool>, done: Arc<AtomicUsize>) {
     }
 }
 
+/// `run_worker` threads doing `funcs`, and the counters they share.
+struct WorkerPool {
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicUsize>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl WorkerPool {
+    fn start(s: &common::Server, n: usize, funcs: &[&str]) -> WorkerPool {
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicUsize::new(0));
+        let threads = (0..n)
+            .map(|i| {
+                let mut w = s.connect();
+                w.send_req(t::SET_CLIENT_ID, &[format!("w{i}").as_bytes()]);
+                w.can_do(funcs);
+                let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
+                std::thread::spawn(move || run_worker(w, stop, done))
+            })
+            .collect();
+        WorkerPool {
+            stop,
+            done,
+            threads,
+        }
+    }
+
+    /// Wait for the clients, stop the workers; then every job ran once and none of `rev` is
+    /// left on the server.
+    fn finish(self, s: &common::Server, clients: Vec<std::thread::JoinHandle<()>>, jobs: usize) {
+        for c in clients {
+            c.join().expect("client thread");
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        for w in self.threads {
+            w.join().expect("worker thread");
+        }
+        assert_eq!(self.done.load(Ordering::SeqCst), jobs);
+        let mut a = s.connect();
+        let st = a.admin("status", true);
+        assert!(st.starts_with("rev\t0\t0\t"), "{st:?}");
+        assert_eq!(a.admin("show jobs", true), ".\n");
+    }
+}
+
 #[test]
 fn many_workers_and_clients_complete_every_job() {
     const WORKERS: usize = 6;
     const CLIENTS: usize = 10;
     const JOBS: usize = 60;
     let s = server(&[]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..WORKERS)
-        .map(|i| {
-            let mut w = s.connect();
-            w.send_req(t::SET_CLIENT_ID, &[format!("w{i}").as_bytes()]);
-            w.can_do(&["rev", "other"]);
-            let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
-            std::thread::spawn(move || run_worker(w, stop, done))
-        })
-        .collect();
+    let workers = WorkerPool::start(&s, WORKERS, &["rev", "other"]);
     let clients: Vec<_> = (0..CLIENTS)
         .map(|ci| {
             let mut c = s.connect();
@@ -234,18 +269,7 @@ fn many_workers_and_clients_complete_every_job() {
             })
         })
         .collect();
-    for c in clients {
-        c.join().expect("client thread");
-    }
-    stop.store(true, Ordering::SeqCst);
-    for w in workers {
-        w.join().expect("worker thread");
-    }
-    assert_eq!(done.load(Ordering::SeqCst), CLIENTS * JOBS);
-    let mut a = s.connect();
-    let st = a.admin("status", true);
-    assert!(st.starts_with("rev\t0\t0\t"), "{st:?}");
-    assert_eq!(a.admin("show jobs", true), ".\n");
+    workers.finish(&s, clients, CLIENTS * JOBS);
 }
 
 #[test]
@@ -310,16 +334,7 @@ fn sync_clients_and_waiting_workers_complete_every_job_once() {
     const CLIENTS: usize = 8;
     const JOBS: usize = 40;
     let s = server(&["--grab-wait", "50"]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..WORKERS)
-        .map(|_| {
-            let mut w = s.connect();
-            w.can_do(&["rev"]);
-            let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
-            std::thread::spawn(move || run_worker(w, stop, done))
-        })
-        .collect();
+    let workers = WorkerPool::start(&s, WORKERS, &["rev"]);
     let clients: Vec<_> = (0..CLIENTS)
         .map(|ci| {
             let mut c = s.connect();
@@ -335,15 +350,5 @@ fn sync_clients_and_waiting_workers_complete_every_job_once() {
             })
         })
         .collect();
-    for c in clients {
-        c.join().expect("client thread");
-    }
-    stop.store(true, Ordering::SeqCst);
-    for w in workers {
-        w.join().expect("worker thread");
-    }
-    assert_eq!(done.load(Ordering::SeqCst), CLIENTS * JOBS);
-    let mut a = s.connect();
-    assert!(a.admin("status", true).starts_with("rev\t0\t0\t"));
-    assert_eq!(a.admin("show jobs", true), ".\n");
+    workers.finish(&s, clients, CLIENTS * JOBS);
 }
