@@ -28,6 +28,14 @@ fn perl_client(s: &Server, scenario: &str, arg: &str) -> String {
     script_client(s, "perl", "client.pl", scenario, arg)
 }
 
+/// What the client's `do` scenario prints against a working worker.
+const PERL_DO: &str = "normal olleh\n\
+         high hgih\n\
+         low wol\n\
+         progress done:p status:1/2 data:chunk warning:careful status:2/2\n\
+         fail undef on_fail=1\n\
+         throw undef on_exception=boom on_fail=0\n";
+
 #[test]
 fn perl_do_task_priorities_status_data_fail_exception() {
     if !have_perl() {
@@ -35,15 +43,7 @@ fn perl_do_task_priorities_status_data_fail_exception() {
     }
     let s = Server::start(&[]);
     let _w = perl_worker(&s);
-    assert_eq!(
-        perl_client(&s, "do", ""),
-        "normal olleh\n\
-         high hgih\n\
-         low wol\n\
-         progress done:p status:1/2 data:chunk warning:careful status:2/2\n\
-         fail undef on_fail=1\n\
-         throw undef on_exception=boom on_fail=0\n"
-    );
+    assert_eq!(perl_client(&s, "do", ""), PERL_DO);
 }
 
 #[test]
@@ -123,15 +123,7 @@ fn perl_worker_with_a_long_grab_wait() {
     let s = Server::start(&["--grab-wait", "1000"]);
     let _w = perl_worker(&s);
     let start = std::time::Instant::now();
-    assert_eq!(
-        perl_client(&s, "do", ""),
-        "normal olleh\n\
-         high hgih\n\
-         low wol\n\
-         progress done:p status:1/2 data:chunk warning:careful status:2/2\n\
-         fail undef on_fail=1\n\
-         throw undef on_exception=boom on_fail=0\n"
-    );
+    assert_eq!(perl_client(&s, "do", ""), PERL_DO);
     let took = start.elapsed();
     assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
 }

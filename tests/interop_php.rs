@@ -28,6 +28,14 @@ fn php_client(s: &Server, scenario: &str, arg: &str) -> String {
     script_client(s, "php", "client.php", scenario, arg)
 }
 
+/// What the client's `do` scenario prints against a working worker.
+const PHP_DO: &str = "doNormal lamroNod aiv SUCCESS\n\
+         doHigh hgiHod aiv SUCCESS\n\
+         doLow woLod aiv SUCCESS\n\
+         throw '' WORK_EXCEPTION\n\
+         fail '' WORK_FAIL\n\
+         progress SUCCESS=chunkdone:p\n";
+
 #[test]
 fn php_do_normal_high_low_exception_fail_data() {
     if !have_php() {
@@ -36,15 +44,7 @@ fn php_do_normal_high_low_exception_fail_data() {
     let s = Server::start(&[]);
     let _w = php_worker(&s);
     assert_eq!(php_client(&s, "ping", ""), "ping true\n");
-    assert_eq!(
-        php_client(&s, "do", ""),
-        "doNormal lamroNod aiv SUCCESS\n\
-         doHigh hgiHod aiv SUCCESS\n\
-         doLow woLod aiv SUCCESS\n\
-         throw '' WORK_EXCEPTION\n\
-         fail '' WORK_FAIL\n\
-         progress SUCCESS=chunkdone:p\n"
-    );
+    assert_eq!(php_client(&s, "do", ""), PHP_DO);
 }
 
 #[test]
@@ -134,15 +134,7 @@ fn php_worker_with_a_long_grab_wait() {
     let s = Server::start(&["--grab-wait", "1000"]);
     let _w = php_worker(&s);
     let start = std::time::Instant::now();
-    assert_eq!(
-        php_client(&s, "do", ""),
-        "doNormal lamroNod aiv SUCCESS\n\
-         doHigh hgiHod aiv SUCCESS\n\
-         doLow woLod aiv SUCCESS\n\
-         throw '' WORK_EXCEPTION\n\
-         fail '' WORK_FAIL\n\
-         progress SUCCESS=chunkdone:p\n"
-    );
+    assert_eq!(php_client(&s, "do", ""), PHP_DO);
     let took = start.elapsed();
     assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
 }

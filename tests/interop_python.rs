@@ -25,6 +25,15 @@ fn gear_client(s: &Server, scenario: &str, arg: &str) -> String {
     script_client(s, "python3", "gear_client.py", scenario, arg)
 }
 
+/// What the client's `do` scenario prints against a working worker.
+const GEAR_DO: &str = "option exceptions True\n\
+         normal ['olleh'] False\n\
+         high ['hgih'] False\n\
+         low ['wol'] False\n\
+         progress ['chunk', 'careful', 'done:p'] True b'2' b'2' False\n\
+         fail [] True None\n\
+         throw [] True boom\n";
+
 #[test]
 fn gear_submit_priorities_status_data_fail_exception() {
     if !have_gear() {
@@ -32,16 +41,7 @@ fn gear_submit_priorities_status_data_fail_exception() {
     }
     let s = Server::start(&[]);
     let _w = gear_worker(&s);
-    assert_eq!(
-        gear_client(&s, "do", ""),
-        "option exceptions True\n\
-         normal ['olleh'] False\n\
-         high ['hgih'] False\n\
-         low ['wol'] False\n\
-         progress ['chunk', 'careful', 'done:p'] True b'2' b'2' False\n\
-         fail [] True None\n\
-         throw [] True boom\n"
-    );
+    assert_eq!(gear_client(&s, "do", ""), GEAR_DO);
 }
 
 #[test]
@@ -134,16 +134,7 @@ fn gear_worker_with_a_long_grab_wait() {
     let s = Server::start(&["--grab-wait", "1000"]);
     let _w = gear_worker(&s);
     let start = std::time::Instant::now();
-    assert_eq!(
-        gear_client(&s, "do", ""),
-        "option exceptions True\n\
-         normal ['olleh'] False\n\
-         high ['hgih'] False\n\
-         low ['wol'] False\n\
-         progress ['chunk', 'careful', 'done:p'] True b'2' b'2' False\n\
-         fail [] True None\n\
-         throw [] True boom\n"
-    );
+    assert_eq!(gear_client(&s, "do", ""), GEAR_DO);
     let took = start.elapsed();
     assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
 }
