@@ -98,3 +98,63 @@ fn a_waiting_worker_that_dies_loses_nothing() {
     let (_, _, _, data) = w2.grab_uniq().expect("the job");
     assert_eq!(data, b"next");
 }
+
+#[test]
+fn job_created_of_a_job_handed_to_a_waiting_worker_comes_before_its_result() {
+    // A JOB_CREATED may wait a loop turn to share a write with the job's result; with a worker
+    // that takes its time it must still come while the job runs.
+    let s = server(&["--grab-wait", "1000"]);
+    let mut client = s.connect();
+    let mut w = complete_grab_echo(&s, &mut client);
+    w.expect_silence(100);
+    client.send_req(t::SUBMIT_JOB, &[b"gw", b"u2", b"second"]);
+    let (handle, _, _, data) = match w.read_packet() {
+        p if p.ptype == t::JOB_ASSIGN_UNIQ => {
+            let a = p.args();
+            (a[0].to_vec(), a[1].to_vec(), a[2].to_vec(), a[3].to_vec())
+        }
+        p => panic!("expected JOB_ASSIGN_UNIQ, got {p:?}"),
+    };
+    assert_eq!(data, b"second");
+    assert_eq!(w.expect(t::ECHO_RES), b"after");
+    let created = read_within(&mut client, 1000).expect("JOB_CREATED while the job runs");
+    assert_eq!((created.ptype, &created.body), (t::JOB_CREATED, &handle));
+    client.expect_silence(50);
+    w.send_req(t::WORK_COMPLETE, &[&handle, b"r2"]);
+    let mut want = handle.clone();
+    want.extend_from_slice(b"\0r2");
+    assert_eq!(client.expect(t::WORK_COMPLETE), want);
+}
+
+#[test]
+fn job_created_and_results_keep_their_order_when_workers_answer_at_once() {
+    // Workers that answer within microseconds: JOB_CREATED and WORK_COMPLETE often share a
+    // write, and never swap.
+    let s = server(&["--grab-wait", "1000"]);
+    let mut client = s.connect();
+    let mut w = complete_grab_echo(&s, &mut client);
+    let answer = std::thread::spawn(move || {
+        for n in 0..200 {
+            let p = w.read_packet();
+            assert_eq!(p.ptype, t::JOB_ASSIGN_UNIQ, "{p:?}");
+            if n == 0 {
+                // What the worker sent after its first held GRAB.
+                assert_eq!(w.expect(t::ECHO_RES), b"after");
+            }
+            let a = p.args();
+            let mut bytes = req(t::WORK_COMPLETE, &[a[0], a[3]]);
+            bytes.extend(req(t::GRAB_JOB_UNIQ, &[]));
+            w.send(&bytes);
+        }
+    });
+    for i in 0..200 {
+        let data = format!("job-{i}");
+        client.send_req(t::SUBMIT_JOB, &[b"gw", b"", data.as_bytes()]);
+        let handle = client.expect(t::JOB_CREATED);
+        let mut want = handle.clone();
+        want.push(0);
+        want.extend_from_slice(data.as_bytes());
+        assert_eq!(client.expect(t::WORK_COMPLETE), want, "job {i}");
+    }
+    answer.join().unwrap();
+}

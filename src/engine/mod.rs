@@ -94,6 +94,9 @@ pub struct Outbox {
     pub conn_timeouts: Vec<(ConnId, u64)>,
     /// Connections whose held GRAB was answered: the reactor serves what they sent after it.
     pub resumed: Vec<ConnId>,
+    /// Indexes in `replies` of the replies that may wait for the next reply to the same
+    /// connection (see `push_lazy`), ascending.
+    pub lazy: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +108,20 @@ pub enum Shutdown {
 impl Outbox {
     pub fn push(&mut self, to: ConnId, r: Response) {
         self.replies.push((to, r));
+    }
+
+    /// Queue a reply that need not leave at once: a JOB_CREATED whose foreground job went to a
+    /// waiting worker, so that its result follows within microseconds and both can share one
+    /// write (one send and one wake-up of the client fewer). The reactor bounds the wait.
+    pub fn push_lazy(&mut self, to: ConnId, r: Response) {
+        self.lazy.push(self.replies.len());
+        self.replies.push((to, r));
+    }
+
+    /// Forget every queued reply.
+    pub fn clear_replies(&mut self) {
+        self.replies.clear();
+        self.lazy.clear();
     }
 }
 
@@ -1170,7 +1187,15 @@ impl Engine {
         };
         let k = self.create_job(new, indexed, (!background).then_some(id), now, out);
         let handle = self.by_handle.of(&self.jobs[k]);
-        out.push(id, Response::JobCreated { handle });
+        // A held GRAB queued for this job takes it before `handle` returns: the client's
+        // JOB_CREATED may then wait for the result (grab_retries holds only this request's).
+        let to_held_grab =
+            self.jobs[k].state() == JobState::Queued && !self.grab_retries.is_empty();
+        if !background && to_held_grab {
+            out.push_lazy(id, Response::JobCreated { handle });
+        } else {
+            out.push(id, Response::JobCreated { handle });
+        }
     }
 
     /// The function's cap for this priority is reached, counted over all its jobs (as gearmand).

@@ -49,8 +49,16 @@ impl World {
     }
 
     fn req(&mut self, id: ConnId, r: Request) -> Vec<(ConnId, Response)> {
+        self.req_with_lazy(id, r).0
+    }
+
+    /// The replies, and which of them may wait for company (`Outbox::lazy`).
+    fn req_with_lazy(&mut self, id: ConnId, r: Request) -> (Vec<(ConnId, Response)>, Vec<usize>) {
         self.e.handle(id, r, self.now, &mut self.out);
-        std::mem::take(&mut self.out.replies)
+        (
+            std::mem::take(&mut self.out.replies),
+            std::mem::take(&mut self.out.lazy),
+        )
     }
 
     fn admin(&mut self, id: ConnId, line: &str) -> String {
@@ -1548,6 +1556,55 @@ fn a_held_grab_takes_the_next_job_at_once() {
     w.e.on_time(w.now + 1_000, &mut w.out);
     assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
     assert_eq!(w.e.next_deadline(), None);
+}
+
+fn submit_normal(data: &str, background: bool) -> Request {
+    Request::SubmitJob {
+        func: b("f"),
+        body: JobBody::new(b"", data.as_bytes()),
+        priority: Priority::Normal,
+        background,
+    }
+}
+
+#[test]
+fn job_created_may_wait_for_the_result_only_when_a_held_grab_takes_the_job() {
+    let mut w = waiting_world();
+    let client = w.conn();
+    let worker = worker_after_one_job(&mut w, client);
+    // Foreground, to the held GRAB: JOB_CREATED may wait for the result; JOB_ASSIGN may not.
+    let (r, lazy) = w.req_with_lazy(client, submit_normal("second", false));
+    assert!(
+        matches!(&r[..], [(c, Response::JobCreated { .. }), (wk, Response::JobAssignUniq { .. })]
+            if *c == client && *wk == worker),
+        "{r:?}"
+    );
+    assert_eq!(lazy, vec![0]);
+    // No held GRAB left: the job waits in the queue, so its JOB_CREATED must not.
+    let (r, lazy) = w.req_with_lazy(client, submit_normal("third", false));
+    assert!(
+        matches!(&r[..], [(_, Response::JobCreated { .. })]),
+        "{r:?}"
+    );
+    assert!(lazy.is_empty());
+    // Background: JOB_CREATED is the only answer there will be, and leaves at once.
+    let mut w = waiting_world();
+    let client = w.conn();
+    let worker = worker_after_one_job(&mut w, client);
+    let (r, lazy) = w.req_with_lazy(client, submit_normal("bg", true));
+    assert!(
+        r.iter()
+            .any(|(to, r)| *to == worker && matches!(r, Response::JobAssignUniq { .. })),
+        "{r:?}"
+    );
+    assert!(lazy.is_empty());
+    // Without --grab-wait no GRAB is ever held, and no reply waits.
+    let mut w = World::new();
+    let client = w.conn();
+    let worker = w.conn();
+    w.can_do(worker, "f");
+    let (_, lazy) = w.req_with_lazy(client, submit_normal("plain", false));
+    assert!(lazy.is_empty());
 }
 
 #[test]

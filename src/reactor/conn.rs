@@ -51,6 +51,8 @@ pub struct Connection {
     pub paused: bool,
     /// The socket became readable (or hung up) while paused: read it when resumed.
     pub read_deferred: bool,
+    /// The write buffer holds a lazy reply waiting to share a write (on `Server::corked`).
+    pub corked: bool,
 }
 
 /// What a read pass found.
@@ -82,6 +84,7 @@ impl Connection {
             write_interest: false,
             paused: false,
             read_deferred: false,
+            corked: false,
         }
     }
 

@@ -161,7 +161,7 @@ impl Server {
         self.reserve_handles(dir)
             .map_err(|e| format!("cannot write {}: {e}", dir.join(HANDLES_FILE).display()))?;
         // Replay wakes nobody yet; the outbox is empty of replies but may hold none anyway.
-        self.outbox.replies.clear();
+        self.outbox.clear_replies();
         self.journal = Some(journal);
         Ok(format!(
             "journal {}: {} bytes in {} files, {} records replayed, {jobs} jobs and {} schedule entries recovered in {} ms",

@@ -63,6 +63,10 @@ pub struct Server {
     revisit: Vec<usize>,
     /// Connections to close at the end of this turn.
     to_close: Vec<usize>,
+    /// Connections whose write waits for a lazy reply's company, with the turn it came in.
+    corked: Vec<(usize, u64)>,
+    /// Loop turns since start: a lazy reply waits one turn at most.
+    turn: u64,
     signals: Option<Signals>,
     /// A graceful shutdown has begun.
     draining: bool,
@@ -115,6 +119,8 @@ impl Server {
             flushing: Vec::new(),
             revisit: Vec::new(),
             to_close: Vec::new(),
+            corked: Vec::new(),
+            turn: 0,
             signals: None,
             draining: false,
             schedules_path: None,
@@ -221,6 +227,9 @@ impl Server {
             }
             let now = clock.now_ms();
             self.turn_now = now;
+            self.turn += 1;
+            // Nothing came: the loop is about to sleep, and lazy replies wait no longer.
+            let idle = events.is_empty();
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => {
@@ -255,6 +264,7 @@ impl Server {
             self.answer_reloads(now);
             self.answer_show_journal();
             self.dispatch();
+            self.uncork(idle);
             self.finish_turn(now);
             self.compacting = self.compact_journal();
             if let Some(exit) = self.check_shutdown(now) {
@@ -266,7 +276,11 @@ impl Server {
     }
 
     fn sleep_time(&self, now: u64) -> Option<Duration> {
-        if !self.revisit.is_empty() || self.compacting || !self.outbox.resumed.is_empty() {
+        if !self.revisit.is_empty()
+            || self.compacting
+            || !self.outbox.resumed.is_empty()
+            || !self.corked.is_empty()
+        {
             return Some(Duration::ZERO);
         }
         if self.journal_failing {
@@ -528,7 +542,9 @@ impl Server {
         if !self.commit_journal(self.turn_now) {
             return;
         }
-        for (to, r) in self.outbox.replies.drain(..) {
+        let mut lazy = self.outbox.lazy.drain(..).peekable();
+        for (i, (to, r)) in self.outbox.replies.drain(..).enumerate() {
+            let is_lazy = lazy.next_if_eq(&i).is_some();
             let Some(c) = self.conns.get_mut(to.index as usize) else {
                 continue;
             };
@@ -541,13 +557,41 @@ impl Server {
                 continue;
             }
             crate::proto::response::encode(&r, &mut c.wbuf);
+            if is_lazy && !c.write_pending {
+                if !c.corked {
+                    c.corked = true;
+                    self.corked.push((to.index as usize, self.turn));
+                }
+                continue;
+            }
             if !c.write_pending {
                 c.write_pending = true;
                 self.pending_writes.push(to.index as usize);
             }
         }
+        drop(lazy);
         self.http_deliver();
         self.http_timeouts();
+    }
+
+    /// Send what lazy replies wait in: those of an earlier turn, or all when the loop is about
+    /// to sleep. So a JOB_CREATED leaves with its job's result if that comes within a turn,
+    /// and never later than the end of the next turn.
+    fn uncork(&mut self, all: bool) {
+        let turn = self.turn;
+        self.corked.retain(|&(idx, since)| {
+            if !all && since == turn {
+                return true;
+            }
+            if let Some(c) = self.conns.get_mut(idx) {
+                if c.corked && !c.write_pending {
+                    c.write_pending = true;
+                    self.pending_writes.push(idx);
+                }
+                c.corked = false;
+            }
+            false
+        });
     }
 
     /// Flush writes, close what must close (which may produce more replies), repeat.
@@ -560,6 +604,8 @@ impl Server {
                     continue;
                 };
                 c.write_pending = false;
+                // Its lazy reply leaves now, in company; the entry on `corked` goes stale.
+                c.corked = false;
                 match c.flush() {
                     Ok(()) => {
                         let blocked = !c.wbuf.is_empty();
