@@ -9,7 +9,9 @@
 #
 # Environment:
 #   REPS=N          repetitions of each repeated mode (3; QUICK 1); the median is reported
-#   CONFIGS="..."   servers to run: gearwheel gearmand-t1 gearmand-t0 (all three)
+#   CONFIGS="..."   servers to run: gearwheel gearwheel-musl gearmand-t1 gearmand-t0 (all;
+#                   gearwheel-musl, the static musl build, only if its Rust target is installed:
+#                   rustup target add x86_64-unknown-linux-musl)
 #   MODES="..."     bg sync echo fill idle idle10k future future-spread future-idle
 #   RAW=FILE        keep every RESULT line here (default: a temporary file)
 #   TABLE_ONLY=1    run nothing; print the table from an earlier RAW file
@@ -47,7 +49,13 @@ else
   FUTURE_IDLE_SECS=${FUTURE_IDLE_SECS:-10}
   MODES=${MODES:-"bg sync echo fill idle idle10k future future-spread future-idle"}
 fi
-CONFIGS=${CONFIGS:-"gearwheel gearmand-t1 gearmand-t0"}
+MUSL_TARGET=x86_64-unknown-linux-musl
+if [ -z "${CONFIGS:-}" ]; then
+  CONFIGS="gearwheel gearmand-t1 gearmand-t0"
+  if rustup target list --installed 2>/dev/null | grep -qx "$MUSL_TARGET"; then
+    CONFIGS="gearwheel gearwheel-musl gearmand-t1 gearmand-t0"
+  fi
+fi
 GEARMAND=${GEARMAND:-gearmand}
 TABLE_ONLY=${TABLE_ONLY:-0}
 RAW=${RAW:-$(mktemp /tmp/gearwheel-compare.XXXXXX)}
@@ -67,11 +75,15 @@ trap 'cleanup; exit 130' INT TERM
 if [ "$TABLE_ONLY" != 1 ]; then
   echo "building gearwheel (release) and the load generator..." >&2
   cargo build --release --quiet --bin gearwheel
+  case " $CONFIGS " in
+    *" gearwheel-musl "*) cargo build --release --quiet --bin gearwheel --target "$MUSL_TARGET" ;;
+  esac
   LOAD=$(cargo bench --bench load --no-run --message-format=json 2>/dev/null |
     sed -n 's/.*"executable":"\([^"]*\/load-[^"]*\)".*/\1/p' | tail -1)
   [ -x "$LOAD" ] || { echo "cannot find the load generator binary" >&2; exit 1; }
 fi
 GW=target/release/gearwheel
+GW_MUSL=target/$MUSL_TARGET/release/gearwheel
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 if ! command -v "$GEARMAND" >/dev/null; then
   echo "gearmand not found: running gearwheel only (apt-get install gearman-job-server)" >&2
@@ -97,6 +109,7 @@ free_port() {
 launch() { # config port
   case "$1" in
     gearwheel) "$GW" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
+    gearwheel-musl) "$GW_MUSL" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearmand-t1) "$GEARMAND" -t 1 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearmand-t0) "$GEARMAND" -t 0 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     *) echo "unknown config $1" >&2; exit 1 ;;
@@ -144,10 +157,11 @@ reps_for() {
   esac
 }
 
-# The long modes skip gearmand -t 0: it behaves as -t 1 there, and time is short.
+# The long modes skip gearmand -t 0 (it behaves as -t 1 there) and the musl build (the same
+# code as gearwheel's): time is short.
 configs_for() {
   case "$1" in
-    idle10k | future-spread | future-idle) echo "$CONFIGS" | tr ' ' '\n' | grep -v '^gearmand-t0$' | tr '\n' ' ' ;;
+    idle10k | future-spread | future-idle) echo "$CONFIGS" | tr ' ' '\n' | grep -v '^gearmand-t0$\|^gearwheel-musl$' | tr '\n' ' ' ;;
     *) echo "$CONFIGS" ;;
   esac
 }
@@ -197,7 +211,7 @@ row() { # title mode key
   done
   i=0
   for cfg in $CONFIGS; do
-    [ "$cfg" != gearwheel ] && line+=" $(ratio "$gw" "${vals[$i]}") |"
+    case "$cfg" in gearmand-*) line+=" $(ratio "$gw" "${vals[$i]}") |" ;; esac
     i=$((i + 1))
   done
   echo "$line"
@@ -207,7 +221,7 @@ header="| metric |"
 sep="|---|"
 for cfg in $CONFIGS; do header+=" $cfg |"; sep+="---:|"; done
 for cfg in $CONFIGS; do
-  [ "$cfg" != gearwheel ] && { header+=" gw / ${cfg#gearmand-} |"; sep+="---:|"; }
+  case "$cfg" in gearmand-*) header+=" gw / ${cfg#gearmand-} |"; sep+="---:|" ;; esac
 done
 
 echo
@@ -267,5 +281,8 @@ if has future-idle; then
   row "future-idle: context switches in ${FUTURE_IDLE_SECS}s idle" future-idle idle_wakeups
 fi
 echo
+case " $CONFIGS " in
+  *" gearwheel-musl "*) echo "gearwheel-musl binary: $(stat -c %s "$GW_MUSL") bytes (static, stripped release)" ;;
+esac
 echo "gearwheel binary: $(stat -c %s "$GW") bytes (stripped release); gearmand: $(stat -c %s "$(command -v "$GEARMAND" 2>/dev/null || echo /dev/null)") bytes plus shared libraries"
 echo "raw results: $RAW ($(( $(date +%s) - t_start ))s)"
