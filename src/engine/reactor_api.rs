@@ -36,7 +36,8 @@ impl Engine {
             return false;
         }
         let job = &mut self.jobs[k];
-        if !job.background() {
+        let was_background = job.background();
+        if !was_background {
             log::info!(
                 "client {} stopped waiting for job {} ({}); it goes on as a background job",
                 conn.index,
@@ -49,6 +50,10 @@ impl Engine {
             );
         }
         job.flags |= BACKGROUND;
+        if !was_background {
+            // Background jobs outlive a restart; this one has become one.
+            self.journal_added(k);
+        }
         if let Some(c) = self.conn_mut(conn) {
             c.attached.retain(|&a| a != k);
         }
@@ -60,7 +65,7 @@ impl Engine {
 mod tests {
     use bytes::Bytes;
 
-    use crate::engine::{ConnId, ConnInfo, Engine, EngineConfig, Outbox};
+    use crate::engine::{ConnId, ConnInfo, Durable, Engine, EngineConfig, Outbox};
     use crate::proto::request::{GrabKind, JobBody, Priority, Request};
     use crate::proto::response::Response;
 
@@ -94,6 +99,63 @@ mod tests {
         e.on_time(2_000, &mut out);
         assert_eq!(out.conn_timeouts, vec![(c, 8)]);
         e.cancel_conn_timer(k1);
+    }
+
+    #[test]
+    fn a_released_foreground_job_is_journalled_as_a_background_one() {
+        let mut e = Engine::new(EngineConfig {
+            handle_prefix: "H:r".into(),
+            durable: true,
+            ..EngineConfig::default()
+        });
+        let mut out = Outbox::default();
+        let client = conn(&mut e, 0);
+        e.handle(
+            client,
+            Request::SubmitJob {
+                func: Bytes::from_static(b"f"),
+                body: JobBody::new(b"u", b"d"),
+                priority: Priority::Normal,
+                background: false,
+            },
+            1,
+            &mut out,
+        );
+        // A foreground job is not durable...
+        assert_eq!(e.take_durable().count(), 0);
+        assert!(e.release_client(client, b"H:r:1"));
+        // ...until nobody waits for it: then it must survive a restart like any background job.
+        let added: Vec<_> = e.take_durable().collect();
+        assert!(
+            matches!(&added[..], [Durable::JobAdded { handle, unique, data, .. }]
+                if handle == "H:r:1" && unique == "u" && data == "d"),
+            "{added:?}"
+        );
+        // Its end is journalled too, so a restart does not run it again.
+        let w = conn(&mut e, 1);
+        e.handle(
+            w,
+            Request::CanDo {
+                func: Bytes::from_static(b"f"),
+            },
+            1,
+            &mut out,
+        );
+        e.handle(w, Request::GrabJob(GrabKind::Plain), 1, &mut out);
+        e.handle(
+            w,
+            Request::WorkComplete {
+                handle: Bytes::from_static(b"H:r:1"),
+                data: Bytes::new(),
+            },
+            1,
+            &mut out,
+        );
+        let done: Vec<_> = e.take_durable().collect();
+        assert!(
+            matches!(&done[..], [Durable::JobFinished { .. }]),
+            "{done:?}"
+        );
     }
 
     #[test]
