@@ -1215,8 +1215,8 @@ impl Engine {
         } else {
             self.jobs.shrink_to_fit();
         }
-        self.by_handle.shrink_to_fit(&self.jobs);
-        self.by_unique.shrink_to_fit(&self.jobs);
+        self.by_handle.shrink_to_fit();
+        self.by_unique.shrink_to_fit();
         self.extras.shrink_to_fit();
         self.timers.shrink_to_fit();
         // SAFETY: malloc_trim only returns free heap pages to the OS; no pointer changes.
