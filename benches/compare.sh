@@ -9,6 +9,7 @@
 #
 # Environment:
 #   REPS=N          repetitions of each repeated mode (3; QUICK 1); the median is reported
+#   SYNC_REPS=N     repetitions of the short, noisy sync and echo modes (5; QUICK 1)
 #   CONFIGS="..."   servers to run: gearwheel gearwheel-musl gearmand-t1 gearmand-t0 (all;
 #                   gearwheel-musl, the static musl build, only if its Rust target is installed:
 #                   rustup target add x86_64-unknown-linux-musl)
@@ -24,6 +25,7 @@ cd "$(dirname "$0")/.."
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then
   REPS=${REPS:-1}
+  SYNC_REPS=${SYNC_REPS:-$REPS}
   BG_JOBS=${BG_JOBS:-30000}
   SYNC_JOBS=${SYNC_JOBS:-5000}
   ECHO_JOBS=${ECHO_JOBS:-20000}
@@ -37,6 +39,7 @@ if [ "$QUICK" = 1 ]; then
   MODES=${MODES:-"bg sync echo fill idle future"}
 else
   REPS=${REPS:-3}
+  SYNC_REPS=${SYNC_REPS:-5}
   BG_JOBS=${BG_JOBS:-100000}
   SYNC_JOBS=${SYNC_JOBS:-30000}
   ECHO_JOBS=${ECHO_JOBS:-100000}
@@ -78,6 +81,8 @@ mode_args() {
 reps_for() {
   case "$1" in
     idle | idle10k | future | future-spread | future-idle) echo 1 ;;
+    # About a second each, and the most variable from run to run on a small VM.
+    sync | echo) echo "$SYNC_REPS" ;;
     *) echo "$REPS" ;;
   esac
 }
@@ -142,7 +147,7 @@ done
 
 echo
 echo "gearwheel $("$GW" --version 2>/dev/null | awk '{print $2}') vs $("$GEARMAND" --version 2>/dev/null | grep -m1 gearmand | awk '{print $1, $2}')," \
-  "$(nproc) cores, $(date -u +%Y-%m-%d), QUICK=$QUICK REPS=$REPS (median)"
+  "$(nproc) cores, $(date -u +%Y-%m-%d), QUICK=$QUICK REPS=$REPS SYNC_REPS=$SYNC_REPS (median)"
 echo "$header"
 echo "$sep"
 has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
