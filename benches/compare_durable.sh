@@ -45,6 +45,8 @@ TABLE_ONLY=${TABLE_ONLY:-0}
 RAW=${RAW:-$(mktemp /tmp/gearwheel-durable.XXXXXX)}
 [ "$TABLE_ONLY" = 1 ] || : > "$RAW"
 
+# free_port, start_server and GW; cleanup and launch are this script's own (data directories).
+. benches/servers.sh
 SERVER_PID=""
 DATA=""
 cleanup() {
@@ -68,7 +70,6 @@ if [ "$TABLE_ONLY" != 1 ]; then
     sed -n 's/.*"executable":"\([^"]*\/load-[^"]*\)".*/\1/p' | tail -1)
   [ -x "$LOAD" ] || { echo "cannot find the load generator binary" >&2; exit 1; }
 fi
-GW=target/release/gearwheel
 if ! command -v "$GEARMAND" >/dev/null; then
   echo "gearmand not found: running gearwheel only (apt-get install gearman-job-server)" >&2
   CONFIGS=$(echo "$CONFIGS" | tr ' ' '\n' | grep -v '^sqlite$' | tr '\n' ' ')
@@ -76,25 +77,14 @@ fi
 HAVE_CURL=0
 command -v curl >/dev/null && HAVE_CURL=1
 
-EPH_LOW=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-free_port() {
-  local p
-  for _ in $(seq 100); do
-    p=$((10000 + RANDOM % (EPH_LOW - 10000)))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return
-    fi
-  done
-  echo "no free port" >&2
-  exit 1
-}
-
-launch() { # config port http-port
+# Every start (servers.sh's start_server) gets a fresh data directory and an HTTP port.
+launch() { # config port; sets SERVER_PID, DATA, HPORT
+  DATA=$(mktemp -d /tmp/gearwheel-durable-data.XXXXXX)
+  HPORT=$(free_port)
   case "$1" in
     gw-always | gw-100 | gw-never)
       "$GW" serve -L 127.0.0.1 -p "$2" -l none --data-dir "$DATA" --fsync "${1#gw-}" \
-        --http-port "$3" 2>/dev/null &
+        --http-port "$HPORT" 2>/dev/null &
       ;;
     sqlite)
       "$GEARMAND" -t 1 -L 127.0.0.1 -p "$2" -l none -q libsqlite3 --libsqlite3-db "$DATA/q.db" \
@@ -103,28 +93,6 @@ launch() { # config port http-port
     *) echo "unknown config $1" >&2; exit 1 ;;
   esac
   SERVER_PID=$!
-}
-
-start_server() { # config; sets SERVER_PID, PORT, HPORT, DATA
-  # Write back what earlier runs (and the build) left dirty, so that no run pays for it.
-  sync
-  for _ in 1 2 3 4 5; do
-    DATA=$(mktemp -d /tmp/gearwheel-durable-data.XXXXXX)
-    PORT=$(free_port)
-    HPORT=$(free_port)
-    launch "$1" "$PORT" "$HPORT"
-    for _ in $(seq 100); do
-      if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-        sleep 0.2
-        return
-      fi
-      kill -0 "$SERVER_PID" 2>/dev/null || break
-      sleep 0.05
-    done
-    cleanup
-  done
-  echo "$1 did not start" >&2
-  exit 1
 }
 
 # gearwheel's journal numbers from /metrics: "commits fsyncs fsync_seconds_sum".
@@ -160,6 +128,8 @@ t_start=$(date +%s)
 for mode in $MODES_RUN; do
   for rep in $(seq "$REPS"); do
     for cfg in $CONFIGS; do
+      # Write back what earlier runs (and the build) left dirty, so that no run pays for it.
+      sync
       start_server "$cfg"
       echo "[$(($(date +%s) - t_start))s] $mode #$rep $cfg (port $PORT, $DATA)" >&2
       before="- - -"

@@ -1,6 +1,6 @@
 # Shared by compare.sh and scaling.sh (sourced, not run): build gearwheel and the load
 # generator, start and stop one server of a configuration on a free loopback port, and take
-# medians and ratios of the generator's RESULT lines.
+# medians and ratios of the generator's RESULT lines. compare_durable.sh takes free_port.
 #
 # Configurations: gearwheel, gearwheel-musl (the static musl build), gearmand-t1, gearmand-t0.
 # The caller sets CONFIGS, GEARMAND, TABLE_ONLY and RAW, then calls `prepare`.

@@ -101,11 +101,12 @@ mod tests {
         e.cancel_conn_timer(k1);
     }
 
-    #[test]
-    fn a_released_foreground_job_is_journalled_as_a_background_one() {
+    /// An engine (handles `H:r:N`) with one foreground job `H:r:1` of function `f`, data `d`,
+    /// submitted by connection 0.
+    fn one_foreground_job(durable: bool, unique: &[u8]) -> (Engine, Outbox, ConnId) {
         let mut e = Engine::new(EngineConfig {
             handle_prefix: "H:r".into(),
-            durable: true,
+            durable,
             ..EngineConfig::default()
         });
         let mut out = Outbox::default();
@@ -114,13 +115,19 @@ mod tests {
             client,
             Request::SubmitJob {
                 func: Bytes::from_static(b"f"),
-                body: JobBody::new(b"u", b"d"),
+                body: JobBody::new(unique, b"d"),
                 priority: Priority::Normal,
                 background: false,
             },
             1,
             &mut out,
         );
+        (e, out, client)
+    }
+
+    #[test]
+    fn a_released_foreground_job_is_journalled_as_a_background_one() {
+        let (mut e, mut out, client) = one_foreground_job(true, b"u");
         // A foreground job is not durable...
         assert_eq!(e.take_durable().count(), 0);
         assert!(e.release_client(client, b"H:r:1"));
@@ -160,23 +167,7 @@ mod tests {
 
     #[test]
     fn a_released_foreground_job_runs_on_without_its_client() {
-        let mut e = Engine::new(EngineConfig {
-            handle_prefix: "H:r".into(),
-            ..EngineConfig::default()
-        });
-        let mut out = Outbox::default();
-        let client = conn(&mut e, 0);
-        e.handle(
-            client,
-            Request::SubmitJob {
-                func: Bytes::from_static(b"f"),
-                body: JobBody::new(b"", b"d"),
-                priority: Priority::Normal,
-                background: false,
-            },
-            1,
-            &mut out,
-        );
+        let (mut e, mut out, client) = one_foreground_job(false, b"");
         assert!(e.release_client(client, b"H:r:1"));
         assert!(!e.release_client(client, b"H:r:1"));
         // Its client leaving no longer drops it.
