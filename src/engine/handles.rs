@@ -123,9 +123,9 @@ impl HandleIndex {
         self.number(handle) == Some(n)
     }
 
-    /// Index the job at `k` (already in `jobs`) under its own handle.
-    pub fn insert_job(&mut self, k: JobKey, jobs: &Slab<Job>) {
-        let hash = self.hash(jobs[k].id);
+    /// Index `job`, at `k` in the slab, under its own handle.
+    pub fn insert_job(&mut self, k: JobKey, job: &Job) {
+        let hash = self.hash(job.id);
         let e = Entry {
             hash,
             key: k as u32,
@@ -197,9 +197,8 @@ impl UniqueIndex {
             .map(|e| e.key as JobKey)
     }
 
-    /// Index the job at `k` (already in `jobs`, with a unique key, and not yet indexed).
-    pub fn insert(&mut self, k: JobKey, jobs: &Slab<Job>) {
-        let job = &jobs[k];
+    /// Index `job`, at `k` in the slab (with a unique key, and not yet indexed).
+    pub fn insert(&mut self, k: JobKey, job: &Job) {
         let Some(key) = job.key_ref() else { return };
         let hash = self.hash(job.func(), key);
         let e = Entry {
@@ -279,8 +278,8 @@ mod tests {
                 0,
             );
             let k = jobs.insert(job);
-            handles.insert_job(k, &jobs);
-            uniques.insert(k, &jobs);
+            handles.insert_job(k, &jobs[k]);
+            uniques.insert(k, &jobs[k]);
         }
         let find = |handles: &HandleIndex, uniques: &UniqueIndex, jobs: &Slab<Job>, id: u64| {
             let h = handles.get(format!("H:t:{}", id + 7).as_bytes(), jobs);

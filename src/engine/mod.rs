@@ -186,8 +186,9 @@ pub struct Engine {
     jobs_peak: usize,
     /// Held GRABs that may find a job now (see `serve_held_grabs`).
     grab_retries: Vec<ConnId>,
-    /// Held GRABs answered with a job, and with NO_JOB (for `/metrics`).
-    grab_waits: [u64; 2],
+    /// Held GRABs answered with a job, and with NO_JOB at their deadline (for `/metrics`).
+    grab_waits_assigned: u64,
+    grab_waits_expired: u64,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -215,7 +216,8 @@ impl Engine {
             durable: Vec::new(),
             jobs_peak: SHRINK_FLOOR,
             grab_retries: Vec::new(),
-            grab_waits: [0; 2],
+            grab_waits_assigned: 0,
+            grab_waits_expired: 0,
         }
     }
 
@@ -678,7 +680,7 @@ impl Engine {
                         if c.held_grab.take().is_some() {
                             out.push(conn, Response::NoJob);
                             out.resumed.push(conn);
-                            self.grab_waits[1] += 1;
+                            self.grab_waits_expired += 1;
                         }
                     }
                 }
@@ -980,7 +982,7 @@ impl Engine {
                 c.held_grab = None;
             }
             self.timers.cancel(held.timer);
-            self.grab_waits[0] += 1;
+            self.grab_waits_assigned += 1;
             out.resumed.push(id);
             self.assign(id, held.kind, found, now, out);
         }
@@ -1265,9 +1267,9 @@ impl Engine {
                 }));
             }
         }
-        self.by_handle.insert_job(k, &self.jobs);
+        self.by_handle.insert_job(k, &self.jobs[k]);
         if indexed {
-            self.by_unique.insert(k, &self.jobs);
+            self.by_unique.insert(k, &self.jobs[k]);
         }
         if let Some(c) = client.and_then(|c| self.conn_mut(c)) {
             c.attached.push(k);
@@ -1433,7 +1435,7 @@ impl Engine {
                 conn.attached.retain(|&a| a != k);
             }
         }
-        // Last, once the job is out of every index (they rehash from the jobs they hold).
+        // Last, once the job is out of the slab and every index: what is left is shrunk.
         let drained = self.jobs_peak > SHRINK_FLOOR && self.jobs.len() < self.jobs_peak / 8;
         let emptied = self.jobs.is_empty() && self.jobs.capacity() > SHRINK_FLOOR;
         if drained || emptied {

@@ -262,8 +262,8 @@ impl Engine {
             workers: conns.filter(|c| !c.abilities.is_empty()).count(),
             schedules: self.schedules.entries.len(),
             draining: self.draining,
-            grab_waits_assigned: self.grab_waits[0],
-            grab_waits_expired: self.grab_waits[1],
+            grab_waits_assigned: self.grab_waits_assigned,
+            grab_waits_expired: self.grab_waits_expired,
         }
     }
 }

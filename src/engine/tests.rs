@@ -1512,20 +1512,27 @@ fn waiting_world() -> World {
     })
 }
 
-/// A worker that ran one job to the end and then sent GRAB_JOB_UNIQ (left held).
-fn worker_after_one_job(w: &mut World, client: ConnId) -> ConnId {
+/// A worker of `f` that took one background job and ended it with `end(handle)`.
+fn worker_that_ended_a_job(w: &mut World, client: ConnId, end: fn(Bytes) -> Request) -> ConnId {
     let worker = w.conn();
     w.can_do(worker, "f");
     w.submit(client, "f", "", "first", Priority::Normal, true);
     let (h, _) = w.grab(worker).expect("the first job");
-    let r = w.req(
-        worker,
-        Request::WorkComplete {
-            handle: h,
-            data: b(""),
-        },
-    );
+    let r = w.req(worker, end(h));
     assert!(r.is_empty(), "{r:?}");
+    worker
+}
+
+fn complete(handle: Bytes) -> Request {
+    Request::WorkComplete {
+        handle,
+        data: b(""),
+    }
+}
+
+/// A worker that ran one job to the end and then sent GRAB_JOB_UNIQ (left held).
+fn worker_after_one_job(w: &mut World, client: ConnId) -> ConnId {
+    let worker = worker_that_ended_a_job(w, client, complete);
     let r = w.req(worker, Request::GrabJob(GrabKind::Uniq));
     assert!(r.is_empty(), "a GRAB right after a job end waits: {r:?}");
     assert!(w.e.input_paused(worker));
@@ -1641,26 +1648,12 @@ fn only_a_grab_after_a_job_end_waits() {
     // And so does everyone with --grab-wait 0.
     let mut w = World::new();
     let client = w.conn();
-    let worker = w.conn();
-    w.can_do(worker, "f");
-    w.submit(client, "f", "", "d", Priority::Normal, true);
-    let (h, _) = w.grab(worker).unwrap();
-    w.req(worker, Request::WorkFail { handle: h });
+    let worker = worker_that_ended_a_job(&mut w, client, |handle| Request::WorkFail { handle });
     assert_eq!(w.grab(worker), None);
     // Nor a GRAB after PRE_SLEEP, even if no GRAB came between the job end and the sleep.
     let mut w = waiting_world();
     let client = w.conn();
-    let worker = w.conn();
-    w.can_do(worker, "f");
-    w.submit(client, "f", "", "d", Priority::Normal, true);
-    let (h, _) = w.grab(worker).unwrap();
-    w.req(
-        worker,
-        Request::WorkComplete {
-            handle: h,
-            data: b(""),
-        },
-    );
+    let worker = worker_that_ended_a_job(&mut w, client, complete);
     assert!(w.req(worker, Request::PreSleep).is_empty());
     assert_eq!(w.grab(worker), None);
 }

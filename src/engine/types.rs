@@ -174,7 +174,7 @@ pub const BACKGROUND: u8 = 1;
 /// `Job::flags`: the job is in the unique index (under `Job::key_ref`).
 pub const INDEXED: u8 = 2;
 /// `Job::flags`: the job has an entry in the engine's `extras` (clients, status, retries, a
-/// timer, a reducer, a schedule origin, a foreign handle).
+/// timer, a reducer, a schedule origin).
 pub const EXTRA: u8 = 4;
 /// `Job::flags`: the handle is not this run's `<prefix>:<id>` (a job read back from a
 /// journal written under another prefix); the handle index keeps it.
