@@ -82,6 +82,11 @@ pub struct ServeArgs {
     /// (0 = answer at once, as gearmand; default 1)
     #[argh(option, default = "1")]
     pub grab_wait: u64,
+    /// seconds without a single event after which the server gives back memory it mapped
+    /// or freed (code and constants, free heap); also done once after start-up (0 = never;
+    /// default 10)
+    #[argh(option, default = "10")]
+    pub idle_trim: u64,
     /// serve a worker's functions in turn instead of oldest job first within a priority
     #[argh(switch, short = 'R')]
     pub round_robin: bool,
@@ -190,6 +195,8 @@ pub struct Config {
     pub max_connections: usize,
     pub max_output_buffer: usize,
     pub graceful_timeout: Duration,
+    /// `--idle-trim`, in ms (0 = never).
+    pub idle_trim_ms: u64,
     pub engine: EngineConfig,
     /// Notices about flags that were accepted but ignored, logged once logging is up.
     pub notices: Vec<String>,
@@ -497,6 +504,7 @@ impl Config {
             max_connections: a.max_connections,
             max_output_buffer: a.max_output_buffer,
             graceful_timeout: Duration::from_secs(a.graceful_timeout),
+            idle_trim_ms: a.idle_trim.saturating_mul(1000),
             engine: EngineConfig {
                 handle_prefix,
                 job_retries: a.job_retries,

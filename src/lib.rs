@@ -6,7 +6,8 @@
 //! - `proto`: the pure wire codec; `timer`: deadlines; `clock`: the one place time is read.
 //! - `http`: the HTTP listener's pure half (request parsing, routes, responses, JSON,
 //!   metrics); the reactor feeds it bytes and engine replies.
-//! - `config`: validated settings; `logger`: the `log` back end.
+//! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
+//!   resident set.
 //! - `client`: a blocking Gearman client/worker library; `cli`: the `work`, `submit` and
 //!   `admin` commands built on it. Neither is used by the server.
 
@@ -15,6 +16,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod engine;
+pub mod footprint;
 pub mod http;
 pub mod logger;
 pub mod proto;

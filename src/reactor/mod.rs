@@ -67,6 +67,8 @@ pub struct Server {
     corked: Vec<(usize, u64)>,
     /// Loop turns since start: a lazy reply waits one turn at most.
     turn: u64,
+    /// When to give memory back (src/footprint.rs).
+    idle_trim: crate::footprint::IdleTrim,
     signals: Option<Signals>,
     /// A graceful shutdown has begun.
     draining: bool,
@@ -105,6 +107,7 @@ impl Server {
         }
         let http = http_glue::HttpGlue::bind(&config, &poll)?;
         let engine = Engine::new(config.engine.clone());
+        let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
         Ok(Server {
             poll,
             listeners,
@@ -121,6 +124,7 @@ impl Server {
             to_close: Vec::new(),
             corked: Vec::new(),
             turn: 0,
+            idle_trim,
             signals: None,
             draining: false,
             schedules_path: None,
@@ -218,6 +222,15 @@ impl Server {
         let mut events = Events::with_capacity(1024);
         loop {
             let now = clock.now_ms();
+            if !self.busy() && self.idle_trim.due(now, self.turn == 1) {
+                // About to sleep after start-up or a quiet spell: give back what the work
+                // mapped and freed (src/footprint.rs).
+                match crate::footprint::trim() {
+                    Ok(n) => log::debug!("idle trim: {} kB of mappings dropped", n >> 10),
+                    Err(e) => log::debug!("idle trim: mappings kept: {e}"),
+                }
+                continue;
+            }
             let timeout = self.sleep_time(now);
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -230,6 +243,9 @@ impl Server {
             self.turn += 1;
             // Nothing came: the loop is about to sleep, and lazy replies wait no longer.
             let idle = events.is_empty();
+            if !idle {
+                self.idle_trim.activity(now);
+            }
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => {
@@ -275,22 +291,33 @@ impl Server {
         }
     }
 
-    fn sleep_time(&self, now: u64) -> Option<Duration> {
-        if !self.revisit.is_empty()
+    /// Work is waiting that the next turn must do without sleeping.
+    fn busy(&self) -> bool {
+        // The first turn finishes start-up's own work (its journal commit, @reboot runs)
+        // before the loop first sleeps.
+        self.turn == 0
+            || !self.revisit.is_empty()
             || self.compacting
             || !self.outbox.resumed.is_empty()
             || !self.corked.is_empty()
-        {
+    }
+
+    fn sleep_time(&self, now: u64) -> Option<Duration> {
+        if self.busy() {
             return Some(Duration::ZERO);
         }
         if self.journal_failing {
             return Some(Duration::from_millis(100));
         }
         // No deadline: sleep until a socket or a signal wakes us; an idle server never ticks.
-        let deadline = match (self.engine.next_deadline(), self.journal_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let deadline = [
+            self.engine.next_deadline(),
+            self.journal_deadline(),
+            self.idle_trim.deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         deadline.map(|d| Duration::from_millis(d.saturating_sub(now)))
     }
 
