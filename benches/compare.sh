@@ -170,19 +170,20 @@ if has echo; then
 fi
 if has fill; then
   row "fill: submits/s into an empty queue ($FILL_JOBS jobs)" fill submits_per_s
-  row "fill: bytes of RSS per queued job (64 B payload)" fill bytes_per_queued_job
+  row "fill: private bytes (RssAnon) per queued job (64 B payload)" fill bytes_per_queued_job
   row "fill: server CPU µs per submit" fill fill_cpu_us_per_job
   row "drain: jobs/s (4 workers)" fill drain_jobs_per_s
-  row "drain: % of the queue's RSS given back" fill rss_returned_pct
+  row "drain: % of the queue's private memory given back" fill rss_returned_pct
 fi
 if has idle; then
   row "idle: RSS kB after start" idle server_rss_kb_idle
-  row "idle: bytes of RSS per idle connection ($IDLE_CONNS)" idle bytes_per_connection
+  row "idle: private kB (RssAnon) after start" idle server_anon_kb_idle
+  row "idle: private bytes per idle connection ($IDLE_CONNS)" idle bytes_per_connection
   row "idle: context switches in ${IDLE_SECS}s with $IDLE_CONNS connections" idle idle_wakeups
   row "idle: threads" idle server_threads
 fi
 if has idle10k; then
-  row "10,000 connections: bytes of RSS per connection" idle10k bytes_per_connection
+  row "10,000 connections: private bytes per connection" idle10k bytes_per_connection
 fi
 if has future; then
   row "future: $FUTURE_JOBS due in one second, lateness p50 ms" future lateness_p50_ms
@@ -197,7 +198,7 @@ if has future-spread; then
 fi
 if has future-idle; then
   row "future-idle: submits/s of $FUTURE_IDLE_JOBS EPOCH jobs" future-idle submits_per_s
-  row "future-idle: bytes of RSS per future job" future-idle bytes_per_future_job
+  row "future-idle: private bytes per future job" future-idle bytes_per_future_job
   row "future-idle: server CPU ms in ${FUTURE_IDLE_SECS}s idle" future-idle idle_cpu_ms
   row "future-idle: context switches in ${FUTURE_IDLE_SECS}s idle" future-idle idle_wakeups
 fi

@@ -249,6 +249,10 @@ struct ProcSnap {
     /// utime + stime of all threads, in seconds.
     cpu: f64,
     rss_kb: u64,
+    /// RssAnon: the process's own memory. Costs per job and per connection are differences
+    /// of this, because VmRSS also counts code pages that a first request maps again (a
+    /// server that unmaps idle code, as gearwheel does, would be charged for them).
+    anon_kb: u64,
     threads: u64,
     /// Voluntary and involuntary context switches of all threads: a wake-up count.
     ctxt: u64,
@@ -295,6 +299,7 @@ fn proc_snap(pid: Option<u32>) -> Option<ProcSnap> {
     Some(ProcSnap {
         cpu: (utime + stime) as f64 / clock_ticks(),
         rss_kb: field("VmRSS:"),
+        anon_kb: field("RssAnon:"),
         threads: field("Threads:"),
         ctxt,
     })
@@ -1278,7 +1283,7 @@ fn mode_fill(o: &Opts) -> io::Result<Report> {
     r.putf("submits_per_s", jobs_in as f64 / secs, 0);
     put_tenths(&mut r, start, &tenths, jobs);
     if let (Some(a), Some(b)) = (s0, s1) {
-        let per = (b.rss_kb as f64 - a.rss_kb as f64) * 1024.0 / jobs as f64;
+        let per = (b.anon_kb as f64 - a.anon_kb as f64) * 1024.0 / jobs as f64;
         r.put("server_rss_kb_empty", a.rss_kb);
         r.put("server_rss_kb_full", b.rss_kb);
         r.putf("bytes_per_queued_job", per, 0);
@@ -1298,8 +1303,8 @@ fn mode_fill(o: &Opts) -> io::Result<Report> {
         thread::sleep(Duration::from_millis(500));
         if let (Some(a), Some(b), Some(c)) = (s0, s1, proc_snap(o.pid)) {
             r.put("server_rss_kb_drained", c.rss_kb);
-            let held = b.rss_kb.saturating_sub(a.rss_kb).max(1) as f64;
-            let kept = c.rss_kb.saturating_sub(a.rss_kb) as f64;
+            let held = b.anon_kb.saturating_sub(a.anon_kb).max(1) as f64;
+            let kept = c.anon_kb.saturating_sub(a.anon_kb) as f64;
             r.putf("rss_returned_pct", 100.0 * (1.0 - kept / held), 0);
         }
     }
@@ -1357,10 +1362,11 @@ fn mode_idle(o: &Opts) -> io::Result<Report> {
     r.put("connections", n);
     if let (Some(a), Some(b), Some(c), Some(d)) = (s0, s1, s2, s3) {
         r.put("server_rss_kb_idle", a.rss_kb);
+        r.put("server_anon_kb_idle", a.anon_kb);
         r.put("server_rss_kb_connected", b.rss_kb);
         r.putf(
             "bytes_per_connection",
-            (b.rss_kb as f64 - a.rss_kb as f64) * 1024.0 / n as f64,
+            (b.anon_kb as f64 - a.anon_kb as f64) * 1024.0 / n as f64,
             0,
         );
         r.putf("idle_secs", idle.as_secs_f64(), 1);
@@ -1440,7 +1446,7 @@ fn mode_future(o: &Opts) -> io::Result<Report> {
     if let (Some(a), Some(b), Some(c)) = (s0, s1, s2) {
         r.putf(
             "bytes_per_future_job",
-            (b.rss_kb as f64 - a.rss_kb as f64) * 1024.0 / jobs as f64,
+            (b.anon_kb as f64 - a.anon_kb as f64) * 1024.0 / jobs as f64,
             0,
         );
         r.putf("server_cpu_s", c.cpu - a.cpu, 2);
@@ -1502,7 +1508,7 @@ fn mode_future_idle(o: &Opts) -> io::Result<Report> {
     if let (Some(a), Some(b), Some(c)) = (s0, s1, s2) {
         r.putf(
             "bytes_per_future_job",
-            (b.rss_kb as f64 - a.rss_kb as f64) * 1024.0 / jobs_in.max(1) as f64,
+            (b.anon_kb as f64 - a.anon_kb as f64) * 1024.0 / jobs_in.max(1) as f64,
             0,
         );
         r.put("server_rss_kb_full", b.rss_kb);

@@ -4,7 +4,7 @@
 #  - with connections: 1 to 10,000 synchronous clients, one job in flight each, 4 workers:
 #    jobs/s, p99 latency, and the server's RSS at the end of the run;
 #  - with queue depth: 1,000 to 1,000,000 queued jobs (4 clients fill, then 4 workers drain):
-#    submits/s, RSS per queued job, drain jobs/s, and the share of the queue's RSS given back.
+#    submits/s, private memory per queued job, drain jobs/s, and the share of it given back.
 #
 #   benches/scaling.sh            # about 5 minutes
 #
@@ -104,8 +104,8 @@ table "Synchronous jobs/s by connected clients (one job in flight each, 4 worker
 table "p99 latency, ms" clients conns- "$CLIENTS" p99_us 1000
 table "Server RSS at the end of the run, kB" clients conns- "$CLIENTS" server_rss_kb_after
 table "Submits/s into an empty queue, by jobs queued in the end" "queued jobs" depth- "$DEPTHS" submits_per_s
-table "RSS per queued job, bytes (64-byte payload)" "queued jobs" depth- "$DEPTHS" bytes_per_queued_job
+table "private memory (RssAnon) per queued job, bytes (64-byte payload)" "queued jobs" depth- "$DEPTHS" bytes_per_queued_job
 table "Drain, jobs/s (4 workers)" "queued jobs" depth- "$DEPTHS" drain_jobs_per_s
-table "Share of the queue's RSS given back after the drain, %" "queued jobs" depth- "$DEPTHS" rss_returned_pct
+table "Share of the queue's private memory given back after the drain, %" "queued jobs" depth- "$DEPTHS" rss_returned_pct
 echo
 echo "raw results: $RAW ($(($(date +%s) - t_start))s)"
