@@ -101,7 +101,7 @@ fn a_waiting_worker_that_dies_loses_nothing() {
 
 #[test]
 fn job_created_of_a_job_handed_to_a_waiting_worker_comes_before_its_result() {
-    // A JOB_CREATED may wait a loop turn to share a write with the job's result; with a worker
+    // A JOB_CREATED may wait a millisecond or two to share a write with the result; with a worker
     // that takes its time it must still come while the job runs.
     let s = server(&["--grab-wait", "1000"]);
     let mut client = s.connect();

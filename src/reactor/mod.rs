@@ -34,6 +34,10 @@ const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
 const CONN_BASE: usize = 1 << 16;
 /// Frames one connection may have served per loop turn before others get a go.
 const FRAMES_PER_TURN: usize = 256;
+/// How long a lazy reply may wait for company: 2 ticks of the loop's millisecond clock, so
+/// 1 to 2 ms. Long enough for a worker on the same network to answer a short job, too short
+/// for any client to notice a JOB_CREATED that comes late.
+const LAZY_HOLD_MS: u64 = 2;
 
 /// How the loop ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -63,9 +67,9 @@ pub struct Server {
     revisit: Vec<usize>,
     /// Connections to close at the end of this turn.
     to_close: Vec<usize>,
-    /// Connections whose write waits for a lazy reply's company, with the turn it came in.
+    /// Connections whose write waits for a lazy reply's company, with the time it came.
     corked: Vec<(usize, u64)>,
-    /// Loop turns since start: a lazy reply waits one turn at most.
+    /// Loop turns since start.
     turn: u64,
     /// When to give memory back (src/footprint.rs).
     idle_trim: crate::footprint::IdleTrim,
@@ -241,9 +245,7 @@ impl Server {
             let now = clock.now_ms();
             self.turn_now = now;
             self.turn += 1;
-            // Nothing came: the loop is about to sleep, and lazy replies wait no longer.
-            let idle = events.is_empty();
-            if !idle {
+            if !events.is_empty() {
                 self.idle_trim.activity(now);
             }
             for ev in events.iter() {
@@ -280,7 +282,7 @@ impl Server {
             self.answer_reloads(now);
             self.answer_show_journal();
             self.dispatch();
-            self.uncork(idle);
+            self.uncork();
             self.finish_turn(now);
             self.compacting = self.compact_journal();
             if let Some(exit) = self.check_shutdown(now) {
@@ -299,7 +301,6 @@ impl Server {
             || !self.revisit.is_empty()
             || self.compacting
             || !self.outbox.resumed.is_empty()
-            || !self.corked.is_empty()
     }
 
     fn sleep_time(&self, now: u64) -> Option<Duration> {
@@ -314,6 +315,10 @@ impl Server {
             self.engine.next_deadline(),
             self.journal_deadline(),
             self.idle_trim.deadline(),
+            self.corked
+                .iter()
+                .map(|&(_, since)| since.min(now) + LAZY_HOLD_MS)
+                .min(),
         ]
         .into_iter()
         .flatten()
@@ -587,7 +592,7 @@ impl Server {
             if is_lazy && !c.write_pending {
                 if !c.corked {
                     c.corked = true;
-                    self.corked.push((to.index as usize, self.turn));
+                    self.corked.push((to.index as usize, self.turn_now));
                 }
                 continue;
             }
@@ -601,22 +606,27 @@ impl Server {
         self.http_timeouts();
     }
 
-    /// Send what lazy replies wait in: those of an earlier turn, or all when the loop is about
-    /// to sleep. So a JOB_CREATED leaves with its job's result if that comes within a turn,
-    /// and never later than the end of the next turn.
-    fn uncork(&mut self, all: bool) {
-        let turn = self.turn;
+    /// Send what lazy replies wait in once they have waited `LAZY_HOLD_MS`. So a JOB_CREATED
+    /// leaves with its job's result if that comes within a millisecond or two, and never much
+    /// later. A clock that stepped back releases them too: no reply waits on the wall clock.
+    fn uncork(&mut self) {
+        let now = self.turn_now;
         self.corked.retain(|&(idx, since)| {
-            if !all && since == turn {
+            let Some(c) = self.conns.get_mut(idx) else {
+                return false;
+            };
+            if !c.corked {
+                // Written already, in company; or the slot holds a newer connection.
+                return false;
+            }
+            if !lazy_due(now, since) {
                 return true;
             }
-            if let Some(c) = self.conns.get_mut(idx) {
-                if c.corked && !c.write_pending {
-                    c.write_pending = true;
-                    self.pending_writes.push(idx);
-                }
-                c.corked = false;
+            if !c.write_pending {
+                c.write_pending = true;
+                self.pending_writes.push(idx);
             }
+            c.corked = false;
             false
         });
     }
@@ -703,6 +713,12 @@ impl Server {
     }
 }
 
+/// Has a lazy reply held since `since` waited long enough at `now`? Also when the clock
+/// stepped back: a reply never waits on the wall clock.
+fn lazy_due(now: u64, since: u64) -> bool {
+    now < since || now >= since + LAZY_HOLD_MS
+}
+
 /// Read and parse a schedules file; errors as `FILE:LINE:COL: message`.
 pub fn read_schedules(
     path: &std::path::Path,
@@ -721,5 +737,22 @@ pub fn read_schedules(
             .iter()
             .map(|e| format!("{}:{e}", path.display()))
             .collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lazy_reply_waits_one_to_two_clock_ticks() {
+        // Held at tick 100: still held during ticks 100 and 101, due from tick 102 on.
+        assert!(!lazy_due(100, 100));
+        assert!(!lazy_due(101, 100));
+        assert!(lazy_due(102, 100));
+        assert!(lazy_due(5_000, 100));
+        // The wall clock stepped back: due at once rather than after the step.
+        assert!(lazy_due(99, 100));
+        assert!(lazy_due(0, 100));
     }
 }
