@@ -72,6 +72,11 @@ impl Engine {
         self.durable.drain(..)
     }
 
+    /// Changes wait for the journal.
+    pub fn has_durable(&self) -> bool {
+        !self.durable.is_empty()
+    }
+
     pub(super) fn journal_added(&mut self, k: JobKey) {
         if !self.config.durable {
             return;

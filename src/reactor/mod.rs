@@ -267,6 +267,7 @@ impl Server {
                         }
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             self.read_conn(idx, now);
+                            self.hand_on(idx, now);
                         }
                         if ev.is_writable() {
                             self.pending_writes.push(idx);
@@ -564,6 +565,28 @@ impl Server {
             } else if !c.rbuf.is_empty() {
                 self.process_frames(idx, now);
             }
+        }
+    }
+
+    /// Write at once what one connection's requests gave other connections (a job for a
+    /// worker, a result for a client), so that they start on it while this turn goes on; the
+    /// replies to the connection itself wait for the turn's end, as it may have more to say.
+    /// Not while changes wait for the journal: one commit per turn.
+    fn hand_on(&mut self, from: usize, now: u64) {
+        if self.outbox.replies.is_empty() || self.engine.has_durable() || self.journal_failing {
+            return;
+        }
+        self.resume_paused(now);
+        self.dispatch();
+        let own = self.pending_writes.iter().position(|&i| i == from);
+        if let Some(p) = own {
+            self.pending_writes.swap_remove(p);
+        }
+        if !self.pending_writes.is_empty() {
+            self.finish_turn(now);
+        }
+        if own.is_some() && self.conns.contains(from) {
+            self.pending_writes.push(from);
         }
     }
 
