@@ -98,6 +98,12 @@ configs_for() {
 
 t_start=$(date +%s)
 [ "$TABLE_ONLY" = 1 ] && MODES_RUN="" || MODES_RUN=$MODES
+if [ "$TABLE_ONLY" != 1 ]; then
+  # The machine's own floor under every latency below: how often a thread that only reads
+  # the clock is stopped (timer ticks, the hypervisor). No server runs meanwhile.
+  echo "[0s] stalls: a thread spinning alone for 2 s" >&2
+  "$LOAD" --bench --mode stalls --idle-secs 2 --label machine | grep '^RESULT' >> "$RAW" || true
+fi
 for mode in $MODES_RUN; do
   for rep in $(seq "$(reps_for "$mode")"); do
     for cfg in $(configs_for "$mode"); do
@@ -203,6 +209,12 @@ if has future-idle; then
   row "future-idle: context switches in ${FUTURE_IDLE_SECS}s idle" future-idle idle_wakeups
 fi
 echo
+stalls=$(grep '^RESULT mode=stalls ' "$RAW" | tail -1 || true)
+if [ -n "$stalls" ]; then
+  st() { echo "$stalls" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+  echo "this machine: a thread spinning alone is stopped $(st stalls_20us_per_s) times a second for 20 µs or more," \
+    "$(st stalls_50us_per_s) for 50 µs or more, $(st stalls_100us_per_s) for 100 µs or more ($(st stalled_pct)% of its time)"
+fi
 case " $CONFIGS " in
   *" gearwheel-musl "*) echo "gearwheel-musl binary: $(stat -c %s "$GW_MUSL") bytes (static, stripped release)" ;;
 esac

@@ -26,6 +26,9 @@
 //!   time. Workers re-grab after `--regrab-ms` without a NOOP, as libgearman workers do.
 //! - `future-idle`: hold `--jobs` (default 1,000,000) future jobs due an hour or more ahead;
 //!   RSS per future job and the server's CPU time over `--idle-secs` (default 10) of idleness.
+//! - `stalls`: no server; one thread spins on the clock for `--idle-secs` (default 2) and
+//!   counts the times it was stopped (timer ticks, the hypervisor): the machine's own floor
+//!   under every latency measured here.
 //!
 //! Without `--port` (plain `cargo bench`) it starts the gearwheel built with it on a free
 //! loopback port and runs a short suite. Run without `--bench` and without flags (as
@@ -65,7 +68,7 @@ const SUBMIT_JOB_EPOCH: u32 = 36;
 
 const USAGE: &str = "\
 usage: cargo bench --bench load -- [--mode MODE] [flags]
-  --mode bg|sync|fill|drain|idle|echo|future|future-idle   (default bg)
+  --mode bg|sync|fill|drain|idle|echo|future|future-idle|stalls   (default bg)
   --host H (127.0.0.1) --port P (4730; without it a gearwheel is started)
   --pid PID        server process, for CPU and RSS from /proc
   --label NAME     name printed in the RESULT line (default: server)
@@ -176,7 +179,7 @@ fn parse_opts(args: &[String]) -> Result<Opts, String> {
     let mode = m.get("mode").cloned().unwrap_or_else(|| "bg".into());
     if !matches!(
         mode.as_str(),
-        "bg" | "sync" | "fill" | "drain" | "idle" | "echo" | "future" | "future-idle"
+        "bg" | "sync" | "fill" | "drain" | "idle" | "echo" | "future" | "future-idle" | "stalls"
     ) {
         return Err(format!("unknown mode {mode:?}"));
     }
@@ -1529,8 +1532,41 @@ fn run_mode(o: &Opts) -> io::Result<Report> {
         "drain" => mode_drain(o),
         "idle" => mode_idle(o),
         "future" => mode_future(o),
+        "stalls" => Ok(mode_stalls(o)),
         _ => mode_future_idle(o),
     }
+}
+
+/// How often this machine stops a running thread, whatever the server: the gaps between
+/// successive clock readings of a thread that does nothing else. A round trip that meets
+/// one is that much later, with any server; the faster the server, the larger the share of
+/// its p99 they make.
+fn mode_stalls(o: &Opts) -> Report {
+    let span = Duration::from_secs_f64(o.idle_secs.unwrap_or(2.0));
+    const AT_LEAST_US: [u64; 4] = [20, 50, 100, 500];
+    let mut counts = [0u64; 4];
+    let mut stalled = Duration::ZERO;
+    let start = Instant::now();
+    let mut prev = start;
+    while prev.duration_since(start) < span {
+        let now = Instant::now();
+        let gap = now.duration_since(prev);
+        prev = now;
+        if gap >= Duration::from_micros(AT_LEAST_US[0]) {
+            stalled += gap;
+            for (n, &us) in counts.iter_mut().zip(&AT_LEAST_US) {
+                *n += u64::from(gap >= Duration::from_micros(us));
+            }
+        }
+    }
+    let secs = prev.duration_since(start).as_secs_f64();
+    let mut r = Report::new(o);
+    r.putf("secs", secs, 1);
+    for (n, us) in counts.iter().zip(AT_LEAST_US) {
+        r.putf(&format!("stalls_{us}us_per_s"), *n as f64 / secs, 0);
+    }
+    r.putf("stalled_pct", 100.0 * stalled.as_secs_f64() / secs, 2);
+    r
 }
 
 // ---- a server of our own, for plain `cargo bench` ---------------------------------------
@@ -1622,7 +1658,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let result = if o.port.is_none() {
+    let result = if o.port.is_none() && o.mode != "stalls" {
         self_contained_suite(&o)
     } else {
         run_mode(&o).map(|r| r.print())
