@@ -67,6 +67,8 @@ pub struct Server {
     revisit: Vec<usize>,
     /// Connections to close at the end of this turn.
     to_close: Vec<usize>,
+    /// Connections whose replies to their own requests wait for the turn's end (`hand_on`).
+    deferred: Vec<usize>,
     /// Connections whose write waits for a lazy reply's company, with the time it came.
     corked: Vec<(usize, u64)>,
     /// Loop turns since start.
@@ -126,6 +128,7 @@ impl Server {
             flushing: Vec::new(),
             revisit: Vec::new(),
             to_close: Vec::new(),
+            deferred: Vec::new(),
             corked: Vec::new(),
             turn: 0,
             idle_trim,
@@ -282,6 +285,8 @@ impl Server {
             self.resume_paused(now);
             self.answer_reloads(now);
             self.answer_show_journal();
+            // The replies `hand_on` kept for the turn's end.
+            self.pending_writes.append(&mut self.deferred);
             self.dispatch();
             self.uncork();
             self.finish_turn(now);
@@ -578,15 +583,14 @@ impl Server {
         }
         self.resume_paused(now);
         self.dispatch();
-        let own = self.pending_writes.iter().position(|&i| i == from);
-        if let Some(p) = own {
+        // Only this event's replies are on the list: what earlier events left was flushed
+        // or deferred, so the search is short.
+        if let Some(p) = self.pending_writes.iter().position(|&i| i == from) {
             self.pending_writes.swap_remove(p);
+            self.deferred.push(from);
         }
         if !self.pending_writes.is_empty() {
             self.finish_turn(now);
-        }
-        if own.is_some() && self.conns.contains(from) {
-            self.pending_writes.push(from);
         }
     }
 
