@@ -9,7 +9,7 @@
 #
 # Environment:
 #   REPS=N          repetitions of each repeated mode (3; QUICK 1); the median is reported
-#   SYNC_REPS=N     repetitions of the short, noisy sync and echo modes (5; QUICK 1)
+#   SYNC_REPS=N     repetitions of the short, noisy sync and echo modes (9; QUICK 1)
 #   CONFIGS="..."   servers to run: gearwheel gearwheel-musl gearmand-t1 gearmand-t0 (all;
 #                   gearwheel-musl, the static musl build, only if its Rust target is installed:
 #                   rustup target add x86_64-unknown-linux-musl)
@@ -39,7 +39,7 @@ if [ "$QUICK" = 1 ]; then
   MODES=${MODES:-"bg sync echo fill idle future"}
 else
   REPS=${REPS:-3}
-  SYNC_REPS=${SYNC_REPS:-5}
+  SYNC_REPS=${SYNC_REPS:-9}
   BG_JOBS=${BG_JOBS:-100000}
   SYNC_JOBS=${SYNC_JOBS:-30000}
   ECHO_JOBS=${ECHO_JOBS:-100000}
