@@ -114,6 +114,7 @@ impl Server {
         let http = http_glue::HttpGlue::bind(&config, &poll)?;
         let engine = Engine::new(config.engine.clone());
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
+        conn::prepare_read_buffer();
         Ok(Server {
             poll,
             listeners,
