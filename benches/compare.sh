@@ -4,7 +4,7 @@
 # a fresh server of each configuration on a free loopback port, runs the load, stops it, and
 # prints the medians with ratios gearwheel / gearmand.
 #
-#   benches/compare.sh              # about 5 minutes
+#   benches/compare.sh              # about 7 minutes
 #   QUICK=1 benches/compare.sh      # under a minute, smaller runs
 #
 # Environment:
