@@ -45,16 +45,12 @@ TABLE_ONLY=${TABLE_ONLY:-0}
 RAW=${RAW:-$(mktemp /tmp/gearwheel-durable.XXXXXX)}
 [ "$TABLE_ONLY" = 1 ] || : > "$RAW"
 
-# free_port, start_server and GW; cleanup and launch are this script's own (data directories).
+# free_port, start_server, stop_server and GW; cleanup and launch are this script's own
+# (data directories).
 . benches/servers.sh
-SERVER_PID=""
 DATA=""
 cleanup() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=""
+  stop_server
   if [ -n "$DATA" ]; then
     rm -rf "$DATA"
     DATA=""

@@ -15,13 +15,15 @@ musl_installed() {
 }
 
 SERVER_PID=""
-cleanup() {
+# Stop the server of the current run, if any.
+stop_server() {
   if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
   fi
   SERVER_PID=""
 }
+cleanup() { stop_server; }
 
 # Build what CONFIGS needs, find the load generator (LOAD), drop gearmand configurations if
 # gearmand is missing, and stop the server on exit.

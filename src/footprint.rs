@@ -63,12 +63,17 @@ impl IdleTrim {
 /// Give back what an idle server does not need: mappings of clean code and constants, and
 /// free heap. Returns the bytes of mappings dropped.
 pub fn trim() -> std::io::Result<usize> {
+    trim_heap();
+    drop_clean_file_pages()
+}
+
+/// Hand the heap's free pages back to the OS (glibc's malloc keeps them otherwise).
+pub fn trim_heap() {
     // SAFETY: malloc_trim only returns free heap pages to the OS; no pointer changes.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
         libc::malloc_trim(0);
     }
-    drop_startup_pages()
 }
 
 /// One address range that may be dropped.
@@ -126,10 +131,10 @@ fn mapping_header(line: &str) -> Option<(Range, bool)> {
     Some((Range { start, end }, eligible))
 }
 
-/// Drop this process's mappings of clean start-up pages. Returns the bytes of address space
+/// Drop this process's mappings of clean file pages (`droppable`). Returns the bytes of address space
 /// advised (not all of it was resident). Linux only; elsewhere nothing happens.
 #[cfg(target_os = "linux")]
-pub fn drop_startup_pages() -> std::io::Result<usize> {
+pub fn drop_clean_file_pages() -> std::io::Result<usize> {
     let smaps = std::fs::read_to_string("/proc/self/smaps")?;
     let mut advised = 0;
     for r in droppable(&smaps) {
@@ -151,7 +156,7 @@ pub fn drop_startup_pages() -> std::io::Result<usize> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn drop_startup_pages() -> std::io::Result<usize> {
+pub fn drop_clean_file_pages() -> std::io::Result<usize> {
     Ok(0)
 }
 
@@ -251,7 +256,7 @@ Anonymous:             0 kB
         // The real thing, on the test process: its code and constants are dropped from the
         // page tables, and come back unchanged when used again.
         let before = droppable(SMAPS);
-        let advised = drop_startup_pages().unwrap();
+        let advised = drop_clean_file_pages().unwrap();
         assert!(advised > 0, "the test binary has read-only file mappings");
         assert_eq!(droppable(SMAPS), before);
     }

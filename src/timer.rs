@@ -255,10 +255,10 @@ impl<T> Timers<T> {
     }
 
     fn link(&mut self, index: u32) {
-        let deadline = self.entries[index as usize].deadline.max(self.elapsed);
+        let own = self.entries[index as usize].deadline;
+        let deadline = own.max(self.elapsed);
         let level = level_for(self.elapsed, deadline);
         let slot = slot_for(deadline, level);
-        let own = self.entries[index as usize].deadline;
         let min = &self.mins[level][slot];
         let list = &mut self.slots[level][slot];
         let tail = list.tail;

@@ -23,12 +23,18 @@ fn complete_grab_echo(s: &common::Server, client: &mut Conn) -> Conn {
     w
 }
 
+/// A server with `--grab-wait MS`, a client, and a worker left as `complete_grab_echo` leaves it.
+fn held_worker(grab_wait_ms: &str) -> (common::Server, Conn, Conn) {
+    let s = server(&["--grab-wait", grab_wait_ms]);
+    let mut client = s.connect();
+    let w = complete_grab_echo(&s, &mut client);
+    (s, client, w)
+}
+
 #[test]
 fn a_job_submitted_during_the_wait_goes_straight_to_the_waiting_worker() {
     // A long wait, so that only the submit can end it.
-    let s = server(&["--grab-wait", "1000"]);
-    let mut client = s.connect();
-    let mut w = complete_grab_echo(&s, &mut client);
+    let (_s, mut client, mut w) = held_worker("1000");
     w.expect_silence(100);
     let start = Instant::now();
     client.submit(t::SUBMIT_JOB, "gw", "u2", b"second");
@@ -45,9 +51,7 @@ fn a_job_submitted_during_the_wait_goes_straight_to_the_waiting_worker() {
 
 #[test]
 fn a_wait_without_work_ends_in_no_job_then_the_rest_in_order() {
-    let s = server(&["--grab-wait", "200"]);
-    let mut client = s.connect();
-    let mut w = complete_grab_echo(&s, &mut client);
+    let (_s, mut client, mut w) = held_worker("200");
     let start = Instant::now();
     w.expect(t::NO_JOB);
     assert!(
@@ -65,9 +69,7 @@ fn a_wait_without_work_ends_in_no_job_then_the_rest_in_order() {
 
 #[test]
 fn a_worker_that_shuts_its_side_during_the_wait_still_gets_every_answer() {
-    let s = server(&["--grab-wait", "200"]);
-    let mut client = s.connect();
-    let mut w = complete_grab_echo(&s, &mut client);
+    let (_s, _client, mut w) = held_worker("200");
     w.stream.shutdown(Shutdown::Write).unwrap();
     w.expect(t::NO_JOB);
     assert_eq!(w.expect(t::ECHO_RES), b"after");
@@ -76,18 +78,14 @@ fn a_worker_that_shuts_its_side_during_the_wait_still_gets_every_answer() {
 
 #[test]
 fn grab_wait_zero_answers_at_once_as_gearmand() {
-    let s = server(&["--grab-wait", "0"]);
-    let mut client = s.connect();
-    let mut w = complete_grab_echo(&s, &mut client);
+    let (_s, _client, mut w) = held_worker("0");
     w.expect(t::NO_JOB);
     assert_eq!(w.expect(t::ECHO_RES), b"after");
 }
 
 #[test]
 fn a_waiting_worker_that_dies_loses_nothing() {
-    let s = server(&["--grab-wait", "1000"]);
-    let mut client = s.connect();
-    let w = complete_grab_echo(&s, &mut client);
+    let (s, mut client, w) = held_worker("1000");
     drop(w);
     // The next job goes to a live worker, not to the dead one's held GRAB.
     let mut w2 = worker(&s, &["gw"]);
@@ -103,9 +101,7 @@ fn a_waiting_worker_that_dies_loses_nothing() {
 fn job_created_of_a_job_handed_to_a_waiting_worker_comes_before_its_result() {
     // A JOB_CREATED may wait a millisecond or two to share a write with the result; with a worker
     // that takes its time it must still come while the job runs.
-    let s = server(&["--grab-wait", "1000"]);
-    let mut client = s.connect();
-    let mut w = complete_grab_echo(&s, &mut client);
+    let (_s, mut client, mut w) = held_worker("1000");
     w.expect_silence(100);
     client.send_req(t::SUBMIT_JOB, &[b"gw", b"u2", b"second"]);
     let p = w.read_packet();
@@ -126,9 +122,7 @@ fn job_created_of_a_job_handed_to_a_waiting_worker_comes_before_its_result() {
 fn job_created_and_results_keep_their_order_when_workers_answer_at_once() {
     // Workers that answer within microseconds: JOB_CREATED and WORK_COMPLETE often share a
     // write, and never swap.
-    let s = server(&["--grab-wait", "1000"]);
-    let mut client = s.connect();
-    let mut w = complete_grab_echo(&s, &mut client);
+    let (_s, mut client, mut w) = held_worker("1000");
     let answer = std::thread::spawn(move || {
         for n in 0..200 {
             let p = w.read_packet();

@@ -1221,11 +1221,7 @@ impl Engine {
         self.by_unique.shrink_to_fit();
         self.extras.shrink_to_fit();
         self.timers.shrink_to_fit();
-        // SAFETY: malloc_trim only returns free heap pages to the OS; no pointer changes.
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        unsafe {
-            libc::malloc_trim(0);
-        }
+        crate::footprint::trim_heap();
         self.jobs_peak = self.jobs.len().max(SHRINK_FLOOR);
         log::debug!(
             "queue drained from {before} to {} jobs: memory given back",

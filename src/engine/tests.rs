@@ -97,25 +97,6 @@ impl World {
             .expect("JOB_CREATED")
     }
 
-    /// Every reply a normal-priority submit of `data` (no unique) makes, to anyone.
-    fn submit_replies(
-        &mut self,
-        id: ConnId,
-        func: &str,
-        data: &str,
-        bg: bool,
-    ) -> Vec<(ConnId, Response)> {
-        self.req(
-            id,
-            Request::SubmitJob {
-                func: b(func),
-                body: JobBody::new(&b(""), &b(data)),
-                priority: Priority::Normal,
-                background: bg,
-            },
-        )
-    }
-
     fn grab(&mut self, id: ConnId) -> Option<(Bytes, Bytes)> {
         let r = self.req(id, Request::GrabJob(GrabKind::Uniq));
         match &r[..] {
@@ -1544,7 +1525,7 @@ fn a_held_grab_takes_the_next_job_at_once() {
     let mut w = waiting_world();
     let client = w.conn();
     let worker = worker_after_one_job(&mut w, client);
-    let r = w.submit_replies(client, "f", "second", false);
+    let r = w.req(client, submit_normal("second", false));
     // JOB_CREATED to the client first, then the job goes straight to the waiting worker.
     assert!(
         matches!(&r[0], (to, Response::JobCreated { .. }) if *to == client),
@@ -1633,7 +1614,7 @@ fn a_held_grab_gets_no_job_at_its_deadline() {
     assert_eq!((t.grab_waits_assigned, t.grab_waits_expired), (0, 1));
     // Then the usual sleep: PRE_SLEEP, and a new job wakes it with NOOP.
     assert!(w.req(worker, Request::PreSleep).is_empty());
-    let r = w.submit_replies(client, "f", "x", true);
+    let r = w.req(client, submit_normal("x", true));
     assert!(r.contains(&(worker, Response::Noop)), "{r:?}");
 }
 
@@ -1667,7 +1648,7 @@ fn a_held_grab_is_served_before_sleepers_are_woken() {
     w.can_do(sleeper, "f");
     assert_eq!(w.grab(sleeper), None);
     assert!(w.req(sleeper, Request::PreSleep).is_empty());
-    let r = w.submit_replies(client, "f", "next", true);
+    let r = w.req(client, submit_normal("next", true));
     assert!(
         r.iter()
             .any(|(to, r)| *to == worker && matches!(r, Response::JobAssignUniq { .. })),
@@ -1678,7 +1659,7 @@ fn a_held_grab_is_served_before_sleepers_are_woken() {
         "no NOOP for the sleeper: {r:?}"
     );
     // A second job has no held GRAB left to go to: the sleeper is woken.
-    let r = w.submit_replies(client, "f", "more", true);
+    let r = w.req(client, submit_normal("more", true));
     assert!(r.contains(&(sleeper, Response::Noop)), "{r:?}");
 }
 
