@@ -110,15 +110,10 @@ impl Engine {
                 s.into()
             }
             AdminCommand::ShowSchedules => self.schedules_listing().into(),
-            AdminCommand::ShowJournal => {
-                // The journal belongs to the reactor, which answers.
-                out.show_journal.push(id);
-                return;
-            }
-            AdminCommand::ReloadSchedules => {
-                // The reactor reads the file and answers.
-                out.reload_schedules.push(id);
-                return;
+            // The journal and the schedules file belong to the loop, which answers these lines
+            // itself (reactor/admin.rs); an engine on its own has neither.
+            AdminCommand::ShowJournal | AdminCommand::ReloadSchedules => {
+                Bytes::from_static(b"ERR NOT_SUPPORTED Answered+by+the+server+loop\r\n")
             }
             AdminCommand::CancelJob(handle) => match self.by_handle.get(&handle, &self.jobs) {
                 None => Bytes::from_static(b"ERR UNKNOWN_JOB\r\n"),

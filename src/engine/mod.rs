@@ -85,11 +85,6 @@ impl Default for EngineConfig {
 pub struct Outbox {
     pub replies: Vec<(ConnId, Response)>,
     pub shutdown: Option<Shutdown>,
-    /// Admin connections that asked to reload the schedules file; the reactor reads the file
-    /// and answers them.
-    pub reload_schedules: Vec<ConnId>,
-    /// Admin connections that asked `show journal`; the reactor answers them.
-    pub show_journal: Vec<ConnId>,
     /// Connection deadlines from `arm_conn_timer` that passed: (connection, its tag).
     pub conn_timeouts: Vec<(ConnId, u64)>,
     /// Connections whose held GRAB was answered: the reactor serves what they sent after it.

@@ -354,19 +354,6 @@ impl Server {
         s
     }
 
-    /// Answer this turn's `show journal` requests.
-    pub(super) fn answer_show_journal(&mut self) {
-        let asked = std::mem::take(&mut self.outbox.show_journal);
-        if asked.is_empty() {
-            return;
-        }
-        let text = bytes::Bytes::from(self.journal_listing());
-        for id in asked {
-            self.outbox
-                .push(id, crate::proto::response::Response::Text(text.clone()));
-        }
-    }
-
     /// The journal's numbers for `/metrics`; None without `--data-dir`.
     pub(super) fn journal_metrics(&self) -> Option<JournalMetrics> {
         let st = self.journal.as_ref()?.stats();

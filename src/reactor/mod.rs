@@ -2,6 +2,7 @@
 //! the loop. The only owner of sockets; it turns frames into requests for the engine and the
 //! engine's outbox into bytes, and never decides anything about a job.
 
+mod admin;
 mod conn;
 mod http_glue;
 mod journal;
@@ -200,21 +201,6 @@ impl Server {
         }
     }
 
-    /// Answer `reload schedules` requests of this turn.
-    fn answer_reloads(&mut self, now: u64) {
-        let asked = std::mem::take(&mut self.outbox.reload_schedules);
-        if asked.is_empty() {
-            return;
-        }
-        let reply = match self.reload_schedules(now) {
-            Ok(n) => format!("OK {n}\n"),
-            Err(e) => format!("ERR SCHEDULE_ERROR {}\r\n", e.replace(' ', "+")),
-        };
-        for id in asked {
-            self.outbox.push(id, Response::text(reply.clone()));
-        }
-    }
-
     /// Let the loop react to SIGTERM, SIGINT, SIGUSR1 and SIGHUP.
     pub fn set_signals(&mut self, mut s: Signals) -> io::Result<()> {
         self.poll
@@ -284,8 +270,6 @@ impl Server {
             }
             self.engine.on_time(now, &mut self.outbox);
             self.resume_paused(now);
-            self.answer_reloads(now);
-            self.answer_show_journal();
             // The replies `hand_on` kept for the turn's end.
             self.pending_writes.append(&mut self.deferred);
             self.dispatch();
@@ -535,10 +519,7 @@ impl Server {
                     }
                     Err(e) => self.engine.reject(id, e, &mut self.outbox),
                 },
-                Ok(Some(Incoming::Admin(line))) => {
-                    self.engine
-                        .admin(id, AdminCommand::parse(&line), now, &mut self.outbox)
-                }
+                Ok(Some(Incoming::Admin(line))) => self.admin(id, AdminCommand::parse(&line), now),
                 Err(e) => {
                     let reply = match e.error_packet() {
                         Some((code, text)) => Response::error(code, text),

@@ -1,0 +1,26 @@
+//! The admin lines about what the loop owns (the journal, the schedules file), answered by the
+//! loop the moment the line is read, so that every reply on a connection keeps the order of its
+//! requests; every other line goes to the engine.
+
+use crate::proto::admin::AdminCommand;
+use crate::proto::response::Response;
+
+use super::Server;
+use crate::engine::ConnId;
+
+impl Server {
+    /// Serve one admin line. Answered here, not at the turn's end: a reply set aside for later
+    /// would leave after the replies to lines sent behind it, and `show schedules` right after
+    /// `reload schedules` would show the schedule from before.
+    pub(super) fn admin(&mut self, id: ConnId, cmd: AdminCommand, now: u64) {
+        let reply = match cmd {
+            AdminCommand::ShowJournal => self.journal_listing(),
+            AdminCommand::ReloadSchedules => match self.reload_schedules(now) {
+                Ok(n) => format!("OK {n}\n"),
+                Err(e) => format!("ERR SCHEDULE_ERROR {}\r\n", e.replace(' ', "+")),
+            },
+            cmd => return self.engine.admin(id, cmd, now, &mut self.outbox),
+        };
+        self.outbox.push(id, Response::text(reply));
+    }
+}
