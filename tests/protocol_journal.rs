@@ -251,3 +251,18 @@ fn jobs_keep_their_handles_when_the_prefix_changes() {
         format!("{old}\x000\x000\x000\x000").into_bytes()
     );
 }
+
+#[test]
+fn a_data_dir_held_by_another_server_does_not_suggest_repair() {
+    let dir = data_dir("locked");
+    let _first = start(&dir, &[]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
+        .args(["serve", "-p", "0", "--data-dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use by another gearwheel"), "{err}");
+    // Repairing a journal another server is writing would be wrong advice.
+    assert!(!err.contains("repair"), "{err}");
+}

@@ -126,11 +126,9 @@ impl Server {
             ..Options::default()
         };
         let started = std::time::Instant::now();
-        let (journal, replayed) = Journal::open(dir, opts).map_err(|e| {
-            format!(
-                "{e}\n(start with --repair to drop the damaged records and keep every intact one)"
-            )
-        })?;
+        // Damage messages name `--repair` themselves; a lock held by a live server or an I/O
+        // error must not suggest repairing a journal (issue 16 item 7).
+        let (journal, replayed) = Journal::open(dir, opts).map_err(|e| e.to_string())?;
         let now = SystemClock.now_ms();
         let jobs = replayed.jobs.len();
         for r in replayed.jobs {
