@@ -13,10 +13,13 @@
 //! `NAME.corrupt` for inspection (open warns about it until it is deleted). A segment missing
 //! from the middle of the sequence is replaced with an empty one; its records are lost.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
 
 use super::file::{self, FILE_HEADER_LEN, FileHeader, Kind};
 use super::record;
@@ -52,7 +55,14 @@ pub struct RepairReport {
     /// Empty segments written in place of missing ones.
     pub segments_recreated: Vec<PathBuf>,
     pub leftovers_removed: usize,
+    /// Handles of the jobs that may run a second time: added before dropped bytes of a log
+    /// and not finished by any kept record, so their "finished" record may have been among
+    /// the dropped bytes (no record says which). In journal order.
+    pub may_run_twice: Vec<Bytes>,
 }
+
+/// The most handles the report's text lists (the struct keeps them all).
+const LISTED_HANDLES: usize = 1000;
 
 impl RepairReport {
     /// True when nothing had to be dropped or recreated.
@@ -93,6 +103,21 @@ impl fmt::Display for RepairReport {
                 p.display()
             )?;
         }
+        if !self.may_run_twice.is_empty() {
+            write!(
+                f,
+                "\n  {} jobs may run again: each was added before the dropped bytes and no kept \
+                 record finishes it, so its \"finished\" record may have been dropped: ",
+                self.may_run_twice.len()
+            )?;
+            for (i, h) in self.may_run_twice.iter().take(LISTED_HANDLES).enumerate() {
+                let sep = if i == 0 { "" } else { ", " };
+                write!(f, "{sep}{}", h.escape_ascii())?;
+            }
+            if self.may_run_twice.len() > LISTED_HANDLES {
+                write!(f, " and {} more", self.may_run_twice.len() - LISTED_HANDLES)?;
+            }
+        }
         Ok(())
     }
 }
@@ -116,6 +141,7 @@ pub fn repair(dir: impl AsRef<Path>) -> Result<RepairReport, StoreError> {
     let snap = listing.snaps.last_key_value().map(|(n, p)| (*n, p.clone()));
     let snap_no = snap.as_ref().map_or(0, |s| s.0);
     let mut files: Vec<(Kind, u64, PathBuf)> = Vec::new();
+    let mut doubt = Doubt::default();
     if let Some((no, p)) = snap {
         files.push((Kind::Snapshot, no, p));
     }
@@ -144,6 +170,7 @@ pub fn repair(dir: impl AsRef<Path>) -> Result<RepairReport, StoreError> {
                         }),
                     )?;
                     report.segments_recreated.push(p.clone());
+                    doubt.damage();
                     files.push((Kind::Log, no, p));
                 }
             }
@@ -164,11 +191,17 @@ pub fn repair(dir: impl AsRef<Path>) -> Result<RepairReport, StoreError> {
         let mut off = (FILE_HEADER_LEN as usize).min(len);
         while off < len {
             if let Some(end) = record::intact_at(&data, off) {
+                doubt.record(&data[off..end]);
                 out.extend_from_slice(&data[off..end]);
                 kept += 1;
                 off = end;
             } else {
                 let next = record::next_intact(&data, off + 1).unwrap_or(len);
+                // A snapshot holds no "finished" records: its damage loses jobs, never
+                // brings one back.
+                if kind == Kind::Log {
+                    doubt.damage();
+                }
                 dropped.push(DroppedRange {
                     offset: off as u64,
                     len: (next - off) as u64,
@@ -204,7 +237,56 @@ pub fn repair(dir: impl AsRef<Path>) -> Result<RepairReport, StoreError> {
         });
     }
     file::sync_dir(dir)?;
+    report.may_run_twice = doubt.into_handles();
     Ok(report)
+}
+
+/// Which jobs a repair may bring back after they finished: the live jobs (after the kept
+/// records) that were added before the last dropped bytes of a log.
+#[derive(Default)]
+struct Doubt {
+    /// Live jobs by id: the order their JobAdded was seen in, and the handle.
+    live: BTreeMap<u64, (u64, Bytes)>,
+    /// JobAdded records seen so far.
+    seen: u64,
+    /// `seen` at the last dropped bytes: jobs added before it are in doubt.
+    damaged_at: u64,
+}
+
+impl Doubt {
+    /// One intact record, in journal order.
+    fn record(&mut self, rec: &[u8]) {
+        let Some(h) = record::parse_header(rec) else {
+            return;
+        };
+        let Ok(r) = record::decode(h.ty, rec.get(record::HEADER_LEN..).unwrap_or_default()) else {
+            return;
+        };
+        match r {
+            record::Record::JobAdded(j) => {
+                self.live.insert(j.id, (self.seen, j.handle));
+                self.seen += 1;
+            }
+            record::Record::JobFinished { id, .. } => {
+                self.live.remove(&id);
+            }
+            _ => {}
+        }
+    }
+
+    fn damage(&mut self) {
+        self.damaged_at = self.seen;
+    }
+
+    fn into_handles(self) -> Vec<Bytes> {
+        let mut v: Vec<(u64, Bytes)> = self
+            .live
+            .into_values()
+            .filter(|(seq, _)| *seq < self.damaged_at)
+            .collect();
+        v.sort_by_key(|(seq, _)| *seq);
+        v.into_iter().map(|(_, h)| h).collect()
+    }
 }
 
 fn with_suffix(p: &Path, suffix: &str) -> PathBuf {

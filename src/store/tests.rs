@@ -543,6 +543,51 @@ fn repair_drops_the_damaged_record_and_keeps_the_rest() {
 }
 
 #[test]
+fn repair_names_the_jobs_whose_finish_may_have_been_dropped() {
+    let d = TempDir::new("repair-twice");
+    let mut m = Model::default();
+    let path;
+    let finish_at;
+    {
+        let (mut j, _) = open(d.path(), opts(FsyncMode::Always));
+        let a = m.add(&mut j, 10);
+        let b = m.add(&mut j, 10);
+        j.commit(1).unwrap();
+        path = files(d.path(), "wal-").pop().unwrap();
+        finish_at = fs::metadata(&path).unwrap().len() as usize;
+        m.finish(&mut j, a);
+        j.commit(2).unwrap();
+        m.add(&mut j, 10);
+        j.commit(3).unwrap();
+        assert_eq!(b, 2);
+    }
+    // The damaged record is job 1's JobFinished: repair brings job 1 back.
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[finish_at + HEADER_LEN + 1] ^= 0xff;
+    fs::write(&path, &bytes).unwrap();
+    let rep = repair(d.path()).unwrap();
+    // Jobs 1 and 2 were added before the dropped bytes and are live after the repair; job 3
+    // came after them, so no finish of it can have been lost.
+    assert_eq!(
+        rep.may_run_twice,
+        vec![
+            Bytes::from_static(b"H:test:1"),
+            Bytes::from_static(b"H:test:2")
+        ]
+    );
+    let text = rep.to_string();
+    assert!(
+        text.contains("2 jobs may run again") && text.contains("H:test:1, H:test:2"),
+        "{text}"
+    );
+    let (_, r) = open(d.path(), opts(FsyncMode::Never));
+    let live: Vec<u64> = r.jobs.iter().map(|j| j.job.id).collect();
+    assert_eq!(live, vec![1, 2, 3], "job 1 is back: it will run again");
+    // Repaired: nothing more is in doubt.
+    assert!(repair(d.path()).unwrap().may_run_twice.is_empty());
+}
+
+#[test]
 fn repair_rebuilds_a_header_and_a_missing_segment() {
     let d = TempDir::new("repair2");
     let small = Options {
