@@ -161,3 +161,29 @@ fn check_validates_and_lists_next_runs() {
         "{err}"
     );
 }
+
+#[test]
+fn a_failed_run_is_a_warning_visible_at_notice_and_warning() {
+    let path = temp_file("warn", "@every 1s flaky\n");
+    // The README's systemd unit runs with --verbose NOTICE; WARNING is stricter still.
+    let s = Server::start_args(&[
+        "serve",
+        "-p",
+        "0",
+        "--verbose",
+        "WARNING",
+        "--schedules",
+        path.to_str().unwrap(),
+    ]);
+    let mut w = s.connect();
+    w.can_do(&["flaky"]);
+    work_one(&mut w, true);
+    s.wait_log("schedule flaky job", 3);
+    let log = s.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("schedule flaky job"))
+        .unwrap();
+    assert!(line.trim_start().starts_with("WARNING"), "{line}");
+    assert!(line.ends_with(": fail") || line.contains(": fail "), "{line}");
+}

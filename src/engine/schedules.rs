@@ -403,7 +403,14 @@ impl Engine {
         };
         let duration = origin.started_ms.map(|s| now.saturating_sub(s));
         let text = outcome.text();
-        log::info!(
+        // A failed or timed-out run needs an operator; a cancel was one.
+        let level = if outcome.is_failure() && !matches!(outcome, Outcome::Cancelled) {
+            log::Level::Warn
+        } else {
+            log::Level::Info
+        };
+        log::log!(
+            level,
             "schedule {} job {} (scheduled {}): {text}{}",
             origin.entry,
             self.by_handle.of(job),
