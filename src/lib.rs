@@ -19,6 +19,7 @@ pub mod engine;
 pub mod footprint;
 pub mod http;
 pub mod logger;
+pub mod plural;
 pub mod proto;
 pub mod reactor;
 pub mod schedule;

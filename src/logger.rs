@@ -64,6 +64,23 @@ pub fn init(target: LogTarget, level: LevelFilter) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Say `msg` on stderr as `gearwheel: MSG` whatever the log level (the listening line, which
+/// scripts read, and errors that stop the server), and log it too when the log goes elsewhere:
+/// stderr shows it once either way.
+pub fn announce(level: Level, msg: &str) {
+    eprintln!("gearwheel: {msg}");
+    if LOGGER.get().is_some_and(|l| l.target != LogTarget::Stderr) {
+        log::log!(level, "{msg}");
+    }
+}
+
+/// True when the log goes to a file, which SIGHUP reopens.
+pub fn to_file() -> bool {
+    LOGGER
+        .get()
+        .is_some_and(|l| matches!(l.target, LogTarget::File(_)))
+}
+
 /// Reopen the log file (after logrotate moved it). Stderr and none need nothing.
 pub fn reopen() {
     let Some(l) = LOGGER.get() else { return };
@@ -89,6 +106,17 @@ fn level_name(l: Level) -> &'static str {
     }
 }
 
+/// One log line, gearmand's layout. The time is UTC and says so, like the times in the
+/// messages (RFC 3339, `Z`), so a line and the times it quotes compare at a glance.
+fn format_line(
+    level: Level,
+    at: chrono::DateTime<chrono::Utc>,
+    msg: &std::fmt::Arguments<'_>,
+) -> String {
+    let ts = at.format("%Y-%m-%d %H:%M:%S%.6fZ");
+    format!("{:>7} {ts} [  main ] {msg}\n", level_name(level))
+}
+
 impl Log for Logger {
     fn enabled(&self, m: &Metadata) -> bool {
         m.level() <= log::max_level() && self.target != LogTarget::None
@@ -98,8 +126,7 @@ impl Log for Logger {
         if !self.enabled(r.metadata()) {
             return;
         }
-        let ts = chrono::Local::now().format("%Y-%m-%d %H:%M:%S%.6f");
-        let line = format!("{:>7} {ts} [  main ] {}\n", level_name(r.level()), r.args());
+        let line = format_line(r.level(), chrono::Utc::now(), r.args());
         match &self.target {
             LogTarget::Stderr => {
                 let _ = std::io::stderr().write_all(line.as_bytes());
@@ -133,6 +160,15 @@ mod tests {
         assert_eq!(
             LogTarget::parse("/var/log/g.log"),
             LogTarget::File("/var/log/g.log".into())
+        );
+    }
+
+    #[test]
+    fn lines_carry_utc_with_its_offset() {
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 123_456_000).unwrap();
+        assert_eq!(
+            format_line(Level::Warn, at, &format_args!("run at {} missed", "x")),
+            "WARNING 2027-01-15 08:00:00.123456Z [  main ] run at x missed\n"
         );
     }
 }

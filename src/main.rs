@@ -7,6 +7,7 @@ use argh::FromArgs;
 use gearwheel::config::{Cli, Command, Config, split_equals};
 use gearwheel::logger;
 use gearwheel::reactor::{Exit, Server, Signals};
+use log::Level;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -105,8 +106,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     let mut server = match Server::bind(config) {
         Ok(s) => s,
         Err(e) => {
-            log::error!("{e}");
-            eprintln!("gearwheel: {e}");
+            logger::announce(Level::Error, &e.to_string());
             return fail(1, detached);
         }
     };
@@ -115,8 +115,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
         Some((dir, fsync, repair)) => match server.open_journal(dir, *fsync, *repair) {
             Ok(line) => log::info!("{line}"),
             Err(e) => {
-                log::error!("{e}");
-                eprintln!("gearwheel: {e}");
+                logger::announce(Level::Error, &e);
                 return fail(1, detached);
             }
         },
@@ -126,7 +125,10 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     }
     if let Some(p) = &pid_file {
         if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
-            eprintln!("gearwheel: cannot write pid file {}: {e}", p.display());
+            logger::announce(
+                Level::Error,
+                &format!("cannot write pid file {}: {e}", p.display()),
+            );
             return fail(1, detached);
         }
     }
@@ -134,8 +136,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     // everything after runs as the user.
     if let Some(u) = &user {
         if let Err(e) = service::drop_privileges(u) {
-            log::error!("{e}");
-            eprintln!("gearwheel: {e}");
+            logger::announce(Level::Error, &e);
             if let Some(p) = &pid_file {
                 let _ = std::fs::remove_file(p);
             }
@@ -146,22 +147,28 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     match Signals::install() {
         Ok(s) => {
             if let Err(e) = server.set_signals(s) {
-                eprintln!("gearwheel: cannot watch signals: {e}");
+                logger::announce(Level::Error, &format!("cannot watch signals: {e}"));
                 return fail(1, detached);
             }
         }
         Err(e) => {
-            eprintln!("gearwheel: cannot install signal handlers: {e}");
+            logger::announce(
+                Level::Error,
+                &format!("cannot install signal handlers: {e}"),
+            );
             return fail(1, detached);
         }
     }
     if let Some(path) = schedules {
         match server.load_schedules(path.clone()) {
-            Ok(n) => log::info!("schedules: {n} entries from {}", path.display()),
+            Ok(n) => log::info!(
+                "schedules: {} from {}",
+                gearwheel::plural::count(n as u64, "entry", "entries"),
+                path.display()
+            ),
             Err(errors) => {
                 for e in &errors {
-                    log::error!("{e}");
-                    eprintln!("gearwheel: {e}");
+                    logger::announce(Level::Error, e);
                 }
                 if let Some(p) = &pid_file {
                     let _ = std::fs::remove_file(p);
@@ -172,12 +179,10 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     }
     for a in server.local_addrs() {
         // Tests and scripts read this line to learn a port-0 address, so it is always printed.
-        eprintln!("gearwheel: Listening on {a}");
-        log::info!("Listening on {a}");
+        logger::announce(Level::Info, &format!("Listening on {a}"));
     }
     for a in server.http_addrs() {
-        eprintln!("gearwheel: HTTP listening on {a}");
-        log::info!("HTTP listening on {a}");
+        logger::announce(Level::Info, &format!("HTTP listening on {a}"));
     }
     log::info!("gearwheel {VERSION} started");
     if let Some(ready) = detached.take() {
@@ -200,8 +205,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            log::error!("event loop failed: {e}");
-            eprintln!("gearwheel: event loop failed: {e}");
+            logger::announce(Level::Error, &format!("event loop failed: {e}"));
             ExitCode::from(1)
         }
     }

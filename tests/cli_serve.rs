@@ -226,3 +226,54 @@ fn ready_reaches_the_notify_socket() {
     assert!(child.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// How many lines of `log` contain `needle`.
+fn lines_with(log: &str, needle: &str) -> usize {
+    log.lines().filter(|l| l.contains(needle)).count()
+}
+
+#[test]
+fn stderr_says_each_thing_once_in_utc() {
+    let dir = temp_dir("log-once");
+    let file = dir.join("one.cron");
+    std::fs::write(&file, "@hourly tidy\n").unwrap();
+    let s = common::Server::start_args(&[
+        "serve",
+        "-p",
+        "0",
+        "--verbose",
+        "INFO",
+        "--schedules",
+        file.to_str().unwrap(),
+    ]);
+    s.wait_log("started", 5);
+    let log = s.log();
+    assert_eq!(lines_with(&log, "Listening on"), 1, "{log}");
+    assert_eq!(lines_with(&log, "one.cron"), 1, "{log}");
+    assert_eq!(lines_with(&log, "1 entry from"), 1, "{log}");
+    for l in log.lines().filter(|l| l.contains("[  main ]")) {
+        let ts: Vec<&str> = l.split_whitespace().skip(1).take(2).collect();
+        assert!(ts[1].ends_with('Z'), "a log time without its offset: {l}");
+    }
+    // Logging to stderr, SIGHUP reloads the schedules and reopens nothing.
+    s.signal(libc::SIGHUP);
+    s.wait_log("reloaded", 5);
+    assert!(
+        s.log().contains("1 entry, next run kept for 1"),
+        "{}",
+        s.log()
+    );
+    assert!(!s.log().contains("reopening"), "{}", s.log());
+
+    // A fatal error (the port is taken) is printed once.
+    let out = Command::new(BIN)
+        .args(["serve", "--verbose", "INFO", "-p", &s.port().to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let fatal: Vec<&str> = err.lines().filter(|l| l.contains("Address")).collect();
+    assert_eq!(fatal.len(), 1, "{err}");
+    assert!(fatal[0].starts_with("gearwheel: "), "{err}");
+}

@@ -62,7 +62,12 @@ fn background_and_future_jobs_survive_kill_9_with_their_handles() {
     kill9(s);
 
     let s = start(&dir, &[]);
-    s.wait_log("3 jobs and 0 schedule entries recovered", 2);
+    s.wait_log(
+        "3 jobs (1 of them future) and 0 schedule entries recovered",
+        2,
+    );
+    // Said once with a count, not once per job.
+    assert!(!s.log().contains("accepted future job"), "{}", s.log());
     let mut c = s.connect();
     assert_eq!(c.admin("status", true), "fn\t2\t0\t0\nlater\t1\t0\t0\n.\n");
     assert_eq!(

@@ -144,7 +144,7 @@ fn check_validates_and_lists_next_runs() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("1 entries OK"), "{text}");
+    assert!(text.contains("1 entry OK"), "{text}");
     assert!(
         text.contains("  2026-11-22T03:00:00Z") && text.contains("  2026-11-23T03:00:00Z"),
         "{text}"
@@ -185,5 +185,8 @@ fn a_failed_run_is_a_warning_visible_at_notice_and_warning() {
         .find(|l| l.contains("schedule flaky job"))
         .unwrap();
     assert!(line.trim_start().starts_with("WARNING"), "{line}");
-    assert!(line.ends_with(": fail") || line.contains(": fail "), "{line}");
+    assert!(
+        line.ends_with(": fail") || line.contains(": fail "),
+        "{line}"
+    );
 }

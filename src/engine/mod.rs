@@ -681,8 +681,8 @@ impl Engine {
                 }
                 TimerEvent::DrainTimeout => {
                     log::warn!(
-                        "graceful shutdown: {} jobs still running after the timeout",
-                        self.running
+                        "graceful shutdown: {} still running after the timeout",
+                        crate::plural::count(self.running as u64, "job", "jobs")
                     );
                     self.drain_expired = true;
                 }
@@ -1184,6 +1184,14 @@ impl Engine {
         };
         let k = self.create_job(new, indexed, (!background).then_some(id), now, out);
         let handle = self.by_handle.of(&self.jobs[k]);
+        if let Some(due) = due_ms.filter(|&d| d > now) {
+            // Here, not in create_job: a job put back from the journal was logged when it came.
+            log::info!(
+                "accepted future job {handle} ({}), due {}",
+                String::from_utf8_lossy(&func),
+                rfc3339(due)
+            );
+        }
         // A held GRAB queued for this job takes it before `handle` returns: the client's
         // JOB_CREATED may then wait for the result (grab_retries holds only this request's).
         let to_held_grab =
@@ -1273,12 +1281,6 @@ impl Engine {
                 self.jobs[k].set_future(t.index());
                 self.functions[f].future += 1;
                 self.journal_added(k);
-                log::info!(
-                    "accepted future job {} ({}), due {}",
-                    self.by_handle.of(&self.jobs[k]),
-                    String::from_utf8_lossy(&self.functions[f].name),
-                    rfc3339(due)
-                );
             }
             _ => {
                 self.journal_added(k);

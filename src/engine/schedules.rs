@@ -127,14 +127,15 @@ impl Schedules {
 impl Engine {
     /// Install the entries of a schedules file. Entries whose id and timing did not change
     /// keep their history and next run; removed ones stop; queued jobs stay. `at_start` fires
-    /// `@reboot` entries and makes up missed runs of `catchup=last` entries.
+    /// `@reboot` entries and makes up missed runs of `catchup=last` entries. Returns how many
+    /// entries kept their next run (the caller logs one line for the load).
     pub fn load_schedules(
         &mut self,
         file: ScheduleFile,
         now: u64,
         at_start: bool,
         out: &mut Outbox,
-    ) {
+    ) -> usize {
         let old = std::mem::take(&mut self.schedules.entries);
         let mut old_by_id: HashMap<Rc<str>, EntryState> =
             old.into_iter().map(|e| (Rc::clone(&e.id), e)).collect();
@@ -189,10 +190,7 @@ impl Engine {
                 _ => self.arm_after(slot, now),
             }
         }
-        log::info!(
-            "schedules loaded: {} entries ({kept} kept their next run)",
-            self.schedules.entries.len()
-        );
+        kept
     }
 
     /// Bring back an entry's last run (from the journal); it applies at the next

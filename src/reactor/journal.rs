@@ -112,8 +112,7 @@ impl Server {
             .map_err(|e| format!("cannot create --data-dir {}: {e}", dir.display()))?;
         if repair {
             let report = store::repair(dir).map_err(|e| e.to_string())?;
-            warn!("{report}");
-            eprintln!("gearwheel: {report}");
+            crate::logger::announce(log::Level::Warn, &report.to_string());
         }
         let opts = Options {
             fsync: match fsync {
@@ -131,6 +130,11 @@ impl Server {
         let (journal, replayed) = Journal::open(dir, opts).map_err(|e| e.to_string())?;
         let now = SystemClock.now_ms();
         let jobs = replayed.jobs.len();
+        let future = replayed
+            .jobs
+            .iter()
+            .filter(|r| r.job.due_ms.is_some_and(|d| d > now))
+            .count();
         for r in replayed.jobs {
             let j = r.job;
             self.engine.restore_job(
@@ -161,13 +165,19 @@ impl Server {
         // Replay wakes nobody yet; the outbox is empty of replies but may hold none anyway.
         self.outbox.clear_replies();
         self.journal = Some(journal);
+        let count = crate::plural::count;
         Ok(format!(
-            "journal {}: {} bytes in {} files, {} records replayed, {jobs} jobs and {} schedule entries recovered in {} ms",
+            "journal {}: {} bytes in {}, {} replayed, {} ({future} of them future) and {} recovered in {} ms",
             dir.display(),
             replayed.stats.bytes,
-            replayed.stats.files,
-            replayed.stats.records,
-            replayed.schedules.len(),
+            count(replayed.stats.files as u64, "file", "files"),
+            count(replayed.stats.records, "record", "records"),
+            count(jobs as u64, "job", "jobs"),
+            count(
+                replayed.schedules.len() as u64,
+                "schedule entry",
+                "schedule entries"
+            ),
             started.elapsed().as_millis()
         ))
     }

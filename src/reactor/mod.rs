@@ -183,9 +183,14 @@ impl Server {
         match read_schedules(&path, &self.config.engine.zone) {
             Ok(file) => {
                 let n = file.entries.len();
-                self.engine
+                let kept = self
+                    .engine
                     .load_schedules(file, now, false, &mut self.outbox);
-                info!("reloaded {}: {n} entries", path.display());
+                info!(
+                    "reloaded {}: {}, next run kept for {kept}",
+                    path.display(),
+                    crate::plural::count(n as u64, "entry", "entries")
+                );
                 Ok(n)
             }
             Err(errors) => {
@@ -321,8 +326,10 @@ impl Server {
         let s = self.signals.as_mut()?;
         let got = s.take();
         if got.reopen_log {
-            info!("SIGHUP: reopening the log file");
-            crate::logger::reopen();
+            if crate::logger::to_file() {
+                info!("SIGHUP: reopening the log file");
+                crate::logger::reopen();
+            }
             if self.schedules_path.is_some() {
                 let _ = self.reload_schedules(now);
             }
@@ -343,9 +350,13 @@ impl Server {
         }
         self.draining = true;
         info!(
-            "graceful shutdown: no longer accepting; waiting up to {}s for {} running jobs",
+            "graceful shutdown: no longer accepting; waiting up to {}s for {}",
             self.config.graceful_timeout.as_secs(),
-            self.engine.running_jobs()
+            crate::plural::count(
+                self.engine.running_jobs() as u64,
+                "running job",
+                "running jobs"
+            )
         );
         for mut l in self.listeners.drain(..) {
             let _ = self.poll.registry().deregister(&mut l);
@@ -363,8 +374,8 @@ impl Server {
         }
         if self.draining && self.engine.drain_done() {
             info!(
-                "graceful shutdown: done ({} jobs still running); exiting",
-                self.engine.running_jobs()
+                "graceful shutdown: done ({} still running); exiting",
+                crate::plural::count(self.engine.running_jobs() as u64, "job", "jobs")
             );
             return Some(Exit::Graceful);
         }

@@ -31,7 +31,9 @@ pub fn check(
     for w in &file.warnings {
         let _ = writeln!(out, "{name}:{w} (warning)");
     }
-    let _ = writeln!(out, "{name}: {} entries OK", file.entries.len());
+    let n = file.entries.len();
+    let noun = if n == 1 { "entry" } else { "entries" };
+    let _ = writeln!(out, "{name}: {n} {noun} OK");
     if next == 0 {
         return (out, true);
     }
