@@ -119,8 +119,11 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
                 return fail(1, detached);
             }
         },
-        None => log::warn!(
-            "no --data-dir: the queue is in memory, and background jobs and schedule runs are lost at exit"
+        // Said whatever the log level: the default (ERROR) would hide it, and a newcomer who
+        // did not ask for a journal should learn that nothing survives a restart.
+        None => logger::announce(
+            Level::Warn,
+            "no --data-dir: the queue is in memory, and background jobs and schedule runs are lost at exit",
         ),
     }
     if let Some(p) = &pid_file {

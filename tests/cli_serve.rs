@@ -277,3 +277,13 @@ fn stderr_says_each_thing_once_in_utc() {
     assert_eq!(fatal.len(), 1, "{err}");
     assert!(fatal[0].starts_with("gearwheel: "), "{err}");
 }
+
+#[test]
+fn the_in_memory_warning_shows_at_the_default_log_level() {
+    let s = common::Server::start_args(&["serve", "-p", "0"]);
+    let log = s.log();
+    assert!(
+        log.contains("gearwheel: no --data-dir: the queue is in memory"),
+        "{log}"
+    );
+}

@@ -190,3 +190,20 @@ fn a_failed_run_is_a_warning_visible_at_notice_and_warning() {
         "{line}"
     );
 }
+
+#[test]
+fn a_schedule_without_workers_warns_once_not_every_run() {
+    let path = temp_file("quiet", "@every 1s nobody\n");
+    let s = Server::start(&["--schedules", path.to_str().unwrap()]);
+    let mut admin = s.connect();
+    // The first run stays queued; the next ones are skipped (overlap=skip).
+    let end = Instant::now() + Duration::from_secs(8);
+    while row(&mut admin, "nobody")[9].parse::<u32>().unwrap() < 3 {
+        assert!(Instant::now() < end, "no skips: {}", s.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = s.log();
+    let warned = log.lines().filter(|l| l.contains("skipped")).count();
+    assert_eq!(warned, 1, "{log}");
+    assert!(log.contains("noted at the 10th"), "{log}");
+}

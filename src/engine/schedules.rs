@@ -33,6 +33,9 @@ pub struct History {
     pub runs: u64,
     pub failures: u64,
     pub skips: u64,
+    /// Runs skipped since the last run made, so that a long streak (no worker at all) is
+    /// logged at 1, 10, 100, ... instead of every time.
+    pub skip_streak: u64,
 }
 
 pub(crate) struct EntryState {
@@ -105,8 +108,47 @@ fn utc(ms: u64) -> DateTime<chrono::Utc> {
     DateTime::from_timestamp_millis(ms as i64).unwrap_or_default()
 }
 
+/// A streak of skips is logged at WARNING at its 1st, 10th, 100th, ... run, else at DEBUG:
+/// an entry every 10 s with no worker says so at once, then rarely.
+fn streak_level(streak: u64) -> log::Level {
+    let mut n = streak;
+    while n >= 10 && n % 10 == 0 {
+        n /= 10;
+    }
+    if n == 1 {
+        log::Level::Warn
+    } else {
+        log::Level::Debug
+    }
+}
+
+fn streak_note(streak: u64) -> String {
+    if streak > 1 && streak_level(streak) == log::Level::Warn {
+        format!(
+            "; {streak} runs in a row, the next note at {}",
+            streak.saturating_mul(10)
+        )
+    } else if streak == 1 {
+        "; further skips in a row are noted at the 10th, 100th, ...".into()
+    } else {
+        String::new()
+    }
+}
+
 fn opt_time(ms: Option<u64>) -> String {
     ms.map_or_else(|| "-".to_string(), rfc3339)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn skip_streaks_are_logged_at_powers_of_ten() {
+        let warned: Vec<u64> = (1..=1000)
+            .filter(|&n| super::streak_level(n) == log::Level::Warn)
+            .collect();
+        assert_eq!(warned, vec![1, 10, 100, 1000]);
+        assert!(super::streak_note(10).contains("10 runs in a row, the next note at 100"));
+    }
 }
 
 impl Schedules {
@@ -340,10 +382,13 @@ impl Engine {
             let key = KeyRef::of(&unique, b"");
             if let Some(existing) = key.and_then(|k| self.by_unique.get(f, k, &self.jobs)) {
                 skipped += 1;
-                log::warn!(
-                    "schedule {id}: run at {} skipped: its previous job {} is still queued or running (overlap=skip)",
+                let streak = self.schedules.entries[slot].history.skip_streak + skipped;
+                log::log!(
+                    streak_level(streak),
+                    "schedule {id}: run at {} skipped: its previous job {} is still queued or running (overlap=skip){}",
                     rfc3339(nominal),
-                    self.by_handle.of(&self.jobs[existing])
+                    self.by_handle.of(&self.jobs[existing]),
+                    streak_note(streak)
                 );
                 continue;
             }
@@ -375,7 +420,9 @@ impl Engine {
         }
         let h = &mut self.schedules.entries[slot].history;
         h.skips += skipped;
+        h.skip_streak += skipped;
         if !handles.is_empty() {
+            h.skip_streak = 0;
             h.runs += 1;
             h.last_run_ms = Some(nominal);
             if self.config.durable {
