@@ -144,9 +144,13 @@ fn cancel_and_server_errors() {
 
 #[test]
 fn bad_commands_and_unreachable_servers() {
-    let o = gw(&["admin", "frobnicate"], None, 5);
+    // A command this tool does not know goes to the server, which refuses it.
+    let s = Server::start(&[]);
+    let o = admin(&s, &["frobnicate"]);
+    assert_eq!(o.code(), Some(1), "{o:?}");
+    assert!(o.stderr.contains("UNKNOWN_COMMAND"), "{}", o.stderr);
+    let o = gw(&["admin", "status", "extra"], None, 5);
     assert_eq!(o.code(), Some(2), "{o:?}");
-    assert!(o.stderr.contains("unknown command"), "{}", o.stderr);
     let o = gw(&["admin"], None, 5);
     assert_eq!(o.code(), Some(2), "{o:?}");
     let o = gw(&["admin", "-s", "127.0.0.1:1", "status"], None, 10);
@@ -239,4 +243,35 @@ fn shutdown_graceful_stops_the_server() {
     let mut s = Server::start(&[]);
     assert_eq!(ok(&s, &["shutdown", "graceful"]), "OK\n");
     assert!(s.wait_exit(10).is_some_and(|st| st.success()));
+}
+
+#[test]
+fn the_admin_protocols_own_command_names_work() {
+    let dir = temp_dir("admin-names");
+    let s = Server::start(&["--data-dir", dir.to_str().unwrap()]);
+    let h = client(&s)
+        .submit(SubmitKind::NormalBg, b"q", b"u-1", b"x")
+        .unwrap();
+    let h = String::from_utf8(h.to_vec()).unwrap();
+    let jobs = ok(&s, &["show", "jobs"]);
+    assert!(jobs.starts_with("HANDLE "), "{jobs}");
+    assert!(jobs.contains(&h) && jobs.ends_with("yes\n"), "{jobs}");
+    assert_eq!(ok(&s, &["show", "unique", "jobs"]), "UNIQUE\nu-1\n");
+    assert!(ok(&s, &["show", "scheduled"]).starts_with("HANDLE  FUNCTION"));
+    assert!(ok(&s, &["show", "schedules"]).starts_with("ID  SPEC"));
+    let journal = ok(&s, &["show", "journal"]);
+    assert!(journal.starts_with("NAME "), "{journal}");
+    assert!(journal.contains("\nlive_jobs "), "{journal}");
+    assert!(ok(&s, &["journal"]).contains("\nlive_jobs "));
+    assert_eq!(ok(&s, &["create", "function", "made"]), "OK\n");
+    assert_eq!(ok(&s, &["drop", "function", "made"]), "OK\n");
+    assert_eq!(ok(&s, &["cancel", "job", &h]), "OK\n");
+    // A known line outside this tool's list: the reply's lines as they came.
+    assert_eq!(
+        ok(&s, &["version"]),
+        format!("{}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let o = admin(&s, &["reload", "schedules"]);
+    assert_eq!(o.code(), Some(1), "{o:?}");
+    assert!(o.stderr.contains("schedules file"), "{o:?}");
 }

@@ -23,6 +23,10 @@ pub(crate) enum View {
     Ok,
     /// `maxqueue FUNC` without numbers: `OK h n l` as a table.
     MaxQueue,
+    /// `NAME\tVALUE` lines (`show journal`).
+    Pairs,
+    /// A command this tool has no layout for: the lines as they came.
+    Lines,
 }
 
 /// An admin command to send: the protocol line, whether the reply is a list, and its view.
@@ -34,11 +38,34 @@ pub(crate) struct Plan {
 }
 
 const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, schedules, \
-                     version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
-                     maxqueue FUNC [N | HIGH NORMAL LOW], reload, shutdown [graceful]";
+                     journal, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
+                     maxqueue FUNC [N | HIGH NORMAL LOW], reload, shutdown [graceful], or any \
+                     line of the admin protocol (show jobs, cancel job HANDLE, ...)";
+
+/// The admin protocol's own spellings (`show jobs`, `cancel job H`, `reload schedules`) as
+/// the short words `plan` knows, so either form gets its table.
+fn short_form(words: &[String]) -> Vec<String> {
+    let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
+    let lw: Vec<&str> = lower.iter().map(String::as_str).collect();
+    let keep = |n: usize, short: &str| {
+        let mut v = vec![short.to_string()];
+        v.extend(words.iter().skip(n).cloned());
+        v
+    };
+    match lw.as_slice() {
+        ["show", "unique", "jobs"] => keep(3, "unique"),
+        ["show", w @ ("jobs" | "scheduled" | "schedules" | "journal")] => keep(2, w),
+        ["cancel", "job", _] => keep(2, "cancel"),
+        ["create", "function", _] => keep(2, "create"),
+        ["drop", "function", _] => keep(2, "drop"),
+        ["reload", "schedules"] => keep(2, "reload"),
+        _ => words.to_vec(),
+    }
+}
 
 /// Map the command words to the protocol line.
 pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
+    let words = short_form(words);
     let Some((cmd, rest)) = words.split_first() else {
         return Err(format!("no command given; one of: {USAGE}"));
     };
@@ -80,6 +107,7 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
         "unique" => arity(0, "no arguments").and(list("show unique jobs", View::Unique)),
         "scheduled" => arity(0, "no arguments").and(list("show scheduled", View::Scheduled)),
         "schedules" => arity(0, "no arguments").and(list("show schedules", View::Schedules)),
+        "journal" => arity(0, "no arguments").and(list("show journal", View::Pairs)),
         c @ ("version" | "getpid" | "verbose") => {
             arity(0, "no arguments").and(one(c.into(), View::Value))
         }
@@ -106,7 +134,9 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             [g] if g.eq_ignore_ascii_case("graceful") => one("shutdown graceful".into(), View::Ok),
             _ => Err("shutdown takes nothing or \"graceful\"".into()),
         },
-        other => Err(format!("unknown command {other:?}; one of: {USAGE}")),
+        // Anything else goes to the server as it is (a newer server's command, or one this
+        // tool does not know): its reply is shown line by line, an ERR as an error.
+        _ => list(&words.join(" "), View::Lines),
     }
 }
 
@@ -249,6 +279,8 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
             .map(|l| format!("{}\n", l.strip_prefix("OK ").unwrap_or(l)))
             .unwrap_or_default(),
         View::Ok => lines.first().map(|l| format!("{l}\n")).unwrap_or_default(),
+        View::Pairs => table::render(&["NAME", "VALUE"], &tsv(lines)),
+        View::Lines => lines.iter().map(|l| format!("{l}\n")).collect(),
         View::MaxQueue => {
             let first = lines.first().map(String::as_str).unwrap_or("");
             let nums: Vec<&str> = first
@@ -353,6 +385,48 @@ mod tests {
             Ok(("shutdown graceful".into(), false))
         );
         assert_eq!(p("reload"), Ok(("reload schedules".into(), false)));
+        // The protocol's own spellings get the same tables.
+        let v = |s: &str| plan(&w(s)).map(|p| (p.line, p.view));
+        assert_eq!(v("show jobs"), Ok(("show jobs".into(), View::Jobs)));
+        assert_eq!(
+            v("SHOW unique JOBS"),
+            Ok(("show unique jobs".into(), View::Unique))
+        );
+        assert_eq!(
+            v("show scheduled"),
+            Ok(("show scheduled".into(), View::Scheduled))
+        );
+        assert_eq!(
+            v("show schedules"),
+            Ok(("show schedules".into(), View::Schedules))
+        );
+        assert_eq!(v("show journal"), Ok(("show journal".into(), View::Pairs)));
+        assert_eq!(v("journal"), Ok(("show journal".into(), View::Pairs)));
+        assert_eq!(
+            v("cancel job H:x:1"),
+            Ok(("cancel job H:x:1".into(), View::Ok))
+        );
+        assert_eq!(
+            v("create function f"),
+            Ok(("create function f".into(), View::Ok))
+        );
+        assert_eq!(
+            v("drop function f"),
+            Ok(("drop function f".into(), View::Ok))
+        );
+        assert_eq!(
+            v("reload schedules"),
+            Ok(("reload schedules".into(), View::Ok))
+        );
+        // Anything else is sent as it is and shown line by line.
+        assert_eq!(
+            v("frobnicate now"),
+            Ok(("frobnicate now".into(), View::Lines))
+        );
+        assert_eq!(
+            v("show whatever"),
+            Ok(("show whatever".into(), View::Lines))
+        );
         for bad in [
             "",
             "cancel",
@@ -360,7 +434,6 @@ mod tests {
             "maxqueue f x",
             "maxqueue f 1 2",
             "shutdown now",
-            "frobnicate",
         ] {
             assert!(plan(&w(bad)).is_err(), "{bad:?}");
         }

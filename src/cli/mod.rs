@@ -97,10 +97,11 @@ pub struct SubmitArgs {
     name = "admin",
     example = "gearwheel admin status",
     example = "gearwheel admin -s jobs.example:4730 --raw workers",
-    note = "Commands: status, prioritystatus, workers, jobs, unique, scheduled, schedules, \
+    note = "Commands: status, prioritystatus, workers, jobs, unique, scheduled, schedules, journal, \
             version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
-            maxqueue FUNC [N | HIGH NORMAL LOW], reload, shutdown [graceful]. \
-            Exit codes: 0 done, 1 the server answered ERR, 2 bad flags, 3 the server could \
+            maxqueue FUNC [N | HIGH NORMAL LOW], reload, shutdown [graceful]; the admin \
+            protocol's own lines (show jobs, cancel job HANDLE, ...) work too, and any other \
+            command is sent as it is and its reply printed line by line. Exit codes: 0 done, 1 the server answered ERR, 2 bad flags, 3 the server could \
             not be reached."
 )]
 pub struct AdminArgs {
