@@ -275,3 +275,25 @@ fn the_admin_protocols_own_command_names_work() {
     assert_eq!(o.code(), Some(1), "{o:?}");
     assert!(o.stderr.contains("schedules file"), "{o:?}");
 }
+
+#[test]
+fn binary_uniques_are_escaped_in_tables_and_raw_with_raw() {
+    let s = Server::start(&[]);
+    // (Bytes that are not UTF-8 reach the tool already replaced by this server, not by
+    // gearmand; the escaping of those is a unit test.)
+    let unique: &[u8] = b"u\x1b[31m\x07\\";
+    client(&s)
+        .submit(SubmitKind::NormalBg, b"bin", unique, b"\x00\x01")
+        .unwrap();
+    assert_eq!(
+        ok(&s, &["unique"]),
+        "UNIQUE\nu\\x1b[31m\\x07\\x5c\n",
+        "no terminal escape reaches the screen"
+    );
+    let addr = s.addr.to_string();
+    let out = std::process::Command::new(BIN)
+        .args(["admin", "-s", &addr, "--raw", "unique"])
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, [unique, b"\n.\n"].concat());
+}

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::table;
 use super::{AdminArgs, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, say};
+use super::{escape, table};
 use crate::client::{self, Conn, format_duration};
 
 /// How a reply is shown.
@@ -316,23 +316,26 @@ pub fn run(a: AdminArgs) -> u8 {
     let server = a.server.as_deref().unwrap_or(client::DEFAULT_SERVER);
     let reply = Conn::connect(server, Duration::from_secs(5)).and_then(|mut c| {
         c.set_read_timeout(Some(Duration::from_secs(30)))?;
-        c.admin(&plan.line, plan.list)
+        c.admin_bytes(&plan.line, plan.list)
     });
-    let lines = match reply {
+    let raw_lines = match reply {
         Ok(l) => l,
         Err(e) => {
             say("admin", format_args!("{server}: {e}"));
             return EXIT_UNREACHABLE;
         }
     };
+    // Tables show uniques and ids escaped (a terminal must not run what a client put in
+    // them); --raw passes the bytes on untouched.
+    let lines: Vec<String> = raw_lines.iter().map(|l| escape::line(l)).collect();
     let err = lines.first().and_then(|l| server_error(l));
     if a.raw {
-        let mut s = String::new();
-        for l in &lines {
-            s.push_str(l);
-            s.push('\n');
+        let mut s = Vec::new();
+        for l in &raw_lines {
+            s.extend_from_slice(l);
+            s.push(b'\n');
         }
-        print!("{s}");
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &s);
         return if err.is_some() { EXIT_FAILED } else { 0 };
     }
     if let Some(e) = err {

@@ -6,6 +6,7 @@
 //! `ERR`; 2 bad flags; 3 the server could not be reached or broke the protocol.
 
 pub mod admin;
+mod escape;
 pub mod submit;
 pub mod table;
 pub mod work;

@@ -247,8 +247,13 @@ impl Conn {
 
     /// Read one admin text line, without its line ending.
     pub fn recv_line(&mut self) -> Result<String, Error> {
+        Ok(String::from_utf8_lossy(&self.recv_line_bytes()?).into_owned())
+    }
+
+    /// The next admin line as the server sent it (uniques may hold any byte).
+    pub fn recv_line_bytes(&mut self) -> Result<Bytes, Error> {
         match self.next()? {
-            Incoming::Admin(line) => Ok(String::from_utf8_lossy(&line).into_owned()),
+            Incoming::Admin(line) => Ok(line),
             Incoming::Packet(f) => Err(Error::Protocol(format!(
                 "a {} packet where an admin line was expected",
                 f.ptype.name()
@@ -259,12 +264,24 @@ impl Conn {
     /// Send an admin command and read its reply lines. A list reply ends with a `.` line,
     /// which is included; an `ERR ...` or `OK ...` first line ends a list reply too.
     pub fn admin(&mut self, line: &str, list: bool) -> Result<Vec<String>, Error> {
+        let lines = self.admin_bytes(line, list)?;
+        Ok(lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect())
+    }
+
+    /// `admin`, with the lines as the server sent them.
+    pub fn admin_bytes(&mut self, line: &str, list: bool) -> Result<Vec<Bytes>, Error> {
         self.send_raw(format!("{line}\n").as_bytes())?;
         let mut lines = Vec::new();
         loop {
-            let l = self.recv_line()?;
-            let done =
-                !list || l == "." || (lines.is_empty() && !l.contains('\t') && is_single_reply(&l));
+            let l = self.recv_line_bytes()?;
+            let done = !list
+                || &l[..] == b"."
+                || (lines.is_empty()
+                    && !l.contains(&b'\t')
+                    && is_single_reply(&String::from_utf8_lossy(&l)));
             lines.push(l);
             if done {
                 return Ok(lines);
