@@ -139,18 +139,6 @@ fn opt_time(ms: Option<u64>) -> String {
     ms.map_or_else(|| "-".to_string(), rfc3339)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn skip_streaks_are_logged_at_powers_of_ten() {
-        let warned: Vec<u64> = (1..=1000)
-            .filter(|&n| super::streak_level(n) == log::Level::Warn)
-            .collect();
-        assert_eq!(warned, vec![1, 10, 100, 1000]);
-        assert!(super::streak_note(10).contains("10 runs in a row, the next note at 100"));
-    }
-}
-
 impl Schedules {
     /// A random delay in `0..=max` ms (xorshift; jitter needs no more).
     fn jitter(&mut self, max: u64) -> u64 {
@@ -503,5 +491,17 @@ impl Engine {
     /// Entries and their history, for the HTTP API and tests.
     pub fn schedule_count(&self) -> usize {
         self.schedules.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn skip_streaks_are_logged_at_powers_of_ten() {
+        let warned: Vec<u64> = (1..=1000)
+            .filter(|&n| super::streak_level(n) == log::Level::Warn)
+            .collect();
+        assert_eq!(warned, vec![1, 10, 100, 1000]);
+        assert!(super::streak_note(10).contains("10 runs in a row, the next note at 100"));
     }
 }
