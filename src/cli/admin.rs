@@ -313,7 +313,16 @@ pub fn run(a: AdminArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let server = a.server.as_deref().unwrap_or(client::DEFAULT_SERVER);
+    // One server: the -s flag, else the first of $GEARMAN_SERVERS / $GEARMAN_SERVER.
+    let flag: Vec<String> = a.server.iter().cloned().collect();
+    let servers = match client::servers::from_env(&flag) {
+        Ok(s) => s,
+        Err(e) => {
+            say("admin", e);
+            return EXIT_USAGE;
+        }
+    };
+    let server = servers.first().map_or("127.0.0.1:4730", String::as_str);
     let reply = Conn::connect(server, Duration::from_secs(5)).and_then(|mut c| {
         c.set_read_timeout(Some(Duration::from_secs(30)))?;
         c.admin_bytes(&plan.line, plan.list)

@@ -37,7 +37,8 @@ pub struct WorkArgs {
     /// function to serve (repeatable; at least one)
     #[argh(option, short = 'f')]
     pub function: Vec<String>,
-    /// server HOST[:PORT] to take jobs from (repeatable; default 127.0.0.1:4730)
+    /// server HOST[:PORT] to take jobs from (repeatable; default $GEARMAN_SERVERS, else
+    /// $GEARMAN_SERVER, else 127.0.0.1; the port defaults to $GEARMAND_PORT, else 4730)
     #[argh(option, short = 's')]
     pub server: Vec<String>,
     /// most jobs run at once, over all servers (default 1)
@@ -68,7 +69,8 @@ pub struct SubmitArgs {
     /// function to call
     #[argh(option, short = 'f')]
     pub function: String,
-    /// server HOST[:PORT] (repeatable: tried in order; default 127.0.0.1:4730)
+    /// server HOST[:PORT] (repeatable: tried in order; default $GEARMAN_SERVERS, else
+    /// $GEARMAN_SERVER, else 127.0.0.1; the port defaults to $GEARMAND_PORT, else 4730)
     #[argh(option, short = 's')]
     pub server: Vec<String>,
     /// queue the job and print its handle instead of waiting for the result
@@ -106,7 +108,8 @@ pub struct SubmitArgs {
             not be reached."
 )]
 pub struct AdminArgs {
-    /// server HOST[:PORT] (default 127.0.0.1:4730)
+    /// server HOST[:PORT] (default the first of $GEARMAN_SERVERS, else $GEARMAN_SERVER, else
+    /// 127.0.0.1; the port defaults to $GEARMAND_PORT, else 4730)
     #[argh(option, short = 's')]
     pub server: Option<String>,
     /// print the protocol lines as the server sent them

@@ -65,12 +65,6 @@ fn now_secs() -> u64 {
 
 /// Connect to the first server that answers.
 pub(crate) fn connect_any(cmd: &str, servers: &[String]) -> Option<Conn> {
-    let default = [client::DEFAULT_SERVER.to_string()];
-    let servers = if servers.is_empty() {
-        &default[..]
-    } else {
-        servers
-    };
     for s in servers {
         match Conn::connect(s, CONNECT_TIMEOUT) {
             Ok(c) => return Some(c),
@@ -99,7 +93,14 @@ pub fn run(a: SubmitArgs) -> u8 {
             v
         }
     };
-    let Some(mut conn) = connect_any("submit", &a.server) else {
+    let servers = match client::servers::from_env(&a.server) {
+        Ok(s) => s,
+        Err(e) => {
+            say("submit", e);
+            return EXIT_USAGE;
+        }
+    };
+    let Some(mut conn) = connect_any("submit", &servers) else {
         return EXIT_UNREACHABLE;
     };
     let unique = a.unique.as_deref().unwrap_or("");

@@ -72,11 +72,7 @@ impl Spec {
                 Err(e) => return Err(format!("--timeout {e}")),
             },
         };
-        let servers = if a.server.is_empty() {
-            vec![client::DEFAULT_SERVER.to_string()]
-        } else {
-            a.server
-        };
+        let servers = client::servers::from_env(&a.server)?;
         for s in &servers {
             // A syntax error is a bad flag; a name that does not resolve yet is retried.
             if let Err(e) = client::conn::resolve(s) {

@@ -5,6 +5,7 @@
 
 pub mod conn;
 pub mod duration;
+pub mod servers;
 
 pub use conn::{Assignment, Conn, Error, SubmitKind};
 pub use duration::{format_duration, parse_at, parse_duration};
@@ -15,9 +16,6 @@ use crate::proto::packet::{Magic, PacketType};
 
 /// The port a server address without one gets, as every Gearman client does.
 pub const DEFAULT_PORT: u16 = 4730;
-
-/// The server a command talks to when none is given.
-pub const DEFAULT_SERVER: &str = "127.0.0.1:4730";
 
 /// One request packet's bytes: `\0REQ`, the type, the length, and `args` joined with NUL.
 pub fn encode_request(ptype: PacketType, args: &[&[u8]]) -> Bytes {
