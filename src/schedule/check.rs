@@ -38,9 +38,15 @@ pub fn check(
         return (out, true);
     }
     for e in &file.entries {
+        // A fan-out multiplies every run below: say so beside the function.
+        let fanout = if e.fanout > 1 {
+            format!(" fanout={} ({} jobs per run)", e.fanout, e.fanout)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "\n{}  [{}]  -> {}  (zone {})",
+            "\n{}  [{}]  -> {}{fanout}  (zone {})",
             e.id,
             e.spec,
             e.function,
@@ -78,6 +84,12 @@ pub fn check(
 pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(secs) = s.parse::<i64>() {
         return DateTime::from_timestamp(secs, 0).ok_or_else(|| format!("{s}: out of range"));
+    }
+    if chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%dT%H:%M:%S%.f").is_ok() {
+        // The entries may each have their own zone, so a wall-clock time alone is ambiguous.
+        return Err(format!(
+            "{s:?} has no time zone: add Z for UTC or an offset, e.g. {s}Z or {s}+02:00"
+        ));
     }
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
@@ -136,5 +148,68 @@ mod tests {
             1_767_222_000
         );
         assert!(parse_time("yesterday").is_err());
+        let e = parse_time("2026-03-29T00:00:00").unwrap_err();
+        assert!(e.contains("has no time zone"), "{e}");
+        assert!(e.contains("2026-03-29T00:00:00Z"), "{e}");
+    }
+
+    #[test]
+    fn a_fan_out_is_shown_beside_the_function() {
+        let from = parse_time("2026-01-01T00:00:00Z").unwrap();
+        let (out, ok) = check(
+            "s.cron",
+            "0 4 * * * shard fanout=16
+",
+            &Zone::Utc,
+            1,
+            from,
+        );
+        assert!(ok);
+        assert!(
+            out.contains("-> shard fanout=16 (16 jobs per run)  (zone UTC)"),
+            "{out}"
+        );
+    }
+
+    /// What a line pasted from a crontab is told.
+    fn first_error(line: &str) -> String {
+        let (out, ok) = check("s.cron", line, &Zone::Utc, 0, Utc::now());
+        assert!(!ok, "{line}");
+        out
+    }
+
+    #[test]
+    fn crontab_lines_are_told_what_they_are() {
+        assert_eq!(
+            first_error("@every 500ms tick\n"),
+            "s.cron:1:8: @every 500ms: the shortest interval is 1s\n"
+        );
+        assert_eq!(
+            first_error("@every 0s tick\n"),
+            "s.cron:1:8: @every 0s: the shortest interval is 1s\n"
+        );
+        let six = first_error("0 */5 * * * * job\n");
+        assert!(
+            six.starts_with("s.cron:1:13: a sixth time field \"*\""),
+            "{six}"
+        );
+        assert!(
+            six.contains("no seconds") && six.contains("import-crontab"),
+            "{six}"
+        );
+        let cmd = first_error("* * * * * /usr/bin/backup.sh --full\n");
+        assert!(
+            cmd.starts_with(
+                "s.cron:1:11: \"/usr/bin/backup.sh\" is a command, not a function name"
+            ),
+            "{cmd}"
+        );
+        assert!(cmd.contains("import-crontab"), "{cmd}");
+        let user = first_error("17 * * * * root cd / && run-parts /etc/cron.hourly\n");
+        assert!(user.contains("found \"cd\""), "{user}");
+        assert!(
+            user.contains("[USER] COMMAND") && user.contains("import-crontab"),
+            "{user}"
+        );
     }
 }

@@ -352,15 +352,23 @@ impl Timing {
             "@reboot" => return Ok(Timing::Reboot),
             _ if lower.starts_with("@every") => {
                 let d = t["@every".len()..].trim();
+                let too_short = || FieldError {
+                    offset: 7,
+                    message: format!("@every {d}: the shortest interval is 1s"),
+                };
+                // `500ms` is not a duration we take, but the reader meant one: say why.
+                let ms_given = d
+                    .strip_suffix("ms")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                if ms_given {
+                    return Err(too_short());
+                }
                 let ms = super::duration::parse_duration(d).map_err(|m| FieldError {
                     offset: 7,
                     message: m,
                 })?;
                 if ms < 1000 {
-                    return Err(FieldError {
-                        offset: 7,
-                        message: "@every needs at least 1s".into(),
-                    });
+                    return Err(too_short());
                 }
                 return Ok(Timing::Every(ms));
             }

@@ -167,6 +167,23 @@ fn pick<T: Copy>(value: &str, choices: &[(&str, T)]) -> Result<T, String> {
 }
 
 /// Parse a whole file. `default_zone` applies until a `CRON_TZ=` line.
+/// Where a crontab line that was pasted as it is should go.
+const IMPORT_HINT: &str = "; `gearwheel import-crontab` turns crontab lines into entries";
+
+/// A word that reads as a cron time field (`*`, `*/5`, `1-5`, `0,30`, `mon-fri`), not as a
+/// function name: only digits, `*`, `/`, `-`, `,`, or a day or month name with those.
+fn looks_like_field(w: &str) -> bool {
+    const NAMES: [&str; 19] = [
+        "sun", "mon", "tue", "wed", "thu", "fri", "sat", "jan", "feb", "mar", "apr", "may", "jun",
+        "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let lower = w.to_ascii_lowercase();
+    let parts_ok = lower.split([',', '-', '/']).all(|p| {
+        p == "*" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) || NAMES.contains(&p)
+    });
+    parts_ok && lower.bytes().any(|b| b == b'*' || b.is_ascii_digit())
+}
+
 pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<ScheduleError>> {
     let mut file = ScheduleFile::default();
     let mut errors = Vec::new();
@@ -250,6 +267,27 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             }
         };
         let (func_at, function) = ws[spec_words];
+        if spec_words == 5 && looks_like_field(function) {
+            errors.push(err(
+                func_at,
+                format!(
+                    "a sixth time field {function:?}: the schedule is crontab's five fields \
+                     (MIN HOUR DOM MON DOW, no seconds), then the function name{IMPORT_HINT}"
+                ),
+            ));
+            continue;
+        }
+        if function.contains('/') {
+            errors.push(err(
+                func_at,
+                format!(
+                    "{function:?} is a command, not a function name: an entry names the Gearman \
+                     function a worker serves, and `gearwheel work -f FUNCTION -- COMMAND` runs \
+                     the command{IMPORT_HINT}"
+                ),
+            ));
+            continue;
+        }
         if function == "--" || function.contains('=') {
             errors.push(err(
                 func_at,
@@ -287,7 +325,11 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             let Some((key, value)) = word.split_once('=') else {
                 errors.push(err(
                     at,
-                    format!("expected key=value or -- before the workload, found {word:?}"),
+                    format!(
+                        "expected key=value or -- before the workload, found {word:?}; a line \
+                         like `MIN HOUR DOM MON DOW [USER] COMMAND ARGS` is crontab's, where the \
+                         entry wants `FUNCTION [key=value ...] [-- workload]`{IMPORT_HINT}"
+                    ),
                 ));
                 ok = false;
                 break;
@@ -470,7 +512,10 @@ mod tests {
                 "8:9: unknown time zone \"Mars/Base\" (No such file or directory (os error 2))",
                 "9:20: fanout=\"0\": use a number from 1 to 10000",
                 "10:8: \"5\" is not a duration: every number needs a unit (s, m, h or d)",
-                "11:13: expected key=value or -- before the workload, found \"stray\"",
+                "11:13: expected key=value or -- before the workload, found \"stray\"; a line \
+                 like `MIN HOUR DOM MON DOW [USER] COMMAND ARGS` is crontab's, where the entry \
+                 wants `FUNCTION [key=value ...] [-- workload]`; `gearwheel import-crontab` \
+                 turns crontab lines into entries",
             ]
         );
     }
