@@ -20,7 +20,8 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) if e.status.is_ok() => {
             // --help
-            println!("{}", e.output);
+            let sub = args.first().map(String::as_str);
+            print!("{}", gearwheel::cli::help::finish(&e.output, sub));
             return ExitCode::SUCCESS;
         }
         Err(e) => {

@@ -7,6 +7,7 @@
 
 pub mod admin;
 mod escape;
+pub mod help;
 pub mod submit;
 pub mod table;
 pub mod work;
