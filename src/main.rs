@@ -165,10 +165,16 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     }
     if let Some(path) = schedules {
         match server.load_schedules(path.clone()) {
-            Ok(n) => log::info!(
-                "schedules: {} from {}",
+            Ok((n, report)) => log::info!(
+                "schedules: {} from {}{}",
                 gearwheel::plural::count(n as u64, "entry", "entries"),
-                path.display()
+                path.display(),
+                // Entries of this file only: one removed from it is not recovered.
+                if journal.is_some() {
+                    format!(", {} with history from the journal", report.restored)
+                } else {
+                    String::new()
+                }
             ),
             Err(errors) => {
                 for e in &errors {

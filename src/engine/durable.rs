@@ -46,9 +46,16 @@ pub enum Durable {
         id: u64,
         retries: u32,
     },
+    /// A schedule entry's state changed: it ran (at `fire_ms`; 0 when it never has), skipped
+    /// or failed. The newest per entry is what a restart brings back.
     ScheduleRan {
         entry: Rc<str>,
         fire_ms: u64,
+        /// The latest scheduled time run or skipped (0: none).
+        seen_ms: u64,
+        runs: u64,
+        failures: u64,
+        skips: u64,
     },
 }
 

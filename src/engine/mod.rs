@@ -8,6 +8,7 @@ mod handles;
 mod query;
 mod reactor_api;
 mod schedules;
+pub use schedules::LoadReport;
 mod types;
 
 use bytes::Bytes;

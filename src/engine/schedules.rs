@@ -22,6 +22,9 @@ const PLAUSIBLE_MS: u64 = 1_577_836_800_000;
 const MISSED_AFTER_MS: u64 = 5 * 60_000;
 /// How often to look again at an implausible clock.
 const CLOCK_RECHECK_MS: u64 = 60_000;
+/// Missed runs are counted one by one up to this many (an every-minute entry down for a
+/// week); beyond, the count says "at least". `@every` is counted exactly whatever the span.
+const MISSED_COUNT_CAP: u64 = 10_000;
 
 /// What an entry has done so far.
 #[derive(Clone, Debug, Default)]
@@ -33,6 +36,9 @@ pub struct History {
     pub runs: u64,
     pub failures: u64,
     pub skips: u64,
+    /// The latest scheduled time dealt with, run or skipped: runs missed while the server was
+    /// down are counted after it, so none is counted twice.
+    pub seen_ms: Option<u64>,
     /// Runs skipped since the last run made, so that a long streak (no worker at all) is
     /// logged at 1, 10, 100, ... instead of every time.
     pub skip_streak: u64,
@@ -55,8 +61,27 @@ pub(crate) struct Schedules {
     generation: u64,
     warned_clock: bool,
     rng: u64,
-    /// Last runs read back from the journal, waiting for the entries to be loaded.
-    restored: HashMap<Rc<str>, u64>,
+    /// Last runs and counters read back from the journal, waiting for the entries to be
+    /// loaded. Entries no longer in the file stay here, unused (at most one per entry the
+    /// journal knows), in case a reload brings them back.
+    restored: HashMap<Rc<str>, Restored>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Restored {
+    last_run_ms: Option<u64>,
+    seen_ms: Option<u64>,
+    /// runs, failures, skips; `None` from a journal written before they were kept.
+    counters: Option<[u64; 3]>,
+}
+
+/// What a load of the schedules file did, for its log line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Entries whose id and timing did not change, so they kept their next run.
+    pub kept: usize,
+    /// Entries of the file that got their history back from the journal.
+    pub restored: usize,
 }
 
 /// How a scheduled job ended (or paused).
@@ -135,6 +160,12 @@ fn streak_note(streak: u64) -> String {
     }
 }
 
+/// `1 run`, `12 runs`, `at least 10000 runs`.
+fn missed_runs(n: u64, capped: bool) -> String {
+    let at_least = if capped { "at least " } else { "" };
+    format!("{at_least}{}", crate::plural::count(n, "run", "runs"))
+}
+
 fn opt_time(ms: Option<u64>) -> String {
     ms.map_or_else(|| "-".to_string(), rfc3339)
 }
@@ -158,14 +189,15 @@ impl Engine {
     /// Install the entries of a schedules file. Entries whose id and timing did not change
     /// keep their history and next run; removed ones stop; queued jobs stay. `at_start` fires
     /// `@reboot` entries and makes up missed runs of `catchup=last` entries. Returns how many
-    /// entries kept their next run (the caller logs one line for the load).
+    /// entries kept their next run and how many got their history back from the journal (the
+    /// caller logs one line for the load).
     pub fn load_schedules(
         &mut self,
         file: ScheduleFile,
         now: u64,
         at_start: bool,
         out: &mut Outbox,
-    ) -> usize {
+    ) -> LoadReport {
         let old = std::mem::take(&mut self.schedules.entries);
         let mut old_by_id: HashMap<Rc<str>, EntryState> =
             old.into_iter().map(|e| (Rc::clone(&e.id), e)).collect();
@@ -177,12 +209,12 @@ impl Engine {
         self.schedules.generation += 1;
         self.schedules.rng ^= now | 1;
         self.schedules.by_id.clear();
-        let mut kept = 0;
+        let mut report = LoadReport::default();
         for entry in file.entries {
             let id: Rc<str> = Rc::from(entry.id.as_str());
             let (history, next_ms) = match old_by_id.remove(&id) {
                 Some(prev) if prev.entry.same_timing(&entry) => {
-                    kept += 1;
+                    report.kept += 1;
                     (prev.history, prev.next_ms)
                 }
                 Some(prev) => (prev.history, None),
@@ -203,8 +235,18 @@ impl Engine {
         }
         for slot in 0..self.schedules.entries.len() {
             let st = &mut self.schedules.entries[slot];
-            if let Some(last) = self.schedules.restored.remove(&st.id) {
-                st.history.last_run_ms = Some(st.history.last_run_ms.map_or(last, |l| l.max(last)));
+            if let Some(r) = self.schedules.restored.remove(&st.id) {
+                report.restored += 1;
+                let h = &mut st.history;
+                if let Some(last) = r.last_run_ms {
+                    h.last_run_ms = Some(h.last_run_ms.map_or(last, |l| l.max(last)));
+                }
+                h.seen_ms = h.seen_ms.max(r.seen_ms);
+                if let Some([runs, failures, skips]) = r.counters {
+                    h.runs = h.runs.max(runs);
+                    h.failures = h.failures.max(failures);
+                    h.skips = h.skips.max(skips);
+                }
             }
             if matches!(st.entry.timing, Timing::Reboot) {
                 if at_start {
@@ -215,23 +257,54 @@ impl Engine {
             if at_start && st.entry.catchup == Catchup::Last {
                 self.catch_up(slot, now, out);
             }
+            if at_start && self.schedules.entries[slot].entry.catchup == Catchup::None {
+                self.count_missed_while_down(slot, now);
+            }
             match self.schedules.entries[slot].next_ms {
                 Some(next) if !at_start => self.arm_at(slot, next),
                 _ => self.arm_after(slot, now),
             }
         }
-        kept
+        report
     }
 
     /// Bring back an entry's last run (from the journal); it applies at the next
     /// `load_schedules`.
     pub fn restore_schedule_run(&mut self, id: &str, last_run_ms: u64) {
-        let e = self
-            .schedules
-            .restored
-            .entry(Rc::from(id))
-            .or_insert(last_run_ms);
-        *e = (*e).max(last_run_ms);
+        let r = self.schedules.restored.entry(Rc::from(id)).or_default();
+        r.last_run_ms = Some(r.last_run_ms.map_or(last_run_ms, |l| l.max(last_run_ms)));
+    }
+
+    /// Bring back an entry's runs, failures and skips (from the journal), like
+    /// `restore_schedule_run`.
+    /// `seen_ms` is the latest scheduled time it ran or skipped.
+    pub fn restore_schedule_counters(
+        &mut self,
+        id: &str,
+        seen_ms: Option<u64>,
+        [runs, failures, skips]: [u64; 3],
+    ) {
+        let r = self.schedules.restored.entry(Rc::from(id)).or_default();
+        r.seen_ms = seen_ms;
+        r.counters = Some([runs, failures, skips]);
+    }
+
+    /// Journal the entry's history (last run and counters) after it changed: a run, a skip or
+    /// a failure. The newest record per entry is what a restart brings back.
+    fn journal_history(&mut self, slot: usize) {
+        if !self.config.durable {
+            return;
+        }
+        let st = &self.schedules.entries[slot];
+        let h = &st.history;
+        self.durable.push(super::Durable::ScheduleRan {
+            entry: Rc::clone(&st.id),
+            fire_ms: h.last_run_ms.unwrap_or(0),
+            seen_ms: h.seen_ms.unwrap_or(0),
+            runs: h.runs,
+            failures: h.failures,
+            skips: h.skips,
+        });
     }
 
     /// Arm the entry's next run after `after` (never before its last run: a clock that steps
@@ -300,15 +373,53 @@ impl Engine {
         } else if st.entry.catchup == Catchup::Last {
             self.catch_up(slot, now, out);
         } else {
-            st.history.skips += 1;
+            // This run and every later one up to now are skipped (the next is armed after now).
+            let (more, capped) = st.entry.timing.runs_between(
+                utc(nominal),
+                utc(now),
+                &st.entry.zone,
+                MISSED_COUNT_CAP,
+            );
+            let n = 1 + more;
+            st.history.skips += n;
+            st.history.seen_ms = Some(now);
             log::warn!(
-                "schedule {}: run at {} missed (now {}; server down, stalled or clock jumped); catchup=none",
+                "schedule {}: {} missed from {} (now {}; server stalled or clock jumped); catchup=none",
                 st.id,
+                missed_runs(n, capped),
                 rfc3339(nominal),
                 rfc3339(now)
             );
+            self.journal_history(slot);
         }
         self.arm_after(slot, now);
+    }
+
+    /// At start: the runs of a `catchup=none` entry that fell while the server was down are
+    /// skipped; count them, and say so in one line.
+    fn count_missed_while_down(&mut self, slot: usize, now: u64) {
+        let st = &self.schedules.entries[slot];
+        let Some(last) = st.history.last_run_ms.max(st.history.seen_ms) else {
+            return;
+        };
+        let (n, capped) =
+            st.entry
+                .timing
+                .runs_between(utc(last), utc(now), &st.entry.zone, MISSED_COUNT_CAP);
+        if n == 0 {
+            return;
+        }
+        let st = &mut self.schedules.entries[slot];
+        st.history.skips += n;
+        st.history.seen_ms = Some(now);
+        log::warn!(
+            "schedule {}: {} missed while the server was down (last one seen {}, now {}); catchup=none",
+            st.id,
+            missed_runs(n, capped),
+            rfc3339(last),
+            rfc3339(now)
+        );
+        self.journal_history(slot);
     }
 
     /// Make up the last run missed since the entry last ran, once, unless older than its
@@ -337,11 +448,13 @@ impl Engine {
         if st.entry.deadline_ms.is_some_and(|d| now - missed > d) {
             let st = &mut self.schedules.entries[slot];
             st.history.skips += 1;
+            st.history.seen_ms = st.history.seen_ms.max(Some(missed));
             log::warn!(
                 "schedule {}: missed run at {} is older than its deadline; dropped",
                 st.id,
                 rfc3339(missed)
             );
+            self.journal_history(slot);
             return;
         }
         log::info!(
@@ -409,16 +522,16 @@ impl Engine {
         let h = &mut self.schedules.entries[slot].history;
         h.skips += skipped;
         h.skip_streak += skipped;
-        if !handles.is_empty() {
-            h.skip_streak = 0;
-            h.runs += 1;
-            h.last_run_ms = Some(nominal);
-            if self.config.durable {
-                self.durable.push(super::Durable::ScheduleRan {
-                    entry: Rc::clone(&id),
-                    fire_ms: nominal,
-                });
+        h.seen_ms = h.seen_ms.max(Some(nominal));
+        if !handles.is_empty() || skipped > 0 {
+            if !handles.is_empty() {
+                h.skip_streak = 0;
+                h.runs += 1;
+                h.last_run_ms = Some(nominal);
             }
+            self.journal_history(slot);
+        }
+        if !handles.is_empty() {
             log::info!(
                 "schedule {id}: run scheduled {} started {} -> {}",
                 rfc3339(nominal),
@@ -456,7 +569,9 @@ impl Engine {
         let h = &mut self.schedules.entries[slot].history;
         if outcome.is_failure() {
             h.failures += 1;
+            self.journal_history(slot);
         }
+        let h = &mut self.schedules.entries[slot].history;
         h.last_outcome = Some(text);
         if !matches!(outcome, Outcome::Requeued) {
             h.last_duration_ms = duration;

@@ -1232,7 +1232,8 @@ mod schedule_runtime {
         // The clock jumps 3 hours; the 06:45 timer fires at 09:42.
         tick(&mut w, T0 + 3 * 3_600_000 + 270_000);
         let none = row(&mut w, "none");
-        assert_eq!((none[7].as_str(), none[9].as_str()), ("1", "1"));
+        // Every run from 06:45 to 09:40 is skipped, and each is counted.
+        assert_eq!((none[7].as_str(), none[9].as_str()), ("1", "36"));
         let last = row(&mut w, "last");
         // The last missed run (09:40) is made once.
         assert_eq!(
@@ -1286,6 +1287,90 @@ mod schedule_runtime {
         assert!(!status.contains("plain\t1"), "{status}");
         assert_eq!(row(&mut w, "hourly")[4], "2026-11-22T06:00:00Z");
         assert_eq!(row(&mut w, "strict")[9], "1");
+    }
+
+    /// What the journal would bring back: the newest history record of each entry.
+    type Saved = (String, u64, u64, [u64; 3]);
+    fn journalled(w: &mut World) -> Vec<Saved> {
+        let mut newest: Vec<Saved> = Vec::new();
+        for d in w.e.take_durable() {
+            if let crate::engine::Durable::ScheduleRan {
+                entry,
+                fire_ms,
+                seen_ms,
+                runs,
+                failures,
+                skips,
+            } = d
+            {
+                newest.retain(|(e, ..)| **e != *entry);
+                newest.push((entry.to_string(), fire_ms, seen_ms, [runs, failures, skips]));
+            }
+        }
+        newest
+    }
+
+    #[test]
+    fn a_restart_keeps_the_counters_and_counts_runs_missed_while_down() {
+        let text = "* * * * * minute\n@every 10s tick\n0 * * * * gone\n";
+        let mut w = World::with(EngineConfig {
+            handle_prefix: "H:t".into(),
+            zone: Zone::Utc,
+            durable: true,
+            ..EngineConfig::default()
+        });
+        w.now = T0;
+        w.e.load_schedules(parse(text, &Zone::Utc).unwrap(), T0, true, &mut w.out);
+        // `tick` runs at 06:37:40 and is skipped at :50 and 06:38:00 (its job is still
+        // queued); `minute` runs at 06:38. Then a worker fails the queued `tick`.
+        for s in 1..=3 {
+            tick(&mut w, T0 + s * 10_000);
+        }
+        let wk = w.conn();
+        w.can_do(wk, "tick");
+        let (h, _) = w.grab(wk).unwrap();
+        w.req(wk, Request::WorkFail { handle: h });
+        let before: Vec<Vec<String>> = ["minute", "tick"]
+            .iter()
+            .map(|id| row(&mut w, id))
+            .collect();
+        assert_eq!(before[0][7..], ["1", "0", "0"]);
+        assert_eq!(before[1][7..], ["1", "1", "2"]);
+        let saved = journalled(&mut w);
+
+        // Down from 06:38:00 to 06:40:30: `minute` misses 06:39 and 06:40, `tick` the 15
+        // runs after 06:38:00 (those before were counted already); `gone` is no longer in
+        // the file.
+        let mut w = World::with(EngineConfig {
+            handle_prefix: "H:t".into(),
+            zone: Zone::Utc,
+            durable: true,
+            ..EngineConfig::default()
+        });
+        let later = T0 + 3 * 60_000;
+        w.now = later;
+        for (id, fire_ms, seen_ms, counters) in &saved {
+            w.e.restore_schedule_run(id, *fire_ms);
+            w.e.restore_schedule_counters(id, Some(*seen_ms), *counters);
+        }
+        w.e.restore_schedule_run("gone", T0 - 60_000);
+        let text = "* * * * * minute\n@every 10s tick\n";
+        let report =
+            w.e.load_schedules(parse(text, &Zone::Utc).unwrap(), later, true, &mut w.out);
+        assert_eq!(report.restored, 2, "a removed entry is not recovered");
+        let minute = row(&mut w, "minute");
+        assert_eq!(minute[4], before[0][4], "the last run survives");
+        assert_eq!(minute[7..], ["1", "0", "2"]);
+        let tick_row = row(&mut w, "tick");
+        assert_eq!(tick_row[7..], ["1", "1", "17"]);
+        // The new counts are journalled, so a second restart keeps them.
+        let again = journalled(&mut w);
+        assert!(
+            again
+                .iter()
+                .any(|(e, _, _, c)| e == "minute" && *c == [1, 0, 2]),
+            "{again:?}"
+        );
     }
 
     #[test]

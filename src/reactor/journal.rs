@@ -13,7 +13,9 @@ use crate::config::Fsync;
 use crate::engine::{Durable, FinishKind, RestoredJob};
 use crate::http::metrics::{FsyncHistogram, JournalMetrics};
 use crate::proto::request::Priority;
-use crate::store::{self, FinishReason, FsyncMode, JobAdded, Journal, Options, Record};
+use crate::store::{
+    self, FinishReason, FsyncMode, JobAdded, Journal, Options, Record, ScheduleCounters,
+};
 
 /// Bytes of old files one loop turn may copy while compacting.
 const COMPACT_SLICE: usize = 1 << 20;
@@ -91,10 +93,23 @@ fn record(d: Durable) -> Record {
             },
         },
         Durable::JobRetried { id, retries } => Record::JobRetried { id, retries },
-        Durable::ScheduleRan { entry, fire_ms } => Record::ScheduleRan {
+        Durable::ScheduleRan {
+            entry,
+            fire_ms,
+            seen_ms,
+            runs,
+            failures,
+            skips,
+        } => Record::ScheduleRan {
             entry: Bytes::copy_from_slice(entry.as_bytes()),
             fire_ms,
             outcome: 0,
+            counters: Some(ScheduleCounters {
+                seen_ms,
+                runs,
+                failures,
+                skips,
+            }),
         },
     }
 }
@@ -154,8 +169,18 @@ impl Server {
             );
         }
         for s in &replayed.schedules {
-            self.engine
-                .restore_schedule_run(&String::from_utf8_lossy(&s.entry), s.fire_ms);
+            let id = String::from_utf8_lossy(&s.entry);
+            // A state written before the entry's first run says 0.
+            if s.fire_ms > 0 {
+                self.engine.restore_schedule_run(&id, s.fire_ms);
+            }
+            if let Some(c) = s.counters {
+                self.engine.restore_schedule_counters(
+                    &id,
+                    (c.seen_ms > 0).then_some(c.seen_ms),
+                    [c.runs, c.failures, c.skips],
+                );
+            }
         }
         // Past every journalled job and every handle reserved by an earlier run.
         self.engine
@@ -167,17 +192,12 @@ impl Server {
         self.journal = Some(journal);
         let count = crate::plural::count;
         Ok(format!(
-            "journal {}: {} bytes in {}, {} replayed, {} ({future} of them future) and {} recovered in {} ms",
+            "journal {}: {} bytes in {}, {} replayed, {} ({future} of them future) recovered in {} ms",
             dir.display(),
             replayed.stats.bytes,
             count(replayed.stats.files as u64, "file", "files"),
             count(replayed.stats.records, "record", "records"),
             count(jobs as u64, "job", "jobs"),
-            count(
-                replayed.schedules.len() as u64,
-                "schedule entry",
-                "schedule entries"
-            ),
             started.elapsed().as_millis()
         ))
     }

@@ -154,8 +154,12 @@ impl Server {
     }
 
     /// Load the schedules file for the first time (`@reboot` entries fire, missed runs of
-    /// `catchup=last` entries are made up). Errors name the file, line and column.
-    pub fn load_schedules(&mut self, path: PathBuf) -> Result<usize, Vec<String>> {
+    /// `catchup=last` entries are made up). Returns the entries' count and what the load did;
+    /// errors name the file, line and column.
+    pub fn load_schedules(
+        &mut self,
+        path: PathBuf,
+    ) -> Result<(usize, crate::engine::LoadReport), Vec<String>> {
         let now = SystemClock.now_ms();
         let file = read_schedules(&path, &self.config.engine.zone)?;
         let n = file.entries.len();
@@ -168,10 +172,11 @@ impl Server {
                 );
             }
         }
-        self.engine
+        let report = self
+            .engine
             .load_schedules(file, now, true, &mut self.outbox);
         self.schedules_path = Some(path);
-        Ok(n)
+        Ok((n, report))
     }
 
     /// Read the schedules file again. A file with any error leaves the running schedule as it
@@ -185,7 +190,8 @@ impl Server {
                 let n = file.entries.len();
                 let kept = self
                     .engine
-                    .load_schedules(file, now, false, &mut self.outbox);
+                    .load_schedules(file, now, false, &mut self.outbox)
+                    .kept;
                 info!(
                     "reloaded {}: {}, next run kept for {kept}",
                     path.display(),

@@ -385,6 +385,43 @@ impl Timing {
         CronExpr::parse(fields).map(Timing::Cron)
     }
 
+    /// How many run times fall in `(after, upto]`, counting at most `cap` of them one by one
+    /// (`@every` is counted by division, whatever the span); true when the cap was reached.
+    pub fn runs_between(
+        &self,
+        after: DateTime<Utc>,
+        upto: DateTime<Utc>,
+        zone: &Zone,
+        cap: u64,
+    ) -> (u64, bool) {
+        if upto <= after {
+            return (0, false);
+        }
+        match self {
+            Timing::Every(ms) => {
+                let ms = (*ms).max(1) as i64;
+                let n = upto.timestamp_millis().div_euclid(ms)
+                    - after.timestamp_millis().div_euclid(ms);
+                (n.max(0) as u64, false)
+            }
+            Timing::Reboot => (0, false),
+            Timing::Cron(_) => {
+                let mut n = 0;
+                let mut at = after;
+                while n < cap {
+                    match self.next_after(at, zone) {
+                        Some(t) if t <= upto => {
+                            n += 1;
+                            at = t;
+                        }
+                        _ => return (n, false),
+                    }
+                }
+                (n, true)
+            }
+        }
+    }
+
     /// The next run strictly after `after`; `None` for `@reboot` (and for fields that never
     /// match again).
     pub fn next_after(&self, after: DateTime<Utc>, zone: &Zone) -> Option<DateTime<Utc>> {

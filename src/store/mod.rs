@@ -42,7 +42,7 @@
 //!
 //! ```text
 //! 0   u32  len      payload length
-//! 4   u8   type     1 JobAdded, 2 JobFinished, 3 JobRetried, 4 ScheduleRan
+//! 4   u8   type     1 JobAdded, 2 JobFinished, 3 JobRetried, 4 ScheduleRan, 5 ScheduleState
 //! 5   u8   version  payload layout version (1)
 //! 6   u16  hcrc     low 16 bits of CRC-32C(bytes 0..6): a damaged length is never trusted
 //! 8   u32  crc      CRC-32C(bytes 0..6 ++ payload)
@@ -50,7 +50,10 @@
 //!   JobAdded:    id u64 | priority u8 | flags u8 (1 due, 2 reducer) | due_ms u64 |
 //!                handle, func, unique, reducer: each u32 length + bytes | data (the rest)
 //!   JobFinished: id u64 | reason u8          JobRetried: id u64 | retries u32
-//!   ScheduleRan: fire_ms u64 | outcome u8 | entry (the rest)
+//!   ScheduleRan: fire_ms u64 | outcome u8 | entry (the rest)      (read; no longer written)
+//!   ScheduleState: fire_ms u64 (0: none yet) | seen_ms u64 (latest time run or skipped) |
+//!                  runs u64 | failures u64 | skips u64 | entry
+//!   (both are `Record::ScheduleRan`, the second with its counters; the newest per entry wins)
 //! ```
 //!
 //! # Damage at replay
@@ -111,7 +114,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 pub use error::StoreError;
-pub use record::{FinishReason, JobAdded, Record};
+pub use record::{FinishReason, JobAdded, Record, ScheduleCounters};
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
 use file::{FILE_HEADER_LEN, FileHeader, Kind};
@@ -185,6 +188,8 @@ pub struct ScheduleRun {
     pub entry: Bytes,
     pub fire_ms: u64,
     pub outcome: u8,
+    /// `None` from a journal written before the counters were kept.
+    pub counters: Option<ScheduleCounters>,
 }
 
 /// For the start-up log line.
@@ -260,6 +265,7 @@ struct SchedLoc {
     len: u32,
     fire_ms: u64,
     outcome: u8,
+    counters: Option<ScheduleCounters>,
 }
 
 /// Hashes job ids cheaply. Ids come from the server's own counter, never from a peer, so
@@ -337,6 +343,7 @@ impl LiveSet {
                 entry,
                 fire_ms,
                 outcome,
+                counters,
             } => {
                 let new = SchedLoc {
                     off,
@@ -344,6 +351,7 @@ impl LiveSet {
                     len,
                     fire_ms: *fire_ms,
                     outcome: *outcome,
+                    counters: *counters,
                 };
                 self.live_bytes += u64::from(len);
                 if let Some(s) = self.schedules.get_mut(entry.as_ref()) {
@@ -552,6 +560,7 @@ impl Journal {
                 entry: e.clone(),
                 fire_ms: s.fire_ms,
                 outcome: s.outcome,
+                counters: s.counters,
             })
             .collect();
         schedules.sort_by(|a, b| a.entry.cmp(&b.entry));
@@ -1266,8 +1275,8 @@ fn copy_if_live(live: &LiveSet, c: &mut SnapOut, ty: u8, rec: &[u8], fid: u32, a
                 );
             }
         }
-        record::T_SCHEDULE_RAN => {
-            let Some(entry) = record::schedule_entry(payload) else {
+        record::T_SCHEDULE_RAN | record::T_SCHEDULE_STATE => {
+            let Some(entry) = record::schedule_entry(ty, payload) else {
                 return;
             };
             let Some((key, _)) = live

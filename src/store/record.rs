@@ -12,12 +12,17 @@ pub(crate) const T_JOB_ADDED: u8 = 1;
 pub(crate) const T_JOB_FINISHED: u8 = 2;
 pub(crate) const T_JOB_RETRIED: u8 = 3;
 pub(crate) const T_SCHEDULE_RAN: u8 = 4;
+/// A schedule entry's last run with its counters; written instead of T_SCHEDULE_RAN since the
+/// counters were kept, and read alongside it (older journals hold only T_SCHEDULE_RAN).
+pub(crate) const T_SCHEDULE_STATE: u8 = 5;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
 /// Fixed part of a JobAdded payload: id, priority, flags, due time, four field lengths.
 const JOB_ADDED_FIXED: usize = 8 + 1 + 1 + 8 + 4 * 4;
 const SCHEDULE_RAN_FIXED: usize = 8 + 1;
+/// Fixed part of a T_SCHEDULE_STATE payload: last run, last seen, runs, failures, skips.
+const SCHEDULE_STATE_FIXED: usize = 8 * 5;
 
 /// Size of a whole JobRetried record; a live job with retries > 0 carries one.
 pub(crate) const RETRIED_LEN: u32 = (HEADER_LEN + JOB_RETRIED_PAYLOAD) as u32;
@@ -82,6 +87,18 @@ impl FinishReason {
     }
 }
 
+/// What a schedule entry has done, kept with its last run so that `show schedules` reads the
+/// same after a restart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScheduleCounters {
+    /// The latest scheduled time dealt with, run or skipped (0: none): runs missed while the
+    /// server was down are counted from here, so none is counted twice.
+    pub seen_ms: u64,
+    pub runs: u64,
+    pub failures: u64,
+    pub skips: u64,
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,11 +109,14 @@ pub enum Record {
     JobFinished { id: u64, reason: FinishReason },
     /// The job was given back `retries` times so far (a newer record supersedes an older one).
     JobRetried { id: u64, retries: u32 },
-    /// A schedule entry fired at `fire_ms`; the newest record per entry is its state.
+    /// A schedule entry fired at `fire_ms` (0: never yet); the newest record per entry is
+    /// its state. With `counters` it is written as T_SCHEDULE_STATE (and `outcome` is not
+    /// kept), without as the older T_SCHEDULE_RAN.
     ScheduleRan {
         entry: Bytes,
         fire_ms: u64,
         outcome: u8,
+        counters: Option<ScheduleCounters>,
     },
 }
 
@@ -106,7 +126,8 @@ impl Record {
             Record::JobAdded(_) => T_JOB_ADDED,
             Record::JobFinished { .. } => T_JOB_FINISHED,
             Record::JobRetried { .. } => T_JOB_RETRIED,
-            Record::ScheduleRan { .. } => T_SCHEDULE_RAN,
+            Record::ScheduleRan { counters: None, .. } => T_SCHEDULE_RAN,
+            Record::ScheduleRan { .. } => T_SCHEDULE_STATE,
         }
     }
 
@@ -119,7 +140,16 @@ impl Record {
             }
             Record::JobFinished { .. } => JOB_FINISHED_PAYLOAD as u64,
             Record::JobRetried { .. } => JOB_RETRIED_PAYLOAD as u64,
-            Record::ScheduleRan { entry, .. } => (SCHEDULE_RAN_FIXED + entry.len()) as u64,
+            Record::ScheduleRan {
+                entry, counters, ..
+            } => {
+                let fixed = if counters.is_some() {
+                    SCHEDULE_STATE_FIXED
+                } else {
+                    SCHEDULE_RAN_FIXED
+                };
+                (fixed + entry.len()) as u64
+            }
         }
     }
 }
@@ -170,9 +200,17 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             entry,
             fire_ms,
             outcome,
+            counters,
         } => {
             buf.extend_from_slice(&fire_ms.to_le_bytes());
-            buf.push(*outcome);
+            match counters {
+                None => buf.push(*outcome),
+                Some(c) => {
+                    for n in [c.seen_ms, c.runs, c.failures, c.skips] {
+                        buf.extend_from_slice(&n.to_le_bytes());
+                    }
+                }
+            }
             buf.extend_from_slice(entry);
         }
     }
@@ -219,7 +257,7 @@ pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
     if u16::from_le_bytes([h[6], h[7]]) != pre as u16 {
         return None;
     }
-    if ver != VERSION || !(T_JOB_ADDED..=T_SCHEDULE_RAN).contains(&ty) {
+    if ver != VERSION || !(T_JOB_ADDED..=T_SCHEDULE_STATE).contains(&ty) {
         return None;
     }
     if u64::from(len) + HEADER_LEN as u64 > u64::from(u32::MAX) {
@@ -255,9 +293,13 @@ pub(crate) fn job_id(payload: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(payload.get(..8)?.try_into().ok()?))
 }
 
-/// The entry name of a ScheduleRan payload without decoding the rest.
-pub(crate) fn schedule_entry(payload: &[u8]) -> Option<&[u8]> {
-    payload.get(SCHEDULE_RAN_FIXED..)
+/// The entry name of a T_SCHEDULE_RAN or T_SCHEDULE_STATE payload without decoding the rest.
+pub(crate) fn schedule_entry(ty: u8, payload: &[u8]) -> Option<&[u8]> {
+    match ty {
+        T_SCHEDULE_RAN => payload.get(SCHEDULE_RAN_FIXED..),
+        T_SCHEDULE_STATE => payload.get(SCHEDULE_STATE_FIXED..),
+        _ => None,
+    }
 }
 
 /// Decodes a payload whose checksum passed. A JobAdded is copied once into its own buffer and
@@ -309,6 +351,22 @@ pub(crate) fn decode(ty: u8, payload: &[u8]) -> Result<Record, &'static str> {
                 entry: Bytes::copy_from_slice(&payload[c.at..]),
                 fire_ms,
                 outcome,
+                counters: None,
+            }
+        }
+        T_SCHEDULE_STATE => {
+            let fire_ms = c.u64()?;
+            let counters = ScheduleCounters {
+                seen_ms: c.u64()?,
+                runs: c.u64()?,
+                failures: c.u64()?,
+                skips: c.u64()?,
+            };
+            Record::ScheduleRan {
+                entry: Bytes::copy_from_slice(&payload[c.at..]),
+                fire_ms,
+                outcome: 0,
+                counters: Some(counters),
             }
         }
         _ => return Err("unknown record type"),
@@ -323,6 +381,7 @@ pub(crate) fn type_name(ty: u8) -> &'static str {
         T_JOB_FINISHED => "job-finished",
         T_JOB_RETRIED => "job-retried",
         T_SCHEDULE_RAN => "schedule-ran",
+        T_SCHEDULE_STATE => "schedule-state",
         _ => "unknown",
     }
 }

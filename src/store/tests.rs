@@ -99,7 +99,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 #[derive(Clone, Debug, Default)]
 struct Model {
     jobs: BTreeMap<u64, (JobAdded, u32)>,
-    scheds: BTreeMap<Bytes, (u64, u8)>,
+    scheds: BTreeMap<Bytes, (u64, u8, Option<ScheduleCounters>)>,
     next_id: u64,
 }
 
@@ -124,15 +124,25 @@ impl Model {
         r.1 += 1;
         j.append(&Record::JobRetried { id, retries: r.1 }).unwrap();
     }
+    /// An entry ran. `outcome` 2 and up writes the newer record with counters (made up from
+    /// the arguments), so both kinds mix in one journal as after an upgrade.
     fn sched(&mut self, j: &mut Journal, entry: &'static str, fire_ms: u64, outcome: u8) {
         let entry = Bytes::from_static(entry.as_bytes());
+        let counters = (outcome >= 2).then_some(ScheduleCounters {
+            seen_ms: fire_ms + 1,
+            runs: fire_ms,
+            failures: outcome.into(),
+            skips: 1,
+        });
+        let outcome = if counters.is_some() { 0 } else { outcome };
         j.append(&Record::ScheduleRan {
             entry: entry.clone(),
             fire_ms,
             outcome,
+            counters,
         })
         .unwrap();
-        self.scheds.insert(entry, (fire_ms, outcome));
+        self.scheds.insert(entry, (fire_ms, outcome, counters));
     }
     fn check(&self, r: &Replayed) {
         let got: Vec<(u64, u32)> = r.jobs.iter().map(|j| (j.job.id, j.retries)).collect();
@@ -141,15 +151,16 @@ impl Model {
         for rj in &r.jobs {
             assert_eq!(rj.job, self.jobs[&rj.job.id].0, "job {} content", rj.job.id);
         }
-        let scheds: Vec<(Bytes, u64, u8)> = r
+        type Sched = (Bytes, u64, u8, Option<ScheduleCounters>);
+        let scheds: Vec<Sched> = r
             .schedules
             .iter()
-            .map(|s| (s.entry.clone(), s.fire_ms, s.outcome))
+            .map(|s| (s.entry.clone(), s.fire_ms, s.outcome, s.counters))
             .collect();
-        let want: Vec<(Bytes, u64, u8)> = self
+        let want: Vec<Sched> = self
             .scheds
             .iter()
-            .map(|(e, (f, o))| (e.clone(), *f, *o))
+            .map(|(e, (f, o, c))| (e.clone(), *f, *o, *c))
             .collect();
         assert_eq!(scheds, want, "schedule state");
         assert!(
@@ -196,11 +207,24 @@ fn round_trip_every_record_type() {
             entry: Bytes::from_static(b"nightly-report"),
             fire_ms: 1_700_000_000_000,
             outcome: 1,
+            counters: None,
         },
         Record::ScheduleRan {
             entry: Bytes::new(),
             fire_ms: 0,
             outcome: 0,
+            counters: None,
+        },
+        Record::ScheduleRan {
+            entry: Bytes::from_static(b"heartbeat"),
+            fire_ms: 1_700_000_000_000,
+            outcome: 0,
+            counters: Some(ScheduleCounters {
+                seen_ms: 1_700_000_060_000,
+                runs: 7,
+                failures: 2,
+                skips: u64::MAX,
+            }),
         },
     ];
     let mut buf = Vec::new();

@@ -367,3 +367,39 @@ fn leap_day() {
         ]
     );
 }
+
+#[test]
+fn runs_between_counts_missed_runs() {
+    let t = |s: &str| Timing::parse(s).unwrap();
+    let (a, b) = (utc("2026-11-22T10:00:30Z"), utc("2026-11-22T10:02:30Z"));
+    // Two minute marks, 10:01 and 10:02.
+    assert_eq!(
+        t("* * * * *").runs_between(a, b, &Zone::Utc, 100),
+        (2, false)
+    );
+    assert_eq!(
+        t("*/5 * * * *").runs_between(a, b, &Zone::Utc, 100),
+        (0, false)
+    );
+    // The end is included, the start is not.
+    let (c, d) = (utc("2026-11-22T10:00:00Z"), utc("2026-11-22T10:05:00Z"));
+    assert_eq!(
+        t("*/5 * * * *").runs_between(c, d, &Zone::Utc, 100),
+        (1, false)
+    );
+    assert_eq!(
+        t("@every 10s").runs_between(a, b, &Zone::Utc, 1),
+        (12, false)
+    );
+    assert_eq!(t("@reboot").runs_between(a, b, &Zone::Utc, 100), (0, false));
+    assert_eq!(
+        t("* * * * *").runs_between(b, a, &Zone::Utc, 100),
+        (0, false)
+    );
+    // A year down with an every-minute entry stops counting at the cap.
+    let year = utc("2027-11-22T10:00:30Z");
+    assert_eq!(
+        t("* * * * *").runs_between(a, year, &Zone::Utc, 1000),
+        (1000, true)
+    );
+}
