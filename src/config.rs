@@ -33,6 +33,7 @@ pub enum Command {
     Submit(crate::cli::SubmitArgs),
     Admin(crate::cli::AdminArgs),
     Check(CheckArgs),
+    ImportCrontab(crate::cli::import_crontab::ImportCrontabArgs),
 }
 
 #[derive(FromArgs, Debug)]

@@ -1,13 +1,16 @@
-//! The client-side commands, `work`, `submit` and `admin`: their flags and what they do, on top
-//! of the blocking library in `client`. They never touch the engine or the reactor; each
-//! returns the process exit code.
+//! The client-side commands, `work`, `submit`, `admin` and `import-crontab`: their flags and
+//! what they do, on top of the blocking library in `client`. They never touch the engine or
+//! the reactor; each returns the process exit code.
 //!
 //! Exit codes: 0 success; 1 the job failed (WORK_FAIL / WORK_EXCEPTION) or the server answered
 //! `ERR`; 2 bad flags; 3 the server could not be reached or broke the protocol.
 
 pub mod admin;
+pub mod crontab_import;
+mod crontab_words;
 mod escape;
 pub mod help;
+pub mod import_crontab;
 pub mod submit;
 pub mod table;
 pub mod work;
@@ -122,9 +125,15 @@ pub struct AdminArgs {
 }
 
 /// argh takes a lone `-` for an unknown flag; for `submit` it means "read stdin", which is
-/// also what no DATA means, so it is dropped before parsing (up to a `--`). Runs after
+/// also what no DATA means, so it is dropped before parsing (up to a `--`); for
+/// `import-crontab` it is a file name, spelled `/dev/stdin` for argh. Runs after
 /// `config::split_equals`.
 pub fn prepare_args(mut args: Vec<String>) -> Vec<String> {
+    if args.first().map(String::as_str) == Some("import-crontab") {
+        for a in args.iter_mut().filter(|a| *a == "-") {
+            *a = "/dev/stdin".into();
+        }
+    }
     if args.first().map(String::as_str) == Some("submit") {
         let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
         let mut i = 0;

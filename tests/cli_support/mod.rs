@@ -87,13 +87,18 @@ pub struct Bg {
 impl Bg {
     pub fn spawn(args: &[&str], env: &[(&str, &str)]) -> Bg {
         let mut c = Command::new(BIN);
-        c.args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        c.args(args);
         for (k, v) in env {
             c.env(k, v);
         }
+        Bg::from_command(c)
+    }
+
+    /// Any command (a shell line that starts gearwheel, say), kept like `spawn`'s.
+    pub fn from_command(mut c: Command) -> Bg {
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = c.spawn().expect("spawn gearwheel");
         let log = Arc::new(Mutex::new(String::new()));
         let stdout = Arc::new(Mutex::new(String::new()));
