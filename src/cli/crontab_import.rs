@@ -375,7 +375,7 @@ fn render(
     );
     let _ = writeln!(
         s,
-        "# Each entry fires a background job; a `gearwheel work` on {host} runs the crontab line's\n# command for it. Start these workers on {host} (add -s SERVER:PORT when the server is not\n# 127.0.0.1:4730):"
+        "# Each entry fires a background job; a `gearwheel work` on {host} runs the crontab line's\n# command for it. Start these workers on {host} (with -s SERVER:PORT or\n# GEARMAN_SERVERS=SERVER:PORT when the server is not 127.0.0.1:4730):"
     );
     let outs: Vec<&Out> = items
         .iter()
