@@ -97,6 +97,7 @@ const HEADER: &str = ".\\\" Generated from docs/ and the command's help by tests
 fn gearwheel_1() -> String {
     let ops = read("docs/operations.md");
     let clients = read("docs/clients.md");
+    let crontab = read("docs/coming-from-crontab.md");
     let readme = read("README.md");
     let links = |dir: &'static str| Links {
         in_page: &["docs/operations.md", "docs/clients.md"],
@@ -155,6 +156,15 @@ fn gearwheel_1() -> String {
         escape(what)
     ));
     m.push_str(&options_list(&check));
+    m.push_str(".SH \"IMPORT\\-CRONTAB\"\n");
+    m.push_str(&blocks(
+        section(
+            &crontab,
+            "A whole crontab, moved: `gearwheel import-crontab`",
+        ),
+        2,
+        &ops_links,
+    ));
     m.push_str(
         ".SH \"SEE ALSO\"\n.BR gearwheel\\-schedules (5),\n.BR gearmand (8),\n\
          .BR gearadmin (1),\n.BR crontab (5)\n.PP\n",

@@ -12,7 +12,11 @@ pub const SEE_ALSO: &[(&str, &str, &str)] = &[
     ("submit", "gearwheel(1)", "docs/clients.md"),
     ("admin", "gearwheel(1)", "docs/clients.md"),
     ("check", "gearwheel-schedules(5)", "docs/schedules.md"),
-    ("import-crontab", "gearwheel(1)", "docs/coming-from-crontab.md"),
+    (
+        "import-crontab",
+        "gearwheel(1)",
+        "docs/coming-from-crontab.md",
+    ),
 ];
 
 /// argh's help `text` for `subcommand` (None: the top level), fitted to [`WIDTH`] and ending
