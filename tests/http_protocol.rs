@@ -374,8 +374,8 @@ fn expect_continue_and_chunked_bodies() {
 }
 
 #[test]
-fn graceful_shutdown_stops_the_http_listener_and_health_says_draining() {
-    let s = HttpServer::start(&[]);
+fn during_a_graceful_shutdown_http_serves_health_and_metrics_only() {
+    let mut s = HttpServer::start(&[]);
     let mut w = worker(&s, "long");
     let mut h = s.connect();
     h.send(&request("POST", "/long", &[], b""));
@@ -386,10 +386,28 @@ fn graceful_shutdown_stops_the_http_listener_and_health_says_draining() {
     keep.send(&request("GET", "/healthz", &[], b""));
     let r = keep.read();
     assert_eq!((r.status, r.text()), (503, "draining\n".to_string()));
+    // A new connection (a load balancer's health check) is still answered, until the drain ends.
+    let r = s.get("/healthz");
+    assert_eq!((r.status, r.text()), (503, "draining\n".to_string()));
+    let r = s.get("/metrics");
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("\ngearman_draining 1\n"), "{}", r.text());
+    // Nothing else: no new job, no other endpoint.
+    let r = s.call("POST", "/long", &[], b"x");
+    assert_eq!((r.status, r.text()), (503, "draining\n".to_string()));
+    assert_eq!(s.get("/status").status, 503);
+    keep.send(&request("POST", "/long", &[], b"y"));
+    assert_eq!(keep.read().status, 503);
     assert!(
-        std::net::TcpStream::connect(s.http).is_err(),
-        "no longer accepting"
+        std::net::TcpStream::connect(s.server.addr).is_err(),
+        "the Gearman port no longer accepts"
     );
+    // The job that was running is answered, and then the server exits.
     w.send_req(t::WORK_COMPLETE, &[handle.as_bytes(), b"done"]);
     assert_eq!(h.read().text(), "done");
+    assert_eq!(s.server.wait_exit(5).expect("exits").code(), Some(0));
+    assert!(
+        std::net::TcpStream::connect(s.http).is_err(),
+        "closed at exit"
+    );
 }

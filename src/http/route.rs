@@ -223,6 +223,20 @@ pub fn route(head: &Head, body: Bytes) -> Route {
     })
 }
 
+/// What a request gets during a graceful shutdown: the health check (which says `draining`) and
+/// the metrics, so that load balancers and dashboards see the drain to its end; everything else
+/// is `503 draining` (a job submitted now would never be handed out).
+pub fn while_draining(route: Route) -> Route {
+    match route {
+        Route::Read {
+            endpoint: Endpoint::Healthz | Endpoint::Metrics,
+            ..
+        }
+        | Route::Reply(_) => route,
+        Route::Read { .. } | Route::Submit(_) => Route::Reply(Reply::text(503, "draining")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,5 +390,23 @@ mod tests {
         assert_eq!(percent_decode(b"a%2Fb%41").unwrap(), b"a/bA");
         assert!(percent_decode(b"%4").is_none());
         assert!(percent_decode(b"%g0").is_none());
+    }
+
+    #[test]
+    fn draining_leaves_health_and_metrics_only() {
+        let draining = |raw: &str, body: &str| while_draining(r(raw, body));
+        let get = |p: &str| format!("GET {p} HTTP/1.1\r\n\r\n");
+        for p in ["/healthz", "/metrics"] {
+            assert_eq!(draining(&get(p), ""), r(&get(p), ""), "{p}");
+        }
+        let refused = Route::Reply(Reply::text(503, "draining"));
+        for p in ["/status", "/workers", "/schedules", "/jobs/H:x:1", "/fn"] {
+            assert_eq!(draining(&get(p), ""), refused, "{p}");
+        }
+        let post = "POST /fn HTTP/1.1\r\nContent-Length: 1\r\n\r\n";
+        assert_eq!(draining(post, "x"), refused);
+        // Errors are answered as ever.
+        let delete = "DELETE /fn HTTP/1.1\r\n\r\n";
+        assert_eq!(draining(delete, ""), r(delete, ""));
     }
 }

@@ -140,13 +140,6 @@ impl HttpGlue {
         self.listeners.get(t.checked_sub(HTTP_LISTENER_BASE)?)
     }
 
-    /// A graceful shutdown accepts no more connections.
-    pub(super) fn stop_listening(&mut self, poll: &Poll) {
-        for mut l in self.listeners.drain(..) {
-            let _ = poll.registry().deregister(&mut l);
-        }
-    }
-
     /// A connection was refused for `--max-connections`.
     pub(super) fn refused(&mut self) {
         self.stats.refused += 1;
@@ -343,7 +336,11 @@ impl Server {
                     let (version, keep_alive) = (head.version, head.keep_alive);
                     // Any answer to HEAD, errors included, has no body.
                     let head_only = head.method == Method::Head;
-                    match route::route(&head, body) {
+                    let mut route = route::route(&head, body);
+                    if self.draining {
+                        route = route::while_draining(route);
+                    }
+                    match route {
                         Route::Reply(r) => {
                             self.http_answer(idx, version, keep_alive, r, head_only, now)
                         }

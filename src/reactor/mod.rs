@@ -356,7 +356,7 @@ impl Server {
         }
         self.draining = true;
         info!(
-            "graceful shutdown: no longer accepting; waiting up to {}s for {}",
+            "graceful shutdown: no longer accepting Gearman connections (HTTP: health and metrics only); waiting up to {}s for {}",
             self.config.graceful_timeout.as_secs(),
             crate::plural::count(
                 self.engine.running_jobs() as u64,
@@ -367,7 +367,8 @@ impl Server {
         for mut l in self.listeners.drain(..) {
             let _ = self.poll.registry().deregister(&mut l);
         }
-        self.http.stop_listening(&self.poll);
+        // The HTTP listener stays, for health and metrics only (http::route::while_draining),
+        // so that a load balancer sees `503 draining` until the drain ends.
         self.engine
             .begin_drain(now, self.config.graceful_timeout.as_millis() as u64);
     }
