@@ -46,6 +46,8 @@ impl World {
     fn new(funcs: usize, workers: usize, per_worker: usize, clients: usize) -> World {
         let mut eng = Engine::new(EngineConfig {
             handle_prefix: "H:bench-host".into(),
+            // The 50,000-function worker below is over the server's default cap.
+            max_functions_per_worker: 0,
             ..EngineConfig::default()
         });
         let mut out = Outbox::default();
@@ -416,6 +418,65 @@ fn main() {
             n
         },
     );
+
+    // Issue 14 item 1: a worker's function count must not make any step of a job slower.
+    // One sleeping worker registered for `nf` functions; each job goes to another of them
+    // and takes the whole idle cycle: submit (NOOP), GRAB, WORK_COMPLETE, GRAB (NO_JOB),
+    // PRE_SLEEP. Flat from 1 to 50,000 functions means no step scans the worker's list.
+    println!("one job through a sleeping worker of many functions (per job, 5 requests):");
+    let cycles = h.size(20_000, 5);
+    for (nf, stride) in [
+        (1usize, 0),
+        (1_000, 0),
+        (50_000, 0),
+        (1_000, 7_919),
+        (50_000, 7_919),
+    ] {
+        let name = format!(
+            "idle cycle, worker of {nf} functions, {}",
+            if stride == 0 {
+                "jobs for one"
+            } else {
+                "jobs spread"
+            }
+        );
+        if !h.enabled(&name) {
+            continue;
+        }
+        let mut w = World::new(nf, 1, nf, 1);
+        let wk = w.workers[0];
+        w.eng
+            .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+        w.eng.handle(wk, Request::PreSleep, NOW, &mut w.out);
+        w.out.replies.clear();
+        let mut k = 0usize;
+        h.bench_on(&name, cycles, &mut w, |w| {
+            for _ in 0..cycles {
+                k += 1;
+                let req = Request::SubmitJob {
+                    func: w.funcs[(k * stride) % nf].clone(),
+                    body: uq[k % uq.len()].clone(),
+                    priority: Priority::Normal,
+                    background: true,
+                };
+                w.eng.handle(w.clients[0], req, NOW, &mut w.out);
+                w.out.replies.clear();
+                w.eng
+                    .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                let handle = w.assigned().expect("assigned");
+                w.out.replies.clear();
+                let done = Request::WorkComplete {
+                    handle,
+                    data: Bytes::from_static(&PAYLOAD),
+                };
+                w.eng.handle(wk, done, NOW, &mut w.out);
+                w.eng
+                    .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                w.eng.handle(wk, Request::PreSleep, NOW, &mut w.out);
+                w.out.replies.clear();
+            }
+        });
+    }
 
     h.bench_with(
         "ECHO_REQ (64 B)",

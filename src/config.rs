@@ -127,6 +127,10 @@ pub struct ServeArgs {
     /// default cap on each function's jobs (0 = unlimited); `maxqueue` changes it per function
     #[argh(option, default = "0")]
     pub max_queue: u32,
+    /// CAN_DOs one worker connection may make; past it, ERROR and nothing registered
+    /// (default 10000, 0 = unlimited)
+    #[argh(option, default = "10_000")]
+    pub max_functions_per_worker: u32,
     /// seconds a graceful shutdown waits for running jobs (default 30)
     #[argh(option, default = "30")]
     pub graceful_timeout: u64,
@@ -518,6 +522,7 @@ impl Config {
                 zone,
                 durable: a.data_dir.is_some(),
                 grab_wait_ms: a.grab_wait,
+                max_functions_per_worker: a.max_functions_per_worker,
             },
             notices,
             schedules: a.schedules.clone(),

@@ -440,3 +440,48 @@ fn a_woken_worker_that_grabs_another_functions_job_passes_the_wakeup_on() {
         "work was left behind for B, but B was never woken"
     );
 }
+
+#[test]
+fn can_do_past_max_functions_per_worker_gets_an_error_and_the_connection_stays() {
+    let s = server(&["--max-functions-per-worker", "2"]);
+    let mut w = s.connect();
+    w.can_do(&["m1", "m2", "m3"]);
+    let err = w.expect(t::ERROR);
+    assert!(
+        err.starts_with(b"TOO_MANY_FUNCTIONS\0"),
+        "{}",
+        err.escape_ascii()
+    );
+    // Still served, and m3 was not registered (nor made).
+    sync(&mut w);
+    let mut a = s.connect();
+    assert_eq!(a.admin("status", true), "m1\t0\t0\t1\nm2\t0\t0\t1\n.\n");
+    assert!(
+        s.log().contains("--max-functions-per-worker"),
+        "{}",
+        s.log()
+    );
+    a.submit(t::SUBMIT_JOB_BG, "m2", "", b"x");
+    assert!(w.grab_uniq().is_some());
+}
+
+/// Issue 14 item 1: many CAN_DOs on one connection are cheap to make and to drop (they were
+/// quadratic), and the worker's jobs still flow. Bounded: 10,000 functions, a few jobs.
+#[test]
+fn a_worker_of_ten_thousand_functions_registers_works_and_leaves() {
+    let s = server(&[]);
+    let mut w = s.connect();
+    let names: Vec<String> = (0..10_000).map(|i| format!("many-{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    w.can_do(&refs);
+    sync(&mut w);
+    let mut c = s.connect();
+    for i in [0, 4_999, 9_999] {
+        c.submit(t::SUBMIT_JOB_BG, &names[i], "", b"job");
+        let (_, f, _, _) = w.grab_uniq().expect("a job");
+        assert_eq!(f, names[i]);
+    }
+    drop(w);
+    let mut a = s.connect();
+    wait_admin(&mut a, "workers", true, 4, |s| s == ".\n");
+}

@@ -29,7 +29,7 @@ impl Engine {
                         lossy(&f.name),
                         f.total(),
                         f.running,
-                        f.workers.len()
+                        f.registrations
                     );
                 }
                 s.push_str(".\n");
@@ -39,7 +39,7 @@ impl Engine {
                 let mut s = String::new();
                 for (_, f) in &self.functions {
                     let [h, n, l] = f.queued;
-                    let _ = writeln!(s, "{}\t{h}\t{n}\t{l}\t{}", lossy(&f.name), f.workers.len());
+                    let _ = writeln!(s, "{}\t{h}\t{n}\t{l}\t{}", lossy(&f.name), f.registrations);
                 }
                 s.push_str(".\n");
                 s.into()
@@ -53,8 +53,8 @@ impl Engine {
                     .filter(|c| !c.abilities.is_empty())
                 {
                     let _ = write!(s, "{} {} {} :", c.info.fd, c.info.ip, lossy(&c.client_id));
-                    for a in &c.abilities {
-                        let _ = write!(s, " {}", lossy(&self.functions[a.func].name));
+                    for f in c.functions_newest_first() {
+                        let _ = write!(s, " {}", lossy(&self.functions[f].name));
                     }
                     s.push('\n');
                 }

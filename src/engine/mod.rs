@@ -10,6 +10,7 @@ mod reactor_api;
 mod schedules;
 pub use schedules::LoadReport;
 mod types;
+mod workers;
 
 use bytes::Bytes;
 use slab::Slab;
@@ -35,6 +36,7 @@ use types::{BACKGROUND, EXTRA, INDEXED};
 /// Maps keyed by what peers send (handles, uniques, names), with a fast per-process-seeded
 /// hash.
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 /// Engine settings, from the command line.
 #[derive(Clone, Debug)]
@@ -60,6 +62,8 @@ pub struct EngineConfig {
     /// How long a worker's GRAB right after it ended a job may wait for the next job before
     /// NO_JOB, in milliseconds (0: answer at once, as gearmand does).
     pub grab_wait_ms: u64,
+    /// CAN_DOs one connection may make (`--max-functions-per-worker`); 0 means unlimited.
+    pub max_functions_per_worker: u32,
 }
 
 impl Default for EngineConfig {
@@ -76,6 +80,7 @@ impl Default for EngineConfig {
             zone: Zone::Local,
             durable: false,
             grab_wait_ms: 0,
+            max_functions_per_worker: 10_000,
         }
     }
 }
@@ -185,6 +190,12 @@ pub struct Engine {
     /// Held GRABs answered with a job, and with NO_JOB at their deadline (for `/metrics`).
     grab_waits_assigned: u64,
     grab_waits_expired: u64,
+    /// Each priority's functions that have queued jobs (see `workers.rs`).
+    nonempty: [Vec<FuncId>; 3],
+    /// Workers waiting for a job: asleep and not woken, or holding a GRAB.
+    waiting: Vec<ConnId>,
+    /// CAN_DOs refused past `--max-functions-per-worker`.
+    functions_refused: u64,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -214,6 +225,9 @@ impl Engine {
             grab_retries: Vec::new(),
             grab_waits_assigned: 0,
             grab_waits_expired: 0,
+            nonempty: Default::default(),
+            waiting: Vec::new(),
+            functions_refused: 0,
         }
     }
 
@@ -311,21 +325,7 @@ impl Engine {
         if self.conns.len() <= idx {
             self.conns.resize_with(idx + 1, || None);
         }
-        self.conns[idx] = Some(Conn {
-            id,
-            info,
-            client_id: Bytes::from_static(b"-"),
-            abilities: Vec::new(),
-            sleeping: false,
-            noop_sent: false,
-            exceptions: self.config.exceptions,
-            holding: Vec::new(),
-            attached: Vec::new(),
-            last_exception: None,
-            just_ended: false,
-            held_grab: None,
-            grab_retry_queued: false,
-        });
+        self.conns[idx] = Some(Conn::new(id, info, self.config.exceptions));
     }
 
     /// A connection is gone: give back the jobs it held, detach it from the jobs it waited on.
@@ -334,13 +334,20 @@ impl Engine {
             return;
         }
         self.give_back_jobs(id, None, now, out);
-        // A worker woken for a job that leaves without taking it passes the wake-up on.
-        let woken_for: Vec<FuncId> = match self.conn(id) {
-            Some(c) if c.noop_sent => c.abilities.iter().map(|a| a.func).collect(),
-            _ => Vec::new(),
+        let (held, woken_for) = match self.conn_mut(id) {
+            Some(c) => {
+                c.sleeping = false;
+                (c.held_grab.take(), c.woken_for.take())
+            }
+            None => (None, None),
         };
+        self.sync_waiting(id);
+        if let Some(h) = held {
+            self.timers.cancel(h.timer);
+        }
         self.drop_abilities(id, None);
-        for f in woken_for {
+        // A worker woken for a job that leaves without taking it passes the wake-up on.
+        if let Some(f) = woken_for {
             if self
                 .functions
                 .get(f)
@@ -352,10 +359,8 @@ impl Engine {
         let Some(conn) = self.conns[id.index as usize].take() else {
             return;
         };
-        if let Some(h) = conn.held_grab {
-            self.timers.cancel(h.timer);
-        }
         for key in conn.attached {
+            let key = key as JobKey;
             let Some(e) = self.extra_get_mut(key) else {
                 continue;
             };
@@ -398,7 +403,9 @@ impl Engine {
                 self.can_do(id, func, (timeout_ms > 0).then_some(timeout_ms), out)
             }
             Request::CantDo { func } => {
-                if let Some(&f) = self.func_by_name.get(&func) {
+                // Only a function this worker registered: a CANT_DO of another costs nothing.
+                let f = self.func_by_name.get(&func).copied();
+                if let Some(f) = f.filter(|&f| self.conn(id).is_some_and(|c| c.can_do(f))) {
                     self.give_back_jobs(id, Some(f), now, out);
                     self.drop_abilities(id, Some(f));
                 }
@@ -674,9 +681,11 @@ impl Engine {
                 TimerEvent::GrabWait { conn } => {
                     if let Some(c) = self.conn_mut(conn) {
                         if c.held_grab.take().is_some() {
+                            c.woken_for = None;
                             out.push(conn, Response::NoJob);
                             out.resumed.push(conn);
                             self.grab_waits_expired += 1;
+                            self.sync_waiting(conn);
                         }
                     }
                 }
@@ -727,62 +736,35 @@ impl Engine {
         f
     }
 
-    fn can_do(&mut self, id: ConnId, func: Bytes, timeout_ms: Option<u64>, out: &mut Outbox) {
-        let f = self.func_id(&func);
-        self.functions[f].workers.push(id);
-        let Some(c) = self.conn_mut(id) else { return };
-        // A second CAN_DO_TIMEOUT for the same function updates the timeout of all its entries.
-        if timeout_ms.is_some() {
-            for a in c.abilities.iter_mut().filter(|a| a.func == f) {
-                a.timeout_ms = timeout_ms;
-            }
-        }
-        c.abilities.insert(
-            0,
-            Ability {
-                func: f,
-                timeout_ms,
-            },
-        );
-        // A worker that is already asleep learns at once that there is work for it.
-        if c.sleeping && !c.noop_sent && self.functions[f].queued_total() > 0 {
-            self.send_noop(id, out);
-        }
-    }
-
-    /// Remove the registrations of `only` (or all) from a connection.
-    fn drop_abilities(&mut self, id: ConnId, only: Option<FuncId>) {
-        let Some(c) = self.conn_mut(id) else { return };
-        let mut dropped = Vec::new();
-        c.abilities.retain(|a| {
-            let keep = only.is_some_and(|f| f != a.func);
-            if !keep {
-                dropped.push(a.func);
-            }
-            keep
-        });
-        for f in dropped {
-            if let Some(func) = self.functions.get_mut(f) {
-                if let Some(pos) = func.workers.iter().position(|w| *w == id) {
-                    func.workers.remove(pos);
-                }
-            }
-        }
-    }
-
     /// Jobs held by a worker that stops doing them go back to the head of their queue,
     /// counted against `--job-retries`; when those are spent the clients get WORK_FAIL.
     fn give_back_jobs(&mut self, id: ConnId, only: Option<FuncId>, now: u64, out: &mut Outbox) {
-        let Some(c) = self.conn_mut(id) else { return };
-        let holding = std::mem::take(&mut c.holding);
-        let (back, keep): (Vec<JobKey>, Vec<JobKey>) = holding
-            .into_iter()
-            .partition(|&k| only.is_none() || self.jobs.get(k).map(|j| j.func()) == only);
-        if let Some(c) = self.conn_mut(id) {
-            c.holding = keep;
+        let jobs = &self.jobs;
+        let Some(c) = self
+            .conns
+            .get_mut(id.index as usize)
+            .and_then(|c| c.as_mut())
+        else {
+            return;
+        };
+        if c.id != id || c.holding.is_empty() {
+            return;
         }
+        let mut back: Vec<(u64, JobKey)> = c
+            .holding
+            .iter()
+            .map(|(&k, &taken)| (taken, k as JobKey))
+            .filter(|&(_, k)| only.is_none() || jobs.get(k).map(|j| j.func()) == only)
+            .collect();
+        for (_, k) in &back {
+            c.holding.remove(&(*k as u32));
+        }
+        if c.holding.len() < c.holding.capacity() / 4 {
+            c.holding.shrink_to_fit();
+        }
+        back.sort_unstable();
         // Each goes to the front, so the last taken goes back first: order is kept.
-        for k in back.into_iter().rev() {
+        for (_, k) in back.into_iter().rev() {
             if !self.jobs.contains(k) {
                 continue;
             }
@@ -827,108 +809,23 @@ impl Engine {
     }
 
     fn pre_sleep(&mut self, id: ConnId, out: &mut Outbox) {
-        let has_work = self.find_job_for(id).is_some();
+        let found = self.find_job_for(id);
         let Some(c) = self.conn_mut(id) else { return };
         // Its next GRAB follows a NOOP, not a job end: it does not wait.
         c.just_ended = false;
-        if has_work {
-            c.sleeping = false;
-            c.noop_sent = true;
-            out.push(id, Response::Noop);
-        } else {
-            c.sleeping = true;
-            c.noop_sent = false;
-        }
-    }
-
-    fn send_noop(&mut self, id: ConnId, out: &mut Outbox) {
-        if let Some(c) = self.conn_mut(id) {
-            c.noop_sent = true;
-            out.push(id, Response::Noop);
-        }
-    }
-
-    /// Wake sleeping workers of `f`: as many as `--worker-wakeup` says (0 = all), rotating so
-    /// that the same worker is not always the one woken.
-    fn wake_workers(&mut self, f: FuncId, out: &mut Outbox) {
-        let Some(func) = self.functions.get(f) else {
-            return;
-        };
-        let n = func.workers.len();
-        if n == 0 {
-            return;
-        }
-        let limit = match self.config.worker_wakeup {
-            0 => usize::MAX,
-            w => w as usize,
-        };
-        let start = func.wake_cursor % n;
-        let mut woken = 0;
-        let mut last = start;
-        // A held GRAB is closer to the job than a sleeper: it needs no NOOP round trip.
-        for i in 0..n {
-            if woken >= limit {
-                break;
-            }
-            let w = self.functions[f].workers[(start + i) % n];
-            let Some(c) = self.conn_mut(w) else { continue };
-            if c.held_grab.is_some() && !c.grab_retry_queued {
-                c.grab_retry_queued = true;
-                self.grab_retries.push(w);
-                woken += 1;
-            }
-        }
-        for i in 0..n {
-            if woken >= limit {
-                break;
-            }
-            let pos = (start + i) % n;
-            let w = self.functions[f].workers[pos];
-            let Some(c) = self.conn_mut(w) else { continue };
-            if c.sleeping && !c.noop_sent {
+        match found {
+            Some((f, _)) => {
+                c.sleeping = false;
                 c.noop_sent = true;
-                out.push(w, Response::Noop);
-                woken += 1;
-                last = pos + 1;
+                c.woken_for = Some(f);
+                out.push(id, Response::Noop);
+            }
+            None => {
+                c.sleeping = true;
+                c.noop_sent = false;
             }
         }
-        if woken > 0 {
-            self.functions[f].wake_cursor = last % n;
-        }
-    }
-
-    /// The queued job this worker would get: highest priority across all its functions, then
-    /// oldest (or, with `--round-robin`, the first function in the worker's rotating list).
-    fn find_job_for(&self, id: ConnId) -> Option<(usize, FuncId, Priority)> {
-        if self.draining {
-            return None;
-        }
-        let conn = self.conn(id)?;
-        for p in Priority::ALL {
-            let mut best: Option<(u64, usize, FuncId)> = None;
-            for (pos, a) in conn.abilities.iter().enumerate() {
-                let f = a.func;
-                let Some(func) = self.functions.get(f) else {
-                    continue;
-                };
-                let head = func.queues[p.index()].head;
-                if head == NIL {
-                    continue;
-                }
-                let order = if self.config.round_robin {
-                    pos as u64
-                } else {
-                    self.jobs[head as usize].id
-                };
-                if best.is_none_or(|(o, _, _)| order < o) {
-                    best = Some((order, pos, f));
-                }
-            }
-            if let Some((_, pos, f)) = best {
-                return Some((pos, f, p));
-            }
-        }
-        None
+        self.sync_waiting(id);
     }
 
     fn grab(&mut self, id: ConnId, kind: GrabKind, now: u64, out: &mut Outbox) {
@@ -936,6 +833,7 @@ impl Engine {
         c.sleeping = false;
         c.noop_sent = false;
         let just_ended = std::mem::take(&mut c.just_ended);
+        self.sync_waiting(id);
         match self.find_job_for(id) {
             Some(found) => self.assign(id, kind, found, now, out),
             // A worker that just ended a job is in its loop: its next job is often about to be
@@ -948,9 +846,16 @@ impl Engine {
                     .insert(deadline, TimerEvent::GrabWait { conn: id });
                 if let Some(c) = self.conn_mut(id) {
                     c.held_grab = Some(HeldGrab { kind, timer });
+                    c.woken_for = None;
                 }
+                self.sync_waiting(id);
             }
-            None => out.push(id, Response::NoJob),
+            None => {
+                if let Some(c) = self.conn_mut(id) {
+                    c.woken_for = None;
+                }
+                out.push(id, Response::NoJob);
+            }
         }
     }
 
@@ -972,11 +877,13 @@ impl Engine {
             c.grab_retry_queued = false;
             let Some(held) = c.held_grab else { continue };
             let Some(found) = self.find_job_for(id) else {
+                self.sync_waiting(id);
                 continue;
             };
             if let Some(c) = self.conn_mut(id) {
                 c.held_grab = None;
             }
+            self.sync_waiting(id);
             self.timers.cancel(held.timer);
             self.grab_waits_assigned += 1;
             out.resumed.push(id);
@@ -985,13 +892,12 @@ impl Engine {
         self.grab_retries.clear();
     }
 
-    /// Give worker `id` the job at the head of queue (f, p); `pos` is the function's place in
-    /// the worker's list.
+    /// Give worker `id` the job at the head of queue (f, p).
     fn assign(
         &mut self,
         id: ConnId,
         kind: GrabKind,
-        (pos, f, p): (usize, FuncId, Priority),
+        (f, p): (FuncId, Priority),
         now: u64,
         out: &mut Outbox,
     ) {
@@ -1002,13 +908,7 @@ impl Engine {
         self.running += 1;
         let more_work = func.queued_total() > 0;
         let timeout = self.conn(id).and_then(|c| c.timeout_for(f));
-        if self.config.round_robin {
-            if let Some(c) = self.conn_mut(id) {
-                // The function just served goes to the back of this worker's list.
-                let a = c.abilities.remove(pos);
-                c.abilities.push(a);
-            }
-        }
+        self.rotate(id, f);
         let job = &mut self.jobs[key];
         job.set_state(JobState::Running(id));
         let job_id = job.id;
@@ -1054,7 +954,8 @@ impl Engine {
         };
         out.push(id, r);
         if let Some(c) = self.conn_mut(id) {
-            c.holding.push(key);
+            c.taken += 1;
+            c.holding.insert(key as u32, c.taken);
         }
         // Pass the baton: work is left, so wake the next sleeper rather than all of them at
         // submit time. This bounds the herd without leaving a job behind a busy worker.
@@ -1064,26 +965,6 @@ impl Engine {
         // The worker may have been woken for another function's job and taken this one
         // instead: whoever else can do that job hears of it now.
         self.pass_wakeups_on(id, Some(f), out);
-    }
-
-    /// Wake a sleeper for each of this worker's functions (but `skip`) that has jobs waiting.
-    fn pass_wakeups_on(&mut self, id: ConnId, skip: Option<FuncId>, out: &mut Outbox) {
-        let n = self.conn(id).map_or(0, |c| c.abilities.len());
-        for i in 0..n {
-            let Some(c) = self.conn(id) else { return };
-            let f = c.abilities[i].func;
-            // Once per function (a function registered twice appears twice).
-            if Some(f) == skip || c.abilities[..i].iter().any(|a| a.func == f) {
-                continue;
-            }
-            if self
-                .functions
-                .get(f)
-                .is_some_and(|func| func.queued_total() > 0)
-            {
-                self.wake_workers(f, out);
-            }
-        }
     }
 
     /// The job named by a worker's WORK_* packet, if this worker runs it; else an ERROR.
@@ -1159,7 +1040,7 @@ impl Engine {
             } else if !self.clients(existing).contains(&id) {
                 self.extra_mut(existing).clients.push(id);
                 if let Some(c) = self.conn_mut(id) {
-                    c.attached.push(existing);
+                    c.attached.insert(existing as u32);
                 }
             }
             out.push(
@@ -1272,7 +1153,7 @@ impl Engine {
             self.by_unique.insert(k, &self.jobs[k]);
         }
         if let Some(c) = client.and_then(|c| self.conn_mut(c)) {
-            c.attached.push(k);
+            c.attached.insert(k as u32);
         }
         match new.due_ms {
             Some(due) if due > now => {
@@ -1297,9 +1178,11 @@ impl Engine {
         let job = &mut self.jobs[k];
         job.set_state(JobState::Queued);
         let p = job.priority.index();
-        let func = &mut self.functions[job.func as usize];
+        let (f, priority) = (job.func as usize, job.priority);
+        let func = &mut self.functions[f];
         let q = &mut func.queues[p];
         func.queued[p] += 1;
+        let filled = func.queued[p] == 1;
         let key = k as u32;
         if front {
             // Keep global FIFO order meaningful: a given-back job is older than anything queued.
@@ -1317,14 +1200,19 @@ impl Engine {
             }
             q.tail = key;
         }
+        if filled {
+            self.queue_filled(f, priority);
+        }
     }
 
     /// Take a queued job out of its function's queue (its state is the caller's to set).
     fn unlink(&mut self, k: JobKey) {
         let job = &self.jobs[k];
         let (prev, next, p) = (job.prev(), job.next(), job.priority.index());
-        let func = &mut self.functions[job.func as usize];
+        let (f, priority) = (job.func as usize, job.priority);
+        let func = &mut self.functions[f];
         func.queued[p] -= 1;
+        let emptied = func.queued[p] == 0;
         let q = &mut func.queues[p];
         match prev {
             NIL => q.head = next,
@@ -1337,6 +1225,9 @@ impl Engine {
         let job = &mut self.jobs[k];
         job.set_prev(NIL);
         job.set_next(NIL);
+        if emptied {
+            self.queue_emptied(f, priority);
+        }
     }
 
     /// Every queue is a well-formed list of exactly the queued jobs of its function and
@@ -1367,6 +1258,7 @@ impl Engine {
             .iter()
             .filter(|(_, j)| j.state() == JobState::Queued);
         assert_eq!(queued.count(), listed as usize);
+        self.check_workers();
     }
 
     /// Remove a job from its queue, every index and counter.
@@ -1407,7 +1299,7 @@ impl Engine {
                         .and_then(|c| c.as_mut())
                         .filter(|c| c.id == w)
                     {
-                        c.holding.retain(|&h| h != k);
+                        c.holding.remove(&(k as u32));
                     }
                 }
                 JobState::Future => {
@@ -1426,7 +1318,7 @@ impl Engine {
                 .and_then(|x| x.as_mut())
                 .filter(|x| x.id == c)
             {
-                conn.attached.retain(|&a| a != k);
+                conn.attached.remove(&(k as u32));
             }
         }
         // Last, once the job is out of the slab and every index: what is left is shrunk.

@@ -158,7 +158,7 @@ impl Engine {
                 queued: f.queued,
                 running: f.running,
                 future: f.future,
-                workers: f.workers.len() as u32,
+                workers: f.registrations,
                 counters: f.counters,
             })
             .collect()
@@ -175,9 +175,9 @@ impl Engine {
                 ip: c.info.ip.clone(),
                 client_id: c.client_id.clone(),
                 functions: c
-                    .abilities
-                    .iter()
-                    .filter_map(|a| self.functions.get(a.func).map(|f| f.name.clone()))
+                    .functions_newest_first()
+                    .into_iter()
+                    .filter_map(|f| self.functions.get(f).map(|f| f.name.clone()))
                     .collect(),
             })
             .collect()

@@ -55,7 +55,7 @@ impl Engine {
             self.journal_added(k);
         }
         if let Some(c) = self.conn_mut(conn) {
-            c.attached.retain(|&a| a != k);
+            c.attached.remove(&(k as u32));
         }
         true
     }

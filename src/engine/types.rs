@@ -25,12 +25,17 @@ pub struct ConnInfo {
 pub type FuncId = usize;
 pub type JobKey = usize;
 
-/// One CAN_DO registration.
+/// One function a worker registered (CAN_DO twice counts twice, as gearmand).
 #[derive(Clone, Copy, Debug)]
 pub struct Ability {
-    pub func: FuncId,
-    /// CAN_DO_TIMEOUT in milliseconds.
+    pub count: u32,
+    /// CAN_DO_TIMEOUT in milliseconds (of the newest registration).
     pub timeout_ms: Option<u64>,
+    /// Higher is newer (gearmand lists a worker's functions newest first); with
+    /// `--round-robin`, a function just served drops below all the others.
+    pub order: i64,
+    /// This worker's place in the function's `workers`.
+    pub pos: u32,
 }
 
 /// The engine's view of one connection.
@@ -39,15 +44,24 @@ pub struct Conn {
     pub id: ConnId,
     pub info: ConnInfo,
     pub client_id: Bytes,
-    /// Registrations, newest first (gearmand's `workers` order). Duplicates count twice.
-    pub abilities: Vec<Ability>,
+    /// Registrations by function (see `functions_newest_first` for gearmand's order).
+    pub abilities: super::FastMap<FuncId, Ability>,
+    /// CAN_DOs counted in `abilities` (duplicates too): bounded by
+    /// `--max-functions-per-worker`.
+    pub registrations: u32,
+    /// CAN_DOs refused past that bound (the first is logged).
+    pub refused_functions: u32,
+    /// The highest and lowest `Ability::order` handed out.
+    pub order_hi: i64,
+    pub order_lo: i64,
     pub sleeping: bool,
     pub noop_sent: bool,
     pub exceptions: bool,
-    /// Jobs this worker is running.
-    pub holding: Vec<JobKey>,
+    /// Jobs this worker is running, with the order it took them in (`taken`).
+    pub holding: super::FastMap<u32, u64>,
+    pub taken: u64,
     /// Foreground jobs this client waits for.
-    pub attached: Vec<JobKey>,
+    pub attached: super::FastSet<u32>,
     /// The handle of the last job this worker ended with WORK_EXCEPTION.
     pub last_exception: Option<Bytes>,
     /// The worker ended a job since its last GRAB: its next GRAB may wait (`--grab-wait`).
@@ -57,6 +71,11 @@ pub struct Conn {
     pub held_grab: Option<HeldGrab>,
     /// On the engine's list of held GRABs to try again.
     pub grab_retry_queued: bool,
+    /// The function whose job this worker was woken for (NOOP or a held GRAB tried again):
+    /// if it takes another job or leaves, the wake-up is passed on for that function.
+    pub woken_for: Option<FuncId>,
+    /// Its place in the engine's list of waiting workers (`NIL`: not on it).
+    pub waiting_pos: u32,
 }
 
 /// A waiting GRAB: what to answer with, and the deadline's timer.
@@ -67,15 +86,52 @@ pub struct HeldGrab {
 }
 
 impl Conn {
+    pub fn new(id: ConnId, info: ConnInfo, exceptions: bool) -> Conn {
+        Conn {
+            id,
+            info,
+            client_id: Bytes::from_static(b"-"),
+            abilities: Default::default(),
+            registrations: 0,
+            refused_functions: 0,
+            order_hi: 0,
+            order_lo: 0,
+            sleeping: false,
+            noop_sent: false,
+            exceptions,
+            holding: Default::default(),
+            taken: 0,
+            attached: Default::default(),
+            last_exception: None,
+            just_ended: false,
+            held_grab: None,
+            grab_retry_queued: false,
+            woken_for: None,
+            waiting_pos: NIL,
+        }
+    }
+
     pub fn can_do(&self, func: FuncId) -> bool {
-        self.abilities.iter().any(|a| a.func == func)
+        self.abilities.contains_key(&func)
     }
 
     pub fn timeout_for(&self, func: FuncId) -> Option<u64> {
-        self.abilities
-            .iter()
-            .find(|a| a.func == func)
-            .and_then(|a| a.timeout_ms)
+        self.abilities.get(&func).and_then(|a| a.timeout_ms)
+    }
+
+    /// Waits for a job: asleep and not yet woken, or holding a GRAB not yet tried again.
+    pub fn waits(&self) -> bool {
+        (self.sleeping && !self.noop_sent) || (self.held_grab.is_some() && !self.grab_retry_queued)
+    }
+
+    /// Registered functions newest first, a function registered twice listed twice (the
+    /// order of gearmand's `workers`). For admin replies: it sorts.
+    pub fn functions_newest_first(&self) -> Vec<FuncId> {
+        let mut v: Vec<(&FuncId, &Ability)> = self.abilities.iter().collect();
+        v.sort_by_key(|(_, a)| std::cmp::Reverse(a.order));
+        v.into_iter()
+            .flat_map(|(&f, a)| std::iter::repeat_n(f, a.count as usize))
+            .collect()
     }
 }
 
@@ -109,8 +165,12 @@ pub struct Function {
     pub running: u32,
     /// Future jobs waiting in the timer for their time.
     pub future: u32,
-    /// Registrations of workers, one entry per CAN_DO (duplicates count, as gearmand).
+    /// Workers that registered the function, each once (its `Ability::pos` is its place).
     pub workers: Vec<ConnId>,
+    /// CAN_DOs of those workers (duplicates count, as gearmand's `status`).
+    pub registrations: u32,
+    /// Its place in the engine's list of non-empty queues of each priority (`NIL`: empty).
+    pub nonempty_pos: [u32; 3],
     /// Where the next wake-up starts, so that wake-ups rotate over the sleepers.
     pub wake_cursor: usize,
     /// Per-priority cap on the function's total jobs; 0 means unlimited.
@@ -144,6 +204,8 @@ impl Function {
             running: 0,
             future: 0,
             workers: Vec::new(),
+            registrations: 0,
+            nonempty_pos: [NIL; 3],
             wake_cursor: 0,
             max_queue: [max_queue; 3],
             counters: JobCounters::default(),
