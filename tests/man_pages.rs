@@ -129,24 +129,10 @@ fn gearwheel_1() -> String {
     for (name, desc) in &commands {
         m.push_str(&format!(".TP\n.B {}\n{}\n", escape(name), escape(desc)));
     }
-    let ops_links = links("docs");
-    for (title, heading) in [
-        ("SERVE OPTIONS", "Serve flags"),
-        ("LOGS", "Logs"),
-        ("SIGNALS AND EXIT STATUS", "Signals and exit codes"),
-        ("DAEMON MODE AND \\-u", "Daemon mode and `-u`"),
-        ("SYSTEMD", "Running under systemd"),
-    ] {
-        m.push_str(&format!(".SH \"{title}\"\n"));
-        m.push_str(&blocks(section(&ops, heading), 2, &ops_links));
-    }
-    for (title, heading) in [
-        ("WORK", "`gearwheel work`: any command as a worker"),
-        ("SUBMIT", "`gearwheel submit`"),
-        ("ADMIN", "`gearwheel admin`"),
-    ] {
-        m.push_str(&format!(".SH {title}\n"));
-        m.push_str(&blocks(section(&clients, heading), 2, &ops_links));
+    // Every section of the two documents, whatever they hold today; their openings only
+    // point to other documents.
+    for doc in [&ops, &clients] {
+        m.push_str(&blocks(sections(doc), 2, &links("docs")));
     }
     let check = help(&["check"]);
     m.push_str(".SH CHECK\n.PP\n");
@@ -163,7 +149,7 @@ fn gearwheel_1() -> String {
             "A whole crontab, moved: `gearwheel import-crontab`",
         ),
         2,
-        &ops_links,
+        &links("docs"),
     ));
     m.push_str(
         ".SH \"SEE ALSO\"\n.BR gearwheel\\-schedules (5),\n.BR gearmand (8),\n\
@@ -179,6 +165,11 @@ fn gearwheel_1() -> String {
         )
     ));
     m
+}
+
+/// A document from its first `##` heading on.
+fn sections(md: &str) -> &str {
+    md.find("\n## ").map_or("", |i| &md[i + 1..])
 }
 
 /// gearwheel-schedules(5): docs/schedules.md as it stands.

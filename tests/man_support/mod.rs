@@ -72,10 +72,21 @@ pub fn blocks(md: &str, sh_level: usize, links: &Links) -> String {
         if hashes > 0 && t[hashes..].starts_with(' ') {
             let title = inline(t[hashes..].trim(), links);
             if hashes <= sh_level {
-                out.push_str(&format!(
-                    ".SH \"{}\"\n",
-                    title.to_uppercase().replace('"', "")
-                ));
+                // Upper case, as man pages title sections, except inside code: `-u` is a flag.
+                let upper: Vec<String> = t[hashes..]
+                    .trim()
+                    .split('`')
+                    .enumerate()
+                    .map(|(i, s)| {
+                        if i % 2 == 0 {
+                            s.to_uppercase()
+                        } else {
+                            s.to_string()
+                        }
+                    })
+                    .collect();
+                let title = inline(&upper.join("`"), links);
+                out.push_str(&format!(".SH \"{}\"\n", title.replace('"', "")));
             } else {
                 out.push_str(&format!(".SS \"{}\"\n", title.replace('"', "")));
             }
@@ -91,14 +102,14 @@ pub fn blocks(md: &str, sh_level: usize, links: &Links) -> String {
             out.push_str(&table(&rows, links));
             continue;
         }
-        if let Some(first) = t.strip_prefix("- ") {
+        if let Some((mark, first)) = list_item(t) {
             let mut item = vec![first.to_string()];
             i += 1;
             while i < lines.len() && lines[i].starts_with("  ") && !lines[i].trim().is_empty() {
                 item.push(lines[i].trim().to_string());
                 i += 1;
             }
-            out.push_str(".IP \\(bu 2\n");
+            out.push_str(&format!(".IP {mark} 4\n"));
             out.push_str(&text_line(&inline(&item.join(" "), links)));
             continue;
         }
@@ -109,7 +120,7 @@ pub fn blocks(md: &str, sh_level: usize, links: &Links) -> String {
             if n.is_empty()
                 || n.starts_with("```")
                 || n.starts_with('|')
-                || n.starts_with("- ")
+                || list_item(n).is_some()
                 || n.starts_with('#')
             {
                 break;
@@ -121,6 +132,16 @@ pub fn blocks(md: &str, sh_level: usize, links: &Links) -> String {
         out.push_str(&text_line(&inline(&para.join(" "), links)));
     }
     out
+}
+
+/// A list item's mark as roff writes it (a bullet, or `N.`) and its first line.
+fn list_item(line: &str) -> Option<(String, &str)> {
+    if let Some(rest) = line.strip_prefix("- ") {
+        return Some(("\\(bu".to_string(), rest));
+    }
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    let rest = line[digits..].strip_prefix(". ")?;
+    (digits > 0).then(|| (format!("{}.", &line[..digits]), rest))
 }
 
 /// A table as tagged paragraphs: the first column is the tag, the last the text, and any
