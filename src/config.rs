@@ -137,6 +137,10 @@ pub struct ServeArgs {
     /// time zone of SUBMIT_JOB_SCHED fields: "local" (default), "UTC" or an IANA name
     #[argh(option)]
     pub timezone: Option<String>,
+    /// log a WARNING for a SUBMIT_JOB_SCHED or SUBMIT_JOB_EPOCH job due further ahead than
+    /// this (30s, 12h, 31d; 0 = never; default 31d), so a misread time field is seen
+    #[argh(option)]
+    pub future_horizon: Option<String>,
     /// keep background and future jobs and schedule runs in a journal in this directory
     /// (created if missing), so that they survive a crash or a restart
     #[argh(option)]
@@ -477,6 +481,12 @@ impl Config {
         }
         let zone = Zone::parse(a.timezone.as_deref().unwrap_or("local"))
             .map_err(|e| format!("--timezone: {e}"))?;
+        let future_horizon_ms = match a.future_horizon.as_deref() {
+            None => 31 * 86_400_000,
+            Some("0") => 0,
+            Some(d) => crate::schedule::duration::parse_duration(d)
+                .map_err(|e| format!("--future-horizon: {e}"))?,
+        };
         let user = a.user.as_deref().map(lookup_user).transpose()?;
         let fsync = match a.fsync.as_deref().unwrap_or("always") {
             "always" => Fsync::Always,
@@ -523,6 +533,7 @@ impl Config {
                 durable: a.data_dir.is_some(),
                 grab_wait_ms: a.grab_wait,
                 max_functions_per_worker: a.max_functions_per_worker,
+                future_horizon_ms,
             },
             notices,
             schedules: a.schedules.clone(),
@@ -608,6 +619,14 @@ mod tests {
         assert_eq!(c.limits.max_packet, 64 << 20);
         assert_eq!(c.backlog, 1024);
         assert_eq!(c.engine.grab_wait_ms, 1);
+        assert_eq!(c.engine.future_horizon_ms, 31 * 86_400_000);
+        let h = |v: &str| {
+            Config::from_args(serve(&["serve", "--future-horizon", v]).unwrap(), None)
+                .map(|c| c.engine.future_horizon_ms)
+        };
+        assert_eq!(h("0"), Ok(0));
+        assert_eq!(h("12h"), Ok(12 * 3_600_000));
+        assert!(h("soon").unwrap_err().contains("--future-horizon"));
         assert!(c.engine.handle_prefix.starts_with("H:"));
         let c = Config::from_args(serve(&["serve"]).unwrap(), Some("4999".into())).unwrap();
         assert_eq!(c.listen[0].port(), 4999);

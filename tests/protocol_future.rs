@@ -169,3 +169,89 @@ fn an_idle_server_holding_future_jobs_does_not_wake_up() {
     assert_eq!(cpu1 - cpu0, 0, "an idle server used CPU");
     assert!(sw1 - sw0 <= 1, "an idle server woke up {} times", sw1 - sw0);
 }
+
+/// The job's line about being far ahead, if the log has one.
+fn far_line(s: &Server, handle: &str) -> Option<String> {
+    s.log()
+        .lines()
+        .find(|l| l.contains(&format!("future job {handle} ")) && l.contains("beyond"))
+        .map(str::to_string)
+}
+
+#[test]
+fn jobs_due_beyond_the_horizon_are_warned_about_with_their_due_time() {
+    let s = Server::start_args(&[
+        "serve",
+        "-p",
+        "0",
+        "--verbose",
+        "WARNING",
+        "--timezone",
+        "UTC",
+        "--job-handle-prefix",
+        "H:t",
+    ]);
+    let mut c = s.connect();
+    // An epoch 40 days ahead: beyond the default 31 days.
+    let epoch = (now_ms() / 1000 + 40 * 86_400).to_string();
+    c.send_req(t::SUBMIT_JOB_EPOCH, &[b"f", b"far", epoch.as_bytes(), b"x"]);
+    let far = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    // A SCHED job on the 1st of a month three or four months away (all fields must match).
+    let month = (chrono::Utc::now()
+        .format("%m")
+        .to_string()
+        .parse::<u32>()
+        .unwrap()
+        + 2)
+        % 12
+        + 1;
+    let m = month.to_string();
+    c.send_req(
+        t::SUBMIT_JOB_SCHED,
+        &[b"f", b"sched", b"0", b"0", b"1", m.as_bytes(), b"", b"x"],
+    );
+    let sched = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    // One a minute ahead: no warning.
+    let soon = (now_ms() / 1000 + 60).to_string();
+    c.send_req(t::SUBMIT_JOB_EPOCH, &[b"f", b"near", soon.as_bytes(), b"x"]);
+    let near = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    // The log is in order: once a later job's warning is there, `near` had its chance.
+    let epoch2 = (now_ms() / 1000 + 100 * 86_400).to_string();
+    c.send_req(
+        t::SUBMIT_JOB_EPOCH,
+        &[b"f", b"far2", epoch2.as_bytes(), b"x"],
+    );
+    let far2 = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    s.wait_log(&format!("future job {far2} "), 5);
+    let line = far_line(&s, &far).unwrap_or_else(|| panic!("no warning: {}", s.log()));
+    assert!(line.trim_start().starts_with("WARNING"), "{line}");
+    assert!(
+        line.contains("39d ahead") || line.contains("40d ahead"),
+        "{line}"
+    );
+    let due = chrono::DateTime::from_timestamp(epoch.parse().unwrap(), 0).unwrap();
+    assert!(
+        line.contains(&due.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        "{line}"
+    );
+    let line = far_line(&s, &sched).unwrap_or_else(|| panic!("no warning: {}", s.log()));
+    assert!(
+        line.contains(&format!("-{month:02}-01T00:00:00Z")),
+        "{line}"
+    );
+    assert!(far_line(&s, &near).is_none(), "{}", s.log());
+
+    // A wider horizon keeps the same job quiet.
+    let s = Server::start(&["--future-horizon", "60d"]);
+    let mut c = s.connect();
+    c.send_req(t::SUBMIT_JOB_EPOCH, &[b"f", b"far", epoch.as_bytes(), b"x"]);
+    let far = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    c.send_req(
+        t::SUBMIT_JOB_EPOCH,
+        &[b"f", b"far2", epoch2.as_bytes(), b"x"],
+    );
+    let far2 = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    s.wait_log(&format!("future job {far2} "), 5);
+    s.wait_log("beyond --future-horizon 60d", 5);
+    assert!(far_line(&s, &far).is_none(), "{}", s.log());
+}

@@ -5,6 +5,7 @@
 mod admin;
 mod durable;
 mod handles;
+mod horizon;
 mod query;
 mod reactor_api;
 mod schedules;
@@ -64,6 +65,8 @@ pub struct EngineConfig {
     pub grab_wait_ms: u64,
     /// CAN_DOs one connection may make (`--max-functions-per-worker`); 0 means unlimited.
     pub max_functions_per_worker: u32,
+    /// A SCHED or EPOCH job due further ahead than this is logged at WARNING (0: never).
+    pub future_horizon_ms: u64,
 }
 
 impl Default for EngineConfig {
@@ -81,6 +84,7 @@ impl Default for EngineConfig {
             durable: false,
             grab_wait_ms: 0,
             max_functions_per_worker: 10_000,
+            future_horizon_ms: 0,
         }
     }
 }
@@ -1073,6 +1077,10 @@ impl Engine {
                 String::from_utf8_lossy(&func),
                 rfc3339(due)
             );
+            let horizon = self.config.future_horizon_ms;
+            if let Some(m) = horizon::message(&handle, &func, due, now, horizon) {
+                log::warn!("{m}");
+            }
         }
         // A held GRAB queued for this job takes it before `handle` returns: the client's
         // JOB_CREATED may then wait for the result (grab_retries holds only this request's).
