@@ -269,18 +269,6 @@ fn a_data_dir_held_by_another_server_does_not_suggest_repair() {
     assert!(!err.contains("repair"), "{err}");
 }
 
-/// `show schedules` as (id -> fields).
-fn schedule_row(c: &mut common::Conn, id: &str) -> Vec<String> {
-    let listing = c.admin("show schedules", true);
-    listing
-        .lines()
-        .find(|l| l.starts_with(&format!("{id}\t")))
-        .unwrap_or_else(|| panic!("{id} not in {listing:?}"))
-        .split('\t')
-        .map(String::from)
-        .collect()
-}
-
 fn num(row: &[String], i: usize) -> u64 {
     row[i].parse().unwrap()
 }
@@ -307,7 +295,7 @@ fn schedule_counters_and_runs_missed_while_down_survive_a_restart() {
     let mut c = s.connect();
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let before = loop {
-        let r = schedule_row(&mut c, "tick");
+        let r = c.schedule_row("tick");
         if num(&r, 7) >= 2 && num(&r, 8) == 1 && num(&r, 9) >= 1 {
             break r;
         }
@@ -335,7 +323,7 @@ fn schedule_counters_and_runs_missed_while_down_survive_a_restart() {
         line.starts_with("WARNING") && line.contains("schedule tick: "),
         "{line}"
     );
-    let after = schedule_row(&mut s.connect(), "tick");
+    let after = s.connect().schedule_row("tick");
     assert_eq!(after[4], before[4], "last run");
     assert!(
         num(&after, 7) >= num(&before, 7),

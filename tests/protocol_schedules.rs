@@ -15,14 +15,7 @@ fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
 }
 
 fn row(c: &mut Conn, id: &str) -> Vec<String> {
-    let listing = c.admin("show schedules", true);
-    listing
-        .lines()
-        .find(|l| l.starts_with(&format!("{id}\t")))
-        .unwrap_or_else(|| panic!("{id} not in {listing:?}"))
-        .split('\t')
-        .map(String::from)
-        .collect()
+    c.schedule_row(id)
 }
 
 /// Work one job: complete it, or fail it when `fail` is set. Returns the workload.

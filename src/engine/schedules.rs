@@ -374,25 +374,34 @@ impl Engine {
             self.catch_up(slot, now, out);
         } else {
             // This run and every later one up to now are skipped (the next is armed after now).
-            let (more, capped) = st.entry.timing.runs_between(
-                utc(nominal),
-                utc(now),
-                &st.entry.zone,
-                MISSED_COUNT_CAP,
-            );
-            let n = 1 + more;
-            st.history.skips += n;
-            st.history.seen_ms = Some(now);
+            let (n, capped) = self.skip_until(slot, nominal, now, 1);
             log::warn!(
                 "schedule {}: {} missed from {} (now {}; server stalled or clock jumped); catchup=none",
-                st.id,
+                self.schedules.entries[slot].id,
                 missed_runs(n, capped),
                 rfc3339(nominal),
                 rfc3339(now)
             );
-            self.journal_history(slot);
         }
         self.arm_after(slot, now);
+    }
+
+    /// Skip the runs in `(after, now]`, plus `extra` already due: count them, remember that
+    /// everything up to `now` was dealt with, and journal it. Returns the count and whether
+    /// it reached the counting cap.
+    fn skip_until(&mut self, slot: usize, after: u64, now: u64, extra: u64) -> (u64, bool) {
+        let st = &mut self.schedules.entries[slot];
+        let (more, capped) =
+            st.entry
+                .timing
+                .runs_between(utc(after), utc(now), &st.entry.zone, MISSED_COUNT_CAP);
+        let n = more + extra;
+        if n > 0 {
+            st.history.skips += n;
+            st.history.seen_ms = Some(now);
+            self.journal_history(slot);
+        }
+        (n, capped)
     }
 
     /// At start: the runs of a `catchup=none` entry that fell while the server was down are
@@ -402,24 +411,16 @@ impl Engine {
         let Some(last) = st.history.last_run_ms.max(st.history.seen_ms) else {
             return;
         };
-        let (n, capped) =
-            st.entry
-                .timing
-                .runs_between(utc(last), utc(now), &st.entry.zone, MISSED_COUNT_CAP);
-        if n == 0 {
-            return;
+        let (n, capped) = self.skip_until(slot, last, now, 0);
+        if n > 0 {
+            log::warn!(
+                "schedule {}: {} missed while the server was down (last one seen {}, now {}); catchup=none",
+                self.schedules.entries[slot].id,
+                missed_runs(n, capped),
+                rfc3339(last),
+                rfc3339(now)
+            );
         }
-        let st = &mut self.schedules.entries[slot];
-        st.history.skips += n;
-        st.history.seen_ms = Some(now);
-        log::warn!(
-            "schedule {}: {} missed while the server was down (last one seen {}, now {}); catchup=none",
-            st.id,
-            missed_runs(n, capped),
-            rfc3339(last),
-            rfc3339(now)
-        );
-        self.journal_history(slot);
     }
 
     /// Make up the last run missed since the entry last ran, once, unless older than its

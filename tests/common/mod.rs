@@ -298,6 +298,18 @@ impl Conn {
         self.read_text(list)
     }
 
+    /// The `show schedules` line of entry `id`, split at its tabs.
+    pub fn schedule_row(&mut self, id: &str) -> Vec<String> {
+        let listing = self.admin("show schedules", true);
+        listing
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}\t")))
+            .unwrap_or_else(|| panic!("{id} not in {listing:?}"))
+            .split('\t')
+            .map(String::from)
+            .collect()
+    }
+
     /// Read one text reply: a line, or lines up to and including `.\n`.
     pub fn read_text(&mut self, list: bool) -> String {
         loop {
