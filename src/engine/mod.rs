@@ -556,7 +556,7 @@ impl Engine {
                     return;
                 };
                 if let Some(c) = self.conn_mut(id) {
-                    c.last_exception = Some(handle.clone());
+                    c.last_exception = Some(Bytes::copy_from_slice(&handle));
                 }
                 let job = &self.jobs[key];
                 for &c in self.clients(key) {
@@ -620,7 +620,8 @@ impl Engine {
             Request::EchoReq { data } => out.push(id, Response::EchoRes { data }),
             Request::SetClientId { id: client_id } => {
                 if let Some(c) = self.conn_mut(id) {
-                    c.client_id = client_id.slice(..client_id.len().min(127));
+                    // Copied: a slice would keep the packet's read buffer for the connection's life.
+                    c.client_id = Bytes::copy_from_slice(&client_id[..client_id.len().min(127)]);
                 }
             }
             Request::OptionReq { name } => {
@@ -733,10 +734,12 @@ impl Engine {
         if let Some(&f) = self.func_by_name.get(name) {
             return f;
         }
+        // Copied out of the packet, which may sit in a large read buffer.
+        let name = Bytes::copy_from_slice(name);
         let f = self
             .functions
             .insert(Function::new(name.clone(), self.config.max_queue));
-        self.func_by_name.insert(name.clone(), f);
+        self.func_by_name.insert(name, f);
         f
     }
 
@@ -1059,10 +1062,12 @@ impl Engine {
             out.push(id, Response::error("QUEUE_ERROR", "Job queue is full"));
             return;
         }
+        // What a job keeps is copied out of the packet: a slice would keep the whole read
+        // buffer it arrived in, whatever else that held (issue 14 item 3).
         let new = NewJob {
             func: f,
-            body,
-            reducer,
+            body: JobBody::new(body.unique_bytes(), body.data_bytes()),
+            reducer: reducer.as_deref().map(Bytes::copy_from_slice),
             priority,
             background,
             due_ms,

@@ -1,0 +1,52 @@
+//! What a peer can leave behind in the server's memory (issue 14): a tiny job must not keep
+//! the read buffer it arrived in, and names of functions nobody uses any more are forgotten.
+//! Memory is read from /proc/PID/status of the real server.
+
+mod common;
+
+use common::{Conn, Server, req, t};
+
+/// The server's anonymous resident memory (heap and buffers), in kB.
+fn rss_anon_kb(s: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("RssAnon in /proc/PID/status")
+}
+
+/// One write: a 200 KiB ECHO_REQ and, behind it, a background job of one byte.
+fn echo_then_tiny_job(c: &mut Conn, echo: &[u8], i: usize) {
+    let mut bytes = req(t::ECHO_REQ, &[echo]);
+    let unique = format!("tiny-{i}");
+    bytes.extend(req(t::SUBMIT_JOB_BG, &[b"pinned", unique.as_bytes(), b"x"]));
+    c.send(&bytes);
+    assert_eq!(c.expect(t::ECHO_RES).len(), echo.len());
+    c.expect(t::JOB_CREATED);
+}
+
+#[test]
+fn a_tiny_job_does_not_keep_the_read_buffer_it_arrived_in() {
+    let s = Server::start(&[]);
+    let mut c = s.connect();
+    let echo = vec![b'e'; 200 * 1024];
+    for i in 0..20 {
+        echo_then_tiny_job(&mut c, &echo, i);
+    }
+    let before = rss_anon_kb(&s);
+    for i in 20..320 {
+        echo_then_tiny_job(&mut c, &echo, i);
+    }
+    let grown = rss_anon_kb(&s).saturating_sub(before);
+    // Each job used to keep its whole read buffer: 300 jobs held some 60 MB. Owned, they are
+    // a few hundred bytes each.
+    assert!(
+        grown < 8 * 1024,
+        "300 one-byte jobs grew the server by {grown} kB"
+    );
+    assert!(
+        c.admin("status", true).contains("pinned\t320\t0\t0\n"),
+        "the jobs are all still queued"
+    );
+}
