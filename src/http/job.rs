@@ -56,6 +56,11 @@ impl JobWait {
         }
     }
 
+    /// A foreground wait: the answer is the job's result, which may take any time.
+    pub fn foreground(&self) -> bool {
+        !self.background
+    }
+
     /// The job's handle, once JOB_CREATED came.
     pub fn handle(&self) -> Option<Bytes> {
         self.handle.as_ref().map(Handle::to_bytes)

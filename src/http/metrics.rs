@@ -26,6 +26,8 @@ pub struct NetStats {
     pub bytes_sent: u64,
     /// HTTP responses by status code, in code order.
     pub http_responses: Vec<(u16, u64)>,
+    /// HTTP clients that closed while their foreground job waited.
+    pub http_clients_left: u64,
 }
 
 /// The process's own numbers (the standard `process_*` metrics).
@@ -438,6 +440,12 @@ pub fn render(input: &Input<'_>) -> String {
             .iter()
             .map(|(c, v)| (vec![("code", c.as_str())], Value::Int(*v))),
     );
+    w.single(
+        "gearman_http_clients_left_total",
+        Counter,
+        "HTTP clients that closed while their foreground job waited (the job was given up).",
+        n.http_clients_left,
+    );
     let sched = input.schedules;
     let per_entry = |f: fn(&ScheduleStatus) -> Option<Value>| {
         sched
@@ -658,6 +666,7 @@ mod tests {
             bytes_received: 1234,
             bytes_sent: 5678,
             http_responses: vec![(200, 3), (404, 1)],
+            http_clients_left: 0,
         };
         let process = ProcessStats {
             resident_bytes: 4096,

@@ -71,6 +71,8 @@ struct Stats {
     accepted_gearman: u64,
     accepted_http: u64,
     refused: u64,
+    /// HTTP clients that closed while their foreground job waited.
+    left_waiting: u64,
     /// Bytes of connections already closed (open ones keep their own count).
     closed_in: u64,
     closed_out: u64,
@@ -88,6 +90,13 @@ pub(super) struct HttpConn {
     /// Refused with an error: our side is shut, the client's bytes are read and dropped
     /// until it closes or `LINGER_MS` pass.
     lingering: bool,
+}
+
+impl HttpConn {
+    /// Its request waits for a foreground job's result.
+    fn waits_for_a_result(&self) -> bool {
+        self.job.as_ref().is_some_and(|f| f.wait.foreground())
+    }
 }
 
 struct InFlight {
@@ -206,7 +215,6 @@ impl Server {
             }
             return;
         }
-        // A job was answering before this read (so an EOF now is the client leaving).
         let waiting = h.job.is_some() && !c.read_closed;
         let cap = if waiting {
             PIPELINE_CAP
@@ -226,6 +234,20 @@ impl Server {
             return;
         }
         let busy = c.http.as_ref().is_some_and(|h| h.job.is_some());
+        // The peer closed (a FIN with the request or after it, maybe behind pipelined bytes
+        // not read yet; or a reset) while its foreground job waits: as nginx takes it, and as a
+        // Gearman client that leaves, the client gave the job up. Waiting for a half-close's
+        // answer instead would let a peer pin a connection and its descriptor for as long as
+        // no worker comes. A background answer comes within the turn and is still given.
+        let closed = matches!(status, Ok(ReadStatus::Eof)) || c.hup_seen;
+        if closed && c.http.as_deref().is_some_and(HttpConn::waits_for_a_result) {
+            info!(
+                "HTTP connection {idx}: the client closed while waiting for its job; it gives the job up"
+            );
+            self.http.stats.left_waiting += 1;
+            self.mark_close(idx);
+            return;
+        }
         match status {
             Ok(ReadStatus::Drained) => {}
             Ok(ReadStatus::Capped) => {
@@ -233,12 +255,6 @@ impl Server {
                 if !busy && !self.revisit.contains(&idx) {
                     self.revisit.push(idx);
                 }
-            }
-            Ok(ReadStatus::Eof) if waiting => {
-                // The client left while its job ran (as nginx, a close while waiting is
-                // taken as giving up): a queued foreground job is dropped with it.
-                info!("HTTP connection {idx}: the client closed while waiting for its job");
-                self.mark_close(idx);
             }
             Ok(ReadStatus::Eof) => {
                 c.read_closed = true;
@@ -450,6 +466,7 @@ impl Server {
             bytes_received: s.closed_in,
             bytes_sent: s.closed_out,
             http_responses: s.responses.iter().map(|(k, v)| (*k, *v)).collect(),
+            http_clients_left: s.left_waiting,
             ..NetStats::default()
         };
         for (_, c) in &self.conns {
