@@ -279,15 +279,16 @@ fn the_admin_protocols_own_command_names_work() {
 #[test]
 fn binary_uniques_are_escaped_in_tables_and_raw_with_raw() {
     let s = Server::start(&[]);
-    // (Bytes that are not UTF-8 reach the tool already replaced by this server, not by
-    // gearmand; the escaping of those is a unit test.)
-    let unique: &[u8] = b"u\x1b[31m\x07\\";
+    // The server writes control characters of uniques as `\xHH` itself (they could forge
+    // reply lines, issue 14 item 7); what it passes on as bytes (C1 controls, bytes that are
+    // not UTF-8, the backslash) the tool escapes.
+    let unique: &[u8] = b"u\xc2\x9b31m\xff\\";
     client(&s)
         .submit(SubmitKind::NormalBg, b"bin", unique, b"\x00\x01")
         .unwrap();
     assert_eq!(
         ok(&s, &["unique"]),
-        "UNIQUE\nu\\x1b[31m\\x07\\x5c\n",
+        "UNIQUE\nu\\xc2\\x9b31m\\xff\\x5c\n",
         "no terminal escape reaches the screen"
     );
     let addr = s.addr.to_string();

@@ -1,68 +1,69 @@
 //! The admin text commands, answered from the engine's state in gearmand's formats and line
 //! endings: lists end with `.\n`, `OK <x>` with `\n`, bare `OK` and errors with `\r\n`.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 use bytes::Bytes;
 
 use super::{ConnId, Engine, FailReason, JobState, Outbox, Shutdown};
 use crate::proto::admin::{AdminCommand, unknown_command_reply};
+use crate::proto::names::{has_control, push_escaped};
 use crate::proto::response::Response;
 
 /// The version `version` reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(b)
-}
+/// The reply to `create function` or `maxqueue` with a name no admin line could name again.
+const BAD_NAME: &[u8] =
+    b"ERR INVALID_FUNCTION_NAME A+function+name+cannot+contain+control+characters\r\n";
 
 impl Engine {
     /// Serve one admin line.
     pub fn admin(&mut self, id: ConnId, cmd: AdminCommand, now: u64, out: &mut Outbox) {
         let reply: Bytes = match cmd {
+            // Names, uniques and client ids are written as bytes (a name shown can be typed
+            // back), with control characters escaped (none can forge a line): see proto/names.rs.
             AdminCommand::Status => {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 for (_, f) in &self.functions {
-                    let _ = writeln!(
-                        s,
-                        "{}\t{}\t{}\t{}",
-                        lossy(&f.name),
-                        f.total(),
-                        f.running,
-                        f.registrations
-                    );
+                    push_escaped(&mut s, &f.name);
+                    let _ = writeln!(s, "\t{}\t{}\t{}", f.total(), f.running, f.registrations);
                 }
-                s.push_str(".\n");
+                s.extend_from_slice(b".\n");
                 s.into()
             }
             AdminCommand::PriorityStatus => {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 for (_, f) in &self.functions {
                     let [h, n, l] = f.queued;
-                    let _ = writeln!(s, "{}\t{h}\t{n}\t{l}\t{}", lossy(&f.name), f.registrations);
+                    push_escaped(&mut s, &f.name);
+                    let _ = writeln!(s, "\t{h}\t{n}\t{l}\t{}", f.registrations);
                 }
-                s.push_str(".\n");
+                s.extend_from_slice(b".\n");
                 s.into()
             }
             AdminCommand::Workers => {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 for c in self
                     .conns
                     .iter()
                     .flatten()
                     .filter(|c| !c.abilities.is_empty())
                 {
-                    let _ = write!(s, "{} {} {} :", c.info.fd, c.info.ip, lossy(&c.client_id));
+                    let _ = write!(s, "{} {} ", c.info.fd, c.info.ip);
+                    push_escaped(&mut s, &c.client_id);
+                    s.extend_from_slice(b" :");
                     for f in c.functions_newest_first() {
-                        let _ = write!(s, " {}", lossy(&self.functions[f].name));
+                        s.push(b' ');
+                        push_escaped(&mut s, &self.functions[f].name);
                     }
-                    s.push('\n');
+                    s.push(b'\n');
                 }
-                s.push_str(".\n");
+                s.extend_from_slice(b".\n");
                 s.into()
             }
             AdminCommand::ShowJobs => {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 for (k, j) in &self.jobs {
                     let _ = writeln!(
                         s,
@@ -72,15 +73,16 @@ impl Engine {
                         u8::from(j.background())
                     );
                 }
-                s.push_str(".\n");
+                s.extend_from_slice(b".\n");
                 s.into()
             }
             AdminCommand::ShowUniqueJobs => {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 for (_, j) in &self.jobs {
-                    let _ = writeln!(s, "{}", lossy(j.body.unique_bytes()));
+                    push_escaped(&mut s, j.body.unique_bytes());
+                    s.push(b'\n');
                 }
-                s.push_str(".\n");
+                s.extend_from_slice(b".\n");
                 s.into()
             }
             AdminCommand::ShowScheduled => {
@@ -93,20 +95,20 @@ impl Engine {
                     })
                     .collect();
                 rows.sort_by_key(|(due, j)| (*due, j.id));
-                let mut s = String::new();
+                let mut s = Vec::new();
                 for (due, j) in rows {
-                    let when = super::rfc3339(due);
+                    let _ = write!(s, "{}\t", self.by_handle.of(j));
+                    push_escaped(&mut s, &self.functions[j.func()].name);
+                    s.push(b'\t');
+                    push_escaped(&mut s, j.body.unique_bytes());
                     let _ = writeln!(
                         s,
-                        "{}\t{}\t{}\t{}\t{}",
-                        self.by_handle.of(j),
-                        lossy(&self.functions[j.func()].name),
-                        lossy(j.body.unique_bytes()),
-                        when,
+                        "\t{}\t{}",
+                        super::rfc3339(due),
                         priority_name(j.priority)
                     );
                 }
-                s.push_str(".\n");
+                s.extend_from_slice(b".\n");
                 s.into()
             }
             AdminCommand::ShowSchedules => self.schedules_listing().into(),
@@ -125,6 +127,9 @@ impl Engine {
                     Bytes::from_static(b"OK\r\n")
                 }
             },
+            AdminCommand::CreateFunction(name) if has_control(&name) => {
+                Bytes::from_static(BAD_NAME)
+            }
             AdminCommand::CreateFunction(name) => {
                 self.func_id(&name);
                 Bytes::from_static(b"OK\r\n")
@@ -159,6 +164,10 @@ impl Engine {
                 }
                 None => Bytes::from_static(b"ERR function not found\r\n"),
             },
+            AdminCommand::MaxQueue {
+                func,
+                limits: Some(_),
+            } if has_control(&func) => Bytes::from_static(BAD_NAME),
             AdminCommand::MaxQueue {
                 func,
                 limits: Some(limits),

@@ -165,8 +165,10 @@ pub fn route(head: &Head, body: Bytes) -> Route {
         // As gearmand: no function, 404.
         return Route::Reply(Reply::text(404, "no function name in the path"));
     }
-    if name.contains(&0) {
-        return bad("a function name cannot contain NUL");
+    // Function names must survive line-based admin replies: no control characters (see
+    // proto/names.rs); NUL is one of them.
+    if crate::proto::names::has_control(&name) {
+        return bad("a function name cannot contain control characters (NUL, CR, LF, TAB, ...)");
     }
     let g = &head.gearman;
     let unique = match &g.unique {
@@ -352,6 +354,11 @@ mod tests {
         assert_eq!(status(r("HEAD /f HTTP/1.1\r\n\r\n", "")), 405);
         assert_eq!(status(r("GET /%zz HTTP/1.1\r\n\r\n", "")), 400);
         assert_eq!(status(r("GET /a%00 HTTP/1.1\r\n\r\n", "")), 400);
+        assert_eq!(
+            status(r("GET /status%0d%0ashutdown HTTP/1.1\r\n\r\n", "")),
+            400
+        );
+        assert_eq!(status(r("POST /a%09b HTTP/1.1\r\n\r\n", "")), 400);
         assert_eq!(status(r("GET * HTTP/1.1\r\n\r\n", "")), 400);
         let long = format!(
             "POST /f HTTP/1.1\r\nX-Gearman-Unique: {}\r\n\r\n",

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod frame;
+pub mod names;
 pub mod packet;
 pub mod request;
 pub mod response;

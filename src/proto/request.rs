@@ -298,8 +298,15 @@ fn parse_u64(arg: &[u8]) -> Option<u64> {
 }
 
 impl Request {
-    /// Parse a frame into a request. Only `\0REQ` packets are requests.
+    /// Parse a frame into a request. Only `\0REQ` packets are requests, and a function name
+    /// with a control character is refused (see `names`).
     pub fn parse(frame: &Frame) -> Result<Request, RequestError> {
+        let req = Request::parse_frame(frame)?;
+        super::names::check_request(&req)?;
+        Ok(req)
+    }
+
+    fn parse_frame(frame: &Frame) -> Result<Request, RequestError> {
         use PacketType as T;
         if frame.magic != Magic::Req {
             return Err(RequestError::new("INVALID_MAGIC", "Request magic expected"));

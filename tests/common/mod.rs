@@ -310,6 +310,35 @@ impl Conn {
             .collect()
     }
 
+    /// `admin` for names that are not UTF-8: the line and the reply as bytes.
+    pub fn admin_bytes(&mut self, line: &[u8], list: bool) -> Vec<u8> {
+        let mut l = line.to_vec();
+        l.push(b'\n');
+        self.send(&l);
+        loop {
+            let end = if list {
+                if self.buf.starts_with(b".\n") {
+                    Some(2)
+                } else {
+                    self.buf
+                        .windows(3)
+                        .position(|w| w == b"\n.\n")
+                        .map(|i| i + 3)
+                }
+            } else {
+                self.buf.iter().position(|&b| b == b'\n').map(|i| i + 1)
+            };
+            if let Some(end) = end {
+                return self.buf.drain(..end).collect();
+            }
+            match self.fill() {
+                Ok(0) => panic!("EOF while reading admin reply; got {:?}", self.buf),
+                Ok(_) => {}
+                Err(e) => panic!("reading admin reply: {e}"),
+            }
+        }
+    }
+
     /// Read one text reply: a line, or lines up to and including `.\n`.
     pub fn read_text(&mut self, list: bool) -> String {
         loop {

@@ -1,0 +1,113 @@
+//! Names in admin replies (issue 14 items 6 and 7): function names are bytes end to end, so a
+//! name `status` shows can be typed back into `drop function`, `maxqueue` and CAN_DO; and no
+//! name, unique or client id can forge a line of a reply. Function names with control
+//! characters are refused where they enter (ERROR, HTTP 400); uniques and client ids are
+//! accepted and shown with their control characters escaped.
+
+mod common;
+mod http_support;
+
+use common::{Server, t};
+use http_support::HttpServer;
+
+#[test]
+fn a_name_that_is_not_utf8_is_shown_as_its_bytes_and_can_be_typed_back() {
+    let s = Server::start(&[]);
+    let name: &[u8] = b"caf\xe9-\xff";
+    let mut w = s.connect();
+    w.send_req(t::CAN_DO, &[name]);
+    let mut c = s.connect();
+    c.send_req(t::SUBMIT_JOB_BG, &[name, b"", b"x"]);
+    c.expect(t::JOB_CREATED);
+    let mut a = s.connect();
+    let mut want = name.to_vec();
+    want.extend_from_slice(b"\t1\t0\t1\n.\n");
+    assert_eq!(a.admin_bytes(b"status", true), want);
+    let workers = a.admin_bytes(b"workers", true);
+    assert!(
+        workers.ends_with(&[b" : ", name, b"\n.\n"].concat()),
+        "{workers:?}"
+    );
+    // The name as shown works in admin commands.
+    assert_eq!(
+        a.admin_bytes(&[b"maxqueue ", name, b" 7"].concat(), false),
+        b"OK\r\n"
+    );
+    assert_eq!(
+        a.admin_bytes(&[b"maxqueue ", name].concat(), false),
+        b"OK 7 7 7\n"
+    );
+    w.send_req(t::GRAB_JOB, &[]);
+    let assigned = w.expect(t::JOB_ASSIGN);
+    let handle = assigned.split(|&b| b == 0).next().unwrap().to_vec();
+    w.send_req(t::WORK_COMPLETE, &[&handle, b""]);
+    w.send_req(t::RESET_ABILITIES, &[]);
+    w.send_req(t::ECHO_REQ, &[b"sync"]);
+    w.expect(t::ECHO_RES);
+    assert_eq!(
+        a.admin_bytes(&[b"drop function ", name].concat(), false),
+        b"OK\r\n"
+    );
+    assert_eq!(a.admin_bytes(b"status", true), b".\n");
+}
+
+#[test]
+fn a_function_name_with_a_control_character_is_refused_at_the_door() {
+    let s = Server::start(&[]);
+    let mut c = s.connect();
+    for func in [&b"evil\r\nshutdown"[..], b"tab\there", b"bell\x07"] {
+        c.send_req(t::SUBMIT_JOB_BG, &[func, b"", b"x"]);
+        let e = c.expect(t::ERROR);
+        assert!(e.starts_with(b"INVALID_FUNCTION_NAME\0"), "{e:?}");
+        c.send_req(t::CAN_DO, &[func]);
+        assert!(c.expect(t::ERROR).starts_with(b"INVALID_FUNCTION_NAME\0"));
+    }
+    // The connection goes on; nothing was made.
+    assert_eq!(c.admin("status", true), ".\n");
+    assert_eq!(
+        c.admin_bytes(b"create function a\tb", false),
+        b"ERR INVALID_FUNCTION_NAME A+function+name+cannot+contain+control+characters\r\n"
+    );
+    assert_eq!(c.admin("status", true), ".\n");
+}
+
+#[test]
+fn uniques_and_client_ids_cannot_forge_reply_lines() {
+    let s = Server::start(&[]);
+    let mut w = s.connect();
+    w.send_req(t::SET_CLIENT_ID, &[b"me\nfake-worker : x"]);
+    w.send_req(t::CAN_DO, &[b"f"]);
+    let mut c = s.connect();
+    c.send_req(t::SUBMIT_JOB_BG, &[b"f", b"u\r\n.\r\nx\ty", b"data"]);
+    c.expect(t::JOB_CREATED);
+    let mut a = s.connect();
+    assert_eq!(
+        a.admin_bytes(b"show unique jobs", true),
+        b"u\\x0d\\x0a.\\x0d\\x0ax\\x09y\n.\n"
+    );
+    let workers = a.admin_bytes(b"workers", true);
+    assert_eq!(
+        workers.iter().filter(|&&b| b == b'\n').count(),
+        2,
+        "{workers:?}"
+    );
+    assert!(
+        workers.ends_with(b" me\\x0afake-worker : x : f\n.\n"),
+        "{}",
+        workers.escape_ascii()
+    );
+}
+
+#[test]
+fn over_http_a_url_cannot_make_a_name_with_a_line_break() {
+    let s = HttpServer::start(&[]);
+    let bg = [("X-Gearman-Background", "true")];
+    for path in ["/status%0d%0ashutdown", "/a%0ab", "/tab%09here"] {
+        let r = s.call("GET", path, &bg, b"");
+        assert_eq!(r.status, 400, "{path}: {}", r.text());
+    }
+    // A plain name still works.
+    assert_eq!(s.call("GET", "/plain", &bg, b"").status / 100, 2);
+    let mut a = s.gearman();
+    assert_eq!(a.admin("status", true), "plain\t1\t0\t0\n.\n");
+}
