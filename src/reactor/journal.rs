@@ -11,10 +11,10 @@ use super::Server;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Fsync;
 use crate::engine::{Durable, FinishKind, RestoredJob};
-use crate::http::metrics::{FsyncHistogram, JournalMetrics};
 use crate::proto::request::Priority;
 use crate::store::{
-    self, FinishReason, FsyncMode, JobAdded, Journal, Options, Record, ScheduleCounters,
+    self, FinishReason, FsyncHistogram, FsyncMode, JobAdded, Journal, JournalMetrics, Options,
+    Record, ScheduleCounters,
 };
 
 /// Bytes of old files one loop turn may copy while compacting.
@@ -210,13 +210,14 @@ impl Server {
         Ok(())
     }
 
-    /// Append this turn's durable changes and commit them. False when the commit failed:
-    /// the replies that promise durability must wait.
-    pub(super) fn commit_journal(&mut self, now: u64) -> bool {
+    /// Append this turn's durable changes and commit them. A failed commit does not hold the
+    /// turn's replies back: the new background jobs it could not write are refused (their
+    /// JOB_CREATED become QUEUE_ERROR) and the batch is written again next turn.
+    pub(super) fn commit_journal(&mut self, now: u64) {
         let Some(j) = self.journal.as_mut() else {
             // Nothing is kept without a journal; drop what the engine reported.
             self.engine.take_durable().for_each(drop);
-            return true;
+            return;
         };
         // The handles of this batch's new jobs, in case the write fails.
         let mut added = std::mem::take(&mut self.journal_added);
@@ -236,11 +237,11 @@ impl Server {
             }
         }
         let Some(j) = self.journal.as_mut() else {
-            return true;
+            return;
         };
         let due = j.next_fsync_deadline().is_some_and(|d| d <= now);
         if !j.has_pending() && !due {
-            return true;
+            return;
         }
         match j.commit(now) {
             Ok(out) => {
@@ -257,7 +258,6 @@ impl Server {
                 }
                 added.clear();
                 self.journal_added = added;
-                true
             }
             Err(e) => {
                 self.journal_errors += 1;
@@ -272,7 +272,6 @@ impl Server {
                 self.journal_added = added;
                 // Everything else of the turn may go out: it promises nothing the journal
                 // must hold (the batch stays buffered and is written again next turn).
-                true
             }
         }
     }

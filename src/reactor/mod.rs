@@ -598,9 +598,7 @@ impl Server {
     fn dispatch(&mut self) {
         // Group commit: this turn's durable changes reach the journal (and, under
         // --fsync always, the disk) before any reply that depends on them is written.
-        if !self.commit_journal(self.turn_now) {
-            return;
-        }
+        self.commit_journal(self.turn_now);
         let mut lazy = self.outbox.lazy.drain(..).peekable();
         for (i, (to, r)) in self.outbox.replies.drain(..).enumerate() {
             let is_lazy = lazy.next_if_eq(&i).is_some();

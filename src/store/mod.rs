@@ -98,6 +98,7 @@
 
 mod error;
 mod file;
+mod metrics;
 mod record;
 mod repair;
 #[cfg(test)]
@@ -114,6 +115,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 pub use error::StoreError;
+pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{FinishReason, JobAdded, Record, ScheduleCounters};
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
