@@ -19,10 +19,8 @@ use crate::store::{
 
 /// Bytes of old files one loop turn may copy while compacting.
 const COMPACT_SLICE: usize = 1 << 20;
-/// Handle numbers reserved at a time in DIR/HANDLES. Foreground jobs are not journalled, so
-/// without this a restart could hand out a foreground job's handle again.
+/// Handle numbers reserved at a time in DIR/HANDLES (`store::write_reserved`).
 const HANDLE_BLOCK: u64 = 1 << 16;
-const HANDLES_FILE: &str = "HANDLES";
 
 /// What the reactor counts about the journal's commits, for `/metrics`.
 #[derive(Debug, Default)]
@@ -31,25 +29,6 @@ pub(super) struct JournalCounters {
     commits: u64,
     /// The fsyncs of those commits.
     fsync: FsyncHistogram,
-}
-
-/// The handle numbers reserved so far (0 if none).
-fn read_reserved(dir: &Path) -> u64 {
-    std::fs::read_to_string(dir.join(HANDLES_FILE))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// Reserve handle numbers below `upto`: write, fsync, rename, fsync the directory.
-fn write_reserved(dir: &Path, upto: u64) -> std::io::Result<()> {
-    use std::io::Write;
-    let tmp = dir.join(format!("{HANDLES_FILE}.tmp"));
-    let mut f = std::fs::File::create(&tmp)?;
-    writeln!(f, "{upto}")?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, dir.join(HANDLES_FILE))?;
-    std::fs::File::open(dir)?.sync_all()
 }
 
 fn priority_from(b: u8) -> Priority {
@@ -184,9 +163,9 @@ impl Server {
         }
         // Past every journalled job and every handle reserved by an earlier run.
         self.engine
-            .set_next_handle((replayed.max_id + 1).max(read_reserved(dir)));
+            .set_next_handle((replayed.max_id + 1).max(store::read_reserved(dir)));
         self.reserve_handles(dir)
-            .map_err(|e| format!("cannot write {}: {e}", dir.join(HANDLES_FILE).display()))?;
+            .map_err(|e| format!("cannot write {}: {e}", store::handles_path(dir).display()))?;
         // Replay wakes nobody yet; the outbox is empty of replies but may hold none anyway.
         self.outbox.clear_replies();
         self.journal = Some(journal);
@@ -205,7 +184,7 @@ impl Server {
     /// Make sure the next handles are reserved on disk before any is handed out.
     fn reserve_handles(&mut self, dir: &Path) -> std::io::Result<()> {
         let upto = self.engine.next_handle() + HANDLE_BLOCK;
-        write_reserved(dir, upto)?;
+        store::write_reserved(dir, upto)?;
         self.handles_reserved = upto;
         Ok(())
     }

@@ -143,7 +143,7 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, StoreError> {
             continue;
         };
         // DIR/HANDLES belongs to the server (its reserved handle numbers), not to the journal.
-        if n == LOCK_NAME || n == "HANDLES" {
+        if n == LOCK_NAME || n == super::handles::HANDLES_NAME {
             continue;
         }
         if n.ends_with(TMP_SUFFIX) {

@@ -98,6 +98,7 @@
 
 mod error;
 mod file;
+mod handles;
 mod metrics;
 mod record;
 mod repair;
@@ -115,6 +116,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 pub use error::StoreError;
+pub use handles::{handles_path, read_reserved, write_reserved};
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{FinishReason, JobAdded, Record, ScheduleCounters};
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
