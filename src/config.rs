@@ -175,6 +175,10 @@ pub struct ServeArgs {
     /// seconds an idle HTTP keep-alive connection is kept open (default 60)
     #[argh(option)]
     pub http_idle_timeout: Option<u64>,
+    /// a host name HTTP requests may carry in Host besides the listen addresses, localhost and
+    /// this machine's name (repeatable); others get 403 (DNS rebinding)
+    #[argh(option)]
+    pub http_allowed_host: Vec<String>,
     /// accepted and ignored: gearwheel runs one thread
     #[argh(option, short = 't')]
     pub threads: Option<String>,
@@ -236,6 +240,9 @@ pub struct HttpConfig {
     pub header_timeout: Duration,
     /// An idle keep-alive connection is closed after this.
     pub idle_timeout: Duration,
+    /// Names a request's Host may give besides the listen addresses (`--http-allowed-host`,
+    /// names in `--http-listen`, the machine's name).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// The HTTP listener from `--http-port`, `--http-listen` and the Gearman `listen` addresses.
@@ -271,8 +278,24 @@ fn http_config(a: &ServeArgs, listen: &[SocketAddr]) -> Result<Option<HttpConfig
         0 => Err(format!("{flag} must be at least 1 second")),
         n => Ok(Duration::from_secs(n)),
     };
+    let mut allowed_hosts = vec![hostname()];
+    for n in &a.http_allowed_host {
+        if crate::http::guard::normal_name(n).is_none() {
+            return Err(format!(
+                "--http-allowed-host {n:?}: not a host name (letters, digits, '-', '.', '_')"
+            ));
+        }
+        allowed_hosts.push(n.clone());
+    }
+    for l in &a.http_listen {
+        let name = l.rsplit_once(':').map_or(l.as_str(), |(n, _)| n);
+        if name.parse::<std::net::IpAddr>().is_err() && !name.starts_with('[') {
+            allowed_hosts.push(name.to_string());
+        }
+    }
     Ok(Some(HttpConfig {
         listen: addrs,
+        allowed_hosts,
         header_timeout: secs(a.http_header_timeout, 10, "--http-header-timeout")?,
         idle_timeout: secs(a.http_idle_timeout, 60, "--http-idle-timeout")?,
     }))

@@ -361,7 +361,7 @@ fn expect_continue_and_chunked_bodies() {
     let mut w = worker(&s, "echo");
     let mut h = s.connect();
     h.send(
-        b"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
     );
     let r = h.read();
     assert_eq!(r.status, 100);

@@ -194,3 +194,38 @@ fn worker_failures_reach_curl_as_502() {
         "{out}"
     );
 }
+
+#[test]
+fn curl_as_itself_is_served_and_as_a_browser_from_another_site_is_refused() {
+    if !have_curl() {
+        return;
+    }
+    let s = HttpServer::start(&[]);
+    let base = format!("http://{}", s.http);
+    let code = |extra: &[&str]| -> String {
+        let mut args = vec!["-o", "/dev/null", "-w", "%{http_code}"];
+        args.extend_from_slice(extra);
+        let url = format!("{base}/status");
+        args.push(&url);
+        run("curl", &mut curl(&args), None, 15)
+    };
+    assert_eq!(code(&[]), "200");
+    let local = format!("http://localhost:{}/healthz", s.http.port());
+    assert_eq!(
+        run(
+            "curl localhost",
+            &mut curl(&["-o", "/dev/null", "-w", "%{http_code}", &local]),
+            None,
+            15
+        ),
+        "200"
+    );
+    assert_eq!(code(&["-H", "Host: rebound.example"]), "403");
+    assert_eq!(code(&["-H", "Sec-Fetch-Site: cross-site"]), "403");
+    assert_eq!(code(&["-H", "Origin: http://evil.example"]), "403");
+    let own = format!("Origin: {base}");
+    assert_eq!(
+        code(&["-H", &own, "-H", "Sec-Fetch-Site: same-origin"]),
+        "200"
+    );
+}

@@ -29,6 +29,8 @@ pub struct NetStats {
     pub http_responses: Vec<(u16, u64)>,
     /// HTTP clients that closed while their foreground job waited.
     pub http_clients_left: u64,
+    /// HTTP requests refused with 403 (wrong Host, another site), by reason.
+    pub http_refused: Vec<(&'static str, u64)>,
 }
 
 /// The process's own numbers (the standard `process_*` metrics).
@@ -400,6 +402,14 @@ pub fn render(input: &Input<'_>) -> String {
         "HTTP clients that closed while their foreground job waited (the job was given up).",
         n.http_clients_left,
     );
+    w.family(
+        "gearman_http_refused_total",
+        Counter,
+        "HTTP requests refused with 403: a Host the server does not answer to (DNS rebinding), or a browser request from another site or origin.",
+        n.http_refused
+            .iter()
+            .map(|(r, v)| (vec![("reason", *r)], Value::Int(*v))),
+    );
     let sched = input.schedules;
     let per_entry = |f: fn(&ScheduleStatus) -> Option<Value>| {
         sched
@@ -622,6 +632,7 @@ mod tests {
             bytes_sent: 5678,
             http_responses: vec![(200, 3), (404, 1)],
             http_clients_left: 0,
+            http_refused: vec![("host", 2), ("cross_site", 0), ("origin", 1)],
         };
         let process = ProcessStats {
             resident_bytes: 4096,

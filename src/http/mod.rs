@@ -5,10 +5,12 @@
 //!
 //! - `parse`: request heads, bodies (Content-Length and chunked) and their limits.
 //! - `session`: one connection's request framing: pipelining, `Expect: 100-continue`.
+//! - `guard`: who may ask: the Host check against DNS rebinding, browsers' cross-site requests.
 //! - `route`: a request to an endpoint or a job submission (gearmand's `X-Gearman-*` headers).
 //! - `job`: a submitted job's engine replies to one HTTP response.
 //! - `response`: status lines, headers and bodies; `json` and `metrics`: the read-only bodies.
 
+pub mod guard;
 pub mod job;
 pub mod json;
 pub mod metrics;

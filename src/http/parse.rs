@@ -76,6 +76,14 @@ pub struct GearmanHeaders {
     pub timeout: Option<Vec<u8>>,
 }
 
+/// The headers that tell a browser's request from a script's (see `guard`), raw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SiteHeaders {
+    pub host: Option<Vec<u8>>,
+    pub origin: Option<Vec<u8>>,
+    pub sec_fetch_site: Option<Vec<u8>>,
+}
+
 /// A parsed request head.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
@@ -89,6 +97,7 @@ pub struct Head {
     pub body: BodyKind,
     pub expect_continue: bool,
     pub gearman: GearmanHeaders,
+    pub site: SiteHeaders,
 }
 
 fn bad(message: &str) -> HttpError {
@@ -155,6 +164,7 @@ pub fn parse_head(buf: &[u8], limits: &HttpLimits) -> Result<Option<(Head, usize
     let mut keep_alive_token = false;
     let mut expect_continue = false;
     let mut g = GearmanHeaders::default();
+    let mut site = SiteHeaders::default();
     for h in req.headers.iter() {
         let name = h.name;
         let value = trim(h.value);
@@ -200,6 +210,19 @@ pub fn parse_head(buf: &[u8], limits: &HttpLimits) -> Result<Option<(Head, usize
                     "only Expect: 100-continue is supported",
                 ));
             }
+        } else if name.eq_ignore_ascii_case("host") {
+            // Two Host headers could pass one check and mean another (RFC 9112, 3.2).
+            if site.host.is_some() {
+                return Err(bad("more than one Host header"));
+            }
+            site.host = Some(value.to_vec());
+        } else if name.eq_ignore_ascii_case("origin") {
+            if site.origin.is_some() {
+                return Err(bad("more than one Origin header"));
+            }
+            site.origin = Some(value.to_vec());
+        } else if name.eq_ignore_ascii_case("sec-fetch-site") {
+            site.sec_fetch_site = Some(value.to_vec());
         } else if let Some(x) = strip_prefix_ci(name, "x-gearman-") {
             let slot = if x.eq_ignore_ascii_case("unique") {
                 &mut g.unique
@@ -249,6 +272,7 @@ pub fn parse_head(buf: &[u8], limits: &HttpLimits) -> Result<Option<(Head, usize
             // A 1.0 client does not know 100 Continue.
             expect_continue: expect_continue && version == Version::Http11,
             gearman: g,
+            site,
         },
         len,
     )))

@@ -32,7 +32,7 @@ pub enum Next {
     /// Write `100 Continue`, then poll again.
     Continue,
     /// A whole request: its head and (decoded) body.
-    Request(Head, Bytes),
+    Request(Box<Head>, Bytes),
     /// Bad input: answer with its status and close.
     Error(HttpError),
 }
@@ -102,7 +102,7 @@ impl Session {
                         BodyState::Length(n) => buf.split_to(n).freeze(),
                         BodyState::Chunked(c) => c.body.freeze(),
                     };
-                    return Next::Request(*head, data);
+                    return Next::Request(head, data);
                 }
             }
         }

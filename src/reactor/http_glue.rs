@@ -64,6 +64,9 @@ pub(super) struct HttpGlue {
     pub(super) inbox: Vec<(ConnId, Response)>,
     next_tag: u64,
     stats: Stats,
+    /// The hosts requests may name (http_guard.rs).
+    pub(super) allowed: crate::http::guard::Allowed,
+    pub(super) refusals: super::http_guard::Refusals,
 }
 
 #[derive(Default)]
@@ -126,6 +129,8 @@ impl HttpGlue {
             inbox: Vec::new(),
             next_tag: 0,
             stats: Stats::default(),
+            allowed: Default::default(),
+            refusals: Default::default(),
         };
         let Some(http) = &config.http else {
             return Ok(glue);
@@ -141,6 +146,7 @@ impl HttpGlue {
             glue.addrs.push(l.local_addr()?);
             glue.listeners.push(l);
         }
+        glue.allowed = crate::http::guard::Allowed::new(&glue.addrs, &http.allowed_hosts);
         Ok(glue)
     }
 
@@ -352,7 +358,10 @@ impl Server {
                     let (version, keep_alive) = (head.version, head.keep_alive);
                     // Any answer to HEAD, errors included, has no body.
                     let head_only = head.method == Method::Head;
-                    let mut route = route::route(&head, body);
+                    let mut route = match self.http_guard(idx, &head.site) {
+                        Some(refused) => Route::Reply(refused),
+                        None => route::route(&head, body),
+                    };
                     if self.draining {
                         route = route::while_draining(route);
                     }
@@ -467,6 +476,7 @@ impl Server {
             bytes_sent: s.closed_out,
             http_responses: s.responses.iter().map(|(k, v)| (*k, *v)).collect(),
             http_clients_left: s.left_waiting,
+            http_refused: self.http.refusals.by_reason(),
             ..NetStats::default()
         };
         for (_, c) in &self.conns {

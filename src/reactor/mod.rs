@@ -5,6 +5,7 @@
 mod admin;
 mod conn;
 mod http_glue;
+mod http_guard;
 mod journal;
 mod listen;
 mod signals;

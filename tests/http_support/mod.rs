@@ -70,7 +70,7 @@ pub fn http_addr(server: &Server) -> SocketAddr {
 /// An HTTP/1.1 request with Host and Content-Length (when there is a body or the method is
 /// POST/PUT).
 pub fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut v = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
+    let mut v = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
     for (k, val) in headers {
         v.push_str(&format!("{k}: {val}\r\n"));
     }

@@ -1,0 +1,61 @@
+//! The HTTP listener's refusals of requests from the wrong host or a browser on another site
+//! (`crate::http::guard` decides): each one is answered 403, logged and counted.
+
+use log::warn;
+
+use super::Server;
+use crate::http::guard::{self, Refusal};
+use crate::http::parse::SiteHeaders;
+use crate::http::response::Reply;
+
+/// How much of a header value a log line shows.
+const SHOWN: usize = 80;
+
+/// Refusals by reason, for `/metrics`.
+#[derive(Debug, Default)]
+pub(super) struct Refusals([u64; Refusal::ALL.len()]);
+
+impl Refusals {
+    pub(super) fn by_reason(&self) -> Vec<(&'static str, u64)> {
+        Refusal::ALL
+            .iter()
+            .zip(self.0)
+            .map(|(r, n)| (r.reason(), n))
+            .collect()
+    }
+}
+
+impl Server {
+    /// The 403 for a request the guard refuses, logged and counted; `None` to serve it.
+    pub(super) fn http_guard(&mut self, idx: usize, site: &SiteHeaders) -> Option<Reply> {
+        let why = guard::check(&self.http.allowed, site).err()?;
+        if let Some(n) = Refusal::ALL.iter().position(|r| *r == why) {
+            self.http.refusals.0[n] += 1;
+        }
+        let peer = self
+            .conns
+            .get(idx)
+            .and_then(|c| c.stream.peer_addr().ok())
+            .map_or_else(|| "?".to_string(), |a| a.ip().to_string());
+        warn!(
+            "HTTP connection {idx} from {peer}: 403 ({}): Host {}, Origin {}, Sec-Fetch-Site {}",
+            why.reason(),
+            shown(&site.host),
+            shown(&site.origin),
+            shown(&site.sec_fetch_site)
+        );
+        Some(Reply::text(403, why.message()))
+    }
+}
+
+/// A header value for the log: quoted and escaped (it is the peer's), cut short.
+fn shown(v: &Option<Vec<u8>>) -> String {
+    match v {
+        None => "-".into(),
+        Some(b) => {
+            let cut = &b[..b.len().min(SHOWN)];
+            let more = if b.len() > SHOWN { "..." } else { "" };
+            format!("{:?}{more}", String::from_utf8_lossy(cut))
+        }
+    }
+}
