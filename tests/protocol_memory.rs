@@ -51,3 +51,49 @@ fn a_tiny_job_does_not_keep_the_read_buffer_it_arrived_in() {
         "the jobs are all still queued"
     );
 }
+
+#[test]
+fn names_from_workers_that_left_are_forgotten_and_their_memory_given_back() {
+    // The idle trim hands freed heap back to the OS after a quiet second.
+    let s = Server::start(&["--idle-trim", "1"]);
+    let mut a = s.connect();
+    assert_eq!(a.admin("status", true), ".\n");
+    let before = rss_anon_kb(&s);
+    let mut peak = 0;
+    for round in 0..10 {
+        let mut w = s.connect();
+        let names: Vec<String> = (0..10_000)
+            .map(|i| format!("a-function-name-of-some-length-{round}-{i}"))
+            .collect();
+        let mut bytes = Vec::new();
+        for n in &names {
+            bytes.extend(req(t::CAN_DO, &[n.as_bytes()]));
+        }
+        w.send(&bytes);
+        w.send_req(t::ECHO_REQ, &[b"sync"]);
+        w.expect(t::ECHO_RES);
+        if round == 9 {
+            peak = rss_anon_kb(&s);
+        }
+        drop(w);
+    }
+    // All 100,000 are gone once their workers are (the last close may take a moment).
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while a.admin("status", true) != ".\n" {
+        assert!(std::time::Instant::now() < end, "functions still listed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    let mut after = rss_anon_kb(&s);
+    while after >= before + 4 * 1024 && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        after = rss_anon_kb(&s);
+    }
+    eprintln!(
+        "100,000 names: RssAnon {before} kB before, {peak} kB with the last 10,000, {after} kB after"
+    );
+    assert!(
+        after < before + 4 * 1024,
+        "memory not given back: {before} kB before, {after} kB after"
+    );
+}

@@ -131,7 +131,8 @@ impl Engine {
                 Bytes::from_static(BAD_NAME)
             }
             AdminCommand::CreateFunction(name) => {
-                self.func_id(&name);
+                let f = self.func_id(&name);
+                self.functions[f].pinned = true;
                 Bytes::from_static(b"OK\r\n")
             }
             AdminCommand::DropFunction(name) => {
@@ -175,6 +176,7 @@ impl Engine {
                 // Unlike gearmand, a limit for a function not seen yet is kept for when it comes.
                 let f = self.func_id(&func);
                 self.functions[f].max_queue = limits;
+                self.functions[f].pinned = true;
                 Bytes::from_static(b"OK\r\n")
             }
             AdminCommand::GetPid => format!("OK {}\n", self.config.pid).into(),

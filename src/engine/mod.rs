@@ -4,6 +4,7 @@
 
 mod admin;
 mod durable;
+mod forget;
 mod handles;
 mod horizon;
 mod query;
@@ -1334,6 +1335,7 @@ impl Engine {
                 conn.attached.remove(&(k as u32));
             }
         }
+        self.forget_if_unused(job.func());
         // Last, once the job is out of the slab and every index: what is left is shrunk.
         let drained = self.jobs_peak > SHRINK_FLOOR && self.jobs.len() < self.jobs_peak / 8;
         let emptied = self.jobs.is_empty() && self.jobs.capacity() > SHRINK_FLOOR;

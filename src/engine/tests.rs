@@ -1014,7 +1014,8 @@ fn cancelling_a_future_job_removes_it_from_the_wheel() {
     assert!(w.e.next_deadline().is_some());
     assert_eq!(w.admin(c, "cancel job H:t:1"), "OK\r\n");
     assert_eq!(w.e.next_deadline(), None);
-    assert_eq!(w.admin(c, "status"), "f\t0\t0\t0\n.\n");
+    // Nothing uses `f` any more: it is forgotten.
+    assert_eq!(w.admin(c, "status"), ".\n");
 }
 
 #[test]
@@ -1859,4 +1860,67 @@ fn a_worker_of_many_functions_gets_the_oldest_job_across_them() {
     assert_eq!(w.grab(narrow).unwrap().1, b("n10"));
     assert!(w.grab(narrow).is_none());
     w.e.check_queues();
+}
+
+// ---- functions nobody uses are forgotten (issue 14 item 5) ----------------------------------
+
+#[test]
+fn a_function_is_forgotten_when_its_last_job_and_worker_are_gone() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    w.can_do(wk, "f");
+    w.submit(c, "f", "", "x", Priority::Normal, true);
+    w.submit(c, "g", "", "y", Priority::Normal, true);
+    w.admin(c, "maxqueue kept 5");
+    w.admin(c, "create function made");
+    let (h, _) = w.grab(wk).unwrap();
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b(""),
+        },
+    );
+    // `f` still has its worker, `g` its job; the admin's two stay.
+    assert_eq!(
+        w.admin(c, "status"),
+        "f\t0\t0\t1\ng\t1\t0\t0\nkept\t0\t0\t0\nmade\t0\t0\t0\n.\n"
+    );
+    w.e.disconnect(wk, w.now, &mut w.out);
+    w.can_do(wk, "g");
+    w.e.disconnect(wk, w.now, &mut w.out);
+    let g = w.conn();
+    w.can_do(g, "g");
+    w.grab(g).unwrap();
+    assert_eq!(
+        w.admin(c, "status"),
+        "g\t1\t1\t1\nkept\t0\t0\t0\nmade\t0\t0\t0\n.\n"
+    );
+    // The worker dies: its job goes back, so `g` stays; the job is cancelled: `g` goes.
+    w.e.disconnect(g, w.now, &mut w.out);
+    assert_eq!(w.admin(c, "cancel job H:t:2"), "OK\r\n");
+    assert_eq!(w.admin(c, "status"), "kept\t0\t0\t0\nmade\t0\t0\t0\n.\n");
+    w.e.check_queues();
+}
+
+#[test]
+fn a_hundred_thousand_names_from_workers_that_left_are_all_forgotten() {
+    let mut w = World::with(EngineConfig {
+        max_functions_per_worker: 0,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    for round in 0..10 {
+        let wk = w.conn();
+        for i in 0..10_000 {
+            w.can_do(wk, &format!("name-{round}-{i}"));
+        }
+        w.e.disconnect(wk, w.now, &mut w.out);
+    }
+    assert_eq!(w.admin(c, "status"), ".\n");
+    assert_eq!(w.e.functions.len(), 0);
+    assert!(
+        w.e.func_by_name.capacity() < 1024,
+        "the table was given back"
+    );
 }

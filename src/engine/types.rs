@@ -175,6 +175,8 @@ pub struct Function {
     pub wake_cursor: usize,
     /// Per-priority cap on the function's total jobs; 0 means unlimited.
     pub max_queue: [u32; 3],
+    /// An admin named it (`create function`, `maxqueue` with limits): kept while unused.
+    pub pinned: bool,
     /// Jobs of this function since start, for `/metrics` (kept here: no hashing per event).
     pub counters: JobCounters,
 }
@@ -208,6 +210,7 @@ impl Function {
             nonempty_pos: [NIL; 3],
             wake_cursor: 0,
             max_queue: [max_queue; 3],
+            pinned: false,
             counters: JobCounters::default(),
         }
     }
