@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
+use super::StoreError;
+use super::compact::remove_leftovers;
 use super::file::{self, FILE_HEADER_LEN, FileHeader, Kind};
 use super::record;
-use super::{StoreError, remove_leftovers};
 
 /// Bytes dropped from one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

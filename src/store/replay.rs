@@ -1,0 +1,224 @@
+//! Replay at open: each file's records into the live set, in order, and the line between a
+//! torn tail of the last segment (cut off with a warning) and damage anywhere else (an error
+//! naming the file and the byte offset).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Read};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use super::file::{self, FILE_HEADER_LEN, Kind};
+use super::live::LiveSet;
+use super::record::{self, HEADER_LEN};
+use super::{JobAdded, KEEP_BUF, Record, ReplayStats, StoreError, TornTail};
+
+#[derive(Debug, Default)]
+pub(super) struct Rebuild {
+    pub(super) live: LiveSet,
+    /// Jobs in the order they were added; finished ones become None.
+    pub(super) slots: Vec<Option<Box<JobAdded>>>,
+}
+
+impl Rebuild {
+    pub(super) fn apply(&mut self, rec: Record, file: u32, off: u64, len: u32) {
+        let slot = self.slots.len() as u32;
+        if let Some(old) = self.live.apply(&rec, file, off, len, slot) {
+            if let Some(s) = self.slots.get_mut(old.slot as usize) {
+                *s = None;
+            }
+        }
+        if let Record::JobAdded(j) = rec {
+            self.slots.push(Some(Box::new(j)));
+        }
+    }
+}
+
+/// How a replayed file ends.
+pub(super) struct FileEnd {
+    /// Its length after any torn tail was cut.
+    pub(super) len: u64,
+    /// False when a torn header was cut (the file is now empty).
+    pub(super) header_ok: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Damage {
+    ShortHeader,
+    BadHeader,
+    ShortBody(u8),
+    BadChecksum { ty: u8, end: u64 },
+}
+
+/// Replays one file into `rb`. Only the last log segment may have its tail cut.
+pub(super) fn replay_file(
+    rb: &mut Rebuild,
+    path: &Path,
+    kind: Kind,
+    no: u64,
+    last: bool,
+    stats: &mut ReplayStats,
+) -> Result<FileEnd, StoreError> {
+    let f = File::open(path).map_err(StoreError::io(path, "open"))?;
+    let len = f.metadata().map_err(StoreError::io(path, "stat"))?.len();
+    let tail_ok = last && kind == Kind::Log;
+    stats.files += 1;
+    stats.bytes += len;
+    let mut r = BufReader::with_capacity(256 << 10, f);
+    let mut hb = [0u8; FILE_HEADER_LEN as usize];
+    let header = if len >= FILE_HEADER_LEN {
+        r.read_exact(&mut hb)
+            .map_err(StoreError::io(path, "read"))?;
+        file::parse_header(&hb)
+    } else {
+        Err("the file is shorter than its 32-byte header".to_string())
+    };
+    let header = match header {
+        Ok(h) if h.kind == kind && h.no == no => h,
+        Ok(h) => {
+            return Err(StoreError::corrupt(
+                path,
+                0,
+                format!("its header names {}", file::name(h.kind, h.no)),
+            ));
+        }
+        Err(why) => {
+            if tail_ok && find_intact(path, FILE_HEADER_LEN, len)?.is_none() {
+                cut(path, 0, len, "a torn file header", stats)?;
+                return Ok(FileEnd {
+                    len: 0,
+                    header_ok: false,
+                });
+            }
+            return Err(StoreError::corrupt(path, 0, why));
+        }
+    };
+    rb.live.max_id = rb.live.max_id.max(header.floor);
+    let fid = file::file_id(kind, no);
+    let mut off = FILE_HEADER_LEN;
+    let mut scratch = Vec::new();
+    loop {
+        let remaining = len - off;
+        if remaining == 0 {
+            return Ok(FileEnd {
+                len,
+                header_ok: true,
+            });
+        }
+        let damage = if remaining < HEADER_LEN as u64 {
+            Damage::ShortHeader
+        } else {
+            let mut rh = [0u8; HEADER_LEN];
+            r.read_exact(&mut rh)
+                .map_err(StoreError::io(path, "read"))?;
+            match record::parse_header(&rh) {
+                None => Damage::BadHeader,
+                Some(h) if h.total() > remaining => Damage::ShortBody(h.ty),
+                Some(h) => {
+                    scratch.resize(h.len as usize, 0);
+                    r.read_exact(&mut scratch)
+                        .map_err(StoreError::io(path, "read"))?;
+                    if h.body_ok(&scratch) {
+                        let rec = record::decode(h.ty, &scratch).map_err(|why| {
+                            StoreError::corrupt(
+                                path,
+                                off,
+                                format!(
+                                    "a {} record passes its checksum but is malformed ({why})",
+                                    record::type_name(h.ty)
+                                ),
+                            )
+                        })?;
+                        rb.apply(rec, fid, off, h.total() as u32);
+                        stats.records += 1;
+                        off += h.total();
+                        if scratch.capacity() > KEEP_BUF {
+                            scratch = Vec::new();
+                        }
+                        continue;
+                    }
+                    Damage::BadChecksum {
+                        ty: h.ty,
+                        end: off + h.total(),
+                    }
+                }
+            }
+        };
+        let what = match damage {
+            Damage::ShortHeader => "the file ends inside a record header".to_string(),
+            Damage::BadHeader => "damaged record header".to_string(),
+            Damage::ShortBody(ty) => {
+                format!("the file ends inside a {} record", record::type_name(ty))
+            }
+            Damage::BadChecksum { ty, .. } => {
+                format!("checksum mismatch in a {} record", record::type_name(ty))
+            }
+        };
+        if !tail_ok {
+            let why = if kind == Kind::Snapshot {
+                " (in a snapshot, which is complete before it is used)"
+            } else {
+                " (not the last segment, so this is not a torn write)"
+            };
+            return Err(StoreError::corrupt(path, off, format!("{what}{why}")));
+        }
+        // A torn write leaves a short file; intact records after the damage mean it is not one.
+        let scan_from = match damage {
+            Damage::ShortHeader | Damage::ShortBody(_) => None,
+            Damage::BadHeader => Some(off + 1),
+            Damage::BadChecksum { end, .. } => (end < len).then_some(end),
+        };
+        if let Some(from) = scan_from {
+            if let Some(at) = find_intact(path, from, len)? {
+                return Err(StoreError::corrupt(
+                    path,
+                    off,
+                    format!("{what}, and intact records follow at byte offset {at}"),
+                ));
+            }
+        }
+        cut(path, off, len, &what, stats)?;
+        return Ok(FileEnd {
+            len: off,
+            header_ok: true,
+        });
+    }
+}
+
+/// The offset of the first intact record in `path` at or after `from`.
+fn find_intact(path: &Path, from: u64, len: u64) -> Result<Option<u64>, StoreError> {
+    if from >= len {
+        return Ok(None);
+    }
+    let f = File::open(path).map_err(StoreError::io(path, "open"))?;
+    let mut data = vec![0u8; (len - from) as usize];
+    f.read_exact_at(&mut data, from)
+        .map_err(StoreError::io(path, "read"))?;
+    Ok(record::next_intact(&data, 0).map(|o| from + o as u64))
+}
+
+/// Cuts a torn tail off the last segment.
+fn cut(
+    path: &Path,
+    off: u64,
+    len: u64,
+    what: &str,
+    stats: &mut ReplayStats,
+) -> Result<(), StoreError> {
+    log::warn!(
+        "journal: {}: cut {} bytes at byte offset {off} ({what}): a write the server did not finish before it stopped",
+        path.display(),
+        len - off
+    );
+    let f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(StoreError::io(path, "open"))?;
+    f.set_len(off).map_err(StoreError::io(path, "truncate"))?;
+    f.sync_data().map_err(StoreError::io(path, "fsync"))?;
+    stats.torn_tail = Some(TornTail {
+        path: path.to_path_buf(),
+        offset: off,
+        bytes_cut: len - off,
+    });
+    Ok(())
+}
