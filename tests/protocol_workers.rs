@@ -457,6 +457,14 @@ fn can_do_past_max_functions_per_worker_gets_an_error_and_the_connection_stays()
         "{}",
         s.log()
     );
+    w.can_do(&["m4"]);
+    assert!(w.expect(t::ERROR).starts_with(b"TOO_MANY_FUNCTIONS\0"));
+    sync(&mut w);
+    assert_eq!(
+        s.log().matches("refusing more").count(),
+        1,
+        "one WARNING per connection"
+    );
     a.submit(t::SUBMIT_JOB_BG, "m2", "", b"x");
     assert!(w.grab_uniq().is_some());
 }

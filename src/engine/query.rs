@@ -121,6 +121,8 @@ pub struct EngineTotals {
     /// Held GRABs (`--grab-wait`) answered with a job, and with NO_JOB at their deadline.
     pub grab_waits_assigned: u64,
     pub grab_waits_expired: u64,
+    /// CAN_DOs refused past `--max-functions-per-worker`.
+    pub functions_refused: u64,
 }
 
 /// A counted job event (see `JobCounters`).
@@ -264,6 +266,7 @@ impl Engine {
             draining: self.draining,
             grab_waits_assigned: self.grab_waits_assigned,
             grab_waits_expired: self.grab_waits_expired,
+            functions_refused: self.functions_refused,
         }
     }
 }

@@ -346,6 +346,12 @@ pub fn render(input: &Input<'_>) -> String {
             (vec![("outcome", "no_job")], t.grab_waits_expired.into()),
         ],
     );
+    w.single(
+        "gearwheel_functions_refused_total",
+        Counter,
+        "CAN_DOs refused past --max-functions-per-worker.",
+        t.functions_refused,
+    );
     let n = input.net;
     w.family(
         "gearman_connections",
