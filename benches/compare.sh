@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gearwheel side by side with gearmand on this machine, with one load generator
-# (benches/load.rs). Builds gearwheel in release, then for every mode and repetition starts
+# (benches/load/). Builds gearwheel in release, then for every mode and repetition starts
 # a fresh server of each configuration on a free loopback port, runs the load, stops it, and
 # prints the medians with ratios gearwheel / gearmand.
 #

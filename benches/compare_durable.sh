@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Durable background submits: gearwheel's journal (group commit) against gearmand's sqlite
-# queue, with the load generator (benches/load.rs, --mode fill --no-drain: SUBMIT_JOB_BG into
+# queue, with the load generator (benches/load/, --mode fill --no-drain: SUBMIT_JOB_BG into
 # an empty queue, no workers). Every run gets a fresh server and a fresh temporary data
 # directory, removed afterwards.
 #

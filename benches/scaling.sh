@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How gearwheel and gearmand scale, side by side under one load generator (benches/load.rs),
+# How gearwheel and gearmand scale, side by side under one load generator (benches/load/),
 # a fresh server per run:
 #  - with connections: 1 to 10,000 synchronous clients, one job in flight each, 4 workers:
 #    jobs/s, p99 latency, and the server's RSS at the end of the run;
