@@ -758,6 +758,12 @@ impl Engine {
         if c.id != id || c.holding.is_empty() {
             return;
         }
+        // CANT_DO of a function it holds no job of costs nothing (not a walk of its jobs).
+        if let Some(f) = only {
+            if c.abilities.get(&f).is_none_or(|a| a.held == 0) {
+                return;
+            }
+        }
         let mut back: Vec<(u64, JobKey)> = c
             .holding
             .iter()
@@ -766,6 +772,9 @@ impl Engine {
             .collect();
         for (_, k) in &back {
             c.holding.remove(&(*k as u32));
+            if let Some(a) = jobs.get(*k).and_then(|j| c.abilities.get_mut(&j.func())) {
+                a.held -= 1;
+            }
         }
         if c.holding.len() < c.holding.capacity() / 4 {
             c.holding.shrink_to_fit();
@@ -964,6 +973,9 @@ impl Engine {
         if let Some(c) = self.conn_mut(id) {
             c.taken += 1;
             c.holding.insert(key as u32, c.taken);
+            if let Some(a) = c.abilities.get_mut(&f) {
+                a.held += 1;
+            }
         }
         // Pass the baton: work is left, so wake the next sleeper rather than all of them at
         // submit time. This bounds the herd without leaving a job behind a busy worker.
@@ -1313,7 +1325,12 @@ impl Engine {
                         .and_then(|c| c.as_mut())
                         .filter(|c| c.id == w)
                     {
-                        c.holding.remove(&(k as u32));
+                        // A job given back already left `holding` (and its count).
+                        if c.holding.remove(&(k as u32)).is_some() {
+                            if let Some(a) = c.abilities.get_mut(&job.func()) {
+                                a.held -= 1;
+                            }
+                        }
                     }
                 }
                 JobState::Future => {

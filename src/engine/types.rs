@@ -36,6 +36,8 @@ pub struct Ability {
     pub order: i64,
     /// This worker's place in the function's `workers`.
     pub pos: u32,
+    /// Jobs of this function the worker is running (in its `holding`).
+    pub held: u32,
 }
 
 /// The engine's view of one connection.

@@ -88,6 +88,7 @@ impl Engine {
                     timeout_ms,
                     order,
                     pos: at,
+                    held: 0,
                 }
             });
         let asleep = c.sleeping && !c.noop_sent;
@@ -393,6 +394,19 @@ impl Engine {
         for c in self.conns.iter().flatten() {
             let regs: u32 = c.abilities.values().map(|a| a.count).sum();
             assert_eq!(regs, c.registrations);
+            for (&f, a) in &c.abilities {
+                let held = c
+                    .holding
+                    .keys()
+                    .filter(|&&k| self.jobs.get(k as usize).is_some_and(|j| j.func() == f))
+                    .count();
+                assert_eq!(a.held as usize, held);
+            }
+            assert!(c.holding.keys().all(|&k| {
+                self.jobs
+                    .get(k as usize)
+                    .is_some_and(|j| c.can_do(j.func()))
+            }));
         }
     }
 }
