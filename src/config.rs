@@ -124,6 +124,11 @@ pub struct ServeArgs {
     /// unsent reply bytes one connection may pile up before it is closed (default 64 MiB)
     #[argh(option, default = "64 << 20")]
     pub max_output_buffer: usize,
+    /// unsent reply bytes all connections together may hold: past it, connections holding over
+    /// 64 KiB of it are not read until their peer reads; past twice it, the largest are closed
+    /// (default 256 MiB)
+    #[argh(option, default = "256 << 20")]
+    pub max_total_output: usize,
     /// default cap on each function's jobs (0 = unlimited); `maxqueue` changes it per function
     #[argh(option, default = "0")]
     pub max_queue: u32,
@@ -207,6 +212,8 @@ pub struct Config {
     pub limits: Limits,
     pub max_connections: usize,
     pub max_output_buffer: usize,
+    /// `--max-total-output`: unsent bytes of all connections together.
+    pub max_total_output: usize,
     pub graceful_timeout: Duration,
     /// `--idle-trim`, in ms (0 = never).
     pub idle_trim_ms: u64,
@@ -467,6 +474,9 @@ impl Config {
         if a.max_connections == 0 {
             return Err("--max-connections must be at least 1".into());
         }
+        if a.max_total_output < 64 * 1024 {
+            return Err("--max-total-output must be at least 65536 bytes".into());
+        }
         if a.max_output_buffer < 4096 {
             return Err("--max-output-buffer must be at least 4096 bytes".into());
         }
@@ -541,6 +551,7 @@ impl Config {
             },
             max_connections: a.max_connections,
             max_output_buffer: a.max_output_buffer,
+            max_total_output: a.max_total_output,
             graceful_timeout: Duration::from_secs(a.graceful_timeout),
             idle_trim_ms: a.idle_trim.saturating_mul(1000),
             engine: EngineConfig {

@@ -31,6 +31,21 @@ pub struct NetStats {
     pub http_clients_left: u64,
     /// HTTP requests refused with 403 (wrong Host, another site), by reason.
     pub http_refused: Vec<(&'static str, u64)>,
+    /// Unsent output against `--max-total-output`.
+    pub output: OutputStats,
+}
+
+/// Unsent output of all connections and what its bound did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputStats {
+    /// Unsent bytes now, and the bound.
+    pub bytes: u64,
+    pub max: u64,
+    /// Connections not read now because of the bound.
+    pub held: u64,
+    /// Times a connection was held, and connections closed, since start.
+    pub holds: u64,
+    pub closes: u64,
 }
 
 /// The process's own numbers (the standard `process_*` metrics).
@@ -408,6 +423,37 @@ pub fn render(input: &Input<'_>) -> String {
         "HTTP clients that closed while their foreground job waited (the job was given up).",
         n.http_clients_left,
     );
+    let o = &n.output;
+    w.single(
+        "gearman_output_buffered_bytes",
+        Gauge,
+        "Reply bytes waiting to be written, all connections together.",
+        o.bytes,
+    );
+    w.single(
+        "gearman_output_buffered_max_bytes",
+        Gauge,
+        "--max-total-output: past it, connections holding over 64 KiB of it are not read.",
+        o.max,
+    );
+    w.single(
+        "gearman_output_held_connections",
+        Gauge,
+        "Connections not read now until their peer reads (--max-total-output).",
+        o.held,
+    );
+    w.single(
+        "gearman_output_holds_total",
+        Counter,
+        "Times a connection stopped being read because of --max-total-output.",
+        o.holds,
+    );
+    w.single(
+        "gearman_output_closed_total",
+        Counter,
+        "Connections closed because all unsent output passed twice --max-total-output.",
+        o.closes,
+    );
     w.family(
         "gearman_http_refused_total",
         Counter,
@@ -639,6 +685,13 @@ mod tests {
             http_responses: vec![(200, 3), (404, 1)],
             http_clients_left: 0,
             http_refused: vec![("host", 2), ("cross_site", 0), ("origin", 1)],
+            output: OutputStats {
+                bytes: 70_000,
+                max: 1 << 20,
+                held: 1,
+                holds: 3,
+                closes: 0,
+            },
         };
         let process = ProcessStats {
             resident_bytes: 4096,

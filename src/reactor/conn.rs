@@ -61,6 +61,10 @@ pub struct Connection {
     pub read_deferred: bool,
     /// The write buffer holds a lazy reply waiting to share a write (on `Server::corked`).
     pub corked: bool,
+    /// Unsent bytes as last counted toward `--max-total-output` (output_bound.rs).
+    pub counted: usize,
+    /// Not read because of `--max-total-output` until its peer reads.
+    pub output_held: bool,
 }
 
 /// What a read pass found.
@@ -93,6 +97,8 @@ impl Connection {
             paused: false,
             read_deferred: false,
             corked: false,
+            counted: 0,
+            output_held: false,
         }
     }
 

@@ -306,7 +306,7 @@ impl Server {
             let Some(h) = c.http.as_mut() else {
                 return;
             };
-            if h.job.is_some() || h.lingering {
+            if h.job.is_some() || h.lingering || c.output_held {
                 return;
             }
             if served == FRAMES_PER_TURN {
@@ -477,6 +477,7 @@ impl Server {
             http_responses: s.responses.iter().map(|(k, v)| (*k, *v)).collect(),
             http_clients_left: s.left_waiting,
             http_refused: self.http.refusals.by_reason(),
+            output: self.output.stats(),
             ..NetStats::default()
         };
         for (_, c) in &self.conns {

@@ -8,6 +8,7 @@ mod http_glue;
 mod http_guard;
 mod journal;
 mod listen;
+mod output_bound;
 mod signals;
 
 use std::io;
@@ -97,6 +98,8 @@ pub struct Server {
     journal_errors: u64,
     /// Commits and fsync latencies of the journal, for /metrics (journal.rs).
     journal_counters: journal::JournalCounters,
+    /// Unsent output of all connections against `--max-total-output` (output_bound.rs).
+    output: output_bound::OutputBound,
 }
 
 impl Server {
@@ -116,6 +119,7 @@ impl Server {
         let http = http_glue::HttpGlue::bind(&config, &poll)?;
         let engine = Engine::new(config.engine.clone());
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
+        let output = output_bound::OutputBound::new(config.max_total_output);
         conn::prepare_read_buffer();
         Ok(Server {
             poll,
@@ -146,6 +150,7 @@ impl Server {
             journal_added: Vec::new(),
             journal_errors: 0,
             journal_counters: journal::JournalCounters::default(),
+            output,
         })
     }
 
@@ -287,6 +292,7 @@ impl Server {
             self.dispatch();
             self.uncork();
             self.finish_turn(now);
+            self.output_turn_end(now);
             self.compacting = self.compact_journal();
             if let Some(exit) = self.check_shutdown(now) {
                 self.flush_all();
@@ -453,6 +459,9 @@ impl Server {
     }
 
     fn read_conn(&mut self, idx: usize, now: u64) {
+        if self.output_held(idx) {
+            return;
+        }
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
@@ -513,7 +522,7 @@ impl Server {
             let Some(c) = self.conns.get_mut(idx) else {
                 return;
             };
-            if c.closing || c.close_after_flush || c.paused {
+            if c.closing || c.close_after_flush || c.paused || c.output_held {
                 return;
             }
             if served == FRAMES_PER_TURN {
@@ -669,7 +678,9 @@ impl Server {
                 c.write_pending = false;
                 // Its lazy reply leaves now, in company; the entry on `corked` goes stale.
                 c.corked = false;
-                match c.flush() {
+                let flushed = c.flush();
+                self.output.recount(&mut c.counted, c.wbuf.len());
+                match flushed {
                     Ok(()) => {
                         let blocked = !c.wbuf.is_empty();
                         if blocked != c.write_interest {
@@ -712,6 +723,7 @@ impl Server {
             }
             for idx in std::mem::take(&mut self.to_close) {
                 if let Some(mut c) = self.conns.try_remove(idx) {
+                    self.output.forget(c.counted);
                     self.http_closed(&c);
                     let _ = self.poll.registry().deregister(&mut c.stream);
                     self.engine.disconnect(c.id, now, &mut self.outbox);
