@@ -339,23 +339,29 @@ impl Conn {
         }
     }
 
-    /// Read one text reply: a line, or lines up to and including `.\n`.
+    /// Read one text reply: a line, or lines up to and including `.\n`. The end is found in
+    /// the bytes, which need not be UTF-8 (a binary unique is shown as it is); the reply is
+    /// returned lossily decoded.
     pub fn read_text(&mut self, list: bool) -> String {
         loop {
-            let text = String::from_utf8_lossy(&self.buf).to_string();
             let end = if list {
-                if text.starts_with(".\n") {
+                if self.buf.starts_with(b".\n") {
                     Some(2)
                 } else {
-                    text.find("\n.\n").map(|i| i + 3)
+                    self.buf
+                        .windows(3)
+                        .position(|w| w == b"\n.\n")
+                        .map(|i| i + 3)
                 }
             } else {
-                text.find('\n').map(|i| i + 1)
+                self.buf.iter().position(|&b| b == b'\n').map(|i| i + 1)
             };
             if let Some(end) = end {
+                let text = String::from_utf8_lossy(&self.buf[..end]).into_owned();
                 self.buf.drain(..end);
-                return text[..end].to_string();
+                return text;
             }
+            let text = String::from_utf8_lossy(&self.buf).into_owned();
             match self.fill() {
                 Ok(0) => panic!("EOF while reading admin reply; got {text:?}"),
                 Ok(_) => {}
