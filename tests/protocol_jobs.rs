@@ -211,6 +211,43 @@ fn work_fail_is_forwarded() {
     assert_eq!(c.admin("status", true), "ff\t0\t0\t1\n.\n");
 }
 
+/// The Rust gearman-worker crate sends `WORK_FAIL handle\0message`. gearmand reads the handle
+/// up to the first NUL and fails the job; so does gearwheel, and the client gets the plain
+/// WORK_FAIL. GET_STATUS, the other packet whose last argument is a handle, reads it alike.
+#[test]
+fn bytes_after_a_last_argument_handle_are_not_part_of_it() {
+    let s = Server::start_args(&[
+        "serve",
+        "-p",
+        "0",
+        "--verbose",
+        "DEBUG",
+        "--job-handle-prefix",
+        PREFIX,
+    ]);
+    let mut c = s.connect();
+    let mut w = worker(&s, &["ff"]);
+    let handle = c.submit(t::SUBMIT_JOB, "ff", "", b"x");
+    w.grab_uniq().unwrap();
+    c.send_req(t::GET_STATUS, &[handle.as_bytes(), b"junk"]);
+    assert_eq!(
+        c.expect(t::STATUS_RES),
+        hb(&handle, &[b"1", b"1", b"0", b"0"])
+    );
+    w.send_req(t::WORK_FAIL, &[handle.as_bytes(), b"it went\0wrong"]);
+    sync(&mut w);
+    assert_eq!(c.expect(t::WORK_FAIL), handle.as_bytes());
+    assert_eq!(c.admin("status", true), "ff\t0\t0\t1\n.\n");
+    s.wait_log(
+        &format!("WORK_FAIL {handle}: after the handle, 13 bytes \"it went\\x00wrong\""),
+        5,
+    );
+    s.wait_log(
+        &format!("GET_STATUS {handle}: after the handle, 4 bytes \"junk\""),
+        5,
+    );
+}
+
 #[test]
 fn work_exception_goes_to_clients_that_asked_others_get_work_fail() {
     let s = server(&[]);

@@ -18,7 +18,9 @@ use bytes::Bytes;
 use slab::Slab;
 
 use crate::proto::packet::PacketType;
-use crate::proto::request::{GrabKind, JobBody, Priority, Request, RequestError};
+use crate::proto::request::{
+    GrabKind, JobBody, Priority, Request, RequestError, show_after_handle,
+};
 use crate::proto::response::Response;
 use crate::schedule::{SchedSpec, Zone};
 use crate::timer::{TimerKey, Timers};
@@ -524,7 +526,11 @@ impl Engine {
                 self.end_job(key, schedules::Outcome::Complete, now);
                 self.ended_by(id);
             }
-            Request::WorkFail { handle } => {
+            Request::WorkFail {
+                handle,
+                after_handle,
+            } => {
+                debug_after_handle("WORK_FAIL", &handle, &after_handle);
                 // Perl's Gearman::Worker follows a WORK_EXCEPTION with a WORK_FAIL for the
                 // same job; an ERROR there would be read as the reply to its next GRAB and
                 // end the worker. The job already ended, so the echo is dropped.
@@ -578,7 +584,11 @@ impl Engine {
                 self.end_job(key, schedules::Outcome::Exception(&data), now);
                 self.ended_by(id);
             }
-            Request::GetStatus { handle } => {
+            Request::GetStatus {
+                handle,
+                after_handle,
+            } => {
+                debug_after_handle("GET_STATUS", &handle, &after_handle);
                 let r = match self.by_handle.get(&handle, &self.jobs) {
                     Some(k) => Response::StatusRes {
                         handle: handle.into(),
@@ -1455,6 +1465,19 @@ fn parse_epoch(b: &[u8]) -> Result<u64, RequestError> {
                 String::from_utf8_lossy(b)
             ),
         )),
+    }
+}
+
+/// What a peer sent after a handle is not part of it, but may be a worker's failure message:
+/// shown at DEBUG, never kept or passed on. (gearmand forwards a WORK_FAIL as it came; clients
+/// here get the plain `WORK_FAIL handle` that every client library reads.)
+fn debug_after_handle(packet: &str, handle: &[u8], after: &[u8]) {
+    if !after.is_empty() {
+        log::debug!(
+            "{packet} {}: after the handle, {}",
+            handle.escape_ascii(),
+            show_after_handle(after)
+        );
     }
 }
 

@@ -402,7 +402,15 @@ mod tests {
             1000,
             &mut out,
         );
-        e.handle(w2, Request::WorkFail { handle: b("H:q:3") }, 1000, &mut out);
+        e.handle(
+            w2,
+            Request::WorkFail {
+                handle: b("H:q:3"),
+                after_handle: b(""),
+            },
+            1000,
+            &mut out,
+        );
         assert_eq!(e.function_statuses()[0].counters.failed, 1);
         let t = e.totals();
         assert_eq!((t.jobs, t.running, t.functions, t.workers), (0, 0, 1, 1));

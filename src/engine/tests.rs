@@ -315,6 +315,7 @@ fn results_for_unknown_or_foreign_handles_get_gearmands_errors() {
         (
             Request::WorkFail {
                 handle: b("H:t:99"),
+                after_handle: b(""),
             },
             "Job given in work result not found",
         ),
@@ -373,6 +374,7 @@ fn status_queries() {
         c,
         Request::GetStatus {
             handle: b("H:nohost:999"),
+            after_handle: b(""),
         },
     );
     assert_eq!(
@@ -399,7 +401,13 @@ fn status_queries() {
             denominator: b("4"),
         },
     );
-    let r = w.req(c, Request::GetStatus { handle: h.clone() });
+    let r = w.req(
+        c,
+        Request::GetStatus {
+            handle: h.clone(),
+            after_handle: b(""),
+        },
+    );
     assert_eq!(
         r,
         vec![(
@@ -1065,9 +1073,28 @@ fn a_work_fail_right_after_the_same_jobs_exception_is_dropped_quietly() {
             data: b("died"),
         },
     );
-    assert_eq!(w.req(wk, Request::WorkFail { handle: h.clone() }), vec![]);
+    assert_eq!(
+        w.req(
+            wk,
+            Request::WorkFail {
+                handle: h.clone(),
+                after_handle: b("")
+            }
+        ),
+        vec![]
+    );
     // Only once, and only for that handle.
-    assert_eq!(w.req(wk, Request::WorkFail { handle: h }).len(), 1);
+    assert_eq!(
+        w.req(
+            wk,
+            Request::WorkFail {
+                handle: h,
+                after_handle: b("")
+            }
+        )
+        .len(),
+        1
+    );
 }
 
 mod schedule_runtime {
@@ -1330,7 +1357,13 @@ mod schedule_runtime {
         let wk = w.conn();
         w.can_do(wk, "tick");
         let (h, _) = w.grab(wk).unwrap();
-        w.req(wk, Request::WorkFail { handle: h });
+        w.req(
+            wk,
+            Request::WorkFail {
+                handle: h,
+                after_handle: b(""),
+            },
+        );
         let before: Vec<Vec<String>> = ["minute", "tick"]
             .iter()
             .map(|id| row(&mut w, id))
@@ -1715,7 +1748,10 @@ fn only_a_grab_after_a_job_end_waits() {
     // And so does everyone with --grab-wait 0.
     let mut w = World::new();
     let client = w.conn();
-    let worker = worker_that_ended_a_job(&mut w, client, |handle| Request::WorkFail { handle });
+    let worker = worker_that_ended_a_job(&mut w, client, |handle| Request::WorkFail {
+        handle,
+        after_handle: b(""),
+    });
     assert_eq!(w.grab(worker), None);
     // Nor a GRAB after PRE_SLEEP, even if no GRAB came between the job end and the sleep.
     let mut w = waiting_world();

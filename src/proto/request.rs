@@ -158,8 +158,11 @@ pub enum Request {
         handle: Bytes,
         data: Bytes,
     },
+    /// WORK_FAIL. `after_handle` is what followed a NUL after the handle (the Rust
+    /// gearman-worker crate puts its failure message there): kept for the log, never matched.
     WorkFail {
         handle: Bytes,
+        after_handle: Bytes,
     },
     WorkException {
         handle: Bytes,
@@ -173,8 +176,10 @@ pub enum Request {
         handle: Bytes,
         data: Bytes,
     },
+    /// GET_STATUS; `after_handle` as for WORK_FAIL.
     GetStatus {
         handle: Bytes,
+        after_handle: Bytes,
     },
     GetStatusUnique {
         unique: Bytes,
@@ -253,12 +258,34 @@ fn split_terminated<const N: usize>(
 }
 
 /// A single argument that runs to the end of the body. A trailing NUL is tolerated, as some
-/// clients (and gearmand's own WORK_FAIL) send one.
+/// clients send one.
 fn single(body: &Bytes) -> Bytes {
     match body.last() {
         Some(0) => body.slice(..body.len() - 1),
         _ => body.clone(),
     }
+}
+
+/// A handle that is a packet's last argument, read as gearmand reads it: up to the first NUL
+/// (gearmand copies it with `%.*s`), with the bytes after that NUL returned beside it. Both
+/// are slices of the body, so nothing past the declared length is ever looked at, and an
+/// argument with no NUL is the whole body, as before.
+fn handle_arg(body: &Bytes) -> (Bytes, Bytes) {
+    match body.iter().position(|&b| b == 0) {
+        Some(p) => (body.slice(..p), body.slice(p + 1..)),
+        None => (body.clone(), Bytes::new()),
+    }
+}
+
+/// At most this many bytes after a handle are shown in the log.
+const AFTER_HANDLE_SHOWN: usize = 128;
+
+/// The bytes a peer sent after a handle, escaped and cut for a DEBUG line: a peer's packet
+/// may be as large as the packet limit, a log line stays short.
+pub fn show_after_handle(rest: &[u8]) -> String {
+    let shown = &rest[..rest.len().min(AFTER_HANDLE_SHOWN)];
+    let more = if rest.len() > shown.len() { "..." } else { "" };
+    format!("{} bytes \"{}{more}\"", rest.len(), shown.escape_ascii())
 }
 
 fn check_unique(unique: &Bytes) -> Result<(), RequestError> {
@@ -381,12 +408,20 @@ impl Request {
                 let ([handle], data) = split_terminated::<1>(frame.ptype, body)?;
                 Request::WorkWarning { handle, data }
             }
-            T::WorkFail => Request::WorkFail {
-                handle: single(body),
-            },
-            T::GetStatus => Request::GetStatus {
-                handle: single(body),
-            },
+            T::WorkFail => {
+                let (handle, after_handle) = handle_arg(body);
+                Request::WorkFail {
+                    handle,
+                    after_handle,
+                }
+            }
+            T::GetStatus => {
+                let (handle, after_handle) = handle_arg(body);
+                Request::GetStatus {
+                    handle,
+                    after_handle,
+                }
+            }
             T::GetStatusUnique => Request::GetStatusUnique {
                 unique: single(body),
             },
@@ -569,7 +604,8 @@ mod tests {
         assert_eq!(
             Request::parse(&frame(PacketType::WorkFail, b"H:x:1\0")),
             Ok(Request::WorkFail {
-                handle: b(b"H:x:1")
+                handle: b(b"H:x:1"),
+                after_handle: b(b"")
             })
         );
         assert_eq!(
@@ -593,6 +629,85 @@ mod tests {
                 epoch: b(b"123"),
             })
         );
+    }
+
+    /// gearmand reads a last-argument handle up to its first NUL; the Rust gearman-worker
+    /// crate sends `WORK_FAIL handle\0message`.
+    #[test]
+    fn a_handle_ends_at_its_first_nul_and_the_rest_is_kept_apart() {
+        for (body, handle, rest) in [
+            (&b"H:x:1\0message"[..], &b"H:x:1"[..], &b"message"[..]),
+            (b"H:x:1\0", b"H:x:1", b""),
+            (b"H:x:1", b"H:x:1", b""),
+            (b"H:x:1\0a\0b\0", b"H:x:1", b"a\0b\0"),
+            (b"\0H:x:1", b"", b"H:x:1"),
+            (b"", b"", b""),
+        ] {
+            let body = Bytes::copy_from_slice(body);
+            let f = Frame {
+                magic: Magic::Req,
+                ptype: PacketType::WorkFail,
+                body: body.clone(),
+            };
+            assert_eq!(
+                Request::parse(&f),
+                Ok(Request::WorkFail {
+                    handle: Bytes::copy_from_slice(handle),
+                    after_handle: Bytes::copy_from_slice(rest),
+                }),
+                "{body:?}"
+            );
+            let f = Frame {
+                ptype: PacketType::GetStatus,
+                ..f
+            };
+            assert_eq!(
+                Request::parse(&f),
+                Ok(Request::GetStatus {
+                    handle: Bytes::copy_from_slice(handle),
+                    after_handle: Bytes::copy_from_slice(rest),
+                }),
+                "{body:?}"
+            );
+        }
+        // The handle and the rest are slices of the packet body: no copy, nothing read past
+        // the declared body length.
+        let f = frame(PacketType::WorkFail, b"H:x:1\0msg");
+        let Ok(Request::WorkFail {
+            handle,
+            after_handle,
+        }) = Request::parse(&f)
+        else {
+            panic!()
+        };
+        assert_eq!(handle.as_ptr(), f.body.as_ptr());
+        assert_eq!(after_handle.as_ptr(), f.body[6..].as_ptr());
+        // The other single-argument packets keep their rule: one trailing NUL tolerated, a NUL
+        // inside is part of the argument.
+        assert_eq!(
+            Request::parse(&frame(PacketType::SetClientId, b"id\0x\0")),
+            Ok(Request::SetClientId { id: b(b"id\0x") })
+        );
+        // A packet with data still needs its separator.
+        assert_eq!(
+            Request::parse(&frame(PacketType::WorkException, b"H:x:1"))
+                .unwrap_err()
+                .code,
+            "INVALID_PACKET"
+        );
+    }
+
+    #[test]
+    fn what_follows_a_handle_is_shown_escaped_and_cut() {
+        assert_eq!(
+            show_after_handle(b"no\0good\n"),
+            "8 bytes \"no\\x00good\\n\""
+        );
+        let long = vec![b'x'; 1000];
+        let shown = show_after_handle(&long);
+        assert!(shown.starts_with("1000 bytes \"xxx"), "{shown}");
+        assert!(shown.ends_with("x...\""), "{shown}");
+        assert_eq!(shown.len(), "1000 bytes \"".len() + AFTER_HANDLE_SHOWN + 4);
     }
 
     #[test]
