@@ -337,7 +337,7 @@ fn php_client_against_a_gearwheel_worker() {
                     .any(|l| l.trim() == "gearman")
             })
             .unwrap_or(false);
-    if !common::require(have, "php with the gearman extension") {
+    if !common::require(have, "php-cli with the gearman extension (php-gearman)") {
         return;
     }
     let s = Server::start(&[]);

@@ -126,7 +126,7 @@ fn epoch_job_from_libgearman_runs_on_gearman_cli_worker_when_due() {
     if !have_epoch_client() {
         return;
     }
-    if !require(common::have("gearman"), "gearman-tools (gearman)") {
+    if !need("gearman-tools (gearman, gearadmin)") {
         return;
     }
     let s = Server::start(&[]);

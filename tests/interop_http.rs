@@ -35,7 +35,7 @@ fn gearman_worker(s: &HttpServer, func: &str, cmd: &[&str]) -> Proc {
 
 #[test]
 fn curl_submits_to_a_real_gearman_worker() {
-    if !have_curl() || !require(common::have("gearman"), "gearman-tools (gearman)") {
+    if !have_curl() || !need("gearman-tools (gearman, gearadmin)") {
         return;
     }
     let s = HttpServer::start(&[]);
@@ -151,7 +151,7 @@ fn curl_submits_to_a_real_gearman_worker() {
 
 #[test]
 fn worker_failures_reach_curl_as_502() {
-    if !have_curl() || !require(common::have("gearman"), "gearman-tools (gearman)") {
+    if !have_curl() || !need("gearman-tools (gearman, gearadmin)") {
         return;
     }
     let s = HttpServer::start(&[]);

@@ -79,6 +79,71 @@ pub fn have_libgearman() -> bool {
         )
 }
 
+/// The npm package `name`, installed by `npm ci` in tests/interop/node, and `node` to run it.
+pub fn have_node_package(name: &str) -> bool {
+    crate::common::have("node")
+        && script("node/node_modules")
+            .join(name)
+            .join("package.json")
+            .is_file()
+}
+
+/// python3 that can import `module` (tests/interop/python/requirements.txt installs them).
+pub fn have_python_module(module: &str) -> bool {
+    crate::common::have("python3") && succeeds("python3", &["-c", &format!("import {module}")])
+}
+
+/// How a test finds out that a component is installed.
+pub type Present = fn() -> bool;
+
+/// Every component outside Rust that a test drives, as (what `require` calls it, is it
+/// here). tests/zz_interop_summary.rs names the missing ones at the end of `cargo test`, and
+/// checks that every `require` in tests/ is listed here.
+pub const COMPONENTS: &[(&str, Present)] = &[
+    ("gearman-tools (gearman, gearadmin)", || {
+        crate::common::have("gearman") && crate::common::have("gearadmin")
+    }),
+    (
+        "php-cli with the gearman extension (php-gearman)",
+        have_php_gearman,
+    ),
+    (
+        "Perl Gearman::Client (libgearman-client-perl)",
+        have_perl_gearman,
+    ),
+    ("python3 with the gear package", have_python_gear),
+    ("python3 with libgearman (libgearman8)", have_libgearman),
+    ("python prometheus_client", || {
+        have_python_module("prometheus_client.parser")
+    }),
+    ("curl", || crate::common::have("curl")),
+    ("node with the npm package gearmanode", || {
+        have_node_package("gearmanode")
+    }),
+    ("node with the npm package abraxas", || {
+        have_node_package("abraxas")
+    }),
+    ("node with the npm package node-gearman", || {
+        have_node_package("node-gearman")
+    }),
+    ("node with the npm package gearman-node", || {
+        have_node_package("gearman-node")
+    }),
+    ("python3 with python3-gearman", || {
+        have_python_module("python3_gearman")
+    }),
+    ("python3 with pygearman", || have_python_module("gearman")),
+    ("python3 with aiogear", || have_python_module("aiogear")),
+];
+
+/// Is the component `what` (one of COMPONENTS) here? If not, the test skips (see `require`).
+pub fn need(what: &str) -> bool {
+    let Some((_, present)) = COMPONENTS.iter().find(|(w, _)| *w == what) else {
+        panic!("{what:?} is not in interop_support::COMPONENTS");
+    };
+    crate::common::require(present(), what)
+}
+
 /// A child process whose stdout and stderr are collected by threads; killed when dropped.
 pub struct Proc {
     pub name: String,
@@ -336,6 +401,54 @@ pub fn script_worker(server: &Server, interpreter: &str, name: &str, ready_secs:
     w.wait_stdout("ready\n", ready_secs);
     wait_workers(server, "hold", 1, 5);
     w
+}
+
+/// The command line of a library's test program under tests/interop: `program` and the
+/// arguments that come before the port.
+pub struct LibProgram<'a> {
+    pub program: &'a str,
+    pub before_port: &'a [&'a str],
+}
+
+impl LibProgram<'_> {
+    fn command(&self, server: &Server, role: &str) -> Command {
+        let mut c = Command::new(self.program);
+        for (i, a) in self.before_port.iter().enumerate() {
+            // The first argument is the script, under tests/interop.
+            if i == 0 {
+                c.arg(script(a));
+            } else {
+                c.arg(a);
+            }
+        }
+        c.arg(server.port().to_string()).arg(role);
+        c
+    }
+
+    /// Start `... PORT worker`: wait until it prints `ready` and the server lists it for
+    /// `hold` (every library worker registers `hold`).
+    pub fn worker(&self, server: &Server) -> Proc {
+        let mut w = Proc::spawn(
+            &format!("{} worker", self.before_port[0]),
+            &mut self.command(server, "worker"),
+            None,
+        );
+        w.wait_stdout("ready\n", 15);
+        wait_workers(server, "hold", 1, 10);
+        w
+    }
+
+    /// Run `... PORT client SCENARIO ARG` to completion and return its stdout.
+    pub fn client(&self, server: &Server, scenario: &str, arg: &str) -> String {
+        let mut c = self.command(server, "client");
+        c.arg(scenario).arg(arg);
+        run(
+            &format!("{} client {scenario}", self.before_port[0]),
+            &mut c,
+            None,
+            20,
+        )
+    }
 }
 
 /// Run `interpreter SCRIPT PORT SCENARIO ARG` to completion and return its stdout.
