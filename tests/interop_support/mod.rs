@@ -117,6 +117,9 @@ pub const COMPONENTS: &[(&str, Present)] = &[
         have_python_module("prometheus_client.parser")
     }),
     ("curl", || crate::common::have("curl")),
+    ("groff (apt-get install groff-base)", || {
+        crate::common::have("groff")
+    }),
     ("node with the npm package gearmanode", || {
         have_node_package("gearmanode")
     }),
