@@ -80,16 +80,7 @@ fn closes_that_come_later_or_behind_pipelined_bytes_or_as_a_reset_are_noticed() 
         l_onoff: 1,
         l_linger: 0,
     };
-    // SAFETY: setsockopt on our own socket with a properly sized linger struct.
-    unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(&c),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            &l as *const libc::linger as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        );
-    }
+    common::set_socket_option(&c, libc::SO_LINGER, &l);
     drop(c);
     wait_left(&s, "a reset", 1);
 }

@@ -37,17 +37,7 @@ fn rss(s: &HttpServer) -> u64 {
 /// in the server rather than in the kernel.
 fn deaf(addr: std::net::SocketAddr) -> TcpStream {
     let c = TcpStream::connect(addr).unwrap();
-    let size: libc::c_int = 4096;
-    // SAFETY: setsockopt on our own socket with an int option.
-    unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(&c),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            &size as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    common::set_socket_option(&c, libc::SO_RCVBUF, &(4096 as libc::c_int));
     c
 }
 

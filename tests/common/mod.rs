@@ -422,3 +422,18 @@ pub fn require(ok: bool, what: &str) -> bool {
     );
     false
 }
+
+/// Set a SOL_SOCKET option of a test's own socket (SO_LINGER, SO_RCVBUF, ...).
+pub fn set_socket_option<T>(s: &TcpStream, name: libc::c_int, value: &T) {
+    // SAFETY: setsockopt on a socket this process owns, with a value of the size passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(s),
+            libc::SOL_SOCKET,
+            name,
+            (value as *const T).cast::<libc::c_void>(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt {name}");
+}
