@@ -39,7 +39,8 @@ pub(crate) struct Plan {
 
 const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, schedules, \
                      journal, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
-                     maxqueue FUNC [N | HIGH NORMAL LOW], reload, shutdown [graceful], or any \
+                     maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
+                     shutdown [graceful], or any \
                      line of the admin protocol (show jobs, cancel job HANDLE, ...)";
 
 /// The admin protocol's own spellings (`show jobs`, `cancel job H`, `reload schedules`) as
@@ -59,6 +60,7 @@ fn short_form(words: &[String]) -> Vec<String> {
         ["create", "function", _] => keep(2, "create"),
         ["drop", "function", _] => keep(2, "drop"),
         ["reload", "schedules"] => keep(2, "reload"),
+        [op @ ("run" | "skip" | "pause" | "resume"), "schedule", _] => keep(2, op),
         _ => words.to_vec(),
     }
 }
@@ -129,6 +131,8 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             _ => Err("maxqueue takes FUNC, FUNC N, or FUNC HIGH NORMAL LOW".into()),
         },
         "reload" => arity(0, "no arguments").and(one("reload schedules".into(), View::Ok)),
+        op @ ("run" | "skip" | "pause" | "resume") => arity(1, "a schedule entry id")
+            .and_then(|_| one(format!("{op} schedule {}", rest[0]), View::Ok)),
         "shutdown" => match rest {
             [] => one("shutdown".into(), View::Ok),
             [g] if g.eq_ignore_ascii_case("graceful") => one("shutdown graceful".into(), View::Ok),
@@ -261,12 +265,14 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
         }
         View::Schedules => {
             let rows = tsv(lines);
+            // The last three columns came later: a server before them sends ten.
             let headers = [
                 "ID", "SPEC", "FUNCTION", "NEXT", "LAST", "OUTCOME", "MS", "RUNS", "FAILURES",
-                "SKIPS",
+                "SKIPS", "STATE", "SKIP", "LAST-BY",
             ];
-            if rows.iter().all(|r| r.len() == headers.len()) {
-                table::render(&headers, &rows)
+            let width = rows.first().map_or(headers.len(), Vec::len);
+            if (width == 10 || width == headers.len()) && rows.iter().all(|r| r.len() == width) {
+                table::render(&headers[..width], &rows)
             } else {
                 table::render(&[], &rows)
                     .split_once('\n')
@@ -387,6 +393,12 @@ mod tests {
         assert_eq!(p("cancel H:x:1"), Ok(("cancel job H:x:1".into(), false)));
         assert_eq!(p("create f"), Ok(("create function f".into(), false)));
         assert_eq!(p("drop f"), Ok(("drop function f".into(), false)));
+        for op in ["run", "skip", "pause", "resume"] {
+            let line = Ok((format!("{op} schedule nightly"), false));
+            assert_eq!(p(&format!("{op} nightly")), line);
+            assert_eq!(p(&format!("{op} schedule nightly")), line);
+            assert!(p(op).is_err(), "{op} without an id");
+        }
         assert_eq!(p("maxqueue f"), Ok(("maxqueue f".into(), false)));
         assert_eq!(
             p("maxqueue f 1 2 3"),
@@ -521,6 +533,11 @@ mod tests {
         let t = render(View::Schedules, &l(&[row]), 0);
         assert!(t.starts_with("ID       SPEC       FUNCTION  NEXT"), "{t}");
         assert!(t.contains("\nnightly  0 3 * * *  backup    2030-01-02T03:00:00Z"));
+        // Today's rows end with the state, the skip and who made the last run.
+        let row = format!("{row}\tpaused\tskip-next\t-");
+        let t = render(View::Schedules, &l(&[&row]), 0);
+        assert!(t.contains("SKIPS  STATE   SKIP       LAST-BY\n"), "{t}");
+        assert!(t.ends_with("paused  skip-next  -\n"), "{t}");
         // A layout we do not know is still aligned, without a header.
         assert_eq!(
             render(View::Schedules, &l(&["a\tb", "ccc\td"]), 0),

@@ -112,6 +112,13 @@ impl Engine {
                 s.into()
             }
             AdminCommand::ShowSchedules => self.schedules_listing().into(),
+            AdminCommand::Schedule { op, id: entry } => {
+                match self.schedule_op(&entry, op, now, out) {
+                    Ok(handles) if handles.is_empty() => Bytes::from_static(b"OK\r\n"),
+                    Ok(handles) => format!("OK {}\n", handles.join(" ")).into(),
+                    Err(e) => e.admin_reply(),
+                }
+            }
             // The journal and the schedules file belong to the loop, which answers these lines
             // itself (reactor/admin.rs); an engine on its own has neither.
             AdminCommand::ShowJournal | AdminCommand::ReloadSchedules => {

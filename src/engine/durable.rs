@@ -56,6 +56,7 @@ pub enum Durable {
         runs: u64,
         failures: u64,
         skips: u64,
+        marks: super::ScheduleMarks,
     },
 }
 

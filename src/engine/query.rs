@@ -102,6 +102,12 @@ pub struct ScheduleStatus {
     pub runs: u64,
     pub failures: u64,
     pub skips: u64,
+    /// `pause schedule`: fires nothing until resumed.
+    pub paused: bool,
+    /// `skip schedule`: the next run of its timing is skipped.
+    pub skip_next: bool,
+    /// The last run was a `run schedule`.
+    pub last_run_manual: bool,
 }
 
 /// Engine-wide numbers.
@@ -249,6 +255,9 @@ impl Engine {
                     runs: h.runs,
                     failures: h.failures,
                     skips: h.skips,
+                    paused: h.marks.paused,
+                    skip_next: h.marks.skip_next,
+                    last_run_manual: h.last_run_ms.is_some() && h.marks.last_manual,
                 }
             })
             .collect()

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use chrono::DateTime;
 
 use super::handles::KeyRef;
+use super::schedule_ops::ScheduleMarks;
 use super::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339};
 use crate::proto::request::{JobBody, Priority};
 use crate::schedule::cron::Timing;
@@ -42,6 +43,8 @@ pub struct History {
     /// Runs skipped since the last run made, so that a long streak (no worker at all) is
     /// logged at 1, 10, 100, ... instead of every time.
     pub skip_streak: u64,
+    /// What the operator set (paused, skip the next run) and whether the last run was manual.
+    pub marks: ScheduleMarks,
 }
 
 pub(crate) struct EntryState {
@@ -56,7 +59,7 @@ pub(crate) struct EntryState {
 #[derive(Default)]
 pub(crate) struct Schedules {
     pub entries: Vec<EntryState>,
-    by_id: HashMap<Rc<str>, usize>,
+    pub(super) by_id: HashMap<Rc<str>, usize>,
     /// Bumped on every load, so timers of an older load are recognised and ignored.
     generation: u64,
     warned_clock: bool,
@@ -73,6 +76,15 @@ struct Restored {
     seen_ms: Option<u64>,
     /// runs, failures, skips; `None` from a journal written before they were kept.
     counters: Option<[u64; 3]>,
+    marks: ScheduleMarks,
+}
+
+/// What one run injected: the handles of its jobs, and how many were left out (`busy` names
+/// a previous job still going, when that was a reason).
+pub(super) struct Injected {
+    pub handles: Vec<String>,
+    pub skipped: u64,
+    pub busy: Option<String>,
 }
 
 /// What a load of the schedules file did, for its log line.
@@ -247,6 +259,13 @@ impl Engine {
                     h.failures = h.failures.max(failures);
                     h.skips = h.skips.max(skips);
                 }
+                h.marks = r.marks;
+            }
+            // A paused entry arms nothing, runs nothing at start and counts nothing missed:
+            // `resume` arms it from then on.
+            if st.history.marks.paused {
+                st.next_ms = None;
+                continue;
             }
             if matches!(st.entry.timing, Timing::Reboot) {
                 if at_start {
@@ -289,9 +308,19 @@ impl Engine {
         r.counters = Some([runs, failures, skips]);
     }
 
+    /// Bring back an entry's marks (paused, skip the next run, last run manual) from the
+    /// journal, like `restore_schedule_run`.
+    pub fn restore_schedule_marks(&mut self, id: &str, marks: ScheduleMarks) {
+        self.schedules
+            .restored
+            .entry(Rc::from(id))
+            .or_default()
+            .marks = marks;
+    }
+
     /// Journal the entry's history (last run and counters) after it changed: a run, a skip or
     /// a failure. The newest record per entry is what a restart brings back.
-    fn journal_history(&mut self, slot: usize) {
+    pub(super) fn journal_history(&mut self, slot: usize) {
         if !self.config.durable {
             return;
         }
@@ -304,12 +333,13 @@ impl Engine {
             runs: h.runs,
             failures: h.failures,
             skips: h.skips,
+            marks: h.marks,
         });
     }
 
     /// Arm the entry's next run after `after` (never before its last run: a clock that steps
     /// back does not repeat a run already made).
-    fn arm_after(&mut self, slot: usize, after: u64) {
+    pub(super) fn arm_after(&mut self, slot: usize, after: u64) {
         let st = &self.schedules.entries[slot];
         let from = st.history.last_run_ms.map_or(after, |l| l.max(after));
         match st.entry.timing.next_after(utc(from), &st.entry.zone) {
@@ -427,9 +457,12 @@ impl Engine {
     /// deadline.
     fn catch_up(&mut self, slot: usize, now: u64, out: &mut Outbox) {
         let st = &self.schedules.entries[slot];
+        // From the latest time dealt with: a run skipped, dropped, or missed while paused
+        // (`resume` marks its time as seen) is not made up.
         let Some(from) = st
             .history
             .last_run_ms
+            .max(st.history.seen_ms)
             .or(st.next_ms.map(|n| n.saturating_sub(1)))
         else {
             return;
@@ -466,11 +499,63 @@ impl Engine {
         self.run_entry(slot, missed, now, out);
     }
 
-    /// Inject one run's jobs (one per fan-out index).
+    /// Make one run of the entry's timing, unless the operator asked to skip it.
     fn run_entry(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
+        if self.schedules.entries[slot].history.marks.skip_next {
+            let st = &mut self.schedules.entries[slot];
+            let h = &mut st.history;
+            h.marks.skip_next = false;
+            h.skips += 1;
+            h.seen_ms = h.seen_ms.max(Some(nominal));
+            log::info!(
+                "schedule {}: run at {} skipped, as asked (skip schedule)",
+                st.id,
+                rfc3339(nominal)
+            );
+            self.journal_history(slot);
+            return;
+        }
+        let run = self.inject_run(slot, nominal, now, false, out);
+        let skipped = run.skipped;
+        let handles = run.handles;
+        let h = &mut self.schedules.entries[slot].history;
+        h.skips += skipped;
+        h.skip_streak += skipped;
+        h.seen_ms = h.seen_ms.max(Some(nominal));
+        if !handles.is_empty() || skipped > 0 {
+            if !handles.is_empty() {
+                h.skip_streak = 0;
+                h.runs += 1;
+                h.last_run_ms = Some(nominal);
+                h.marks.last_manual = false;
+            }
+            self.journal_history(slot);
+        }
+        if !handles.is_empty() {
+            log::info!(
+                "schedule {}: run scheduled {} started {} -> {}",
+                self.schedules.entries[slot].id,
+                rfc3339(nominal),
+                rfc3339(now),
+                handles.join(" ")
+            );
+        }
+    }
+
+    /// Inject one run's jobs (one per fan-out index), those whose previous job is still
+    /// going (`overlap=skip`) or whose queue is full left out. Touches no history.
+    pub(super) fn inject_run(
+        &mut self,
+        slot: usize,
+        nominal: u64,
+        now: u64,
+        manual: bool,
+        out: &mut Outbox,
+    ) -> Injected {
         let st = &self.schedules.entries[slot];
         let entry = st.entry.clone();
         let id = Rc::clone(&st.id);
+        let mut busy = None;
         let f = self.func_id(&Bytes::from(entry.function.clone()));
         let p = priority(entry.priority);
         let mut handles = Vec::new();
@@ -484,14 +569,21 @@ impl Engine {
             let key = KeyRef::of(&unique, b"");
             if let Some(existing) = key.and_then(|k| self.by_unique.get(f, k, &self.jobs)) {
                 skipped += 1;
-                let streak = self.schedules.entries[slot].history.skip_streak + skipped;
-                log::log!(
-                    streak_level(streak),
-                    "schedule {id}: run at {} skipped: its previous job {} is still queued or running (overlap=skip){}",
-                    rfc3339(nominal),
-                    self.by_handle.of(&self.jobs[existing]),
-                    streak_note(streak)
-                );
+                let previous = self.by_handle.of(&self.jobs[existing]).to_string();
+                if manual {
+                    log::info!(
+                        "schedule {id}: manual run not started: its previous job {previous} is still queued or running (overlap=skip)"
+                    );
+                } else {
+                    let streak = self.schedules.entries[slot].history.skip_streak + skipped;
+                    log::log!(
+                        streak_level(streak),
+                        "schedule {id}: run at {} skipped: its previous job {previous} is still queued or running (overlap=skip){}",
+                        rfc3339(nominal),
+                        streak_note(streak)
+                    );
+                }
+                busy = Some(previous);
                 continue;
             }
             if self.queue_full(f, p) {
@@ -515,30 +607,16 @@ impl Engine {
                     entry: Rc::clone(&id),
                     scheduled_ms: nominal,
                     started_ms: None,
+                    manual,
                 }),
             };
             let k: JobKey = self.create_job(new, key.is_some(), None, now, out);
             handles.push(self.by_handle.of(&self.jobs[k]).to_string());
         }
-        let h = &mut self.schedules.entries[slot].history;
-        h.skips += skipped;
-        h.skip_streak += skipped;
-        h.seen_ms = h.seen_ms.max(Some(nominal));
-        if !handles.is_empty() || skipped > 0 {
-            if !handles.is_empty() {
-                h.skip_streak = 0;
-                h.runs += 1;
-                h.last_run_ms = Some(nominal);
-            }
-            self.journal_history(slot);
-        }
-        if !handles.is_empty() {
-            log::info!(
-                "schedule {id}: run scheduled {} started {} -> {}",
-                rfc3339(nominal),
-                rfc3339(now),
-                handles.join(" ")
-            );
+        Injected {
+            handles,
+            skipped,
+            busy,
         }
     }
 
@@ -558,9 +636,14 @@ impl Engine {
         };
         log::log!(
             level,
-            "schedule {} job {} (scheduled {}): {text}{}",
+            "schedule {} job {} ({} {}): {text}{}",
             origin.entry,
             self.by_handle.of(job),
+            if origin.manual {
+                "manual run"
+            } else {
+                "scheduled"
+            },
             rfc3339(origin.scheduled_ms),
             duration.map_or_else(String::new, |d| format!(" after {d} ms"))
         );
@@ -579,14 +662,15 @@ impl Engine {
         }
     }
 
-    /// `show schedules`: one tab-separated line per entry.
+    /// `show schedules`: one tab-separated line per entry. Columns are only ever added at the
+    /// end, so that parsers of an older listing keep working.
     pub(super) fn schedules_listing(&self) -> String {
         let mut s = String::new();
         for st in &self.schedules.entries {
             let h = &st.history;
             let _ = writeln!(
                 s,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 st.id,
                 st.entry.spec,
                 st.entry.function,
@@ -597,7 +681,8 @@ impl Engine {
                     .map_or_else(|| "-".to_string(), |d| d.to_string()),
                 h.runs,
                 h.failures,
-                h.skips
+                h.skips,
+                super::schedule_ops::marks_columns(h)
             );
         }
         s.push_str(".\n");

@@ -1159,7 +1159,7 @@ mod schedule_runtime {
         );
         let r = row(&mut w, "hb");
         assert_eq!(
-            r[3..],
+            r[3..10],
             [
                 "2026-11-22T06:37:50Z",
                 "2026-11-22T06:37:40Z",
@@ -1170,6 +1170,9 @@ mod schedule_runtime {
                 "0"
             ]
         );
+        // The columns added since end each row: active, no skip asked, the last run was
+        // one of its timing.
+        assert_eq!(r[10..], ["active", "-", "scheduled"]);
         // A failing run is counted.
         tick(&mut w, T0 + 20_000);
         let (h, _) = w.grab(wk).unwrap();
@@ -1181,7 +1184,7 @@ mod schedule_runtime {
             },
         );
         let r = row(&mut w, "hb");
-        assert_eq!(r[5..], ["exception: disk full", "0", "2", "1", "0"]);
+        assert_eq!(r[5..10], ["exception: disk full", "0", "2", "1", "0"]);
     }
 
     #[test]
@@ -1329,6 +1332,7 @@ mod schedule_runtime {
                 runs,
                 failures,
                 skips,
+                ..
             } = d
             {
                 newest.retain(|(e, ..)| **e != *entry);
@@ -1368,8 +1372,8 @@ mod schedule_runtime {
             .iter()
             .map(|id| row(&mut w, id))
             .collect();
-        assert_eq!(before[0][7..], ["1", "0", "0"]);
-        assert_eq!(before[1][7..], ["1", "1", "2"]);
+        assert_eq!(before[0][7..10], ["1", "0", "0"]);
+        assert_eq!(before[1][7..10], ["1", "1", "2"]);
         let saved = journalled(&mut w);
 
         // Down from 06:38:00 to 06:40:30: `minute` misses 06:39 and 06:40, `tick` the 15
@@ -1394,9 +1398,9 @@ mod schedule_runtime {
         assert_eq!(report.restored, 2, "a removed entry is not recovered");
         let minute = row(&mut w, "minute");
         assert_eq!(minute[4], before[0][4], "the last run survives");
-        assert_eq!(minute[7..], ["1", "0", "2"]);
+        assert_eq!(minute[7..10], ["1", "0", "2"]);
         let tick_row = row(&mut w, "tick");
-        assert_eq!(tick_row[7..], ["1", "1", "17"]);
+        assert_eq!(tick_row[7..10], ["1", "1", "17"]);
         // The new counts are journalled, so a second restart keeps them.
         let again = journalled(&mut w);
         assert!(
@@ -1960,3 +1964,5 @@ fn a_hundred_thousand_names_from_workers_that_left_are_all_forgotten() {
         "the table was given back"
     );
 }
+
+mod schedule_ops;

@@ -389,6 +389,8 @@ pub struct Origin {
     pub scheduled_ms: u64,
     /// When a worker last took the job (only scheduled jobs need it: the outcome's duration).
     pub started_ms: Option<u64>,
+    /// Started by `run schedule`, not by the entry's timing.
+    pub manual: bool,
 }
 
 /// A job's foreground clients in attach order: none (background jobs), one inline (the usual

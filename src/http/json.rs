@@ -232,7 +232,10 @@ pub fn schedules(list: &[ScheduleStatus]) -> String {
             .opt_num("last_duration_ms", s.last_duration_ms)
             .num("runs", s.runs)
             .num("failures", s.failures)
-            .num("skips", s.skips);
+            .num("skips", s.skips)
+            .bool("paused", s.paused)
+            .bool("skip_next", s.skip_next)
+            .bool("last_run_manual", s.last_run_manual);
         o.end();
     });
     o.end();
@@ -351,13 +354,16 @@ mod tests {
             runs: 1,
             failures: 1,
             skips: 0,
+            paused: true,
+            skip_next: false,
+            last_run_manual: true,
         };
         assert_eq!(
             schedules(&[sc]),
             "{\"schedules\":[{\"id\":\"nightly\",\"spec\":\"0 3 * * *\",\"function\":\"backup\",\
              \"next_run\":\"1970-01-01T00:00:00Z\",\"last_run\":null,\
              \"last_outcome\":\"exception: \\\"disk\\\"\",\"last_duration_ms\":null,\"runs\":1,\
-             \"failures\":1,\"skips\":0}]}\n"
+             \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true}]}\n"
         );
     }
 }

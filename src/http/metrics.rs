@@ -861,6 +861,9 @@ mod tests {
             runs: 2,
             failures: 1,
             skips: 3,
+            paused: false,
+            skip_next: false,
+            last_run_manual: false,
         };
         let s = sample_input_render(&[], &[sc]);
         assert!(s.contains("gearman_schedule_runs_total{entry=\"nightly\"} 2\n"));

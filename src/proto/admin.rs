@@ -31,10 +31,50 @@ pub enum AdminCommand {
     Shutdown {
         graceful: bool,
     },
+    /// `run|skip|pause|resume schedule ID`: an operator's hand on one schedule entry.
+    Schedule {
+        op: ScheduleOp,
+        id: Bytes,
+    },
     /// A line the server answers with a fixed reply (an error), already formatted.
     Reply(&'static str),
     /// An unknown command word, answered with gearmand's UNKNOWN_COMMAND text.
     Unknown(Bytes),
+}
+
+/// What an operator can do to a schedule entry, by admin line or HTTP POST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScheduleOp {
+    /// A run now, outside its timing.
+    Run,
+    /// Skip the next run of its timing.
+    Skip,
+    Pause,
+    Resume,
+}
+
+impl ScheduleOp {
+    /// The command word (`run`, `skip`, `pause`, `resume`), any case.
+    pub fn from_word(w: &[u8]) -> Option<ScheduleOp> {
+        [
+            ("run", ScheduleOp::Run),
+            ("skip", ScheduleOp::Skip),
+            ("pause", ScheduleOp::Pause),
+            ("resume", ScheduleOp::Resume),
+        ]
+        .into_iter()
+        .find(|(name, _)| word_eq(w, name))
+        .map(|(_, op)| op)
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            ScheduleOp::Run => "run",
+            ScheduleOp::Skip => "skip",
+            ScheduleOp::Pause => "pause",
+            ScheduleOp::Resume => "resume",
+        }
+    }
 }
 
 /// At most this many words; gearmand closes on more, we answer an error.
@@ -156,6 +196,17 @@ impl AdminCommand {
             match arg(1) {
                 Some(a) if word_eq(a, "schedules") => AdminCommand::ReloadSchedules,
                 _ => AdminCommand::Reply("ERR UNKNOWN_ARGS Use+reload+schedules\r\n"),
+            }
+        } else if let Some(op) = ScheduleOp::from_word(cmd) {
+            match (arg(1), arg(2)) {
+                (Some(s), Some(id))
+                    if word_eq(s, "schedule") && !id.is_empty() && words.len() == 3 =>
+                {
+                    AdminCommand::Schedule { op, id: id.clone() }
+                }
+                _ => AdminCommand::Reply(
+                    "ERR INVALID_ARGUMENTS Name+one+entry:+run,+skip,+pause+or+resume+schedule+ID\r\n",
+                ),
             }
         } else if word_eq(cmd, "getpid") {
             AdminCommand::GetPid

@@ -10,7 +10,7 @@ use log::{error, info, warn};
 use super::Server;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Fsync;
-use crate::engine::{Durable, FinishKind, RestoredJob};
+use crate::engine::{Durable, FinishKind, RestoredJob, ScheduleMarks};
 use crate::proto::request::Priority;
 use crate::store::{
     self, FinishReason, FsyncHistogram, FsyncMode, JobAdded, Journal, JournalMetrics, Options,
@@ -79,6 +79,7 @@ fn record(d: Durable) -> Record {
             runs,
             failures,
             skips,
+            marks,
         } => Record::ScheduleRan {
             entry: Bytes::copy_from_slice(entry.as_bytes()),
             fire_ms,
@@ -88,6 +89,9 @@ fn record(d: Durable) -> Record {
                 runs,
                 failures,
                 skips,
+                paused: marks.paused,
+                skip_next: marks.skip_next,
+                last_manual: marks.last_manual,
             }),
         },
     }
@@ -158,6 +162,14 @@ impl Server {
                     &id,
                     (c.seen_ms > 0).then_some(c.seen_ms),
                     [c.runs, c.failures, c.skips],
+                );
+                self.engine.restore_schedule_marks(
+                    &id,
+                    ScheduleMarks {
+                        paused: c.paused,
+                        skip_next: c.skip_next,
+                        last_manual: c.last_manual,
+                    },
                 );
             }
         }

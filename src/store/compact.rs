@@ -286,7 +286,7 @@ impl Journal {
                     ),
                 ));
             }
-            copy_if_live(&self.live, &mut c.snap, h.ty, &chunk[p..end], fid, at);
+            copy_if_live(&self.live, &mut c.snap, &h, &chunk[p..end], fid, at);
             p = end;
         }
         if p == 0 {
@@ -399,7 +399,15 @@ impl Journal {
 }
 
 /// Copies one intact record from a compaction input to the snapshot if it is still live.
-fn copy_if_live(live: &LiveSet, c: &mut SnapOut, ty: u8, rec: &[u8], fid: u32, at: u64) {
+fn copy_if_live(
+    live: &LiveSet,
+    c: &mut SnapOut,
+    h: &record::RecHeader,
+    rec: &[u8],
+    fid: u32,
+    at: u64,
+) {
+    let ty = h.ty;
     let payload = &rec[HEADER_LEN..];
     let new_off = c.len + c.out.len() as u64;
     match ty {
@@ -424,7 +432,7 @@ fn copy_if_live(live: &LiveSet, c: &mut SnapOut, ty: u8, rec: &[u8], fid: u32, a
             }
         }
         record::T_SCHEDULE_RAN | record::T_SCHEDULE_STATE => {
-            let Some(entry) = record::schedule_entry(ty, payload) else {
+            let Some(entry) = record::schedule_entry(h, payload) else {
                 return;
             };
             let Some((key, _)) = live

@@ -43,7 +43,7 @@
 //! ```text
 //! 0   u32  len      payload length
 //! 4   u8   type     1 JobAdded, 2 JobFinished, 3 JobRetried, 4 ScheduleRan, 5 ScheduleState
-//! 5   u8   version  payload layout version (1)
+//! 5   u8   version  payload layout version (1; ScheduleState 1 or 2)
 //! 6   u16  hcrc     low 16 bits of CRC-32C(bytes 0..6): a damaged length is never trusted
 //! 8   u32  crc      CRC-32C(bytes 0..6 ++ payload)
 //! 12  ...  payload
@@ -52,7 +52,9 @@
 //!   JobFinished: id u64 | reason u8          JobRetried: id u64 | retries u32
 //!   ScheduleRan: fire_ms u64 | outcome u8 | entry (the rest)      (read; no longer written)
 //!   ScheduleState: fire_ms u64 (0: none yet) | seen_ms u64 (latest time run or skipped) |
-//!                  runs u64 | failures u64 | skips u64 | entry
+//!                  runs u64 | failures u64 | skips u64 | [marks u8, version 2] | entry
+//!                  marks: 1 paused, 2 skip the next run, 4 last run manual; written as
+//!                  version 2 only when a mark is set (version 1 reads as no marks)
 //!   (both are `Record::ScheduleRan`, the second with its counters; the newest per entry wins)
 //! ```
 //!

@@ -7,6 +7,10 @@ use bytes::Bytes;
 pub(crate) const HEADER_LEN: usize = 12;
 /// The payload layout version written for every type today.
 pub(crate) const VERSION: u8 = 1;
+/// T_SCHEDULE_STATE with a marks byte after the counters (paused, skip the next run, last run
+/// manual). Written only when a mark is set, so a journal without marks stays version 1 and
+/// readable by the release before; version 1 records read as "no marks".
+pub(crate) const SCHEDULE_STATE_MARKED: u8 = 2;
 
 pub(crate) const T_JOB_ADDED: u8 = 1;
 pub(crate) const T_JOB_FINISHED: u8 = 2;
@@ -23,6 +27,12 @@ const JOB_ADDED_FIXED: usize = 8 + 1 + 1 + 8 + 4 * 4;
 const SCHEDULE_RAN_FIXED: usize = 8 + 1;
 /// Fixed part of a T_SCHEDULE_STATE payload: last run, last seen, runs, failures, skips.
 const SCHEDULE_STATE_FIXED: usize = 8 * 5;
+/// ... and in its version 2, the marks byte.
+const SCHEDULE_STATE_MARKED_FIXED: usize = SCHEDULE_STATE_FIXED + 1;
+
+const MARK_PAUSED: u8 = 1;
+const MARK_SKIP_NEXT: u8 = 2;
+const MARK_LAST_MANUAL: u8 = 4;
 
 /// Size of a whole JobRetried record; a live job with retries > 0 carries one.
 pub(crate) const RETRIED_LEN: u32 = (HEADER_LEN + JOB_RETRIED_PAYLOAD) as u32;
@@ -97,6 +107,25 @@ pub struct ScheduleCounters {
     pub runs: u64,
     pub failures: u64,
     pub skips: u64,
+    /// The operator paused the entry (`pause schedule`).
+    pub paused: bool,
+    /// The operator asked to skip its next run (`skip schedule`).
+    pub skip_next: bool,
+    /// Its last run was a manual one (`run schedule`).
+    pub last_manual: bool,
+}
+
+impl ScheduleCounters {
+    fn marks(&self) -> u8 {
+        [
+            (self.paused, MARK_PAUSED),
+            (self.skip_next, MARK_SKIP_NEXT),
+            (self.last_manual, MARK_LAST_MANUAL),
+        ]
+        .iter()
+        .filter(|(set, _)| *set)
+        .fold(0, |m, (_, bit)| m | bit)
+    }
 }
 
 /// One journal record. Built on the caller's stack and passed by reference to
@@ -131,6 +160,15 @@ impl Record {
         }
     }
 
+    fn version(&self) -> u8 {
+        match self {
+            Record::ScheduleRan {
+                counters: Some(c), ..
+            } if c.marks() != 0 => SCHEDULE_STATE_MARKED,
+            _ => VERSION,
+        }
+    }
+
     fn payload_len(&self) -> u64 {
         match self {
             Record::JobAdded(j) => {
@@ -143,10 +181,10 @@ impl Record {
             Record::ScheduleRan {
                 entry, counters, ..
             } => {
-                let fixed = if counters.is_some() {
-                    SCHEDULE_STATE_FIXED
-                } else {
-                    SCHEDULE_RAN_FIXED
+                let fixed = match counters {
+                    None => SCHEDULE_RAN_FIXED,
+                    Some(c) if c.marks() != 0 => SCHEDULE_STATE_MARKED_FIXED,
+                    Some(_) => SCHEDULE_STATE_FIXED,
                 };
                 (fixed + entry.len()) as u64
             }
@@ -165,7 +203,7 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
     buf.reserve(HEADER_LEN + plen as usize);
     buf.extend_from_slice(&(plen as u32).to_le_bytes());
     buf.push(rec.type_byte());
-    buf.push(VERSION);
+    buf.push(rec.version());
     let pre = crc32c::crc32c(&buf[start..start + 6]);
     buf.extend_from_slice(&(pre as u16).to_le_bytes());
     buf.extend_from_slice(&[0; 4]);
@@ -209,6 +247,9 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
                     for n in [c.seen_ms, c.runs, c.failures, c.skips] {
                         buf.extend_from_slice(&n.to_le_bytes());
                     }
+                    if c.marks() != 0 {
+                        buf.push(c.marks());
+                    }
                 }
             }
             buf.extend_from_slice(entry);
@@ -230,6 +271,8 @@ fn put_field(buf: &mut Vec<u8>, f: &[u8]) {
 pub(crate) struct RecHeader {
     pub len: u32,
     pub ty: u8,
+    /// The payload layout version (1, or 2 for a T_SCHEDULE_STATE with marks).
+    pub ver: u8,
     /// CRC-32C of header bytes 0..6, the seed of the whole-record checksum.
     pre: u32,
     crc: u32,
@@ -257,7 +300,10 @@ pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
     if u16::from_le_bytes([h[6], h[7]]) != pre as u16 {
         return None;
     }
-    if ver != VERSION || !(T_JOB_ADDED..=T_SCHEDULE_STATE).contains(&ty) {
+    if !(T_JOB_ADDED..=T_SCHEDULE_STATE).contains(&ty) {
+        return None;
+    }
+    if ver != VERSION && !(ty == T_SCHEDULE_STATE && ver == SCHEDULE_STATE_MARKED) {
         return None;
     }
     if u64::from(len) + HEADER_LEN as u64 > u64::from(u32::MAX) {
@@ -266,6 +312,7 @@ pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
     Some(RecHeader {
         len,
         ty,
+        ver,
         pre,
         crc: u32::from_le_bytes([h[8], h[9], h[10], h[11]]),
     })
@@ -276,7 +323,7 @@ pub(crate) fn intact_at(data: &[u8], off: usize) -> Option<usize> {
     let h = parse_header(data.get(off..)?)?;
     let end = off.checked_add(h.total() as usize)?;
     let payload = data.get(off + HEADER_LEN..end)?;
-    if h.body_ok(payload) && decode(h.ty, payload).is_ok() {
+    if h.body_ok(payload) && decode(&h, payload).is_ok() {
         Some(end)
     } else {
         None
@@ -294,19 +341,20 @@ pub(crate) fn job_id(payload: &[u8]) -> Option<u64> {
 }
 
 /// The entry name of a T_SCHEDULE_RAN or T_SCHEDULE_STATE payload without decoding the rest.
-pub(crate) fn schedule_entry(ty: u8, payload: &[u8]) -> Option<&[u8]> {
-    match ty {
-        T_SCHEDULE_RAN => payload.get(SCHEDULE_RAN_FIXED..),
-        T_SCHEDULE_STATE => payload.get(SCHEDULE_STATE_FIXED..),
+pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a [u8]> {
+    match (h.ty, h.ver) {
+        (T_SCHEDULE_RAN, _) => payload.get(SCHEDULE_RAN_FIXED..),
+        (T_SCHEDULE_STATE, SCHEDULE_STATE_MARKED) => payload.get(SCHEDULE_STATE_MARKED_FIXED..),
+        (T_SCHEDULE_STATE, _) => payload.get(SCHEDULE_STATE_FIXED..),
         _ => None,
     }
 }
 
 /// Decodes a payload whose checksum passed. A JobAdded is copied once into its own buffer and
 /// its fields are slices of it, so a replayed job pins only its own bytes.
-pub(crate) fn decode(ty: u8, payload: &[u8]) -> Result<Record, &'static str> {
+pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static str> {
     let mut c = Cursor { b: payload, at: 0 };
-    let rec = match ty {
+    let rec = match h.ty {
         T_JOB_ADDED => {
             let id = c.u64()?;
             let priority = c.u8()?;
@@ -356,12 +404,22 @@ pub(crate) fn decode(ty: u8, payload: &[u8]) -> Result<Record, &'static str> {
         }
         T_SCHEDULE_STATE => {
             let fire_ms = c.u64()?;
-            let counters = ScheduleCounters {
+            let mut counters = ScheduleCounters {
                 seen_ms: c.u64()?,
                 runs: c.u64()?,
                 failures: c.u64()?,
                 skips: c.u64()?,
+                ..ScheduleCounters::default()
             };
+            if h.ver == SCHEDULE_STATE_MARKED {
+                let marks = c.u8()?;
+                if marks & !(MARK_PAUSED | MARK_SKIP_NEXT | MARK_LAST_MANUAL) != 0 {
+                    return Err("unknown marks in a schedule record");
+                }
+                counters.paused = marks & MARK_PAUSED != 0;
+                counters.skip_next = marks & MARK_SKIP_NEXT != 0;
+                counters.last_manual = marks & MARK_LAST_MANUAL != 0;
+            }
             Record::ScheduleRan {
                 entry: Bytes::copy_from_slice(&payload[c.at..]),
                 fire_ms,

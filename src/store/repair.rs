@@ -260,7 +260,7 @@ impl Doubt {
         let Some(h) = record::parse_header(rec) else {
             return;
         };
-        let Ok(r) = record::decode(h.ty, rec.get(record::HEADER_LEN..).unwrap_or_default()) else {
+        let Ok(r) = record::decode(&h, rec.get(record::HEADER_LEN..).unwrap_or_default()) else {
             return;
         };
         match r {

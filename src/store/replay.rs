@@ -118,7 +118,7 @@ pub(super) fn replay_file(
                     r.read_exact(&mut scratch)
                         .map_err(StoreError::io(path, "read"))?;
                     if h.body_ok(&scratch) {
-                        let rec = record::decode(h.ty, &scratch).map_err(|why| {
+                        let rec = record::decode(&h, &scratch).map_err(|why| {
                             StoreError::corrupt(
                                 path,
                                 off,

@@ -132,7 +132,8 @@ impl Model {
         j.append(&Record::JobRetried { id, retries: r.1 }).unwrap();
     }
     /// An entry ran. `outcome` 2 and up writes the newer record with counters (made up from
-    /// the arguments), so both kinds mix in one journal as after an upgrade.
+    /// the arguments), so both kinds mix in one journal as after an upgrade; odd outcomes from
+    /// 3 up also carry marks (the record's version 2).
     fn sched(&mut self, j: &mut Journal, entry: &'static str, fire_ms: u64, outcome: u8) {
         let entry = Bytes::from_static(entry.as_bytes());
         let counters = (outcome >= 2).then_some(ScheduleCounters {
@@ -140,6 +141,9 @@ impl Model {
             runs: fire_ms,
             failures: outcome.into(),
             skips: 1,
+            paused: outcome % 2 == 1,
+            skip_next: outcome % 4 == 3,
+            last_manual: outcome % 2 == 1,
         });
         let outcome = if counters.is_some() { 0 } else { outcome };
         j.append(&Record::ScheduleRan {

@@ -1,0 +1,165 @@
+//! What an operator does to a schedule entry by hand: run it now, skip its next run, pause and
+//! resume it (`run|skip|pause|resume schedule ID`, and the same over HTTP). The marks these
+//! leave on an entry travel with its history through reloads and the journal.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use super::schedules::History;
+use super::{Engine, Outbox, rfc3339};
+use crate::proto::admin::ScheduleOp;
+
+/// What the operator set on an entry, and whether its last run was a manual one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScheduleMarks {
+    /// Fires nothing until `resume`; `run schedule` still works.
+    pub paused: bool,
+    /// The next run of its timing is skipped (and counted as a skip).
+    pub skip_next: bool,
+    /// The last run made was a `run schedule`, not one of its timing.
+    pub last_manual: bool,
+}
+
+/// Why an operation on an entry did nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScheduleOpError {
+    /// No entry of the loaded schedules file has this id.
+    UnknownEntry,
+    /// `run` on an `overlap=skip` entry whose previous job (named) is still queued or running.
+    RunInProgress(String),
+    /// `run` found the queue of the entry's function full.
+    QueueFull,
+}
+
+impl ScheduleOpError {
+    /// The admin protocol's reply: gearmand's `ERR CODE text+with+pluses`.
+    pub fn admin_reply(&self) -> Bytes {
+        match self {
+            ScheduleOpError::UnknownEntry => {
+                Bytes::from_static(b"ERR UNKNOWN_SCHEDULE No+schedule+entry+has+this+id\r\n")
+            }
+            ScheduleOpError::RunInProgress(h) => format!(
+                "ERR RUN_IN_PROGRESS The+previous+run+{h}+is+still+queued+or+running+(overlap=skip)\r\n"
+            )
+            .into(),
+            ScheduleOpError::QueueFull => Bytes::from_static(
+                b"ERR QUEUE_FULL The+queue+of+the+entry's+function+is+full\r\n",
+            ),
+        }
+    }
+}
+
+/// The columns `show schedules` ends with: paused or active, whether the next run is skipped,
+/// and whether the last run was manual.
+pub(super) fn marks_columns(h: &History) -> String {
+    let m = h.marks;
+    format!(
+        "{}\t{}\t{}",
+        if m.paused { "paused" } else { "active" },
+        if m.skip_next { "skip-next" } else { "-" },
+        match (h.last_run_ms, m.last_manual) {
+            (None, _) => "-",
+            (Some(_), true) => "manual",
+            (Some(_), false) => "scheduled",
+        }
+    )
+}
+
+impl Engine {
+    /// Do `op` to the entry `id`. A manual run returns the handles of its jobs (one per
+    /// fan-out index); the other operations return none. Each one is logged and journalled.
+    pub fn schedule_op(
+        &mut self,
+        id: &[u8],
+        op: ScheduleOp,
+        now: u64,
+        out: &mut Outbox,
+    ) -> Result<Vec<String>, ScheduleOpError> {
+        let slot = std::str::from_utf8(id)
+            .ok()
+            .and_then(|id| self.schedules.by_id.get(id).copied())
+            .ok_or(ScheduleOpError::UnknownEntry)?;
+        let entry = Rc::clone(&self.schedules.entries[slot].id);
+        match op {
+            ScheduleOp::Run => return self.run_now(slot, now, out),
+            ScheduleOp::Skip => {
+                let st = &mut self.schedules.entries[slot];
+                st.history.marks.skip_next = true;
+                log::info!(
+                    "schedule {entry}: its next run{} will be skipped, as asked",
+                    st.next_ms
+                        .map_or_else(String::new, |t| format!(" (due {})", rfc3339(t)))
+                );
+            }
+            ScheduleOp::Pause => {
+                let st = &mut self.schedules.entries[slot];
+                if st.history.marks.paused {
+                    return Ok(Vec::new());
+                }
+                st.history.marks.paused = true;
+                st.next_ms = None;
+                if let Some(t) = st.timer.take() {
+                    self.timers.cancel(t);
+                }
+                log::info!("schedule {entry}: paused; it fires nothing until resumed");
+            }
+            ScheduleOp::Resume => {
+                let h = &mut self.schedules.entries[slot].history;
+                if !h.marks.paused {
+                    return Ok(Vec::new());
+                }
+                h.marks.paused = false;
+                // Every run until now is dealt with: none of those missed while paused is
+                // made up, now or by a catch-up after a restart.
+                h.seen_ms = h.seen_ms.max(Some(now));
+                self.arm_after(slot, now);
+                log::info!(
+                    "schedule {entry}: resumed; next run {}",
+                    self.schedules.entries[slot]
+                        .next_ms
+                        .map_or_else(|| "none".to_string(), rfc3339)
+                );
+            }
+        }
+        self.journal_history(slot);
+        Ok(Vec::new())
+    }
+
+    /// A run now, outside the entry's timing, with its usual workload (placeholders filled
+    /// for now) and its usual uniques, so `overlap=skip` keeps meaning one run at a time.
+    fn run_now(
+        &mut self,
+        slot: usize,
+        now: u64,
+        out: &mut Outbox,
+    ) -> Result<Vec<String>, ScheduleOpError> {
+        let run = self.inject_run(slot, now, now, true, out);
+        if run.handles.is_empty() {
+            return Err(run
+                .busy
+                .map_or(ScheduleOpError::QueueFull, ScheduleOpError::RunInProgress));
+        }
+        let st = &mut self.schedules.entries[slot];
+        let h = &mut st.history;
+        h.runs += 1;
+        h.last_run_ms = Some(h.last_run_ms.map_or(now, |l| l.max(now)));
+        h.marks.last_manual = true;
+        log::info!(
+            "schedule {}: manual run started {} -> {}{}",
+            st.id,
+            rfc3339(now),
+            run.handles.join(" "),
+            if run.skipped > 0 {
+                format!(
+                    " ({} left out: previous still going or queue full)",
+                    run.skipped
+                )
+            } else {
+                String::new()
+            }
+        );
+        self.journal_history(slot);
+        Ok(run.handles)
+    }
+}
