@@ -184,6 +184,9 @@ pub struct ServeArgs {
     /// this machine's name (repeatable); others get 403 (DNS rebinding)
     #[argh(option)]
     pub http_allowed_host: Vec<String>,
+    /// do not serve the console (the page at / and /ui/ on the HTTP listener): 404 instead
+    #[argh(switch)]
+    pub no_console: bool,
     /// accepted and ignored: gearwheel runs one thread
     #[argh(option, short = 't')]
     pub threads: Option<String>,
@@ -250,6 +253,8 @@ pub struct HttpConfig {
     /// Names a request's Host may give besides the listen addresses (`--http-allowed-host`,
     /// names in `--http-listen`, the machine's name).
     pub allowed_hosts: Vec<String>,
+    /// Serve the console at `/` and `/ui/` (not `--no-console`).
+    pub console: bool,
 }
 
 /// The HTTP listener from `--http-port`, `--http-listen` and the Gearman `listen` addresses.
@@ -305,6 +310,7 @@ fn http_config(a: &ServeArgs, listen: &[SocketAddr]) -> Result<Option<HttpConfig
         allowed_hosts,
         header_timeout: secs(a.http_header_timeout, 10, "--http-header-timeout")?,
         idle_timeout: secs(a.http_idle_timeout, 60, "--http-idle-timeout")?,
+        console: !a.no_console,
     }))
 }
 

@@ -30,7 +30,8 @@ use crate::timer::{TimerKey, Timers};
 pub use durable::{Durable, FinishKind, RestoredJob};
 use handles::KeyRef;
 pub use query::{
-    EngineTotals, FunctionStatus, JobDetail, JobPhase, JobStatus, ScheduleStatus, WorkerStatus,
+    EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, ScheduleStatus,
+    WorkerStatus,
 };
 pub use types::JobCounters;
 pub use types::{
@@ -205,6 +206,8 @@ pub struct Engine {
     waiting: Vec<ConnId>,
     /// CAN_DOs refused past `--max-functions-per-worker`.
     functions_refused: u64,
+    /// Every function's `JobCounters` summed (see `counters`).
+    counted: JobCounters,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -237,6 +240,7 @@ impl Engine {
             nonempty: Default::default(),
             waiting: Vec::new(),
             functions_refused: 0,
+            counted: JobCounters::default(),
         }
     }
 

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::types::JobCounters;
-use super::{Engine, FuncId, JobState};
+use super::{Engine, FuncId, JobKey, JobState};
 use crate::proto::request::Priority;
 
 /// One function as `status` and `prioritystatus` see it, with its counters.
@@ -41,6 +41,17 @@ pub struct WorkerStatus {
     pub client_id: Bytes,
     /// Registered functions, newest first, as `workers` lists them.
     pub functions: Vec<Bytes>,
+    /// Handles of the jobs it is running, in the order it took them.
+    pub running: Vec<Bytes>,
+}
+
+/// A future job waiting for its due time (the console's Jobs view).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FutureJob {
+    pub handle: Bytes,
+    pub function: Bytes,
+    pub unique: Bytes,
+    pub due_ms: u64,
 }
 
 /// Where a known job is.
@@ -147,14 +158,47 @@ impl Engine {
         let Some(func) = self.functions.get_mut(f) else {
             return;
         };
-        let c = &mut func.counters;
-        match ev {
-            Counted::Submitted => c.submitted += 1,
-            Counted::Completed => c.completed += 1,
-            Counted::Failed => c.failed += 1,
-            Counted::Exception => c.exceptions += 1,
-            Counted::Retried => c.retried += 1,
+        for c in [&mut func.counters, &mut self.counted] {
+            match ev {
+                Counted::Submitted => c.submitted += 1,
+                Counted::Completed => c.completed += 1,
+                Counted::Failed => c.failed += 1,
+                Counted::Exception => c.exceptions += 1,
+                Counted::Retried => c.retried += 1,
+            }
         }
+    }
+
+    /// Every function's counters summed (kept as they are bumped: reading it is O(1), so the
+    /// loop can sample it every turn for the console's rate chart).
+    pub fn counters(&self) -> JobCounters {
+        self.counted
+    }
+
+    /// The `limit` future jobs due first, and how many there are in all.
+    pub fn future_jobs(&self, limit: usize) -> (usize, Vec<FutureJob>) {
+        let mut rows: Vec<(u64, u64, JobKey)> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| matches!(j.state(), JobState::Future))
+            .map(|(k, j)| (self.due_ms(k).unwrap_or(0), j.id, k))
+            .collect();
+        let total = rows.len();
+        rows.sort_unstable();
+        rows.truncate(limit);
+        let list = rows
+            .into_iter()
+            .filter_map(|(due_ms, _, k)| {
+                let j = self.jobs.get(k)?;
+                Some(FutureJob {
+                    handle: Bytes::from(self.by_handle.of(j).to_string()),
+                    function: self.functions.get(j.func())?.name.clone(),
+                    unique: j.unique(),
+                    due_ms,
+                })
+            })
+            .collect();
+        (total, list)
     }
 
     /// Every function, in the order `status` lists them.
@@ -187,6 +231,15 @@ impl Engine {
                     .into_iter()
                     .filter_map(|f| self.functions.get(f).map(|f| f.name.clone()))
                     .collect(),
+                running: {
+                    let mut held: Vec<(u64, usize)> =
+                        c.holding.iter().map(|(k, t)| (*t, *k as usize)).collect();
+                    held.sort_unstable();
+                    held.into_iter()
+                        .filter_map(|(_, k)| self.jobs.get(k))
+                        .map(|j| Bytes::from(self.by_handle.of(j).to_string()))
+                        .collect()
+                },
             })
             .collect()
     }

@@ -105,7 +105,7 @@ impl<'a> Obj<'a> {
 }
 
 /// A millisecond timestamp as RFC 3339 UTC (to the second), or null.
-fn time(o: &mut Obj<'_>, k: &str, ms: Option<u64>) {
+pub fn time(o: &mut Obj<'_>, k: &str, ms: Option<u64>) {
     let s = ms.map(|ms| {
         chrono::DateTime::from_timestamp_millis(ms as i64)
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
@@ -122,7 +122,7 @@ pub fn priority_name(p: Priority) -> &'static str {
     }
 }
 
-fn array<T>(out: &mut String, items: &[T], mut each: impl FnMut(&mut String, &T)) {
+pub fn array<T>(out: &mut String, items: &[T], mut each: impl FnMut(&mut String, &T)) {
     out.push('[');
     for (i, it) in items.iter().enumerate() {
         if i > 0 {
@@ -186,6 +186,7 @@ pub fn workers(list: &[WorkerStatus]) -> String {
             .str("ip", &w.ip)
             .bytes("client_id", &w.client_id);
         array(o.key("functions"), &w.functions, |out, f| bytes(out, f));
+        array(o.key("running"), &w.running, |out, h| bytes(out, h));
         o.end();
     });
     o.end();
@@ -308,10 +309,11 @@ mod tests {
             ip: "::1".into(),
             client_id: Bytes::from_static(b"-"),
             functions: vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")],
+            running: vec![Bytes::from_static(b"H:x:1")],
         };
         assert_eq!(
             workers(&[w]),
-            "{\"workers\":[{\"fd\":7,\"ip\":\"::1\",\"client_id\":\"-\",\"functions\":[\"a\",\"b\"]}]}\n"
+            "{\"workers\":[{\"fd\":7,\"ip\":\"::1\",\"client_id\":\"-\",\"functions\":[\"a\",\"b\"],\"running\":[\"H:x:1\"]}]}\n"
         );
         let unknown = JobStatus {
             handle: Bytes::from_static(b"H:x:9"),

@@ -9,8 +9,10 @@
 //! - `route`: a request to an endpoint or a job submission (gearmand's `X-Gearman-*` headers).
 //! - `job`: a submitted job's engine replies to one HTTP response.
 //! - `response`: status lines, headers and bodies; `json` and `metrics`: the read-only bodies.
+//! - `console`: the console in the browser (embedded page, its JSON, the job-rate ring).
 
 pub mod guard;
+pub mod console;
 pub mod job;
 pub mod json;
 pub mod metrics;

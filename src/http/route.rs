@@ -2,11 +2,13 @@
 //! gearmand's `X-Gearman-*` headers (and ours), or an error reply.
 //!
 //! `GET`/`HEAD` of `/status`, `/workers`, `/jobs/HANDLE`, `/schedules`, `/metrics` and
-//! `/healthz` are the endpoints; any other path names a function. `POST` and `PUT` always
-//! submit (so a function called `status` can still be reached with POST).
+//! `/healthz` are the endpoints; `/` and everything under `/ui/` are the console's, whatever
+//! the method; any other path names a function. `POST` and `PUT` always submit (so a function
+//! called `status` can still be reached with POST).
 
 use bytes::Bytes;
 
+use super::console::{self, Page};
 use super::parse::{Head, HttpError, Method};
 use super::response::Reply;
 use crate::proto::request::{MAX_UNIQUE, Priority};
@@ -20,6 +22,8 @@ pub enum Endpoint {
     Schedules,
     Metrics,
     Healthz,
+    /// The console's page, files and JSON (`super::console`).
+    Console(Page),
 }
 
 /// A job to submit, as gearmand's plugin reads it.
@@ -132,6 +136,21 @@ pub fn route(head: &Head, body: Bytes) -> Route {
     let Some(name) = percent_decode(&path.as_bytes()[1..]) else {
         return bad("bad percent-escape in the path");
     };
+    if console::owns(&name) {
+        if !read_ok {
+            return Route::Reply(
+                Reply::text(405, "the console is read with GET or HEAD")
+                    .header("Allow", "GET, HEAD"),
+            );
+        }
+        return match console::page(&name) {
+            Ok(page) => Route::Read {
+                endpoint: Endpoint::Console(page),
+                head_only,
+            },
+            Err(r) => Route::Reply(r),
+        };
+    }
     if read_ok {
         let endpoint = match &name[..] {
             b"status" => Some(Endpoint::Status),
@@ -347,7 +366,7 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(status(r("POST / HTTP/1.1\r\n\r\n", "")), 404);
+        assert_eq!(status(r("POST / HTTP/1.1\r\n\r\n", "")), 405);
         assert_eq!(status(r("GET /jobs/ HTTP/1.1\r\n\r\n", "")), 404);
         assert_eq!(status(r("DELETE /f HTTP/1.1\r\n\r\n", "")), 405);
         assert_eq!(status(r("TRACE /f HTTP/1.1\r\n\r\n", "")), 405);
@@ -390,6 +409,43 @@ mod tests {
             )),
             400
         );
+    }
+
+    #[test]
+    fn the_console_owns_the_root_and_ui() {
+        let read = |raw: &str| match r(raw, "") {
+            Route::Read { endpoint, .. } => endpoint,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            read("GET / HTTP/1.1\r\n\r\n"),
+            Endpoint::Console(Page::Asset(0))
+        );
+        assert_eq!(
+            read("HEAD /ui/ HTTP/1.1\r\n\r\n"),
+            Endpoint::Console(Page::Asset(0))
+        );
+        assert_eq!(
+            read("GET /ui/console.css?v=1 HTTP/1.1\r\n\r\n"),
+            Endpoint::Console(Page::Asset(1))
+        );
+        assert_eq!(
+            read("GET /ui/api/server HTTP/1.1\r\n\r\n"),
+            Endpoint::Console(Page::Server)
+        );
+        assert_eq!(
+            read("GET /ui%2Fapi%2Ffuture HTTP/1.1\r\n\r\n"),
+            Endpoint::Console(Page::Future)
+        );
+        // Nothing under /ui/ submits a job, whatever the method.
+        assert_eq!(status(r("GET /ui/reverse HTTP/1.1\r\n\r\n", "")), 404);
+        assert_eq!(status(r("POST /ui/x HTTP/1.1\r\n\r\n", "")), 405);
+        assert_eq!(status(r("PUT /ui HTTP/1.1\r\n\r\n", "")), 405);
+        // A name that merely starts with "ui" is a function as before.
+        assert!(matches!(
+            r("GET /uix HTTP/1.1\r\n\r\n", ""),
+            Route::Submit(_)
+        ));
     }
 
     #[test]

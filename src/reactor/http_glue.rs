@@ -67,6 +67,8 @@ pub(super) struct HttpGlue {
     /// The hosts requests may name (http_guard.rs).
     pub(super) allowed: crate::http::guard::Allowed,
     pub(super) refusals: super::http_guard::Refusals,
+    /// Job counts of the last minutes, for the console's chart (http_console.rs).
+    pub(super) rates: crate::http::console::rates::Rates,
 }
 
 #[derive(Default)]
@@ -131,6 +133,7 @@ impl HttpGlue {
             stats: Stats::default(),
             allowed: Default::default(),
             refusals: Default::default(),
+            rates: Default::default(),
         };
         let Some(http) = &config.http else {
             return Ok(glue);
@@ -462,6 +465,7 @@ impl Server {
             }
             Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
+            Endpoint::Console(page) => self.http_console(*page),
         }
     }
 

@@ -4,6 +4,7 @@
 
 mod admin;
 mod conn;
+mod http_console;
 mod http_glue;
 mod http_guard;
 mod journal;
@@ -293,6 +294,7 @@ impl Server {
             self.uncork();
             self.finish_turn(now);
             self.output_turn_end(now);
+            self.http_sample_rates(now);
             self.compacting = self.compact_journal();
             if let Some(exit) = self.check_shutdown(now) {
                 self.flush_all();

@@ -1,0 +1,130 @@
+//! The console's one action: cancel a queued or future job (the admin line `cancel job`). A
+//! POST to `/ui/api/cancel` with the handle as its body, served only when it proves it comes
+//! from the console's own page, and only to a loopback peer (the listener has no
+//! authentication, so nothing that changes a job is offered to the network).
+//!
+//! The CSRF defence is two checks on top of the listener's Host/Origin/Sec-Fetch-Site guard:
+//! the request must carry `X-Gearwheel-Console` (a page of another origin cannot make a browser
+//! send a custom header without a CORS preflight, which this server never answers), and it must
+//! say where it comes from (`Origin`, which the guard has already matched to `Host`, or
+//! `Sec-Fetch-Site: same-origin`); a request with neither is a script's, and scripts have the
+//! admin port.
+
+use bytes::Bytes;
+
+use super::super::parse::SiteHeaders;
+use super::super::response::Reply;
+
+/// The longest handle the action accepts.
+const MAX_HANDLE: usize = 256;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    Cancel(Bytes),
+}
+
+/// Why an action was refused (403), for the log and `gearman_http_refused_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Denied {
+    NotLoopback,
+    NoConsoleHeader,
+    NoOrigin,
+}
+
+impl Denied {
+    pub fn message(self) -> &'static str {
+        match self {
+            Denied::NotLoopback => "forbidden: console actions are served to loopback peers only",
+            Denied::NoConsoleHeader => "forbidden: a console action needs the X-Gearwheel-Console header",
+            Denied::NoOrigin => {
+                "forbidden: a console action must come from the console's page (Origin or Sec-Fetch-Site: same-origin)"
+            }
+        }
+    }
+}
+
+/// The action a console path names, if it names one (`None`: not an action path).
+pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Reply>> {
+    if path != b"ui/api/cancel" {
+        return None;
+    }
+    if !post {
+        return Some(Err(
+            Reply::text(405, "cancel with POST").header("Allow", "POST")
+        ));
+    }
+    let handle = body.trim_ascii();
+    if handle.is_empty() || handle.len() > MAX_HANDLE || crate::proto::names::has_control(handle) {
+        return Some(Err(Reply::text(
+            400,
+            "the body must be one job handle (at most 256 bytes, no control characters)",
+        )));
+    }
+    Some(Ok(Action::Cancel(Bytes::copy_from_slice(handle))))
+}
+
+/// May this request act? `loopback`: the peer's address is a loopback one.
+pub fn may_act(site: &SiteHeaders, loopback: bool) -> Result<(), Denied> {
+    if !loopback {
+        return Err(Denied::NotLoopback);
+    }
+    if !site.console {
+        return Err(Denied::NoConsoleHeader);
+    }
+    let same_origin = site
+        .sec_fetch_site
+        .as_deref()
+        .is_some_and(|s| s.eq_ignore_ascii_case(b"same-origin"));
+    if site.origin.is_none() && !same_origin {
+        return Err(Denied::NoOrigin);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_post_with_one_handle() {
+        assert_eq!(action(b"ui/api/server", true, b"x"), None);
+        assert_eq!(
+            action(b"ui/api/cancel", true, b" H:x:1\n"),
+            Some(Ok(Action::Cancel(Bytes::from_static(b"H:x:1"))))
+        );
+        let status = |r: Option<Result<Action, Reply>>| r.unwrap().unwrap_err().status;
+        assert_eq!(status(action(b"ui/api/cancel", false, b"")), 405);
+        assert_eq!(status(action(b"ui/api/cancel", true, b"")), 400);
+        assert_eq!(status(action(b"ui/api/cancel", true, b"H:x\x001")), 400);
+        assert_eq!(status(action(b"ui/api/cancel", true, &[b'h'; 257])), 400);
+    }
+
+    #[test]
+    fn loopback_the_header_and_an_origin() {
+        let page = SiteHeaders {
+            host: Some(b"127.0.0.1:8080".to_vec()),
+            origin: Some(b"http://127.0.0.1:8080".to_vec()),
+            sec_fetch_site: Some(b"same-origin".to_vec()),
+            console: true,
+        };
+        assert_eq!(may_act(&page, true), Ok(()));
+        assert_eq!(may_act(&page, false), Err(Denied::NotLoopback));
+        let no_header = SiteHeaders {
+            console: false,
+            ..page.clone()
+        };
+        assert_eq!(may_act(&no_header, true), Err(Denied::NoConsoleHeader));
+        // curl with the header but no sign of a page.
+        let script = SiteHeaders {
+            host: Some(b"127.0.0.1:8080".to_vec()),
+            console: true,
+            ..SiteHeaders::default()
+        };
+        assert_eq!(may_act(&script, true), Err(Denied::NoOrigin));
+        let fetch_only = SiteHeaders {
+            origin: None,
+            ..page
+        };
+        assert_eq!(may_act(&fetch_only, true), Ok(()));
+    }
+}

@@ -1,0 +1,333 @@
+// gearwheel console. Polls the server's JSON endpoints about once a second, for the view on
+// screen only, one request at a time; every value from the server is inserted as text
+// (textContent / createTextNode), never as HTML.
+"use strict";
+
+(function () {
+  const POLL_MS = 800;
+  const VIEWS = ["overview", "schedules", "workers", "jobs"];
+  const SVG = "http://www.w3.org/2000/svg";
+  const $ = (id) => document.getElementById(id);
+  let view = "overview";
+  let timer = null;
+  let inflight = false;
+  let again = false;
+  let lastBody = {};
+  let lookedUp = null;
+
+  // An element with a class and text content (text only: never parsed as HTML).
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function cell(text, cls, title) {
+    const td = el("td", cls, text);
+    if (title) td.title = title;
+    return td;
+  }
+
+  // A time cell: the viewer's zone, UTC on hover.
+  function timeCell(iso, cls) {
+    if (!iso) return cell("—", cls);
+    const d = new Date(iso);
+    if (isNaN(d)) return cell(iso, cls);
+    return cell(local(d) + " (" + relative(d) + ")", cls, d.toISOString().replace(".000Z", "Z") + " UTC");
+  }
+
+  function local(d) {
+    return d.toLocaleString(undefined, {
+      year: "numeric", month: "short", day: "numeric",
+      hour: "2-digit", minute: "2-digit", second: "2-digit",
+    });
+  }
+
+  function relative(d) {
+    let s = Math.round((d.getTime() - Date.now()) / 1000);
+    const future = s > 0;
+    s = Math.abs(s);
+    let t;
+    if (s < 60) t = s + " s";
+    else if (s < 3600) t = Math.round(s / 60) + " min";
+    else if (s < 172800) t = Math.round(s / 3600) + " h";
+    else t = Math.round(s / 86400) + " d";
+    return future ? "in " + t : t + " ago";
+  }
+
+  function duration(sec) {
+    if (sec === null || sec === undefined) return "—";
+    const d = Math.floor(sec / 86400), h = Math.floor(sec / 3600) % 24;
+    const m = Math.floor(sec / 60) % 60, s = sec % 60;
+    if (d) return d + " d " + h + " h";
+    if (h) return h + " h " + m + " min";
+    if (m) return m + " min " + s + " s";
+    return s + " s";
+  }
+
+  function size(b) {
+    if (b === null || b === undefined) return "—";
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (b >= 1024 && i < units.length - 1) { b /= 1024; i++; }
+    return (i ? b.toFixed(1) : b) + " " + units[i];
+  }
+
+  function fill(tbody, rows, cols, empty) {
+    const frag = document.createDocumentFragment();
+    if (!rows.length) {
+      const tr = el("tr");
+      const td = cell(empty, "empty");
+      td.colSpan = cols;
+      tr.append(td);
+      frag.append(tr);
+    }
+    for (const r of rows) frag.append(r);
+    tbody.replaceChildren(frag);
+  }
+
+  function facts(dl, pairs) {
+    const frag = document.createDocumentFragment();
+    for (const [k, v, title] of pairs) {
+      const d = el("div");
+      const dd = el("dd", null, v);
+      if (title) dd.title = title;
+      d.append(el("dt", null, k), dd);
+      frag.append(d);
+    }
+    dl.replaceChildren(frag);
+  }
+
+  async function get(path) {
+    const r = await fetch(path, { cache: "no-store", headers: { Accept: "application/json" } });
+    if (!r.ok && r.status !== 404) throw new Error(path + ": " + r.status);
+    const text = await r.text();
+    return { status: r.status, text: text, json: JSON.parse(text) };
+  }
+
+  // Render only what changed: a table rebuilt every second would steal hover and selection.
+  function changed(key, text) {
+    if (lastBody[key] === text) return false;
+    lastBody[key] = text;
+    return true;
+  }
+
+  // ---- Overview ----
+  function renderServer(s) {
+    $("version").textContent = "gearwheel " + s.version;
+    const up = s.started ? new Date(s.started) : null;
+    facts($("facts"), [
+      ["Version", s.version],
+      ["Up", duration(s.uptime_seconds), up ? "since " + up.toISOString() + " (" + local(up) + ")" : ""],
+      ["Connections", s.connections],
+      ["Workers", s.workers],
+      ["Jobs", s.jobs],
+      ["Running", s.running],
+      ["Functions", s.functions],
+      ["Schedules", s.schedules],
+      ["Memory (RSS)", size(s.rss_bytes)],
+      ["Journal", s.journal ? size(s.journal.bytes) : "none", s.journal ? s.journal.jobs + " jobs held" : "no --data-dir"],
+    ].concat(s.draining ? [["State", "draining"]] : []));
+    chart(s.rates);
+  }
+
+  function chart(r) {
+    $("slot").textContent = r.slot_seconds;
+    const svg = $("rates");
+    const n = r.submitted.length;
+    const W = 610, H = 120, per = W / 61;
+    let max = 1;
+    for (let i = 0; i < n; i++) max = Math.max(max, r.submitted[i], r.completed[i], r.failed[i]);
+    const frag = document.createDocumentFragment();
+    const start = r.last_slot_start ? new Date(r.last_slot_start).getTime() : Date.now();
+    const kinds = ["submitted", "completed", "failed"];
+    for (let i = 0; i < n; i++) {
+      const g = document.createElementNS(SVG, "g");
+      const x0 = W - (n - i) * per;
+      const at = new Date(start - (n - 1 - i) * r.slot_seconds * 1000);
+      const t = document.createElementNS(SVG, "title");
+      t.textContent = local(at) + ": " + r.submitted[i] + " submitted, " + r.completed[i] +
+        " completed, " + r.failed[i] + " failed" + (i === n - 1 ? " (so far)" : "");
+      g.append(t);
+      kinds.forEach((k, j) => {
+        const v = r[k][i];
+        const h = v ? Math.max(1, (v / max) * (H - 4)) : 0;
+        const b = document.createElementNS(SVG, "rect");
+        b.setAttribute("class", k);
+        b.setAttribute("x", (x0 + 1 + j * (per - 2) / 3).toFixed(2));
+        b.setAttribute("width", ((per - 2) / 3).toFixed(2));
+        b.setAttribute("y", (H - h).toFixed(2));
+        b.setAttribute("height", h.toFixed(2));
+        g.append(b);
+      });
+      frag.append(g);
+    }
+    svg.replaceChildren(frag);
+  }
+
+  function renderFunctions(st) {
+    const rows = st.functions.map((f) => {
+      const tr = el("tr");
+      const p = f.priority;
+      tr.append(
+        cell(f.name),
+        cell(f.queued, "n", "high " + p.high + ", normal " + p.normal + ", low " + p.low),
+        cell(f.running, "n"),
+        cell(f.workers, "n"),
+        cell(f.future, "n"),
+        cell(f.counters.completed, "n"),
+        cell(f.counters.failed + f.counters.exceptions, f.counters.failed + f.counters.exceptions ? "n bad" : "n",
+          f.counters.failed + " failed, " + f.counters.exceptions + " exceptions, " + f.counters.retried + " retried"),
+      );
+      return tr;
+    });
+    fill($("functions").tBodies[0], rows, 7, "no functions yet");
+  }
+
+  async function overview() {
+    const [st, sv] = await Promise.all([get("/status"), get("/ui/api/server")]);
+    if (changed("status", st.text)) renderFunctions(st.json);
+    if (changed("server", sv.text)) renderServer(sv.json);
+  }
+
+  // ---- Schedules ----
+  function outcomeClass(o) {
+    if (!o) return "";
+    return o === "complete" ? "ok" : "bad";
+  }
+
+  async function schedules() {
+    const r = await get("/schedules");
+    // Relative times ("in 5 s") move even when the data does not.
+    lastBody.schedules = r.text;
+    const rows = r.json.schedules.map((s) => {
+      const tr = el("tr");
+      const last = s.last_duration_ms === null ? "" : " after " + s.last_duration_ms + " ms";
+      tr.append(
+        cell(s.id),
+        cell(s.function),
+        cell(s.spec),
+        timeCell(s.next_run),
+        timeCell(s.last_run),
+        cell(s.last_outcome === null ? "—" : s.last_outcome, outcomeClass(s.last_outcome),
+          s.last_outcome === null ? "" : s.last_outcome + last),
+        cell(s.runs, "n"),
+        cell(s.failures, s.failures ? "n bad" : "n"),
+        cell(s.skips, "n", "runs skipped because the previous one was still going"),
+      );
+      return tr;
+    });
+    fill($("schedule-list").tBodies[0], rows, 9, "no schedules (start with --schedules FILE)");
+  }
+
+  // ---- Workers ----
+  async function workers() {
+    const r = await get("/workers");
+    if (!changed("workers", r.text)) return;
+    const rows = r.json.workers.map((w) => {
+      const tr = el("tr");
+      tr.append(
+        cell(w.fd, "n"),
+        cell(w.ip),
+        cell(w.client_id),
+        cell(w.functions.join(", ")),
+        cell(w.running.length ? w.running.join(", ") : "idle", w.running.length ? "" : "empty"),
+      );
+      return tr;
+    });
+    fill($("worker-list").tBodies[0], rows, 5, "no workers connected");
+  }
+
+  // ---- Jobs ----
+  function renderJob(r) {
+    const j = r.json;
+    if (!j.known) {
+      facts($("job"), [["Handle", j.handle], ["State", "not known (finished, or never here)"]]);
+      return;
+    }
+    const pairs = [
+      ["Handle", j.handle], ["Function", j.function], ["Unique", j.unique],
+      ["State", j.state], ["Priority", j.priority], ["Background", j.background ? "yes" : "no"],
+      ["Progress", j.denominator ? j.numerator + " / " + j.denominator : "—"],
+      ["Retries", j.retries], ["Waiting clients", j.clients],
+    ];
+    if (j.due) {
+      const d = new Date(j.due);
+      pairs.push(["Due", local(d) + " (" + relative(d) + ")", j.due]);
+    }
+    facts($("job"), pairs);
+  }
+
+  async function jobs() {
+    const work = [get("/ui/api/future")];
+    if (lookedUp) work.push(get("/jobs/" + encodeURIComponent(lookedUp)));
+    const [f, j] = await Promise.all(work);
+    if (j) renderJob(j);
+    $("future-count").textContent = "(" + f.json.total + (f.json.total > f.json.jobs.length ? ", first " + f.json.jobs.length + " shown" : "") + ")";
+    const rows = f.json.jobs.map((x) => {
+      const tr = el("tr");
+      tr.append(timeCell(x.due), cell(x.function), cell(x.handle), cell(x.unique));
+      return tr;
+    });
+    fill($("future-list").tBodies[0], rows, 4, "no future jobs");
+  }
+
+  const RENDER = { overview, schedules, workers, jobs };
+
+  // One request at a time, the next only after the answer: a viewer never queues work on
+  // the server, however slow its network.
+  async function tick() {
+    if (inflight) {
+      again = true;
+      return;
+    }
+    clearTimeout(timer);
+    timer = null;
+    if (document.hidden) return;
+    inflight = true;
+    const live = $("live");
+    try {
+      await RENDER[view]();
+      live.textContent = "live";
+      live.className = "ok";
+      live.title = "updated " + new Date().toLocaleTimeString();
+    } catch (e) {
+      live.textContent = "no answer; retrying";
+      live.className = "down";
+      live.title = String(e);
+    } finally {
+      inflight = false;
+    }
+    if (again) {
+      again = false;
+      tick();
+    } else if (!document.hidden) {
+      timer = setTimeout(tick, POLL_MS);
+    }
+  }
+
+  function show() {
+    const want = location.hash.replace("#", "");
+    view = VIEWS.includes(want) ? want : "overview";
+    for (const v of VIEWS) {
+      $(v).hidden = v !== view;
+      const a = $("nav-" + v);
+      if (v === view) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
+    }
+    lastBody = {};
+    tick();
+  }
+
+  window.addEventListener("hashchange", show);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
+  $("lookup").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const h = $("handle").value.trim();
+    lookedUp = h || null;
+    if (!h) $("job").replaceChildren();
+    tick();
+  });
+  show();
+})();

@@ -1,0 +1,168 @@
+//! The console: a page in the browser served from the binary on the HTTP listener (`GET /`
+//! and `/ui/...`). Its HTML, CSS and JavaScript are embedded here, written for gearwheel with
+//! no framework and nothing fetched from elsewhere; the page polls the JSON endpoints and
+//! inserts every value as text. `--no-console` turns it off.
+//!
+//! - `api`: the JSON only the console asks for (server facts, future jobs).
+//! - `rates`: the fixed ring of job counts behind the rate chart.
+
+pub mod api;
+pub mod rates;
+
+use super::response::Reply;
+
+/// Only the server's own scripts, styles and images, no inline script or style, no framing,
+/// no request to another origin.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+     connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// One embedded file.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Asset {
+    pub path: &'static str,
+    pub content_type: &'static str,
+    pub body: &'static str,
+}
+
+/// The page and its files; the page is also `/` and `/ui/`.
+pub const ASSETS: [Asset; 4] = [
+    Asset {
+        path: "ui/index.html",
+        content_type: "text/html; charset=utf-8",
+        body: include_str!("index.html"),
+    },
+    Asset {
+        path: "ui/console.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_str!("console.css"),
+    },
+    Asset {
+        path: "ui/console.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("console.js"),
+    },
+    Asset {
+        path: "ui/favicon.svg",
+        content_type: "image/svg+xml",
+        body: include_str!("favicon.svg"),
+    },
+];
+
+/// What a console request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Page {
+    /// `ASSETS[i]`.
+    Asset(usize),
+    /// `/ui/api/server`: version, uptime, connections, memory, journal, job rates.
+    Server,
+    /// `/ui/api/future`: future jobs, soonest first.
+    Future,
+}
+
+/// Is this (decoded, without its leading `/`) path the console's? `/` and everything under
+/// `/ui/` are, whatever the method: those names never submit a job.
+pub fn owns(path: &[u8]) -> bool {
+    path.is_empty() || path == b"ui" || path.starts_with(b"ui/")
+}
+
+/// The page a console path names, or its 404.
+pub fn page(path: &[u8]) -> Result<Page, Reply> {
+    let path = match path {
+        b"" | b"ui" | b"ui/" => b"ui/index.html",
+        p => p,
+    };
+    if let Some(i) = ASSETS.iter().position(|a| a.path.as_bytes() == path) {
+        return Ok(Page::Asset(i));
+    }
+    match path {
+        b"ui/api/server" => Ok(Page::Server),
+        b"ui/api/future" => Ok(Page::Future),
+        _ => Err(Reply::text(404, "no such page in the console")),
+    }
+}
+
+/// Headers every console response carries.
+pub fn guarded(r: Reply) -> Reply {
+    r.header("Content-Security-Policy", CSP)
+        .header("X-Content-Type-Options", "nosniff")
+        .header("Referrer-Policy", "no-referrer")
+        .header("X-Frame-Options", "DENY")
+        // The files change with the binary: revalidate rather than keep a stale page.
+        .header("Cache-Control", "no-cache")
+}
+
+/// An embedded file's response.
+pub fn asset(i: usize) -> Reply {
+    match ASSETS.get(i) {
+        Some(a) => guarded(Reply::new(200, Some(a.content_type), a.body)),
+        None => Reply::text(404, "no such page in the console"),
+    }
+}
+
+/// The answer when the console is off.
+pub fn off() -> Reply {
+    Reply::text(404, "the console is turned off (--no-console)")
+}
+
+/// The embedded files' total size in bytes (the page weight).
+pub fn weight() -> usize {
+    ASSETS.iter().map(|a| a.body.len()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_to_pages() {
+        for p in [&b""[..], b"ui", b"ui/", b"ui/index.html"] {
+            assert_eq!(page(p), Ok(Page::Asset(0)), "{p:?}");
+        }
+        assert_eq!(page(b"ui/console.js"), Ok(Page::Asset(2)));
+        assert_eq!(page(b"ui/api/server"), Ok(Page::Server));
+        assert_eq!(page(b"ui/api/future"), Ok(Page::Future));
+        assert_eq!(page(b"ui/nope").unwrap_err().status, 404);
+        assert!(owns(b"") && owns(b"ui") && owns(b"ui/x"));
+        assert!(!owns(b"uix") && !owns(b"status") && !owns(b"reverse"));
+    }
+
+    #[test]
+    fn assets_carry_their_type_and_the_policy() {
+        let r = asset(2);
+        assert_eq!(r.content_type, Some("text/javascript; charset=utf-8"));
+        assert!(
+            r.headers
+                .iter()
+                .any(|(k, v)| *k == "Content-Security-Policy" && &v[..] == CSP.as_bytes())
+        );
+        assert_eq!(asset(99).status, 404);
+        // The policy forbids inline script: the page has none, nor inline styles or handlers.
+        let html = ASSETS[0].body;
+        assert!(!html.contains("<script>") && !html.contains("style="));
+        let handler = html.split(" on").skip(1).any(|rest| {
+            let name: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
+            !name.is_empty() && rest[name.len()..].starts_with('=')
+        });
+        assert!(!handler, "an inline event handler in the page");
+        assert!(html.contains("<script src=\"/ui/console.js\""));
+        // The page names nothing outside its origin.
+        for a in &ASSETS {
+            let rest = a.body.replace("http://www.w3.org/2000/svg", "");
+            assert!(
+                !rest.contains("http:") && !rest.contains("https:"),
+                "{}",
+                a.path
+            );
+            assert!(
+                !rest.contains("//") || a.path.ends_with(".js"),
+                "{}",
+                a.path
+            );
+        }
+        // Server values reach the page as text only.
+        assert!(
+            !ASSETS[2].body.contains("innerHTML") && !ASSETS[2].body.contains("insertAdjacentHTML")
+        );
+        assert!(weight() < 60 * 1024, "{} bytes", weight());
+    }
+}

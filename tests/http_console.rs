@@ -1,0 +1,145 @@
+//! The console over real sockets: `/` serves the embedded page with its Content-Security-Policy,
+//! the assets and the console's JSON are there, nothing under `/ui/` submits a job, and
+//! `--no-console` turns it all into 404.
+
+mod common;
+mod http_support;
+
+use common::t;
+use http_support::*;
+
+const CSP_SCRIPT: &str = "script-src 'self'";
+
+#[test]
+fn the_page_and_its_files_with_the_policy() {
+    let s = HttpServer::start(&[]);
+    for path in ["/", "/ui", "/ui/", "/ui/index.html"] {
+        let r = s.get(path);
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+        let csp = r.header("content-security-policy").expect("CSP header");
+        assert!(
+            csp.contains(CSP_SCRIPT) && csp.contains("default-src 'none'"),
+            "{csp}"
+        );
+        assert!(!csp.contains("unsafe-inline"), "{csp}");
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+        let html = r.text();
+        assert!(html.contains("<script src=\"/ui/console.js\" defer></script>"));
+    }
+    let js = s.get("/ui/console.js");
+    assert_eq!(js.status, 200);
+    assert_eq!(
+        js.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    assert!(js.text().contains("textContent"));
+    let css = s.get("/ui/console.css");
+    assert_eq!(css.header("content-type"), Some("text/css; charset=utf-8"));
+    assert!(css.text().contains("prefers-color-scheme: dark"));
+    assert_eq!(s.get("/ui/favicon.svg").status, 200);
+    // HEAD announces the length and sends no body.
+    let head = s.call("HEAD", "/", &[], b"");
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+    assert_eq!(
+        head.header("content-length").map(str::to_string),
+        Some(s.get("/").body.len().to_string())
+    );
+    assert_eq!(s.get("/ui/nothing-here").status, 404);
+}
+
+#[test]
+fn nothing_under_ui_submits_a_job() {
+    let s = HttpServer::start(&[]);
+    assert_eq!(s.get("/ui/reverse").status, 404);
+    let post = s.call("POST", "/ui/reverse", &[], b"x");
+    assert_eq!(post.status, 405);
+    assert_eq!(post.header("allow"), Some("GET, HEAD"));
+    assert_eq!(s.call("POST", "/", &[], b"x").status, 405);
+    let status = s.get("/status").text();
+    assert_eq!(
+        status.matches("\"name\"").count(),
+        0,
+        "a function was made: {status}"
+    );
+    // Other names still submit, as before.
+    let bg = s.call("POST", "/uix", &[("X-Gearman-Background", "true")], b"");
+    assert_eq!(bg.status, 200);
+    assert!(s.get("/status").text().contains("\"name\":\"uix\""));
+}
+
+#[test]
+fn server_facts_and_future_jobs_as_json() {
+    let s = HttpServer::start(&[]);
+    let mut c = s.gearman();
+    for i in 0..3 {
+        c.submit(t::SUBMIT_JOB_BG, "later", &format!("u{i}"), b"");
+    }
+    c.send_req(
+        t::SUBMIT_JOB_EPOCH,
+        &[b"<b>x</b>", b"soon", b"4102444800", b"d"],
+    );
+    let handle = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    let r = s.get("/ui/api/server");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(r.header("content-security-policy").is_some());
+    let body = r.text();
+    assert!(
+        body.contains(&format!("\"version\":\"{}\"", env!("CARGO_PKG_VERSION"))),
+        "{body}"
+    );
+    assert!(body.contains("\"jobs\":4,"), "{body}");
+    assert!(body.contains("\"journal\":null"), "{body}");
+    assert!(body.contains("\"uptime_seconds\":"), "{body}");
+    // The rate ring has seen the four submissions (in the open slot or the one before).
+    let submitted = body
+        .split("\"submitted\":[")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .expect("submitted rates");
+    let sum: u64 = submitted
+        .split(',')
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum();
+    assert_eq!(sum, 4, "{body}");
+
+    let f = s.get("/ui/api/future").text();
+    assert_eq!(
+        f,
+        format!(
+            "{{\"total\":1,\"jobs\":[{{\"handle\":\"{handle}\",\"function\":\"<b>x</b>\",\
+             \"unique\":\"soon\",\"due\":\"2100-01-01T00:00:00Z\"}}]}}\n"
+        )
+    );
+}
+
+#[test]
+fn workers_show_the_job_they_run() {
+    let s = HttpServer::start(&[]);
+    let mut c = s.gearman();
+    let handle = c.submit(t::SUBMIT_JOB_BG, "slow", "", b"");
+    let mut w = s.gearman();
+    w.can_do(&["slow"]);
+    w.send_req(t::GRAB_JOB, &[]);
+    w.expect(t::JOB_ASSIGN);
+    let body = s.get("/workers").text();
+    assert!(
+        body.contains(&format!("\"running\":[\"{handle}\"]")),
+        "{body}"
+    );
+}
+
+#[test]
+fn no_console_turns_it_off() {
+    let s = HttpServer::start(&["--no-console"]);
+    for path in ["/", "/ui/", "/ui/console.js", "/ui/api/server"] {
+        let r = s.get(path);
+        assert_eq!(r.status, 404, "{path}");
+        assert!(r.text().contains("--no-console"));
+    }
+    // The rest of the listener is as before.
+    assert_eq!(s.get("/healthz").status, 200);
+    assert_eq!(s.get("/status").status, 200);
+}
