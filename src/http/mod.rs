@@ -11,8 +11,8 @@
 //! - `response`: status lines, headers and bodies; `json` and `metrics`: the read-only bodies.
 //! - `console`: the console in the browser (embedded page, its JSON, the job-rate ring).
 
-pub mod guard;
 pub mod console;
+pub mod guard;
 pub mod job;
 pub mod json;
 pub mod metrics;

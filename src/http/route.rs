@@ -180,10 +180,6 @@ pub fn route(head: &Head, body: Bytes) -> Route {
                 .header("Allow", ALLOW_SUBMIT),
         );
     }
-    if name.is_empty() {
-        // As gearmand: no function, 404.
-        return Route::Reply(Reply::text(404, "no function name in the path"));
-    }
     // Function names must survive line-based admin replies: no control characters (see
     // proto/names.rs); NUL is one of them.
     if crate::proto::names::has_control(&name) {

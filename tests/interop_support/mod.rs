@@ -137,7 +137,26 @@ pub const COMPONENTS: &[(&str, Present)] = &[
     }),
     ("python3 with pygearman", || have_python_module("gearman")),
     ("python3 with aiogear", || have_python_module("aiogear")),
+    (BROWSER, have_browser),
 ];
+
+/// Headless Chromium driven by python selenium (the console's browser test).
+pub const BROWSER: &str = "chromium, chromium-driver and python3 selenium";
+
+/// The browser `BROWSER` names: $CHROMIUM / $CHROMEDRIVER or Debian's paths.
+pub fn browser_paths() -> (String, String) {
+    (
+        std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+        std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into()),
+    )
+}
+
+fn have_browser() -> bool {
+    let (chromium, driver) = browser_paths();
+    std::path::Path::new(&chromium).is_file()
+        && std::path::Path::new(&driver).is_file()
+        && have_python_module("selenium")
+}
 
 /// Is the component `what` (one of COMPONENTS) here? If not, the test skips (see `require`).
 pub fn need(what: &str) -> bool {

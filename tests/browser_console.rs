@@ -1,0 +1,74 @@
+//! The console in a real browser: headless Chromium driven by python selenium
+//! (tests/interop/console_browser.py) against a live server with a schedules file, a worker,
+//! queued, running and future jobs, and a function whose name is HTML. Skipped with a reason
+//! when Chromium, chromedriver or selenium is missing, unless GEARWHEEL_REQUIRE_INTEROP=1.
+//! Screenshots go to the test's temporary directory; with GEARWHEEL_BLESS=1 the overview is
+//! also written to docs/console.png.
+
+mod common;
+mod http_support;
+mod interop_support;
+
+use std::process::Command;
+
+use common::t;
+use http_support::HttpServer;
+use interop_support::*;
+
+#[test]
+fn the_console_in_chromium() {
+    if !need(BROWSER) {
+        return;
+    }
+    let dir = TempDir::new("console-browser");
+    let sched = dir.path("schedules");
+    std::fs::write(
+        &sched,
+        "* * * * *    console.tick\n0 3 * * *    nightly.backup   -- {\"mode\":\"full\"}\n",
+    )
+    .unwrap();
+    let s = HttpServer::start(&["--schedules", sched.to_str().unwrap()]);
+    let mut c = s.gearman();
+    for i in 0..3 {
+        c.submit(t::SUBMIT_JOB_BG, "console.q", &format!("q{i}"), b"");
+    }
+    for i in 0..2 {
+        c.submit(
+            t::SUBMIT_JOB_BG,
+            "<img src=x onerror=alert(1)>",
+            &format!("x{i}"),
+            b"",
+        );
+    }
+    c.submit(t::SUBMIT_JOB_BG, "console.work", "w", b"");
+    c.send_req(
+        t::SUBMIT_JOB_EPOCH,
+        &[b"console.later", b"l", b"4102444800", b""],
+    );
+    c.expect(t::JOB_CREATED);
+    let mut w = s.gearman();
+    w.send_req(t::SET_CLIENT_ID, &[b"console-worker"]);
+    w.can_do(&["console.work"]);
+    w.send_req(t::GRAB_JOB, &[]);
+    w.expect(t::JOB_ASSIGN);
+
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let base = format!("http://{}", s.http);
+    let stdout = run(
+        "console_browser.py",
+        Command::new("python3")
+            // An odd zone, so that the page's local times differ from UTC in the minutes.
+            .env("TZ", "Asia/Kathmandu")
+            .arg(script("console_browser.py"))
+            .arg(&base)
+            .arg(&out),
+        None,
+        120,
+    );
+    print!("{stdout}");
+    assert!(stdout.contains("ok: no CSP violation"), "{stdout}");
+    if std::env::var("GEARWHEEL_BLESS").as_deref() == Ok("1") {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console.png");
+        std::fs::copy(out.join("console-overview.png"), docs).unwrap();
+    }
+}

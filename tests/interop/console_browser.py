@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Drive gearwheel's console in headless Chromium (selenium + chromedriver).
+
+Usage: console_browser.py BASE_URL OUT_DIR
+The server (started by tests/browser_console.rs) has: 3 background jobs queued for
+`console.q`, 2 for a function named `<img src=x onerror=alert(1)>`, a worker `console-worker`
+running one `console.work` job, a future job for `console.later` due in 2100, and a schedules
+file with `console.tick` and `nightly.backup`. Prints one line per check; exits non-zero on the
+first failure. Saves screenshots into OUT_DIR.
+"""
+import os
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+BASE, OUT = sys.argv[1], sys.argv[2]
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def chromium():
+    o = webdriver.ChromeOptions()
+    o.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+              "--window-size=1280,900", "--force-color-profile=srgb"):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # An explicit driver: selenium-manager would try the network.
+    svc = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(options=o, service=svc)
+
+
+def wait(d, what, cond, secs=5.0):
+    try:
+        return WebDriverWait(d, secs, poll_frequency=0.05).until(lambda _: cond())
+    except TimeoutException:
+        raise SystemExit(f"FAIL: {what} (within {secs} s)")
+
+
+def rows(d, table):
+    # Read in one script: the page rebuilds its tables as data changes.
+    return d.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map("
+        "tr => [...tr.cells].map(td => td.textContent));", f"#{table} tbody tr")
+
+
+def row(d, table, first):
+    for r in rows(d, table):
+        if r and r[0] == first:
+            return r
+    return None
+
+
+def ok(msg):
+    print("ok:", msg, flush=True)
+
+
+d = chromium()
+try:
+    d.get(BASE + "/")
+    assert d.title == "gearwheel", d.title
+    wait(d, "console.q shows 3 queued", lambda: (row(d, "functions", "console.q") or [0, 0])[1] == "3")
+    ok("overview reads 3 queued jobs of console.q")
+    wait(d, "server facts", lambda: d.find_element(By.ID, "facts").text.count("Connections") == 1)
+    ok("server facts shown")
+
+    # A change on the server shows without a reload.
+    d.execute_script("window.__sameDocument = 42;")
+    req = urllib.request.Request(BASE + "/console.q", data=b"more", method="POST",
+                                 headers={"X-Gearman-Background": "true"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        assert r.status == 200, r.status
+    t0 = time.monotonic()
+    wait(d, "the new job shows without reload", lambda: (row(d, "functions", "console.q") or [0, 0])[1] == "4", 3.0)
+    took = time.monotonic() - t0
+    assert d.execute_script("return window.__sameDocument;") == 42, "the page was reloaded"
+    ok(f"a fourth job showed {took:.2f} s after it was submitted, same document")
+
+    # The hostile function name is text, not an element, and ran nothing.
+    r = row(d, "functions", HOSTILE)
+    assert r is not None, rows(d, "functions")
+    assert r[1] == "2", r
+    assert d.execute_script("return document.querySelectorAll('main img').length;") == 0
+    try:
+        d.switch_to.alert
+        raise SystemExit("FAIL: an alert opened: the name ran as HTML")
+    except NoAlertPresentException:
+        pass
+    ok("a function named <img src=x onerror=alert(1)> shows as text")
+
+    # The rate chart has bars for the submissions.
+    wait(d, "rate chart bars", lambda: d.execute_script(
+        "return [...document.querySelectorAll('#rates rect.submitted')].some(r => +r.getAttribute('height') > 0);"))
+    ok("the rate chart shows the submissions")
+    d.save_screenshot(os.path.join(OUT, "console-overview.png"))
+
+    # Keyboard: Tab reaches the navigation, Enter opens a view.
+    body = d.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.TAB)
+    for _ in range(6):
+        if d.switch_to.active_element.get_attribute("id") == "nav-schedules":
+            break
+        d.switch_to.active_element.send_keys(Keys.TAB)
+    assert d.switch_to.active_element.get_attribute("id") == "nav-schedules", \
+        d.switch_to.active_element.get_attribute("outerHTML")
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    wait(d, "schedules view", lambda: any("console.tick" in r for r in rows(d, "schedule-list")))
+    r = next(r for r in rows(d, "schedule-list") if "console.tick" in r)
+    title = d.execute_script(
+        "return document.querySelector('#schedule-list tbody tr td:nth-child(4)').title;")
+    assert title.endswith(" UTC"), title
+    # The browser runs in Asia/Kathmandu (UTC+5:45): the shown time is the viewer's.
+    import re
+    shown_min = int(re.search(r"\d{1,2}:(\d{2}):\d{2}", r[3]).group(1))
+    utc_min = int(re.search(r"T\d{2}:(\d{2})", title).group(1))
+    assert (shown_min - utc_min) % 60 == 45, (r[3], title)
+    assert any("nightly.backup" in r for r in rows(d, "schedule-list"))
+    ok(f"schedules listed by keyboard navigation; next run {r[3]!r}, UTC on hover {title!r}")
+    d.save_screenshot(os.path.join(OUT, "console-schedules.png"))
+
+    d.find_element(By.ID, "nav-workers").click()
+    wait(d, "worker listed", lambda: any("console-worker" in r for r in rows(d, "worker-list")))
+    w = next(r for r in rows(d, "worker-list") if "console-worker" in r)
+    assert "console.work" in w[3] and w[4].startswith("H:"), w
+    ok(f"worker console-worker runs {w[4]}")
+
+    d.find_element(By.ID, "nav-jobs").click()
+    wait(d, "future job listed", lambda: any("console.later" in r for r in rows(d, "future-list")))
+    fut = next(r for r in rows(d, "future-list") if "console.later" in r)
+    handle = fut[2]
+    box = d.find_element(By.ID, "handle")
+    box.send_keys(handle, Keys.ENTER)
+    wait(d, "job lookup", lambda: "future" in d.find_element(By.ID, "job").text)
+    ok(f"future job {handle} due {fut[0]!r}, looked up by handle")
+    d.save_screenshot(os.path.join(OUT, "console-jobs.png"))
+
+    # A phone: nothing wider than the screen (tables scroll inside their box).
+    d.set_window_size(390, 844)
+    d.find_element(By.ID, "nav-overview").click()
+    wait(d, "overview on a phone", lambda: row(d, "functions", "console.q") is not None)
+    wide = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth;")
+    assert wide <= 1, f"the page is {wide} px wider than a phone screen"
+    ok("readable on a 390 px screen")
+    d.save_screenshot(os.path.join(OUT, "console-phone.png"))
+
+    # No Content-Security-Policy violation, no script error.
+    bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not bad, bad
+    ok("no CSP violation or script error in the browser log")
+finally:
+    d.quit()
