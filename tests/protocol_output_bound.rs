@@ -119,7 +119,7 @@ fn clients_that_never_read_are_held_at_the_bound_and_others_are_served() {
         metric(&s, "gearman_output_buffered_bytes") == 0
             && metric(&s, "gearman_output_held_connections") == 0
     });
-    wait_for("the memory given back", 10, || rss(&s) < base + 8 * MIB);
+    wait_for("the memory given back", 5, || rss(&s) < base + 8 * MIB);
 }
 
 #[test]

@@ -326,6 +326,7 @@ impl Server {
             self.engine.next_deadline(),
             self.journal_deadline(),
             self.idle_trim.deadline(),
+            self.output.deadline(),
             self.corked
                 .iter()
                 .map(|&(_, since)| since.min(now) + LAZY_HOLD_MS)

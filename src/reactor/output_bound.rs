@@ -86,6 +86,12 @@ impl OutputBound {
         due
     }
 
+    /// When the loop must wake for a trim that waits for its turn (the loop may have nothing
+    /// else to wake it for once the peers are gone).
+    pub(super) fn deadline(&self) -> Option<u64> {
+        (self.freed >= TRIM_MIN).then(|| self.last_trim.saturating_add(TRIM_EVERY_MS))
+    }
+
     pub(super) fn stats(&self) -> OutputStats {
         OutputStats {
             bytes: self.total as u64,
@@ -201,8 +207,10 @@ mod tests {
         assert!(!b.trim_due(5_000));
         b.forget(1);
         assert!(b.trim_due(5_000));
+        assert_eq!(b.deadline(), None);
         b.forget(TRIM_MIN);
         assert!(!b.trim_due(5_500), "too soon");
+        assert_eq!(b.deadline(), Some(6_000), "the loop wakes for it");
         assert!(b.trim_due(6_000));
         b.forget(TRIM_MIN);
         assert!(b.trim_due(10), "a clock stepped back does not stop it");

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Memory under peers that ask and never read (--max-total-output, issue 14 item 4).
+
+N clients each send M echoes of 1 MiB (ECHO_REQ) and read none of the replies. The server's
+RSS and its unsent bytes (/metrics gearman_output_buffered_bytes) are sampled every 200 ms for
+SECS seconds; then the clients leave and the RSS is read again 2 s later.
+
+    cargo build --release
+    benches/output_bound.py                           # the default bound (256 MiB)
+    benches/output_bound.py --max-total-output 1000000000000   # no global bound: the old way
+
+Environment: CLIENTS (40), ECHOES (70), SECS (20), GEARWHEEL (target/release/gearwheel).
+Extra arguments go to `gearwheel serve`.
+"""
+import os, re, socket, struct, subprocess, sys, threading, time
+
+CLIENTS = int(os.environ.get("CLIENTS", 40))
+ECHOES = int(os.environ.get("ECHOES", 70))
+SECS = float(os.environ.get("SECS", 20))
+BIN = os.environ.get("GEARWHEEL", "target/release/gearwheel")
+
+server = subprocess.Popen([BIN, "serve", "-p", "0", "--http-port", "0", *sys.argv[1:]],
+                          stderr=subprocess.PIPE, text=True)
+gport = hport = None
+while gport is None or hport is None:
+    line = server.stderr.readline()
+    if not line:
+        sys.exit("the server did not start")
+    m = re.search(r"HTTP listening on .*:(\d+)", line)
+    if m:
+        hport = int(m.group(1))
+    elif (m := re.search(r"Listening on .*:(\d+)", line)):
+        gport = int(m.group(1))
+threading.Thread(target=lambda: server.stderr.read(), daemon=True).start()
+
+def rss_mib():
+    with open(f"/proc/{server.pid}/status") as f:
+        for l in f:
+            if l.startswith("VmRSS:"):
+                return int(l.split()[1]) / 1024
+
+def metric(name):
+    s = socket.create_connection(("127.0.0.1", hport))
+    s.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+    data = b""
+    while (chunk := s.recv(65536)):
+        data += chunk
+    s.close()
+    for l in data.decode().splitlines():
+        if l.startswith(name + " "):
+            return int(float(l.split()[1]))
+    return 0
+
+payload = b"e" * (1 << 20)
+packet = b"\0REQ" + struct.pack(">II", 16, len(payload)) + payload
+
+def ask(s):
+    try:
+        for _ in range(ECHOES):
+            s.sendall(packet)
+    except OSError:
+        pass
+
+start_rss = rss_mib()
+socks = [socket.create_connection(("127.0.0.1", gport)) for _ in range(CLIENTS)]
+writers = [threading.Thread(target=ask, args=(s,)) for s in socks]
+for w in writers:
+    w.start()
+peak_rss = peak_unsent = 0
+end = time.time() + SECS
+while time.time() < end:
+    peak_rss = max(peak_rss, rss_mib())
+    peak_unsent = max(peak_unsent, metric("gearman_output_buffered_bytes"))
+    time.sleep(0.2)
+held = metric("gearman_output_held_connections")
+closed = metric("gearman_output_closed_total")
+for s in socks:
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    s.close()
+for w in writers:
+    w.join()
+time.sleep(2)
+after = rss_mib()
+server.terminate()
+server.wait()
+print(f"{CLIENTS} clients x {ECHOES} x 1 MiB echoes, never read ({' '.join(sys.argv[1:]) or 'default bound'}):")
+print(f"  RSS at start {start_rss:.1f} MiB, peak {peak_rss:.0f} MiB, 2 s after they left {after:.1f} MiB")
+print(f"  unsent bytes peak {peak_unsent / (1 << 20):.0f} MiB; held at the end {held}, closed {closed}")
