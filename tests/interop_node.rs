@@ -7,7 +7,8 @@
 //! Against gearmand 1.1.20 the same programs give the same answers except for abraxas: its
 //! worker follows a WORK_EXCEPTION with a WORK_FAIL for the same job, which gearmand answers
 //! with ERROR JOB_NOT_FOUND, and the worker process dies of the unhandled error. gearwheel
-//! drops that WORK_FAIL, as it does Perl's (the job has ended), so the worker goes on.
+//! drops that WORK_FAIL, as it does Perl's (the job has ended), so the worker goes on. And
+//! gearmand refuses abraxas's submitJobSched (`ERROR INVALID_COMMAND`).
 
 mod common;
 mod interop_support;

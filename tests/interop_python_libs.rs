@@ -8,8 +8,8 @@
 //!
 //! Against gearmand 1.1.20 two things differ. python-gearman's worker follows WORK_EXCEPTION
 //! with WORK_FAIL; gearmand answers ERROR JOB_NOT_FOUND (gearwheel drops the echo), and sends
-//! clients that did not ask for exceptions `WORK_FAIL handle\0` with a NUL, which pygearman's
-//! client takes for an unknown handle and dies of (gearwheel sends the plain handle). And
+//! clients that did not ask for exceptions `WORK_FAIL handle\0` with a NUL, which both forks'
+//! clients take for an unknown handle and die of (gearwheel sends the plain handle). And
 //! gearmand refuses aiogear's SUBMIT_JOB_SCHED with an ERROR, which aiogear cannot parse.
 
 mod common;
