@@ -452,11 +452,8 @@ fn can_do_past_max_functions_per_worker_gets_an_error_and_the_connection_stays()
     sync(&mut w);
     let mut a = s.connect();
     assert_eq!(a.admin("status", true), "m1\t0\t0\t1\nm2\t0\t0\t1\n.\n");
-    assert!(
-        s.log().contains("--max-functions-per-worker"),
-        "{}",
-        s.log()
-    );
+    // The log reaches the test through a pipe and a reader thread: wait for the line.
+    s.wait_log("--max-functions-per-worker", 10);
     w.can_do(&["m4"]);
     assert!(w.expect(t::ERROR).starts_with(b"TOO_MANY_FUNCTIONS\0"));
     sync(&mut w);
