@@ -222,26 +222,29 @@ pub fn job(s: &JobStatus) -> String {
 pub fn schedules(list: &[ScheduleStatus]) -> String {
     let mut out = String::with_capacity(32 + list.len() * 256);
     let mut o = Obj::new(&mut out);
-    array(o.key("schedules"), list, |out, s| {
-        let mut o = Obj::new(out);
-        o.str("id", &s.id)
-            .str("spec", &s.spec)
-            .str("function", &s.function);
-        time(&mut o, "next_run", s.next_ms);
-        time(&mut o, "last_run", s.last_run_ms);
-        o.opt_str("last_outcome", s.last_outcome.as_deref())
-            .opt_num("last_duration_ms", s.last_duration_ms)
-            .num("runs", s.runs)
-            .num("failures", s.failures)
-            .num("skips", s.skips)
-            .bool("paused", s.paused)
-            .bool("skip_next", s.skip_next)
-            .bool("last_run_manual", s.last_run_manual);
-        o.end();
-    });
+    array(o.key("schedules"), list, schedule);
     o.end();
     out.push('\n');
     out
+}
+
+/// One entry of `/schedules` (also the answer to an operation on it).
+pub fn schedule(out: &mut String, s: &ScheduleStatus) {
+    let mut o = Obj::new(out);
+    o.str("id", &s.id)
+        .str("spec", &s.spec)
+        .str("function", &s.function);
+    time(&mut o, "next_run", s.next_ms);
+    time(&mut o, "last_run", s.last_run_ms);
+    o.opt_str("last_outcome", s.last_outcome.as_deref())
+        .opt_num("last_duration_ms", s.last_duration_ms)
+        .num("runs", s.runs)
+        .num("failures", s.failures)
+        .num("skips", s.skips)
+        .bool("paused", s.paused)
+        .bool("skip_next", s.skip_next)
+        .bool("last_run_manual", s.last_run_manual);
+    o.end();
 }
 
 #[cfg(test)]

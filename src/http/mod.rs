@@ -8,6 +8,7 @@
 //! - `guard`: who may ask: the Host check against DNS rebinding, browsers' cross-site requests.
 //! - `route`: a request to an endpoint or a job submission (gearmand's `X-Gearman-*` headers).
 //! - `job`: a submitted job's engine replies to one HTTP response.
+//! - `schedule_ops`: `POST /schedules/ID/run|skip|pause|resume` and its JSON answer.
 //! - `response`: status lines, headers and bodies; `json` and `metrics`: the read-only bodies.
 //! - `console`: the console in the browser (embedded page, its JSON, the job-rate ring).
 
@@ -19,6 +20,7 @@ pub mod metrics;
 pub mod parse;
 pub mod response;
 pub mod route;
+pub mod schedule_ops;
 pub mod session;
 
 /// Bounds on what a peer may send before it is refused.

@@ -3,8 +3,9 @@
 //!
 //! `GET`/`HEAD` of `/status`, `/workers`, `/jobs/HANDLE`, `/schedules`, `/metrics` and
 //! `/healthz` are the endpoints; `/` and everything under `/ui/` are the console's, whatever
-//! the method; any other path names a function. `POST` and `PUT` always submit (so a function
-//! called `status` can still be reached with POST).
+//! the method; `/schedules/ID/OP` operates a schedule entry (`schedule_ops`); any other path
+//! names a function. `POST` and `PUT` always submit (so a function called `status` can still
+//! be reached with POST).
 
 use bytes::Bytes;
 
@@ -47,6 +48,11 @@ pub enum Route {
         head_only: bool,
     },
     Submit(Submit),
+    /// `POST /schedules/ID/OP`: run, skip, pause or resume a schedule entry.
+    Schedule {
+        op: crate::proto::admin::ScheduleOp,
+        id: Bytes,
+    },
     /// Answer at once (404, 405, 400 for a bad header value).
     Reply(Reply),
 }
@@ -151,6 +157,9 @@ pub fn route(head: &Head, body: Bytes) -> Route {
             Err(r) => Route::Reply(r),
         };
     }
+    if let Some(r) = super::schedule_ops::route(&head.method, &name) {
+        return r;
+    }
     if read_ok {
         let endpoint = match &name[..] {
             b"status" => Some(Endpoint::Status),
@@ -250,7 +259,9 @@ pub fn while_draining(route: Route) -> Route {
             ..
         }
         | Route::Reply(_) => route,
-        Route::Read { .. } | Route::Submit(_) => Route::Reply(Reply::text(503, "draining")),
+        Route::Read { .. } | Route::Submit(_) | Route::Schedule { .. } => {
+            Route::Reply(Reply::text(503, "draining"))
+        }
     }
 }
 
@@ -464,6 +475,9 @@ mod tests {
         }
         let post = "POST /fn HTTP/1.1\r\nContent-Length: 1\r\n\r\n";
         assert_eq!(draining(post, "x"), refused);
+        let run = "POST /schedules/a%2Fb/run HTTP/1.1\r\n\r\n";
+        assert!(matches!(r(run, ""), Route::Schedule { ref id, .. } if &id[..] == b"a/b"));
+        assert_eq!(draining(run, ""), refused);
         // Errors are answered as ever.
         let delete = "DELETE /fn HTTP/1.1\r\n\r\n";
         assert_eq!(draining(delete, ""), r(delete, ""));

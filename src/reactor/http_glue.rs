@@ -32,7 +32,7 @@ use crate::http::parse::{Method, Version};
 use crate::http::response::{self, Reply};
 use crate::http::route::{self, Endpoint, Route, Submit};
 use crate::http::session::{Next, Session};
-use crate::http::{HttpLimits, json};
+use crate::http::{HttpLimits, json, schedule_ops};
 use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
@@ -377,6 +377,16 @@ impl Server {
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Submit(s) => self.http_submit(idx, version, keep_alive, s, now),
+                        Route::Schedule { op, id } => {
+                            let done = self.engine.schedule_op(&id, op, now, &mut self.outbox);
+                            let entry = self
+                                .engine
+                                .schedule_statuses()
+                                .into_iter()
+                                .find(|s| s.id.as_bytes() == &id[..]);
+                            let r = schedule_ops::reply(op, &done, entry.as_ref());
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
                     }
                 }
             }

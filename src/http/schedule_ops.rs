@@ -1,0 +1,174 @@
+//! `POST /schedules/ID/run`, `/skip`, `/pause` and `/resume`: the path to an operation on a
+//! schedule entry, and the engine's answer to a JSON reply. Everything under `/schedules/` is
+//! this module's: no job is submitted there, whatever the method.
+
+use bytes::Bytes;
+
+use super::json::{self, Obj};
+use super::parse::Method;
+use super::response::Reply;
+use super::route::Route;
+use crate::engine::{ScheduleOpError, ScheduleStatus};
+use crate::proto::admin::ScheduleOp;
+
+const USE: &str = "use POST /schedules/ID/run, /skip, /pause or /resume";
+
+/// The route for a decoded path (without its leading `/`), or `None` when it is not under
+/// `schedules/`. A change of state is a POST only: anything else is `405` (a link followed or
+/// a page prefetched never runs or pauses an entry).
+pub fn route(method: &Method, path: &[u8]) -> Option<Route> {
+    let rest = path.strip_prefix(b"schedules/")?;
+    let op = rest
+        .iter()
+        .rposition(|&c| c == b'/')
+        .map(|slash| (&rest[..slash], &rest[slash + 1..]))
+        .filter(|(id, _)| !id.is_empty())
+        .and_then(|(id, word)| Some((id, ScheduleOp::from_word(word)?)));
+    let Some((id, op)) = op else {
+        return Some(Route::Reply(Reply::text(404, USE)));
+    };
+    if *method != Method::Post {
+        return Some(Route::Reply(
+            Reply::text(405, "changing a schedule entry takes POST").header("Allow", "POST"),
+        ));
+    }
+    Some(Route::Schedule {
+        op,
+        id: Bytes::copy_from_slice(id),
+    })
+}
+
+/// The answer to `op`: `200` with the entry as `/schedules` shows it after the operation (and
+/// a run's job handles); `404` for an unknown entry, `409` for a run refused by
+/// `overlap=skip`, `503` for a full queue, each with an `error` text.
+pub fn reply(
+    op: ScheduleOp,
+    result: &Result<Vec<String>, ScheduleOpError>,
+    entry: Option<&ScheduleStatus>,
+) -> Reply {
+    let mut out = String::with_capacity(512);
+    let mut o = Obj::new(&mut out);
+    o.str("op", op.word());
+    let status = match (result, entry) {
+        (Ok(handles), Some(entry)) => {
+            let list = o.key("handles");
+            list.push('[');
+            for (i, h) in handles.iter().enumerate() {
+                if i > 0 {
+                    list.push(',');
+                }
+                json::string(list, h);
+            }
+            list.push(']');
+            json::schedule(o.key("schedule"), entry);
+            200
+        }
+        (Err(ScheduleOpError::RunInProgress(h)), _) => {
+            o.str(
+                "error",
+                &format!("the previous run {h} is still queued or running (overlap=skip)"),
+            )
+            .str("running", h);
+            409
+        }
+        (Err(ScheduleOpError::QueueFull), _) => {
+            o.str("error", "the queue of the entry's function is full");
+            503
+        }
+        (Err(ScheduleOpError::UnknownEntry), _) | (Ok(_), None) => {
+            o.str("error", "no schedule entry has this id");
+            404
+        }
+    };
+    o.end();
+    out.push('\n');
+    Reply::json(status, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(path: &str) -> Option<Route> {
+        route(&Method::Post, path.as_bytes())
+    }
+
+    fn status(r: Option<Route>) -> u16 {
+        match r {
+            Some(Route::Reply(r)) => r.status,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn paths_to_operations() {
+        assert_eq!(
+            post("schedules/nightly/run"),
+            Some(Route::Schedule {
+                op: ScheduleOp::Run,
+                id: Bytes::from_static(b"nightly"),
+            })
+        );
+        // An id may hold a slash (percent-encoded in the URL, decoded before this).
+        assert_eq!(
+            post("schedules/a/b/PAUSE"),
+            Some(Route::Schedule {
+                op: ScheduleOp::Pause,
+                id: Bytes::from_static(b"a/b"),
+            })
+        );
+        assert_eq!(post("schedules"), None, "the listing is not ours");
+        assert_eq!(post("schedulesx/a/run"), None);
+        for bad in [
+            "schedules/",
+            "schedules/a",
+            "schedules//run",
+            "schedules/a/rerun",
+        ] {
+            assert_eq!(status(post(bad)), 404, "{bad}");
+        }
+        for m in [Method::Get, Method::Head, Method::Put] {
+            let r = route(&m, b"schedules/a/resume");
+            assert_eq!(status(r), 405, "{m:?}");
+        }
+    }
+
+    #[test]
+    fn replies() {
+        let entry = ScheduleStatus {
+            id: "n".into(),
+            spec: "@hourly".into(),
+            function: "f".into(),
+            next_ms: None,
+            last_run_ms: None,
+            last_outcome: None,
+            last_duration_ms: None,
+            runs: 0,
+            failures: 0,
+            skips: 0,
+            paused: true,
+            skip_next: false,
+            last_run_manual: false,
+        };
+        let r = reply(ScheduleOp::Run, &Ok(vec!["H:x:1".into()]), Some(&entry));
+        assert_eq!(r.status, 200);
+        let body = String::from_utf8_lossy(&r.body).into_owned();
+        assert!(
+            body.starts_with("{\"op\":\"run\",\"handles\":[\"H:x:1\"],\"schedule\":{\"id\":\"n\""),
+            "{body}"
+        );
+        assert!(body.contains("\"paused\":true"), "{body}");
+        let busy = ScheduleOpError::RunInProgress("H:x:1".into());
+        assert_eq!(reply(ScheduleOp::Run, &Err(busy), None).status, 409);
+        assert_eq!(
+            reply(ScheduleOp::Run, &Err(ScheduleOpError::QueueFull), None).status,
+            503
+        );
+        let unknown = reply(ScheduleOp::Skip, &Err(ScheduleOpError::UnknownEntry), None);
+        assert_eq!(unknown.status, 404);
+        assert_eq!(
+            &unknown.body[..],
+            b"{\"op\":\"skip\",\"error\":\"no schedule entry has this id\"}\n"
+        );
+    }
+}
