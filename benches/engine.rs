@@ -478,6 +478,49 @@ fn main() {
         });
     }
 
+    // GET_STATUS_UNIQUE finds a unique across all functions: flat in their number, and with
+    // thousands of functions holding a job of the same unique (issue 14).
+    println!("GET_STATUS_UNIQUE (per request, every function holding a job):");
+    for (nf, shared) in [(1, false), (1_000, false), (100_000, false), (10_000, true)] {
+        let name = if shared {
+            format!("get_status_unique, {nf} functions each with a job of the asked unique")
+        } else {
+            format!("get_status_unique, {nf} functions")
+        };
+        if !h.enabled(&name) {
+            continue;
+        }
+        let mut w = World::new(nf, 0, 0, 1);
+        let bodies = uniques(nf);
+        let same = uniques(1);
+        let reqs: Vec<Request> = (0..nf)
+            .map(|f| Request::SubmitJob {
+                func: w.funcs[f].clone(),
+                body: if shared { &same[0] } else { &bodies[f] }.clone(),
+                priority: Priority::Normal,
+                background: true,
+            })
+            .collect();
+        submit_all(&mut w, reqs);
+        let asks = h.size(100_000, 5_000);
+        // Half found (spread over the functions), half unknown.
+        let probes: Vec<Bytes> = (0..asks)
+            .map(|j| match j % 2 {
+                0 if shared => same[0].unique(),
+                0 => bodies[(j * 7919) % nf].unique(),
+                _ => Bytes::from(format!("absent-{j}")),
+            })
+            .collect();
+        h.bench_on(&name, asks, &mut w, |w| {
+            let c = w.clients[0];
+            for u in &probes {
+                let r = Request::GetStatusUnique { unique: u.clone() };
+                w.eng.handle(c, r, NOW, &mut w.out);
+                w.out.replies.clear();
+            }
+        });
+    }
+
     h.bench_with(
         "ECHO_REQ (64 B)",
         n,

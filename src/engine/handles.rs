@@ -1,6 +1,7 @@
-//! The engine's two indexes: handle to job, and (function, unique) to job.
+//! The handle index (handle to job), and the pieces it shares with the unique index
+//! (`uniques.rs`).
 //!
-//! Both hold the job's slab key and 32 bits of its hash (8 bytes a bucket, plus hashbrown's
+//! Both indexes hold the job's slab key and 32 bits of its hash (8 bytes a bucket, plus hashbrown's
 //! control byte): no key is stored twice, and a table that grows rehashes from its own
 //! entries, never reading a job (with a million jobs, reading each one was a cache miss per
 //! job on every doubling, a third of the time spent filling the queue). Every entry names a
@@ -17,27 +18,27 @@ use hashbrown::HashTable;
 use slab::Slab;
 
 use super::types::FOREIGN;
-use super::{FastMap, FuncId, Job, JobKey};
+use super::{FastMap, Job, JobKey};
 use crate::proto::response::Handle;
 
 /// The seeded hasher both tables hash with.
-type Seeded = foldhash::fast::RandomState;
+pub(super) type Seeded = foldhash::fast::RandomState;
 
 /// One bucket of either table: the job's slab key and the low half of its seeded hash.
 #[derive(Clone, Copy, Debug)]
-struct Entry {
-    hash: u32,
-    key: u32,
+pub(super) struct Entry {
+    pub hash: u32,
+    pub key: u32,
 }
 
 /// The table hash of an entry, from the 32 bits it keeps. The multiply spreads them over the
 /// 64 bits hashbrown reads (bucket index from the low bits, the tag from the top seven).
-fn spread(hash: u32) -> u64 {
+pub(super) fn spread(hash: u32) -> u64 {
     u64::from(hash).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// How a table recomputes an entry's hash when it grows: from the entry alone.
-fn rehash(e: &Entry) -> u64 {
+pub(super) fn rehash(e: &Entry) -> u64 {
     spread(e.hash)
 }
 
@@ -167,61 +168,6 @@ impl HandleIndex {
     }
 }
 
-/// The coalescing index: (function, unique key) to job. An entry is just the job's key; its
-/// hash is the seeded hash of the job's function and unique key, and a hit is checked
-/// against the job's own function and unique, so a collision costs one comparison, never a
-/// wrong coalescing. The hash is seeded per process, so peers cannot aim for collisions.
-#[derive(Debug, Default)]
-pub struct UniqueIndex {
-    table: HashTable<Entry>,
-    hasher: Seeded,
-}
-
-impl UniqueIndex {
-    /// The kept half of the hash of one (function, key) pair, the same for a lookup and for
-    /// a job's own key.
-    fn hash(&self, f: FuncId, key: KeyRef<'_>) -> u32 {
-        self.hasher.hash_one((f as u32, key)) as u32
-    }
-
-    /// The job indexed under (f, uk), if any.
-    pub fn get(&self, f: FuncId, key: KeyRef<'_>, jobs: &Slab<Job>) -> Option<JobKey> {
-        let h = self.hash(f, key);
-        self.table
-            .find(spread(h), |e| {
-                e.hash == h
-                    && jobs
-                        .get(e.key as usize)
-                        .is_some_and(|j| j.func() == f && j.key_ref() == Some(key))
-            })
-            .map(|e| e.key as JobKey)
-    }
-
-    /// Index `job`, at `k` in the slab (with a unique key, and not yet indexed).
-    pub fn insert(&mut self, k: JobKey, job: &Job) {
-        let Some(key) = job.key_ref() else { return };
-        let hash = self.hash(job.func(), key);
-        let e = Entry {
-            hash,
-            key: k as u32,
-        };
-        self.table.insert_unique(spread(hash), e, rehash);
-    }
-
-    /// Forget `job`, which was indexed at `k` (it may already be out of the slab).
-    pub fn remove(&mut self, job: &Job, k: JobKey) {
-        let Some(key) = job.key_ref() else { return };
-        let hash = spread(self.hash(job.func(), key));
-        if let Ok(e) = self.table.find_entry(hash, |e| e.key as usize == k) {
-            e.remove();
-        }
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.table.shrink_to_fit(rehash);
-    }
-}
-
 /// A unique key borrowed from a job or a request, as both indexes hash and compare it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyRef<'a> {
@@ -243,6 +189,7 @@ impl<'a> KeyRef<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::FuncId;
     use super::*;
 
     #[test]
@@ -265,7 +212,7 @@ mod tests {
         use crate::proto::request::{JobBody, Priority};
         let mut jobs = Slab::new();
         let mut handles = HandleIndex::new("H:t");
-        let mut uniques = UniqueIndex::default();
+        let mut uniques = super::super::uniques::UniqueIndex::default();
         // Enough to double both tables many times; rehashing reads only the entries.
         let n = 20_000u64;
         for id in 0..n {
@@ -279,8 +226,9 @@ mod tests {
             );
             let k = jobs.insert(job);
             handles.insert_job(k, &jobs[k]);
-            uniques.insert(k, &jobs[k]);
+            uniques.insert(k, &jobs);
         }
+        use super::super::uniques::UniqueIndex;
         let find = |handles: &HandleIndex, uniques: &UniqueIndex, jobs: &Slab<Job>, id: u64| {
             let h = handles.get(format!("H:t:{}", id + 7).as_bytes(), jobs);
             let unique = format!("u{id}");

@@ -14,6 +14,7 @@ mod schedules;
 pub use schedule_ops::{ScheduleMarks, ScheduleOpError};
 pub use schedules::LoadReport;
 mod types;
+mod uniques;
 mod workers;
 
 use bytes::Bytes;
@@ -180,7 +181,7 @@ pub struct Engine {
     func_by_name: FastMap<Bytes, FuncId>,
     jobs: Slab<Job>,
     by_handle: handles::HandleIndex,
-    by_unique: handles::UniqueIndex,
+    by_unique: uniques::UniqueIndex,
     timers: Timers<TimerEvent>,
     /// What few jobs have (those flagged `EXTRA`), by job key.
     extras: FastMap<u32, JobExtra>,
@@ -224,7 +225,7 @@ impl Engine {
             func_by_name: FastMap::default(),
             jobs: Slab::new(),
             by_handle,
-            by_unique: handles::UniqueIndex::default(),
+            by_unique: uniques::UniqueIndex::default(),
             timers: Timers::new(),
             extras: FastMap::default(),
             next_handle: 1,
@@ -1192,7 +1193,7 @@ impl Engine {
         }
         self.by_handle.insert_job(k, &self.jobs[k]);
         if indexed {
-            self.by_unique.insert(k, &self.jobs[k]);
+            self.by_unique.insert(k, &self.jobs);
         }
         if let Some(c) = client.and_then(|c| self.conn_mut(c)) {
             c.attached.insert(k as u32);
@@ -1301,6 +1302,7 @@ impl Engine {
             .filter(|(_, j)| j.state() == JobState::Queued);
         assert_eq!(queued.count(), listed as usize);
         self.check_workers();
+        self.by_unique.check(&self.jobs);
     }
 
     /// Remove a job from its queue, every index and counter.
@@ -1427,11 +1429,10 @@ impl Engine {
         self.remove_job(k, how);
     }
 
-    /// GET_STATUS_UNIQUE looks a unique up across all functions, as gearmand.
+    /// GET_STATUS_UNIQUE looks a unique up across all functions, as gearmand (the newest
+    /// job when several functions have one), in O(1).
     fn find_by_unique(&self, unique: &Bytes) -> Option<JobKey> {
-        self.functions
-            .iter()
-            .find_map(|(f, _)| self.by_unique.get(f, KeyRef::Unique(unique), &self.jobs))
+        self.by_unique.get_any(KeyRef::Unique(unique), &self.jobs)
     }
 }
 
