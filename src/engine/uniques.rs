@@ -118,20 +118,31 @@ impl UniqueIndex {
             }
             Slot::Occupied(mut o) => {
                 let e = o.get_mut();
+                // A second job of one function under one key would be a caller's bug: the
+                // first stays indexed (and the second is never found), as a journal with
+                // such twins is restored.
                 if e.key & GROUP == 0 {
                     // A second function's job under this key: the entry becomes a group.
                     let other = e.key;
+                    let Some(j) = jobs.get(other as usize).filter(|j| j.func != job.func) else {
+                        debug_assert!(false, "one job per function and key");
+                        return;
+                    };
                     let mut g = Group::default();
-                    if let Some(j) = jobs.get(other as usize) {
-                        g.by_func.insert(j.func, other);
-                        g.by_id.insert(j.id, other);
-                    }
+                    g.by_func.insert(j.func, other);
+                    g.by_id.insert(j.id, other);
                     e.key = GROUP | groups.insert(g) as u32;
                 }
                 if let Some(g) = groups.get_mut((e.key & !GROUP) as usize) {
-                    let before = g.by_func.insert(job.func, k as u32);
-                    debug_assert!(before.is_none(), "one job per function and key");
-                    g.by_id.insert(job.id, k as u32);
+                    match g.by_func.entry(job.func) {
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            v.insert(k as u32);
+                            g.by_id.insert(job.id, k as u32);
+                        }
+                        std::collections::hash_map::Entry::Occupied(_) => {
+                            debug_assert!(false, "one job per function and key");
+                        }
+                    }
                 }
             }
         }
