@@ -260,5 +260,24 @@ fn main() {
             },
         );
     }
+    // The schedules file: parse 10,000 entries (what a reload of a large file costs the loop).
+    let entries = h.size(10_000, 1_000);
+    let mut text = String::new();
+    for i in 0..entries {
+        text.push_str(&format!(
+            "{} {} * * mon-fri fn{i} priority=low -- payload {{time}}\n",
+            i % 60,
+            i % 24
+        ));
+    }
+    h.bench(
+        &format!("schedules file parse, {entries} entries"),
+        entries,
+        || {
+            gearwheel::schedule::file::parse(&text, &Zone::Utc)
+                .map(|f| f.entries.len())
+                .unwrap_or(0)
+        },
+    );
     h.finish();
 }

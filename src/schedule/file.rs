@@ -531,8 +531,9 @@ mod tests {
         );
     }
 
+    /// How long this takes is measured in benches/timer.rs (`schedules file parse`), not here.
     #[test]
-    fn ten_thousand_entries_load_fast() {
+    fn ten_thousand_entries_all_load() {
         let mut text = String::new();
         for i in 0..10_000 {
             text.push_str(&format!(
@@ -541,15 +542,8 @@ mod tests {
                 i % 24
             ));
         }
-        let start = std::time::Instant::now();
         let f = parse(&text, &Zone::Utc).unwrap();
         assert_eq!(f.entries.len(), 10_000);
-        // Generous even for a debug build; the release figure is in the README.
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            start.elapsed()
-        );
     }
 }
 
