@@ -182,6 +182,9 @@ impl UniqueIndex {
                 e.key = last;
             }
             groups.remove(gi);
+        } else if g.by_func.capacity() > 4 * g.by_func.len() + 16 {
+            // Memory comes back as a big group empties (amortised: after 3/4 of it left).
+            g.by_func.shrink_to_fit();
         }
     }
 
@@ -281,6 +284,10 @@ mod tests {
             }
             if i == 0 {
                 assert_eq!(ix.get_any(x, &jobs), Some(keys[n - 2]));
+            }
+            if i == n - 100 {
+                let g = ix.groups.iter().next().expect("the group").1;
+                assert!(g.by_func.capacity() < 1024, "the group gave memory back");
             }
         }
         assert_eq!(ix.get_any(x, &jobs), None);
