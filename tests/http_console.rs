@@ -143,3 +143,118 @@ fn no_console_turns_it_off() {
     assert_eq!(s.get("/healthz").status, 200);
     assert_eq!(s.get("/status").status, 200);
 }
+
+/// A POST to the cancel action with `headers`.
+fn cancel(s: &HttpServer, handle: &str, headers: &[(&str, &str)]) -> Resp {
+    s.call("POST", "/ui/api/cancel", headers, handle.as_bytes())
+}
+
+#[test]
+fn cancelling_a_future_job_needs_the_console_header_and_an_origin() {
+    let s = HttpServer::start(&[]);
+    let mut c = s.gearman();
+    c.send_req(t::SUBMIT_JOB_EPOCH, &[b"later", b"u", b"4102444800", b""]);
+    let handle = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    let origin = "http://127.0.0.1";
+    // A form or an <img> elsewhere cannot add the header; a script has no Origin.
+    for (headers, why) in [
+        (&[("Origin", origin)][..], "X-Gearwheel-Console"),
+        (&[("X-Gearwheel-Console", "1")][..], "Origin"),
+    ] {
+        let r = cancel(&s, &handle, headers);
+        assert_eq!(r.status, 403, "{headers:?}");
+        assert!(r.text().contains(why), "{}", r.text());
+    }
+    // Another origin is stopped by the listener's guard before the action is looked at.
+    let other = cancel(
+        &s,
+        &handle,
+        &[
+            ("X-Gearwheel-Console", "1"),
+            ("Origin", "http://evil.example"),
+        ],
+    );
+    assert_eq!(other.status, 403);
+    assert!(s.get("/ui/api/future").text().contains("\"total\":1"));
+    let metrics = s.get("/metrics").text();
+    assert!(
+        metrics.contains("gearman_http_refused_total{reason=\"console_action\"} 2"),
+        "{metrics}"
+    );
+    assert_eq!(s.get("/ui/api/cancel").status, 405);
+
+    // The console's own request.
+    let page = [("X-Gearwheel-Console", "1"), ("Origin", origin)];
+    let r = cancel(&s, &handle, &page);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), format!("{{\"cancelled\":\"{handle}\"}}\n"));
+    assert!(s.get("/ui/api/future").text().contains("\"total\":0"));
+    assert!(!c.admin("show scheduled", true).contains(&handle));
+    // Gone, or running: refused with the reason.
+    assert_eq!(cancel(&s, &handle, &page).status, 404);
+    let running = c.submit(t::SUBMIT_JOB_BG, "busy", "", b"");
+    let mut w = s.gearman();
+    w.can_do(&["busy"]);
+    w.send_req(t::GRAB_JOB, &[]);
+    w.expect(t::JOB_ASSIGN);
+    let r = cancel(
+        &s,
+        &running,
+        &[
+            ("X-Gearwheel-Console", "1"),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+    );
+    assert_eq!(r.status, 409, "{}", r.text());
+    // This viewer is on loopback: the page offers the action.
+    assert!(s.get("/ui/api/server").text().contains("\"actions\":true"));
+}
+
+#[test]
+fn no_console_no_action() {
+    let s = HttpServer::start(&["--no-console"]);
+    let r = cancel(
+        &s,
+        "H:x:1",
+        &[("X-Gearwheel-Console", "1"), ("Origin", "http://127.0.0.1")],
+    );
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn operating_a_schedule_entry_from_the_console() {
+    let dir = std::env::temp_dir().join(format!("gearwheel-console-sched-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("schedules");
+    std::fs::write(&file, "0 3 * * *    nightly.backup\n").unwrap();
+    let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
+    let page = [("X-Gearwheel-Console", "1"), ("Origin", "http://127.0.0.1")];
+    let op = |body: &str, headers: &[(&str, &str)]| {
+        s.call("POST", "/ui/api/schedule", headers, body.as_bytes())
+    };
+    let listed = s.get("/schedules").text();
+    let id = listed
+        .split("\"id\":\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("an entry id")
+        .to_string();
+    assert_eq!(op(&format!("pause {id}"), &[]).status, 403);
+    assert!(s.get("/schedules").text().contains("\"paused\":false"));
+    let r = op(&format!("pause {id}"), &page);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(s.get("/schedules").text().contains("\"paused\":true"));
+    assert_eq!(op(&format!("resume {id}"), &page).status, 200);
+    assert!(s.get("/schedules").text().contains("\"paused\":false"));
+    let r = op(&format!("run {id}"), &page);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("\"jobs\":[\"H:"), "{}", r.text());
+    assert!(
+        s.get("/status")
+            .text()
+            .contains("\"name\":\"nightly.backup\",\"total\":1")
+    );
+    assert_eq!(op("pause no-such-entry", &page).status, 404);
+    assert_eq!(op("explode it", &page).status, 400);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,7 +17,34 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 const BAD_NAME: &[u8] =
     b"ERR INVALID_FUNCTION_NAME A+function+name+cannot+contain+control+characters\r\n";
 
+/// Why `cancel_job` did nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelRefused {
+    Unknown,
+    /// A worker has it; only the worker can end it.
+    Running,
+}
+
 impl Engine {
+    /// Cancel a queued or future job (`cancel job`, and the console's cancel button): it ends
+    /// as failed for whoever waits, and leaves the journal.
+    pub fn cancel_job(
+        &mut self,
+        handle: &[u8],
+        now: u64,
+        out: &mut Outbox,
+    ) -> Result<(), CancelRefused> {
+        let k = self
+            .by_handle
+            .get(handle, &self.jobs)
+            .ok_or(CancelRefused::Unknown)?;
+        if matches!(self.jobs[k].state(), JobState::Running(_)) {
+            return Err(CancelRefused::Running);
+        }
+        self.fail_job(k, FailReason::Cancelled, now, out);
+        Ok(())
+    }
+
     /// Serve one admin line.
     pub fn admin(&mut self, id: ConnId, cmd: AdminCommand, now: u64, out: &mut Outbox) {
         let reply: Bytes = match cmd {
@@ -124,15 +151,12 @@ impl Engine {
             AdminCommand::ShowJournal | AdminCommand::ReloadSchedules => {
                 Bytes::from_static(b"ERR NOT_SUPPORTED Answered+by+the+server+loop\r\n")
             }
-            AdminCommand::CancelJob(handle) => match self.by_handle.get(&handle, &self.jobs) {
-                None => Bytes::from_static(b"ERR UNKNOWN_JOB\r\n"),
-                Some(k) if matches!(self.jobs[k].state(), JobState::Running(_)) => {
+            AdminCommand::CancelJob(handle) => match self.cancel_job(&handle, now, out) {
+                Err(CancelRefused::Unknown) => Bytes::from_static(b"ERR UNKNOWN_JOB\r\n"),
+                Err(CancelRefused::Running) => {
                     Bytes::from_static(b"ERR JOB_RUNNING The+job+is+running+on+a+worker\r\n")
                 }
-                Some(k) => {
-                    self.fail_job(k, FailReason::Cancelled, now, out);
-                    Bytes::from_static(b"OK\r\n")
-                }
+                Ok(()) => Bytes::from_static(b"OK\r\n"),
             },
             AdminCommand::CreateFunction(name) if has_control(&name) => {
                 Bytes::from_static(BAD_NAME)

@@ -28,6 +28,7 @@ use crate::proto::response::Response;
 use crate::schedule::{SchedSpec, Zone};
 use crate::timer::{TimerKey, Timers};
 
+pub use admin::CancelRefused;
 pub use durable::{Durable, FinishKind, RestoredJob};
 use handles::KeyRef;
 pub use query::{

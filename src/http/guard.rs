@@ -180,6 +180,7 @@ mod tests {
             host: host.map(|s| s.as_bytes().to_vec()),
             origin: origin.map(|s| s.as_bytes().to_vec()),
             sec_fetch_site: fetch.map(|s| s.as_bytes().to_vec()),
+            console: false,
         }
     }
 

@@ -82,6 +82,9 @@ pub struct SiteHeaders {
     pub host: Option<Vec<u8>>,
     pub origin: Option<Vec<u8>>,
     pub sec_fetch_site: Option<Vec<u8>>,
+    /// `X-Gearwheel-Console` was sent: a header no other site's page can make a browser send
+    /// without a CORS preflight we never answer (the console's actions require it).
+    pub console: bool,
 }
 
 /// A parsed request head.
@@ -223,6 +226,8 @@ pub fn parse_head(buf: &[u8], limits: &HttpLimits) -> Result<Option<(Head, usize
             site.origin = Some(value.to_vec());
         } else if name.eq_ignore_ascii_case("sec-fetch-site") {
             site.sec_fetch_site = Some(value.to_vec());
+        } else if name.eq_ignore_ascii_case("x-gearwheel-console") {
+            site.console = true;
         } else if let Some(x) = strip_prefix_ci(name, "x-gearman-") {
             let slot = if x.eq_ignore_ascii_case("unique") {
                 &mut g.unique

@@ -9,6 +9,7 @@
 
 use bytes::Bytes;
 
+use super::console::action::{self, Action};
 use super::console::{self, Page};
 use super::parse::{Head, HttpError, Method};
 use super::response::Reply;
@@ -53,6 +54,8 @@ pub enum Route {
         op: crate::proto::admin::ScheduleOp,
         id: Bytes,
     },
+    /// A console action (checked and done by the reactor: it needs the peer's address).
+    Act(Action),
     /// Answer at once (404, 405, 400 for a bad header value).
     Reply(Reply),
 }
@@ -143,6 +146,10 @@ pub fn route(head: &Head, body: Bytes) -> Route {
         return bad("bad percent-escape in the path");
     };
     if console::owns(&name) {
+        let post = head.method == Method::Post;
+        if let Some(act) = action::action(&name, post, &body) {
+            return act.map_or_else(Route::Reply, Route::Act);
+        }
         if !read_ok {
             return Route::Reply(
                 Reply::text(405, "the console is read with GET or HEAD")
@@ -259,7 +266,7 @@ pub fn while_draining(route: Route) -> Route {
             ..
         }
         | Route::Reply(_) => route,
-        Route::Read { .. } | Route::Submit(_) | Route::Schedule { .. } => {
+        Route::Read { .. } | Route::Submit(_) | Route::Schedule { .. } | Route::Act(_) => {
             Route::Reply(Reply::text(503, "draining"))
         }
     }
@@ -448,6 +455,12 @@ mod tests {
         assert_eq!(status(r("GET /ui/reverse HTTP/1.1\r\n\r\n", "")), 404);
         assert_eq!(status(r("POST /ui/x HTTP/1.1\r\n\r\n", "")), 405);
         assert_eq!(status(r("PUT /ui HTTP/1.1\r\n\r\n", "")), 405);
+        // The one action.
+        assert_eq!(
+            r("POST /ui/api/cancel HTTP/1.1\r\n\r\n", "H:x:1"),
+            Route::Act(Action::Cancel(Bytes::from_static(b"H:x:1")))
+        );
+        assert_eq!(status(r("GET /ui/api/cancel HTTP/1.1\r\n\r\n", "")), 405);
         // A name that merely starts with "ui" is a function as before.
         assert!(matches!(
             r("GET /uix HTTP/1.1\r\n\r\n", ""),

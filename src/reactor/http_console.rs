@@ -1,16 +1,36 @@
 //! The console's requests on the HTTP listener (`crate::http::console` makes the bodies):
-//! the embedded files, the JSON only the console reads, and the job-rate ring the loop feeds
-//! once a turn.
+//! the embedded files, the JSON only the console reads, its actions (cancel a job, operate a
+//! schedule entry: checked here, where the peer's address is known; each refusal logged and
+//! counted), and the job-rate ring the loop feeds once a turn.
+
+use log::{info, warn};
 
 use super::Server;
+use crate::engine::{CancelRefused, ScheduleOpError};
+use crate::http::console::action::{self, Action};
 use crate::http::console::{self, Page, api};
+use crate::http::json;
 use crate::http::metrics;
+use crate::http::parse::SiteHeaders;
 use crate::http::response::Reply;
+use crate::proto::admin::ScheduleOp;
 
 impl Server {
+    fn console_on(&self) -> bool {
+        self.config.http.as_ref().is_some_and(|h| h.console)
+    }
+
+    /// The peer of connection `idx`, and whether it is a loopback address.
+    fn http_peer(&self, idx: usize) -> (String, bool) {
+        match self.conns.get(idx).and_then(|c| c.stream.peer_addr().ok()) {
+            Some(a) => (a.ip().to_string(), a.ip().to_canonical().is_loopback()),
+            None => ("?".into(), false),
+        }
+    }
+
     /// Answer a console request (404 under `--no-console`).
-    pub(super) fn http_console(&self, page: Page) -> Reply {
-        if !self.config.http.as_ref().is_some_and(|h| h.console) {
+    pub(super) fn http_console(&self, idx: usize, page: Page) -> Reply {
+        if !self.console_on() {
             return console::off();
         }
         let now = self.turn_now;
@@ -31,12 +51,79 @@ impl Server {
                     rss_bytes: process.as_ref().map(|p| p.resident_bytes),
                     journal,
                     rates: (&slots, open),
+                    actions: self.http_peer(idx).1,
                 });
                 console::guarded(Reply::json(200, body))
             }
             Page::Future => {
                 let (total, jobs) = self.engine.future_jobs(api::FUTURE_SHOWN);
                 console::guarded(Reply::json(200, api::future(total, &jobs)))
+            }
+        }
+    }
+
+    /// Do a console action, when the request may.
+    pub(super) fn http_console_act(
+        &mut self,
+        idx: usize,
+        site: &SiteHeaders,
+        act: Action,
+        now: u64,
+    ) -> Reply {
+        if !self.console_on() {
+            return console::off();
+        }
+        let (peer, loopback) = self.http_peer(idx);
+        if let Err(why) = action::may_act(site, loopback) {
+            self.http.console_refused += 1;
+            warn!("HTTP connection {idx} from {peer}: 403 (console action): {why:?}");
+            return console::guarded(Reply::text(403, why.message()));
+        }
+        let reply = match act {
+            Action::Cancel(handle) => self.console_cancel(&handle, &peer, now),
+            Action::Schedule { op, id } => self.console_schedule(op, &id, &peer, now),
+        };
+        console::guarded(reply)
+    }
+
+    fn console_cancel(&mut self, handle: &[u8], peer: &str, now: u64) -> Reply {
+        let shown = String::from_utf8_lossy(handle).into_owned();
+        match self.engine.cancel_job(handle, now, &mut self.outbox) {
+            Ok(()) => {
+                info!("console: job {shown} cancelled by {peer}");
+                let mut body = String::from("{\"cancelled\":");
+                json::string(&mut body, &shown);
+                body.push_str("}\n");
+                Reply::json(200, body)
+            }
+            Err(CancelRefused::Unknown) => Reply::text(404, "no such job"),
+            Err(CancelRefused::Running) => Reply::text(
+                409,
+                "the job is running on a worker; only the worker can end it",
+            ),
+        }
+    }
+
+    fn console_schedule(&mut self, op: ScheduleOp, id: &[u8], peer: &str, now: u64) -> Reply {
+        let shown = String::from_utf8_lossy(id).into_owned();
+        match self.engine.schedule_op(id, op, now, &mut self.outbox) {
+            Ok(handles) => {
+                info!("console: {op:?} schedule {shown}, asked by {peer}");
+                let mut body = String::new();
+                let mut o = json::Obj::new(&mut body);
+                o.str("schedule", &shown);
+                json::array(o.key("jobs"), &handles, |out, h| json::string(out, h));
+                o.end();
+                body.push('\n');
+                Reply::json(200, body)
+            }
+            Err(ScheduleOpError::UnknownEntry) => Reply::text(404, "no schedule entry has this id"),
+            Err(ScheduleOpError::RunInProgress(h)) => Reply::text(
+                409,
+                &format!("the previous run {h} is still queued or running (overlap=skip)"),
+            ),
+            Err(ScheduleOpError::QueueFull) => {
+                Reply::text(503, "the queue of the entry's function is full")
             }
         }
     }

@@ -69,6 +69,8 @@ pub(super) struct HttpGlue {
     pub(super) refusals: super::http_guard::Refusals,
     /// Job counts of the last minutes, for the console's chart (http_console.rs).
     pub(super) rates: crate::http::console::rates::Rates,
+    /// Console actions refused (not loopback, or no sign of the console's page).
+    pub(super) console_refused: u64,
 }
 
 #[derive(Default)]
@@ -134,6 +136,7 @@ impl HttpGlue {
             allowed: Default::default(),
             refusals: Default::default(),
             rates: Default::default(),
+            console_refused: 0,
         };
         let Some(http) = &config.http else {
             return Ok(glue);
@@ -373,7 +376,7 @@ impl Server {
                             self.http_answer(idx, version, keep_alive, r, head_only, now)
                         }
                         Route::Read { endpoint, .. } => {
-                            let r = self.http_endpoint(&endpoint);
+                            let r = self.http_endpoint(idx, &endpoint);
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Submit(s) => self.http_submit(idx, version, keep_alive, s, now),
@@ -386,6 +389,10 @@ impl Server {
                                 .find(|s| s.id.as_bytes() == &id[..]);
                             let r = schedule_ops::reply(op, &done, entry.as_ref());
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
+                        Route::Act(a) => {
+                            let r = self.http_console_act(idx, &head.site, a, now);
+                            self.http_answer(idx, version, keep_alive, r, false, now);
                         }
                     }
                 }
@@ -436,7 +443,7 @@ impl Server {
     }
 
     /// The body of a read-only endpoint.
-    fn http_endpoint(&self, endpoint: &Endpoint) -> Reply {
+    fn http_endpoint(&self, idx: usize, endpoint: &Endpoint) -> Reply {
         match endpoint {
             Endpoint::Status => {
                 let t = self.engine.totals();
@@ -475,7 +482,7 @@ impl Server {
             }
             Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
-            Endpoint::Console(page) => self.http_console(*page),
+            Endpoint::Console(page) => self.http_console(idx, *page),
         }
     }
 
@@ -490,7 +497,11 @@ impl Server {
             bytes_sent: s.closed_out,
             http_responses: s.responses.iter().map(|(k, v)| (*k, *v)).collect(),
             http_clients_left: s.left_waiting,
-            http_refused: self.http.refusals.by_reason(),
+            http_refused: {
+                let mut r = self.http.refusals.by_reason();
+                r.push(("console_action", self.http.console_refused));
+                r
+            },
             output: self.output.stats(),
             ..NetStats::default()
         };

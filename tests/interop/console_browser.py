@@ -113,16 +113,38 @@ try:
     wait(d, "schedules view", lambda: any("console.tick" in r for r in rows(d, "schedule-list")))
     r = next(r for r in rows(d, "schedule-list") if "console.tick" in r)
     title = d.execute_script(
-        "return document.querySelector('#schedule-list tbody tr td:nth-child(4)').title;")
+        "return document.querySelector('#schedule-list tbody tr td:nth-child(5)').title;")
     assert title.endswith(" UTC"), title
     # The browser runs in Asia/Kathmandu (UTC+5:45): the shown time is the viewer's.
     import re
-    shown_min = int(re.search(r"\d{1,2}:(\d{2}):\d{2}", r[3]).group(1))
+    shown_min = int(re.search(r"\d{1,2}:(\d{2}):\d{2}", r[4]).group(1))
     utc_min = int(re.search(r"T\d{2}:(\d{2})", title).group(1))
-    assert (shown_min - utc_min) % 60 == 45, (r[3], title)
+    assert (shown_min - utc_min) % 60 == 45, (r[4], title)
     assert any("nightly.backup" in r for r in rows(d, "schedule-list"))
-    ok(f"schedules listed by keyboard navigation; next run {r[3]!r}, UTC on hover {title!r}")
+    ok(f"schedules listed by keyboard navigation; next run {r[4]!r}, UTC on hover {title!r}")
+
+    # Operate the entry from its row: pause, resume, run now.
+    def tick_row():
+        return next(r for r in rows(d, "schedule-list") if r[1] == "console.tick")
+
+    def press(label):
+        d.execute_script(
+            "[...document.querySelectorAll('#schedule-list tbody tr')]"
+            ".find(tr => tr.cells[1].textContent === 'console.tick')"
+            ".querySelector('button[title^=\"' + arguments[0] + '\"]').click();", label)
+
+    press("pause:")
+    wait(d, "the entry shows paused", lambda: tick_row()[3] == "paused")
+    ok("paused console.tick from its row")
     d.save_screenshot(os.path.join(OUT, "console-schedules.png"))
+    press("resume:")
+    wait(d, "the entry shows active", lambda: tick_row()[3] == "active")
+    ok("resumed it")
+    runs = int(tick_row()[7])
+    press("run now:")
+    wait(d, "the manual run shows", lambda: int(tick_row()[7]) == runs + 1)
+    wait(d, "the note says so", lambda: "Started a run" in d.find_element(By.ID, "schedule-note").text)
+    ok(f"ran it now: {runs + 1} runs, last run {tick_row()[5]!r}")
 
     d.find_element(By.ID, "nav-workers").click()
     wait(d, "worker listed", lambda: any("console-worker" in r for r in rows(d, "worker-list")))
@@ -140,6 +162,17 @@ try:
     ok(f"future job {handle} due {fut[0]!r}, looked up by handle")
     d.save_screenshot(os.path.join(OUT, "console-jobs.png"))
 
+    # Cancel it from its row, by keyboard: the button is reachable and Enter presses it.
+    d.execute_script(
+        "[...document.querySelectorAll('#future-list tbody tr')]"
+        ".find(tr => tr.cells[1].textContent === 'console.later').querySelector('button').focus();")
+    assert d.switch_to.active_element.text == "Cancel", d.switch_to.active_element.get_attribute("outerHTML")
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    wait(d, "the cancelled job leaves the list",
+         lambda: not any("console.later" in r for r in rows(d, "future-list")))
+    wait(d, "the page says so", lambda: ("Cancelled " + handle) in d.find_element(By.ID, "note").text)
+    ok(f"cancelled {handle} from its row (POST with the console's header)")
+
     # A phone: nothing wider than the screen (tables scroll inside their box).
     d.set_window_size(390, 844)
     d.find_element(By.ID, "nav-overview").click()
@@ -150,7 +183,10 @@ try:
     d.save_screenshot(os.path.join(OUT, "console-phone.png"))
 
     # No Content-Security-Policy violation, no script error.
-    bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    # (A 404 for the looked-up job after it was cancelled is the answer the page expects.)
+    bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"
+           and not (e.get("source") == "network" and "/jobs/" in e.get("message", "")
+                    and "404" in e.get("message", ""))]
     assert not bad, bad
     ok("no CSP violation or script error in the browser log")
 finally:

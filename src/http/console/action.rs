@@ -1,7 +1,9 @@
-//! The console's one action: cancel a queued or future job (the admin line `cancel job`). A
-//! POST to `/ui/api/cancel` with the handle as its body, served only when it proves it comes
-//! from the console's own page, and only to a loopback peer (the listener has no
-//! authentication, so nothing that changes a job is offered to the network).
+//! The console's actions: cancel a queued or future job (the admin line `cancel job`), and run
+//! now, skip the next run of, pause or resume a schedule entry (`run|skip|pause|resume schedule
+//! ID`). POSTs to `/ui/api/cancel` (body: the handle) and `/ui/api/schedule` (body: the word
+//! and the entry's id, `pause nightly`), served only when they prove they come from the
+//! console's own page, and only to a loopback peer (the listener has no authentication, so
+//! nothing that changes a job is offered to the network).
 //!
 //! The CSRF defence is two checks on top of the listener's Host/Origin/Sec-Fetch-Site guard:
 //! the request must carry `X-Gearwheel-Console` (a page of another origin cannot make a browser
@@ -14,13 +16,15 @@ use bytes::Bytes;
 
 use super::super::parse::SiteHeaders;
 use super::super::response::Reply;
+use crate::proto::admin::ScheduleOp;
 
-/// The longest handle the action accepts.
-const MAX_HANDLE: usize = 256;
+/// The longest body an action accepts (a handle, or a word and an entry id).
+const MAX_BODY: usize = 256;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     Cancel(Bytes),
+    Schedule { op: ScheduleOp, id: Bytes },
 }
 
 /// Why an action was refused (403), for the log and `gearman_http_refused_total`.
@@ -35,7 +39,9 @@ impl Denied {
     pub fn message(self) -> &'static str {
         match self {
             Denied::NotLoopback => "forbidden: console actions are served to loopback peers only",
-            Denied::NoConsoleHeader => "forbidden: a console action needs the X-Gearwheel-Console header",
+            Denied::NoConsoleHeader => {
+                "forbidden: a console action needs the X-Gearwheel-Console header"
+            }
             Denied::NoOrigin => {
                 "forbidden: a console action must come from the console's page (Origin or Sec-Fetch-Site: same-origin)"
             }
@@ -43,24 +49,36 @@ impl Denied {
     }
 }
 
+fn bad(message: &str) -> Option<Result<Action, Reply>> {
+    Some(Err(Reply::text(400, message)))
+}
+
 /// The action a console path names, if it names one (`None`: not an action path).
 pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Reply>> {
-    if path != b"ui/api/cancel" {
+    if path != b"ui/api/cancel" && path != b"ui/api/schedule" {
         return None;
     }
     if !post {
         return Some(Err(
-            Reply::text(405, "cancel with POST").header("Allow", "POST")
+            Reply::text(405, "console actions are POSTs").header("Allow", "POST")
         ));
     }
-    let handle = body.trim_ascii();
-    if handle.is_empty() || handle.len() > MAX_HANDLE || crate::proto::names::has_control(handle) {
-        return Some(Err(Reply::text(
-            400,
-            "the body must be one job handle (at most 256 bytes, no control characters)",
-        )));
+    let body = body.trim_ascii();
+    if body.is_empty() || body.len() > MAX_BODY || crate::proto::names::has_control(body) {
+        return bad("the body must be one line of at most 256 bytes, no control characters");
     }
-    Some(Ok(Action::Cancel(Bytes::copy_from_slice(handle))))
+    if path == b"ui/api/cancel" {
+        return Some(Ok(Action::Cancel(Bytes::copy_from_slice(body))));
+    }
+    let (word, id) = body.split_at(body.iter().position(|&b| b == b' ').unwrap_or(body.len()));
+    let id = id.trim_ascii();
+    match ScheduleOp::from_word(word) {
+        Some(op) if !id.is_empty() => Some(Ok(Action::Schedule {
+            op,
+            id: Bytes::copy_from_slice(id),
+        })),
+        _ => bad("the body must be run, skip, pause or resume, a space and a schedule entry's id"),
+    }
 }
 
 /// May this request act? `loopback`: the peer's address is a loopback one.
@@ -97,6 +115,21 @@ mod tests {
         assert_eq!(status(action(b"ui/api/cancel", true, b"")), 400);
         assert_eq!(status(action(b"ui/api/cancel", true, b"H:x\x001")), 400);
         assert_eq!(status(action(b"ui/api/cancel", true, &[b'h'; 257])), 400);
+        assert_eq!(
+            action(b"ui/api/schedule", true, b"Pause nightly-backup"),
+            Some(Ok(Action::Schedule {
+                op: ScheduleOp::Pause,
+                id: Bytes::from_static(b"nightly-backup")
+            }))
+        );
+        for bad in [&b"pause"[..], b"explode x", b"run "] {
+            assert_eq!(
+                status(action(b"ui/api/schedule", true, bad)),
+                400,
+                "{bad:?}"
+            );
+        }
+        assert_eq!(status(action(b"ui/api/schedule", false, b"run x")), 405);
     }
 
     #[test]

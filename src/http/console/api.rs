@@ -19,6 +19,8 @@ pub struct Facts<'a> {
     pub journal: Option<(u64, u64)>,
     /// The rate ring's slots, oldest first, and the last (open) slot's start.
     pub rates: (&'a [Slot], u64),
+    /// The asking peer may use the console's actions (it is on loopback).
+    pub actions: bool,
 }
 
 pub fn server(f: &Facts<'_>) -> String {
@@ -39,7 +41,8 @@ pub fn server(f: &Facts<'_>) -> String {
     .num("running", t.running)
     .num("schedules", t.schedules)
     .bool("draining", t.draining)
-    .opt_num("rss_bytes", f.rss_bytes);
+    .opt_num("rss_bytes", f.rss_bytes)
+    .bool("actions", f.actions);
     match f.journal {
         None => {
             o.key("journal").push_str("null");
@@ -123,13 +126,14 @@ mod tests {
             rss_bytes: Some(4096),
             journal: Some((100, 3)),
             rates: (&slots, 10_000),
+            actions: true,
         });
         assert_eq!(
             body,
             "{\"version\":\"1.2.3\",\"now\":\"1970-01-01T00:00:10Z\",\
              \"started\":\"1970-01-01T00:00:04Z\",\"uptime_seconds\":6,\"connections\":5,\
              \"workers\":2,\"functions\":0,\"jobs\":4,\"running\":1,\"schedules\":0,\
-             \"draining\":false,\"rss_bytes\":4096,\"journal\":{\"bytes\":100,\"jobs\":3},\
+             \"draining\":false,\"rss_bytes\":4096,\"actions\":true,\"journal\":{\"bytes\":100,\"jobs\":3},\
              \"rates\":{\"slot_seconds\":10,\"last_slot_start\":\"1970-01-01T00:00:10Z\",\
              \"submitted\":[3,0],\"completed\":[2,0],\"failed\":[1,0]}}\n"
         );
@@ -142,6 +146,7 @@ mod tests {
             rss_bytes: None,
             journal: None,
             rates: (&[], 0),
+            actions: false,
         });
         assert!(none.contains("\"uptime_seconds\":null"));
         assert!(none.contains("\"journal\":null"));

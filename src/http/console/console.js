@@ -14,6 +14,8 @@
   let again = false;
   let lastBody = {};
   let lookedUp = null;
+  // The server says whether this viewer may act (a loopback peer).
+  let canAct = false;
 
   // An element with a class and text content (text only: never parsed as HTML).
   function el(tag, cls, text) {
@@ -197,28 +199,48 @@
     return o === "complete" ? "ok" : "bad";
   }
 
+  function scheduleButtons(s) {
+    const td = el("td", "actions");
+    if (!canAct) return td;
+    const op = (word, label, title, done) => button(label, title + " " + s.id, (b) =>
+      post("/ui/api/schedule", word + " " + s.id, b, "schedule-note", done));
+    td.append(op("run", "Run now", "run now:", "Started a run of " + s.id + "."));
+    td.append(s.paused
+      ? op("resume", "Resume", "resume:", "Resumed " + s.id + ".")
+      : op("pause", "Pause", "pause:", "Paused " + s.id + "."));
+    const skip = op("skip", "Skip next", "skip the next run of", "The next run of " + s.id + " will be skipped.");
+    skip.disabled = s.skip_next || s.paused;
+    td.append(skip);
+    return td;
+  }
+
   async function schedules() {
     const r = await get("/schedules");
-    // Relative times ("in 5 s") move even when the data does not.
-    lastBody.schedules = r.text;
+    const table = $("schedule-list");
+    // Relative times ("in 5 s") move even when the data does not, so the table is redrawn
+    // each time, except while a button in it has the focus and nothing changed.
+    if (!changed("schedules", r.text) && table.contains(document.activeElement)) return;
     const rows = r.json.schedules.map((s) => {
       const tr = el("tr");
       const last = s.last_duration_ms === null ? "" : " after " + s.last_duration_ms + " ms";
+      const state = s.paused ? "paused" : s.skip_next ? "skips next" : "active";
       tr.append(
         cell(s.id),
         cell(s.function),
         cell(s.spec),
-        timeCell(s.next_run),
+        cell(state, s.paused ? "bad" : ""),
+        s.paused ? cell("— (paused)") : timeCell(s.next_run),
         timeCell(s.last_run),
         cell(s.last_outcome === null ? "—" : s.last_outcome, outcomeClass(s.last_outcome),
-          s.last_outcome === null ? "" : s.last_outcome + last),
+          s.last_outcome === null ? "" : s.last_outcome + last + (s.last_run_manual ? " (run by hand)" : "")),
         cell(s.runs, "n"),
         cell(s.failures, s.failures ? "n bad" : "n"),
-        cell(s.skips, "n", "runs skipped because the previous one was still going"),
+        cell(s.skips, "n", "runs skipped (overlap, or skipped by hand)"),
+        scheduleButtons(s),
       );
       return tr;
     });
-    fill($("schedule-list").tBodies[0], rows, 9, "no schedules (start with --schedules FILE)");
+    fill(table.tBodies[0], rows, 11, "no schedules (start with --schedules FILE)");
   }
 
   // ---- Workers ----
@@ -259,18 +281,51 @@
     facts($("job"), pairs);
   }
 
+  // An action: a POST with a custom header, which no page of another origin can send (see
+  // src/http/console/action.rs). The answer goes to the view's note line.
+  async function post(path, body, button, note, done) {
+    button.disabled = true;
+    try {
+      const r = await fetch(path, {
+        method: "POST", cache: "no-store", body: body,
+        headers: { "X-Gearwheel-Console": "1", "Content-Type": "text/plain" },
+      });
+      $(note).textContent = r.ok ? done : (await r.text()).trim();
+    } catch (e) {
+      $(note).textContent = String(e);
+    }
+    lastBody = {};
+    tick();
+  }
+
+  function button(label, title, onClick) {
+    const b = el("button", null, label);
+    b.type = "button";
+    b.title = title;
+    b.addEventListener("click", () => onClick(b));
+    return b;
+  }
+
   async function jobs() {
     const work = [get("/ui/api/future")];
     if (lookedUp) work.push(get("/jobs/" + encodeURIComponent(lookedUp)));
     const [f, j] = await Promise.all(work);
     if (j) renderJob(j);
+    const table = $("future-list");
+    // Keep a focused button where it is unless the list changed.
+    if (!changed("future", f.text) && table.contains(document.activeElement)) return;
     $("future-count").textContent = "(" + f.json.total + (f.json.total > f.json.jobs.length ? ", first " + f.json.jobs.length + " shown" : "") + ")";
     const rows = f.json.jobs.map((x) => {
       const tr = el("tr");
-      tr.append(timeCell(x.due), cell(x.function), cell(x.handle), cell(x.unique));
+      const act = el("td", "actions");
+      if (canAct) {
+        act.append(button("Cancel", "cancel job " + x.handle, (b) =>
+          post("/ui/api/cancel", x.handle, b, "note", "Cancelled " + x.handle + ".")));
+      }
+      tr.append(timeCell(x.due), cell(x.function), cell(x.handle), cell(x.unique), act);
       return tr;
     });
-    fill($("future-list").tBodies[0], rows, 4, "no future jobs");
+    fill(table.tBodies[0], rows, 5, "no future jobs");
   }
 
   const RENDER = { overview, schedules, workers, jobs };
@@ -329,5 +384,10 @@
     if (!h) $("job").replaceChildren();
     tick();
   });
-  show();
+  get("/ui/api/server").then((r) => {
+    canAct = r.json.actions === true;
+    $("version").textContent = "gearwheel " + r.json.version;
+    lastBody = {};
+    show();
+  }, show);
 })();

@@ -4,8 +4,10 @@
 //! inserts every value as text. `--no-console` turns it off.
 //!
 //! - `api`: the JSON only the console asks for (server facts, future jobs).
+//! - `action`: cancelling a job from the page (POST, CSRF-checked, loopback only).
 //! - `rates`: the fixed ring of job counts behind the rate chart.
 
+pub mod action;
 pub mod api;
 pub mod rates;
 
