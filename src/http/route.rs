@@ -451,6 +451,14 @@ mod tests {
             read("GET /ui%2Fapi%2Ffuture HTTP/1.1\r\n\r\n"),
             Endpoint::Console(Page::Future)
         );
+        // A browser's own request for the icon gets it and submits nothing.
+        assert!(matches!(
+            r("GET /favicon.ico HTTP/1.1\r\n\r\n", ""),
+            Route::Read {
+                endpoint: Endpoint::Console(Page::Asset(_)),
+                ..
+            }
+        ));
         // Nothing under /ui/ submits a job, whatever the method.
         assert_eq!(status(r("GET /ui/reverse HTTP/1.1\r\n\r\n", "")), 404);
         assert_eq!(status(r("POST /ui/x HTTP/1.1\r\n\r\n", "")), 405);

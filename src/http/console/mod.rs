@@ -64,13 +64,16 @@ pub enum Page {
 /// Is this (decoded, without its leading `/`) path the console's? `/` and everything under
 /// `/ui/` are, whatever the method: those names never submit a job.
 pub fn owns(path: &[u8]) -> bool {
-    path.is_empty() || path == b"ui" || path.starts_with(b"ui/")
+    // A browser asks for /favicon.ico by itself whenever it shows any page of this listener
+    // (a JSON endpoint opened in a tab): it must get the icon, never submit a job "favicon.ico".
+    path.is_empty() || path == b"ui" || path.starts_with(b"ui/") || path == b"favicon.ico"
 }
 
 /// The page a console path names, or its 404.
 pub fn page(path: &[u8]) -> Result<Page, Reply> {
     let path = match path {
-        b"" | b"ui" | b"ui/" => b"ui/index.html",
+        b"" | b"ui" | b"ui/" => b"ui/index.html".as_slice(),
+        b"favicon.ico" => b"ui/favicon.svg".as_slice(),
         p => p,
     };
     if let Some(i) = ASSETS.iter().position(|a| a.path.as_bytes() == path) {
