@@ -315,6 +315,18 @@ impl Conn {
         let mut l = line.to_vec();
         l.push(b'\n');
         self.send(&l);
+        self.read_reply(list)
+    }
+
+    /// Read one text reply: a line, or lines up to and including `.\n`. The end is found in
+    /// the bytes, which need not be UTF-8 (a binary unique is shown as it is); the reply is
+    /// returned lossily decoded.
+    pub fn read_text(&mut self, list: bool) -> String {
+        String::from_utf8_lossy(&self.read_reply(list)).into_owned()
+    }
+
+    /// One text reply's bytes: a line, or lines up to and including `.\n`.
+    fn read_reply(&mut self, list: bool) -> Vec<u8> {
         loop {
             let end = if list {
                 if self.buf.starts_with(b".\n") {
@@ -330,36 +342,6 @@ impl Conn {
             };
             if let Some(end) = end {
                 return self.buf.drain(..end).collect();
-            }
-            match self.fill() {
-                Ok(0) => panic!("EOF while reading admin reply; got {:?}", self.buf),
-                Ok(_) => {}
-                Err(e) => panic!("reading admin reply: {e}"),
-            }
-        }
-    }
-
-    /// Read one text reply: a line, or lines up to and including `.\n`. The end is found in
-    /// the bytes, which need not be UTF-8 (a binary unique is shown as it is); the reply is
-    /// returned lossily decoded.
-    pub fn read_text(&mut self, list: bool) -> String {
-        loop {
-            let end = if list {
-                if self.buf.starts_with(b".\n") {
-                    Some(2)
-                } else {
-                    self.buf
-                        .windows(3)
-                        .position(|w| w == b"\n.\n")
-                        .map(|i| i + 3)
-                }
-            } else {
-                self.buf.iter().position(|&b| b == b'\n').map(|i| i + 1)
-            };
-            if let Some(end) = end {
-                let text = String::from_utf8_lossy(&self.buf[..end]).into_owned();
-                self.buf.drain(..end);
-                return text;
             }
             let text = String::from_utf8_lossy(&self.buf).into_owned();
             match self.fill() {
