@@ -169,9 +169,21 @@ pub(crate) fn drain(o: &Opts, jobs: u64, r: &mut Report) -> io::Result<()> {
     Ok(())
 }
 
-pub(crate) fn mode_fill(o: &Opts) -> io::Result<Report> {
-    let jobs = o.jobs_or(100_000);
-    let window = o.window_or(64);
+/// What `submit_all` measured.
+struct Filled {
+    ok: bool,
+    start: Instant,
+    tenths: Vec<Instant>,
+    /// Jobs answered: all of them, or what was answered before a time-out.
+    jobs_in: u64,
+    secs: f64,
+    sh: std::sync::Arc<crate::peers::Shared>,
+    /// The server before the run; the caller reads it again after.
+    s0: Option<crate::procfs::ProcSnap>,
+}
+
+/// Submit `jobs` with no worker (a queue filling up), and settle for 200 ms after.
+fn submit_all(o: &Opts, what: Submit, jobs: u64, window: usize) -> io::Result<Filled> {
     let run = Run::start(
         o,
         Plan {
@@ -179,7 +191,7 @@ pub(crate) fn mode_fill(o: &Opts) -> io::Result<Report> {
             workers: 0,
             kind: WorkerKind::Plain,
             clients: o.clients,
-            what: Submit::Background,
+            what,
             total: jobs,
             window,
         },
@@ -196,6 +208,29 @@ pub(crate) fn mode_fill(o: &Opts) -> io::Result<Report> {
     let sh = run.stop();
     let secs = end.duration_since(start).as_secs_f64();
     thread::sleep(Duration::from_millis(200));
+    Ok(Filled {
+        ok,
+        start,
+        tenths,
+        jobs_in,
+        secs,
+        sh,
+        s0,
+    })
+}
+
+pub(crate) fn mode_fill(o: &Opts) -> io::Result<Report> {
+    let jobs = o.jobs_or(100_000);
+    let window = o.window_or(64);
+    let Filled {
+        ok,
+        start,
+        tenths,
+        jobs_in,
+        secs,
+        sh,
+        s0,
+    } = submit_all(o, Submit::Background, jobs, window)?;
     let s1 = proc_snap(o.pid);
     let mut r = Report::new(o);
     r.put("clients", o.clients);
@@ -394,30 +429,15 @@ pub(crate) fn mode_future_idle(o: &Opts) -> io::Result<Report> {
         spread: 86_400,
         total: jobs,
     };
-    let run = Run::start(
-        o,
-        Plan {
-            job_target: 0,
-            workers: 0,
-            kind: WorkerKind::Plain,
-            clients: o.clients,
-            what,
-            total: jobs,
-            window,
-        },
-    )?;
-    let s0 = proc_snap(o.pid);
-    let start = run.go();
-    let (ok, tenths) = run.watch(jobs, start + o.timeout, clients_finished(o.clients));
-    // A run that timed out ends now, and counts only what was answered.
-    let end = match *lock(&run.sh.clients_end) {
-        Some(e) if ok => e,
-        _ => Instant::now(),
-    };
-    let jobs_in = if ok { jobs } else { run.sh.acked.load(SeqCst) };
-    let sh = run.stop();
-    let sub_secs = end.duration_since(start).as_secs_f64();
-    thread::sleep(Duration::from_millis(200));
+    let Filled {
+        ok,
+        start,
+        tenths,
+        jobs_in,
+        secs: sub_secs,
+        sh,
+        s0,
+    } = submit_all(o, what, jobs, window)?;
     let s1 = proc_snap(o.pid);
     let idle = Duration::from_secs_f64(o.idle_secs.unwrap_or(10.0));
     thread::sleep(idle);
