@@ -24,7 +24,7 @@ fn the_console_in_chromium() {
     let sched = dir.path("schedules");
     std::fs::write(
         &sched,
-        "* * * * *    console.tick\n0 3 * * *    nightly.backup   -- {\"mode\":\"full\"}\n",
+        "* * * * *    console.tick overlap=allow\n0 3 * * *    nightly.backup   -- {\"mode\":\"full\"}\n",
     )
     .unwrap();
     let s = HttpServer::start(&["--schedules", sched.to_str().unwrap()]);
