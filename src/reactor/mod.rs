@@ -627,6 +627,9 @@ impl Server {
                 continue;
             }
             crate::proto::response::encode(&r, &mut c.wbuf);
+            // Counted at once, not at the flush: a turn reads many connections (and a capped
+            // one twice), and each must see the total as it is to be held in time.
+            self.output.recount(&mut c.counted, c.wbuf.len());
             if is_lazy && !c.write_pending {
                 if !c.corked {
                     c.corked = true;
