@@ -12,7 +12,8 @@
 #   SYNC_REPS=N     repetitions of the short, noisy sync and echo modes (9; QUICK 1)
 #   CONFIGS="..."   servers to run: gearwheel gearwheel-musl gearmand-t1 gearmand-t0 (all;
 #                   gearwheel-musl, the static musl build, only if its Rust target is installed:
-#                   rustup target add x86_64-unknown-linux-musl)
+#                   rustup target add x86_64-unknown-linux-musl); gearwheel-before runs the
+#                   binary GW_BEFORE names (an earlier build: before/after in one run)
 #   MODES="..."     bg sync echo fill idle idle10k future future-spread future-idle
 #   RAW=FILE        keep every RESULT line here (default: a temporary file)
 #   TABLE_ONLY=1    run nothing; print the table from an earlier RAW file

@@ -2,7 +2,9 @@
 # generator, start and stop one server of a configuration on a free loopback port, and take
 # medians and ratios of the generator's RESULT lines. compare_durable.sh takes free_port.
 #
-# Configurations: gearwheel, gearwheel-musl (the static musl build), gearmand-t1, gearmand-t0.
+# Configurations: gearwheel, gearwheel-musl (the static musl build), gearmand-t1, gearmand-t0,
+# and gearwheel-before: the binary GW_BEFORE names (an earlier build, for before/after tables
+# of a change in the same run; built by nobody here).
 # The caller sets CONFIGS, GEARMAND, TABLE_ONLY and RAW, then calls `prepare`.
 
 MUSL_TARGET=x86_64-unknown-linux-musl
@@ -66,6 +68,7 @@ free_port() {
 launch() { # config port
   case "$1" in
     gearwheel) "$GW" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
+    gearwheel-before) "${GW_BEFORE:?GW_BEFORE names the earlier binary}" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearwheel-musl) "$GW_MUSL" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearmand-t1) "$GEARMAND" -t 1 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearmand-t0) "$GEARMAND" -t 0 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
