@@ -146,6 +146,14 @@ pub struct ServeArgs {
     /// this (30s, 12h, 31d; 0 = never; default 31d), so a misread time field is seen
     #[argh(option)]
     pub future_horizon: Option<String>,
+    /// background jobs that failed for good kept in the failed list (`show failed`), oldest
+    /// dropped first (default 1000, 0 = keep none)
+    #[argh(option, default = "1000")]
+    pub keep_failed: usize,
+    /// bytes of function, unique, workload and error text the failed list may hold, oldest
+    /// dropped first (default 64 MiB, 0 = no byte bound)
+    #[argh(option, default = "64 << 20")]
+    pub keep_failed_bytes: usize,
     /// keep background and future jobs and schedule runs in a journal in this directory
     /// (created if missing), so that they survive a crash or a restart
     #[argh(option)]
@@ -574,6 +582,8 @@ impl Config {
                 grab_wait_ms: a.grab_wait,
                 max_functions_per_worker: a.max_functions_per_worker,
                 future_horizon_ms,
+                keep_failed: a.keep_failed,
+                keep_failed_bytes: a.keep_failed_bytes,
             },
             notices,
             schedules: a.schedules.clone(),

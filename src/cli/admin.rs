@@ -17,6 +17,8 @@ pub(crate) enum View {
     Unique,
     Scheduled,
     Schedules,
+    /// `show failed`.
+    Failed,
     /// `OK <value>`: print the value.
     Value,
     /// `OK`, or `OK h n l` from `maxqueue FUNC`.
@@ -40,7 +42,7 @@ pub(crate) struct Plan {
 const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, schedules, \
                      journal, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
                      maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
-                     shutdown [graceful], or any \
+                     failed [FUNC], retry|drop failed HANDLE|FUNC|all, shutdown [graceful], or any \
                      line of the admin protocol (show jobs, cancel job HANDLE, ...)";
 
 /// The admin protocol's own spellings (`show jobs`, `cancel job H`, `reload schedules`) as
@@ -55,7 +57,11 @@ fn short_form(words: &[String]) -> Vec<String> {
     };
     match lw.as_slice() {
         ["show", "unique", "jobs"] => keep(3, "unique"),
-        ["show", w @ ("jobs" | "scheduled" | "schedules" | "journal")] => keep(2, w),
+        [
+            "show",
+            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "failed"),
+            ..,
+        ] => keep(2, w),
         ["cancel", "job", _] => keep(2, "cancel"),
         ["create", "function", _] => keep(2, "create"),
         ["drop", "function", _] => keep(2, "drop"),
@@ -110,6 +116,15 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
         "scheduled" => arity(0, "no arguments").and(list("show scheduled", View::Scheduled)),
         "schedules" => arity(0, "no arguments").and(list("show schedules", View::Schedules)),
         "journal" => arity(0, "no arguments").and(list("show journal", View::Pairs)),
+        "failed" => match rest {
+            [] => list("show failed", View::Failed),
+            [f] => list(&format!("show failed {f}"), View::Failed),
+            _ => Err("failed takes nothing or a function".into()),
+        },
+        op @ ("retry" | "drop") if rest.first().is_some_and(|w| w == "failed") => {
+            arity(2, "failed and a handle, a function or all")
+                .and_then(|_| one(format!("{op} failed {}", rest[1]), View::Value))
+        }
         c @ ("version" | "getpid" | "verbose") => {
             arity(0, "no arguments").and(one(c.into(), View::Value))
         }
@@ -280,6 +295,12 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
                     .unwrap_or_default()
             }
         }
+        View::Failed => table::render(
+            &[
+                "HANDLE", "FUNCTION", "UNIQUE", "ATTEMPTS", "FIRST", "LAST", "ENTRY", "ERROR",
+            ],
+            &tsv(lines),
+        ),
         View::Value => lines
             .first()
             .map(|l| format!("{}\n", l.strip_prefix("OK ").unwrap_or(l)))
@@ -389,6 +410,17 @@ mod tests {
         assert_eq!(p("unique"), Ok(("show unique jobs".into(), true)));
         assert_eq!(p("scheduled"), Ok(("show scheduled".into(), true)));
         assert_eq!(p("schedules"), Ok(("show schedules".into(), true)));
+        assert_eq!(p("failed"), Ok(("show failed".into(), true)));
+        assert_eq!(p("show failed f"), Ok(("show failed f".into(), true)));
+        assert_eq!(
+            p("retry failed all"),
+            Ok(("retry failed all".into(), false))
+        );
+        assert_eq!(
+            p("drop failed H:x:1"),
+            Ok(("drop failed H:x:1".into(), false))
+        );
+        assert_eq!(p("drop f"), Ok(("drop function f".into(), false)));
         assert_eq!(p("VERSION"), Ok(("version".into(), false)));
         assert_eq!(p("cancel H:x:1"), Ok(("cancel job H:x:1".into(), false)));
         assert_eq!(p("create f"), Ok(("create function f".into(), false)));

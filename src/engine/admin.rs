@@ -5,7 +5,7 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 
-use super::{ConnId, Engine, FailReason, JobState, Outbox, Shutdown};
+use super::{ConnId, Engine, FailReason, FailedSelector, JobState, Outbox, Shutdown};
 use crate::proto::admin::{AdminCommand, unknown_command_reply};
 use crate::proto::names::{has_control, push_escaped};
 use crate::proto::response::Response;
@@ -139,6 +139,14 @@ impl Engine {
                 s.into()
             }
             AdminCommand::ShowSchedules => self.schedules_listing().into(),
+            AdminCommand::ShowFailed(func) => self.failed_listing(func.as_deref()).into(),
+            AdminCommand::RetryFailed(sel) => {
+                let handles = self.retry_failed(FailedSelector::parse(&sel), now, out);
+                format!("OK {}\n", handles.len()).into()
+            }
+            AdminCommand::DropFailed(sel) => {
+                format!("OK {}\n", self.drop_failed(FailedSelector::parse(&sel))).into()
+            }
             AdminCommand::Schedule { op, id: entry } => {
                 match self.schedule_op(&entry, op, now, out) {
                     Ok(handles) if handles.is_empty() => Bytes::from_static(b"OK\r\n"),

@@ -4,6 +4,8 @@
 
 mod admin;
 mod durable;
+mod failed;
+mod failed_ops;
 mod forget;
 mod handles;
 mod horizon;
@@ -30,6 +32,7 @@ use crate::timer::{TimerKey, Timers};
 
 pub use admin::CancelRefused;
 pub use durable::{Durable, FinishKind, RestoredJob};
+pub use failed::{FailedJob, FailedList, FailedSelector};
 use handles::KeyRef;
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, ScheduleStatus,
@@ -75,6 +78,10 @@ pub struct EngineConfig {
     pub max_functions_per_worker: u32,
     /// A SCHED or EPOCH job due further ahead than this is logged at WARNING (0: never).
     pub future_horizon_ms: u64,
+    /// Background jobs kept in the failed list (`--keep-failed`; 0 keeps none).
+    pub keep_failed: usize,
+    /// Bytes the failed list may hold (`--keep-failed-bytes`; 0: no byte bound).
+    pub keep_failed_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -93,6 +100,8 @@ impl Default for EngineConfig {
             grab_wait_ms: 0,
             max_functions_per_worker: 10_000,
             future_horizon_ms: 0,
+            keep_failed: 1000,
+            keep_failed_bytes: 64 << 20,
         }
     }
 }
@@ -210,6 +219,8 @@ pub struct Engine {
     functions_refused: u64,
     /// Every function's `JobCounters` summed (see `counters`).
     counted: JobCounters,
+    /// Background jobs that failed for good (failed.rs).
+    failed: failed::FailedList,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -219,6 +230,7 @@ const NOT_FOUND_EXCEPTION: &str = "An exception was received for a job that does
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         let by_handle = handles::HandleIndex::new(&config.handle_prefix);
+        let failed = failed::FailedList::new(config.keep_failed, config.keep_failed_bytes);
         Engine {
             config,
             conns: Vec::new(),
@@ -243,6 +255,7 @@ impl Engine {
             waiting: Vec::new(),
             functions_refused: 0,
             counted: JobCounters::default(),
+            failed,
         }
     }
 
@@ -1425,6 +1438,9 @@ impl Engine {
         };
         if let Some(c) = counted {
             self.count(self.jobs[k].func(), c);
+        }
+        if self.jobs[k].background() {
+            self.failed_for_good(k, &outcome, now);
         }
         self.schedule_outcome(k, outcome, now);
         self.remove_job(k, how);

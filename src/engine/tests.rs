@@ -2069,4 +2069,5 @@ fn get_status_unique_is_one_lookup_whatever_the_number_of_functions() {
     w.e.check_queues();
 }
 
+mod failed;
 mod schedule_ops;

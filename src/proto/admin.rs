@@ -36,6 +36,12 @@ pub enum AdminCommand {
         op: ScheduleOp,
         id: Bytes,
     },
+    /// `show failed [FUNCTION]`.
+    ShowFailed(Option<Bytes>),
+    /// `retry failed HANDLE|FUNCTION|all`.
+    RetryFailed(Bytes),
+    /// `drop failed HANDLE|FUNCTION|all`.
+    DropFailed(Bytes),
     /// A line the server answers with a fixed reply (an error), already formatted.
     Reply(&'static str),
     /// An unknown command word, answered with gearmand's UNKNOWN_COMMAND text.
@@ -148,6 +154,7 @@ impl AdminCommand {
                 (Some(a), _) if word_eq(a, "scheduled") => AdminCommand::ShowScheduled,
                 (Some(a), _) if word_eq(a, "schedules") => AdminCommand::ShowSchedules,
                 (Some(a), _) if word_eq(a, "journal") => AdminCommand::ShowJournal,
+                (Some(a), f) if word_eq(a, "failed") => AdminCommand::ShowFailed(f.cloned()),
                 _ => AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n"),
             }
         } else if word_eq(cmd, "cancel") {
@@ -155,6 +162,21 @@ impl AdminCommand {
                 (Some(j), Some(h)) if word_eq(j, "job") => AdminCommand::CancelJob(h.clone()),
                 (Some(_), Some(_)) => AdminCommand::Reply("ERR UNKNOWN_ERROR\r\n"),
                 _ => AdminCommand::Unknown(cmd.clone()),
+            }
+        } else if (word_eq(cmd, "retry") || word_eq(cmd, "drop"))
+            && arg(1).is_some_and(|a| word_eq(a, "failed"))
+        {
+            match arg(2) {
+                Some(sel) if !sel.is_empty() && words.len() == 3 => {
+                    if word_eq(cmd, "retry") {
+                        AdminCommand::RetryFailed(sel.clone())
+                    } else {
+                        AdminCommand::DropFailed(sel.clone())
+                    }
+                }
+                _ => AdminCommand::Reply(
+                    "ERR INVALID_ARGUMENTS Name+the+jobs:+retry+or+drop+failed+HANDLE|FUNCTION|all\r\n",
+                ),
             }
         } else if word_eq(cmd, "create") || word_eq(cmd, "drop") {
             let create = word_eq(cmd, "create");
@@ -260,6 +282,13 @@ mod tests {
         assert_eq!(p("show scheduled"), AdminCommand::ShowScheduled);
         assert_eq!(p("show schedules"), AdminCommand::ShowSchedules);
         assert_eq!(p("show journal"), AdminCommand::ShowJournal);
+        assert_eq!(p("show failed"), AdminCommand::ShowFailed(None));
+        assert_eq!(p("show FAILED f"), AdminCommand::ShowFailed(Some(b("f"))));
+        assert_eq!(p("retry failed all"), AdminCommand::RetryFailed(b("all")));
+        assert_eq!(p("drop failed H:x:1"), AdminCommand::DropFailed(b("H:x:1")));
+        assert_eq!(p("drop function f"), AdminCommand::DropFunction(b("f")));
+        assert!(matches!(p("retry failed"), AdminCommand::Reply(_)));
+        assert!(matches!(p("drop failed a b"), AdminCommand::Reply(_)));
         assert_eq!(p("reload schedules"), AdminCommand::ReloadSchedules);
         assert_eq!(p("getpid"), AdminCommand::GetPid);
         assert_eq!(p("verbose"), AdminCommand::Verbose);

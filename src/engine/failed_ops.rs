@@ -1,0 +1,163 @@
+//! A background job failing for good, and the operator's hand on the failed list: `show
+//! failed`, `retry failed`, `drop failed` (admin lines and HTTP alike).
+
+use std::io::Write as _;
+
+use bytes::Bytes;
+
+use super::failed::{FailedJob, FailedList, FailedSelector};
+use super::schedules::Outcome;
+use super::{Engine, JobKey, NewJob, Origin, Outbox};
+use crate::proto::names::push_escaped;
+use crate::proto::request::{JobBody, Priority};
+
+impl Engine {
+    /// THE one place where a background job has failed for good: WORK_FAIL, WORK_EXCEPTION, a
+    /// CAN_DO_TIMEOUT or `--job-retries` spent, after any retries it had are used up. Called
+    /// from `end_job` while the job is still in place (its fields, extras and origin readable),
+    /// just before it is removed. The failed list is kept here; the schedule side (on_failure
+    /// alerts, run history, last error; the alerts-history work) hooks in here too, so every
+    /// consequence of a final failure hangs off this one call.
+    pub(super) fn failed_for_good(&mut self, k: JobKey, outcome: &Outcome<'_>, now: u64) {
+        let job = &self.jobs[k];
+        let retries = self.extra(k).map_or(0, |e| e.retries);
+        let (error, attempts): (Bytes, u32) = match outcome {
+            Outcome::Fail => (Bytes::from_static(b"failed (WORK_FAIL)"), retries + 1),
+            Outcome::Exception([]) => (
+                Bytes::from_static(b"failed (WORK_EXCEPTION without text)"),
+                retries + 1,
+            ),
+            Outcome::Exception(d) => (Bytes::copy_from_slice(d), retries + 1),
+            Outcome::Timeout => (
+                Bytes::from_static(b"timed out (CAN_DO_TIMEOUT)"),
+                retries + 1,
+            ),
+            Outcome::RetriesSpent => (
+                format!("given back {retries} times by workers that left (--job-retries)").into(),
+                retries,
+            ),
+            // Not failures of the job: a cancel was an operator's, a requeue goes on.
+            Outcome::Complete | Outcome::Cancelled | Outcome::Requeued => return,
+        };
+        let origin = self.rare(k).and_then(|r| r.origin.as_ref());
+        let failed = FailedJob {
+            handle: self.by_handle.of(job).to_bytes(),
+            func: self.functions[job.func()].name.clone(),
+            unique: job.unique(),
+            data: job.data(),
+            error,
+            attempts: attempts.max(1),
+            first_ms: now,
+            last_ms: now,
+            entry: origin.map(|o| std::rc::Rc::clone(&o.entry)),
+        };
+        for d in self.failed.push(failed) {
+            log::warn!(
+                "failed job {} ({}) dropped from the failed list: past --keep-failed or --keep-failed-bytes",
+                String::from_utf8_lossy(&d.handle),
+                String::from_utf8_lossy(&d.func)
+            );
+        }
+    }
+
+    /// The failed list, for `/failed` and the metrics.
+    pub fn failed_list(&self) -> &FailedList {
+        &self.failed
+    }
+
+    /// `show failed [FUNCTION]`: one tab-separated line per kept job, oldest first.
+    pub(super) fn failed_listing(&self, func: Option<&[u8]>) -> Vec<u8> {
+        let mut s = Vec::new();
+        for j in self.failed.iter() {
+            if func.is_some_and(|f| f != j.func.as_ref()) {
+                continue;
+            }
+            push_escaped(&mut s, &j.handle);
+            s.push(b'\t');
+            push_escaped(&mut s, &j.func);
+            s.push(b'\t');
+            push_escaped(&mut s, &j.unique);
+            let _ = write!(
+                s,
+                "\t{}\t{}\t{}\t{}\t",
+                j.attempts,
+                super::rfc3339(j.first_ms),
+                super::rfc3339(j.last_ms),
+                j.entry.as_deref().unwrap_or("-")
+            );
+            push_escaped(&mut s, &j.error);
+            s.push(b'\n');
+        }
+        s.extend_from_slice(b".\n");
+        s
+    }
+
+    /// `drop failed`: forget the jobs `sel` names; how many there were.
+    pub fn drop_failed(&mut self, sel: FailedSelector<'_>) -> usize {
+        let gone = self.failed.take(sel);
+        for j in &gone {
+            log::info!(
+                "failed job {} ({}) dropped by an operator",
+                String::from_utf8_lossy(&j.handle),
+                String::from_utf8_lossy(&j.func)
+            );
+        }
+        gone.len()
+    }
+
+    /// `retry failed`: queue the jobs `sel` names again as new background jobs, same unique
+    /// and workload, and take them off the list. Returns the new handles (a unique already
+    /// queued joins that job, as a submit would); a job whose queue is full stays listed.
+    pub fn retry_failed(
+        &mut self,
+        sel: FailedSelector<'_>,
+        now: u64,
+        out: &mut Outbox,
+    ) -> Vec<String> {
+        let mut handles = Vec::new();
+        let mut full = Vec::new();
+        for j in self.failed.take(sel) {
+            let f = self.func_id(&j.func);
+            let key = super::handles::KeyRef::of(&j.unique, &j.data);
+            if let Some(existing) = key.and_then(|uk| self.by_unique.get(f, uk, &self.jobs)) {
+                handles.push(self.by_handle.of(&self.jobs[existing]).to_string());
+                continue;
+            }
+            if self.queue_full(f, Priority::Normal) {
+                full.push(j);
+                continue;
+            }
+            let new = NewJob {
+                func: f,
+                body: JobBody::new(&j.unique, &j.data),
+                reducer: None,
+                priority: Priority::Normal,
+                background: true,
+                due_ms: None,
+                origin: j.entry.as_ref().map(|e| Origin {
+                    entry: std::rc::Rc::clone(e),
+                    scheduled_ms: now,
+                    started_ms: None,
+                    manual: true,
+                }),
+            };
+            let k = self.create_job(new, key.is_some(), None, now, out);
+            let h = self.by_handle.of(&self.jobs[k]).to_string();
+            log::info!(
+                "failed job {} ({}) queued again as {h}",
+                String::from_utf8_lossy(&j.handle),
+                String::from_utf8_lossy(&j.func)
+            );
+            handles.push(h);
+        }
+        for j in full {
+            log::warn!(
+                "failed job {} not queued again: the queue of {} is full",
+                String::from_utf8_lossy(&j.handle),
+                String::from_utf8_lossy(&j.func)
+            );
+            let _ = self.failed.push(j);
+        }
+        handles
+    }
+}
