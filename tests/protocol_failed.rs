@@ -80,3 +80,60 @@ fn keep_failed_keeps_the_newest() {
         .collect();
     assert_eq!(uniques, ["b", "c"]);
 }
+
+#[test]
+fn the_failed_list_survives_kill_9_with_the_journal() {
+    let dir = std::env::temp_dir().join(format!("gearwheel-failed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = [
+        "--job-handle-prefix",
+        "H:j",
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ];
+    let mut s = Server::start(&args);
+    let mut c = s.connect();
+    let mut w = s.connect();
+    w.can_do(&["f"]);
+    let mut handles = Vec::new();
+    for u in ["a", "b", "c", "d"] {
+        handles.push(c.submit(t::SUBMIT_JOB_BG, "f", u, u.as_bytes()));
+        let (h, _, _, _) = w.grab_uniq().unwrap();
+        w.send_req(
+            t::WORK_EXCEPTION,
+            &[h.as_bytes(), format!("bad {u}").as_bytes()],
+        );
+    }
+    assert!(w.grab_uniq().is_none());
+    assert_eq!(
+        c.admin(&format!("drop failed {}", handles[1]), false),
+        "OK 1\n"
+    );
+    assert_eq!(
+        c.admin(&format!("retry failed {}", handles[2]), false),
+        "OK 1\n"
+    );
+    // A background JOB_CREATED is sent only once this turn's records are durable, and the
+    // admin lines' records were written before it.
+    c.submit(t::SUBMIT_JOB_BG, "g", "sync", b"");
+    let before = c.admin("show failed", true);
+    assert_eq!(rows(&before).len(), 2, "{before}");
+    drop((c, w));
+    s.signal(libc::SIGKILL);
+    s.wait_exit(5).expect("killed");
+
+    let s = Server::start(&args);
+    let mut c = s.connect();
+    assert_eq!(c.admin("show failed", true), before);
+    let r = rows(&before);
+    assert_eq!((r[0][2].as_str(), r[0][7].as_str()), ("a", "bad a"));
+    assert_eq!((r[1][2].as_str(), r[1][7].as_str()), ("d", "bad d"));
+    // The retried job is queued once, the failed ones not at all.
+    let mut w = s.connect();
+    w.can_do(&["f"]);
+    let (_, _, unique, data) = w.grab_uniq().expect("the retried job");
+    assert_eq!((unique.as_str(), data.as_slice()), ("c", &b"c"[..]));
+    assert!(w.grab_uniq().is_none());
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

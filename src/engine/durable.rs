@@ -58,6 +58,16 @@ pub enum Durable {
         skips: u64,
         marks: super::ScheduleMarks,
     },
+    /// A background job failed for good and was kept in the failed list; this ends job `id`
+    /// in the journal too (no JobFinished for it), so a crash cannot leave it both.
+    FailedKept {
+        id: u64,
+        job: super::FailedJob,
+    },
+    /// The failed job with this handle left the list (dropped, retried or past its bounds).
+    FailedGone {
+        handle: Bytes,
+    },
 }
 
 /// A background job read back from the journal.

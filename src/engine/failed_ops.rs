@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::failed::{FailedJob, FailedList, FailedSelector};
 use super::schedules::Outcome;
-use super::{Engine, JobKey, NewJob, Origin, Outbox};
+use super::{Durable, Engine, JobKey, NewJob, Origin, Outbox};
 use crate::proto::names::push_escaped;
 use crate::proto::request::{JobBody, Priority};
 
@@ -17,8 +17,14 @@ impl Engine {
     /// from `end_job` while the job is still in place (its fields, extras and origin readable),
     /// just before it is removed. The failed list is kept here; the schedule side (on_failure
     /// alerts, run history, last error; the alerts-history work) hooks in here too, so every
-    /// consequence of a final failure hangs off this one call.
-    pub(super) fn failed_for_good(&mut self, k: JobKey, outcome: &Outcome<'_>, now: u64) {
+    /// consequence of a final failure hangs off this one call. Returns the journal record that
+    /// ends the job when it was kept (see `Durable::FailedKept`).
+    pub(super) fn failed_for_good(
+        &mut self,
+        k: JobKey,
+        outcome: &Outcome<'_>,
+        now: u64,
+    ) -> Option<Durable> {
         let job = &self.jobs[k];
         let retries = self.extra(k).map_or(0, |e| e.retries);
         let (error, attempts): (Bytes, u32) = match outcome {
@@ -37,7 +43,7 @@ impl Engine {
                 retries,
             ),
             // Not failures of the job: a cancel was an operator's, a requeue goes on.
-            Outcome::Complete | Outcome::Cancelled | Outcome::Requeued => return,
+            Outcome::Complete | Outcome::Cancelled | Outcome::Requeued => return None,
         };
         let origin = self.rare(k).and_then(|r| r.origin.as_ref());
         let failed = FailedJob {
@@ -51,13 +57,41 @@ impl Engine {
             last_ms: now,
             entry: origin.map(|o| std::rc::Rc::clone(&o.entry)),
         };
-        for d in self.failed.push(failed) {
+        let id = job.id;
+        let record = self.config.durable.then(|| failed.clone());
+        let kept = self.keep_failed(failed);
+        Some(Durable::FailedKept { id, job: record? }).filter(|_| kept)
+    }
+
+    /// Put a failed job in the list, dropping the oldest past the bounds; false when the job
+    /// itself did not fit.
+    fn keep_failed(&mut self, job: FailedJob) -> bool {
+        let handle = job.handle.clone();
+        let mut kept = true;
+        for d in self.failed.push(job) {
             log::warn!(
                 "failed job {} ({}) dropped from the failed list: past --keep-failed or --keep-failed-bytes",
                 String::from_utf8_lossy(&d.handle),
                 String::from_utf8_lossy(&d.func)
             );
+            if d.handle == handle {
+                kept = false;
+            } else {
+                self.journal_failed_gone(d.handle);
+            }
         }
+        kept
+    }
+
+    fn journal_failed_gone(&mut self, handle: Bytes) {
+        if self.config.durable {
+            self.durable.push(Durable::FailedGone { handle });
+        }
+    }
+
+    /// A failed job read back from the journal.
+    pub fn restore_failed(&mut self, job: FailedJob) {
+        self.keep_failed(job);
     }
 
     /// The failed list, for `/failed` and the metrics.
@@ -96,6 +130,7 @@ impl Engine {
     pub fn drop_failed(&mut self, sel: FailedSelector<'_>) -> usize {
         let gone = self.failed.take(sel);
         for j in &gone {
+            self.journal_failed_gone(j.handle.clone());
             log::info!(
                 "failed job {} ({}) dropped by an operator",
                 String::from_utf8_lossy(&j.handle),
@@ -121,6 +156,7 @@ impl Engine {
             let key = super::handles::KeyRef::of(&j.unique, &j.data);
             if let Some(existing) = key.and_then(|uk| self.by_unique.get(f, uk, &self.jobs)) {
                 handles.push(self.by_handle.of(&self.jobs[existing]).to_string());
+                self.journal_failed_gone(j.handle.clone());
                 continue;
             }
             if self.queue_full(f, Priority::Normal) {
@@ -141,7 +177,10 @@ impl Engine {
                     manual: true,
                 }),
             };
+            // The new job's JobAdded goes before the FailedGone: a torn write between them
+            // leaves the job listed twice, never lost.
             let k = self.create_job(new, key.is_some(), None, now, out);
+            self.journal_failed_gone(j.handle.clone());
             let h = self.by_handle.of(&self.jobs[k]).to_string();
             log::info!(
                 "failed job {} ({}) queued again as {h}",
@@ -156,7 +195,11 @@ impl Engine {
                 String::from_utf8_lossy(&j.handle),
                 String::from_utf8_lossy(&j.func)
             );
-            let _ = self.failed.push(j);
+            // Still listed and still in the journal, unless the bounds now drop it.
+            let handle = j.handle.clone();
+            if !self.keep_failed(j) {
+                self.journal_failed_gone(handle);
+            }
         }
         handles
     }

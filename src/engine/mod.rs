@@ -1321,6 +1321,11 @@ impl Engine {
 
     /// Remove a job from its queue, every index and counter.
     fn remove_job(&mut self, k: JobKey, how: FinishKind) {
+        self.remove_job_as(k, how, None);
+    }
+
+    /// ... journalled as `record` instead of a JobFinished (a failed job kept in the list).
+    fn remove_job_as(&mut self, k: JobKey, how: FinishKind, record: Option<Durable>) {
         if self.jobs[k].state() == JobState::Queued {
             self.unlink(k);
         }
@@ -1331,7 +1336,8 @@ impl Engine {
         };
         let job = self.jobs.remove(k);
         if self.config.durable && job.background() {
-            self.durable.push(Durable::JobFinished { id: job.id, how });
+            self.durable
+                .push(record.unwrap_or(Durable::JobFinished { id: job.id, how }));
         }
         self.by_handle.remove_job(&job, k);
         if job.is(INDEXED) {
@@ -1439,11 +1445,13 @@ impl Engine {
         if let Some(c) = counted {
             self.count(self.jobs[k].func(), c);
         }
-        if self.jobs[k].background() {
-            self.failed_for_good(k, &outcome, now);
-        }
+        let kept = if self.jobs[k].background() {
+            self.failed_for_good(k, &outcome, now)
+        } else {
+            None
+        };
         self.schedule_outcome(k, outcome, now);
-        self.remove_job(k, how);
+        self.remove_job_as(k, how, kept);
     }
 
     /// GET_STATUS_UNIQUE looks a unique up across all functions, as gearmand (the newest

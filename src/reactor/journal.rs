@@ -10,7 +10,7 @@ use log::{error, info, warn};
 use super::Server;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Fsync;
-use crate::engine::{Durable, FinishKind, RestoredJob, ScheduleMarks};
+use crate::engine::{Durable, FailedJob, FinishKind, RestoredJob, ScheduleMarks};
 use crate::proto::request::Priority;
 use crate::store::{
     self, FinishReason, FsyncHistogram, FsyncMode, JobAdded, Journal, JournalMetrics, Options,
@@ -94,6 +94,19 @@ fn record(d: Durable) -> Record {
                 last_manual: marks.last_manual,
             }),
         },
+        Durable::FailedKept { id, job } => Record::FailedKept(store::FailedKept {
+            id,
+            handle: job.handle,
+            func: job.func,
+            unique: job.unique,
+            data: job.data,
+            error: job.error,
+            attempts: job.attempts,
+            first_ms: job.first_ms,
+            last_ms: job.last_ms,
+            entry: job.entry.map(|e| Bytes::copy_from_slice(e.as_bytes())),
+        }),
+        Durable::FailedGone { handle } => Record::FailedGone { handle },
     }
 }
 
@@ -150,6 +163,19 @@ impl Server {
                 now,
                 &mut self.outbox,
             );
+        }
+        for f in replayed.failed {
+            self.engine.restore_failed(FailedJob {
+                handle: f.handle,
+                func: f.func,
+                unique: f.unique,
+                data: f.data,
+                error: f.error,
+                attempts: f.attempts,
+                first_ms: f.first_ms,
+                last_ms: f.last_ms,
+                entry: f.entry.map(|e| String::from_utf8_lossy(&e).into()),
+            });
         }
         for s in &replayed.schedules {
             let id = String::from_utf8_lossy(&s.entry);

@@ -41,6 +41,7 @@ pub(super) struct SnapOut {
     out: Vec<u8>,
     moved_jobs: Vec<(u64, u64)>,
     moved_scheds: Vec<(Bytes, u64)>,
+    moved_failed: Vec<(Bytes, u64)>,
 }
 
 #[cfg(test)]
@@ -348,6 +349,12 @@ impl Journal {
                 l.off = off;
             }
         }
+        for (h, off) in c.snap.moved_failed.drain(..) {
+            if let Some(s) = self.live.failed.get_mut(&h).filter(|s| is_input(s.file)) {
+                s.file = snap_id;
+                s.off = off;
+            }
+        }
         for (e, off) in c.snap.moved_scheds.drain(..) {
             if let Some(s) = self.live.schedules.get_mut(&e).filter(|s| is_input(s.file)) {
                 s.file = snap_id;
@@ -445,7 +452,21 @@ fn copy_if_live(
             c.out.extend_from_slice(rec);
             c.moved_scheds.push((key.clone(), new_off));
         }
-        // Finished and retried records are folded into the live set.
+        record::T_FAILED_KEPT => {
+            let Some(handle) = record::failed_handle(h, payload) else {
+                return;
+            };
+            let Some((key, _)) = live
+                .failed
+                .get_key_value(handle)
+                .filter(|(_, s)| s.file == fid && s.off == at)
+            else {
+                return;
+            };
+            c.out.extend_from_slice(rec);
+            c.moved_failed.push((key.clone(), new_off));
+        }
+        // Finished, retried and failed-gone records are folded into the live set.
         _ => {}
     }
 }

@@ -161,7 +161,14 @@ impl Journal {
             }
         }
 
-        let Rebuild { live, slots } = rb;
+        let Rebuild {
+            live,
+            slots,
+            failed,
+        } = rb;
+        let mut failed: Vec<(u64, super::FailedKept)> = failed.into_values().collect();
+        failed.sort_by_key(|(seq, _)| *seq);
+        let failed = failed.into_iter().map(|(_, f)| f).collect();
         let mut jobs = Vec::with_capacity(live.jobs.len());
         for j in slots.into_iter().flatten() {
             let retries = live.jobs.get(&j.id).map_or(0, |l| l.retries);
@@ -235,6 +242,7 @@ impl Journal {
         let replayed = Replayed {
             jobs,
             schedules,
+            failed,
             max_id,
             stats,
         };

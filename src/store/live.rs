@@ -1,5 +1,5 @@
 //! The live set: the records that still matter (each live job's JobAdded, the newest
-//! ScheduleRan per entry), where each one is and how long, and so the live byte count that
+//! ScheduleRan per entry, each kept failed job's FailedKept), where each one is and how long, and so the live byte count that
 //! decides when a compaction pays.
 
 use std::collections::HashMap;
@@ -41,6 +41,15 @@ pub(super) struct SchedLoc {
     pub(super) counters: Option<ScheduleCounters>,
 }
 
+/// Where a kept failed job's FailedKept record is. `seq` orders the list during replay.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FailLoc {
+    pub(super) off: u64,
+    pub(super) file: u32,
+    len: u32,
+    pub(super) seq: u64,
+}
+
 /// Hashes job ids cheaply. Ids come from the server's own counter, never from a peer, so
 /// SipHash's flooding resistance buys nothing here. The low bits stay the id, so consecutive
 /// jobs land in neighbouring buckets (cache-friendly appends and replay); the top bits, which
@@ -71,6 +80,10 @@ pub(super) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 pub(super) struct LiveSet {
     pub(super) jobs: IdMap<JobLoc>,
     pub(super) schedules: HashMap<Bytes, SchedLoc>,
+    /// Kept failed jobs by handle.
+    pub(super) failed: HashMap<Bytes, FailLoc>,
+    /// FailedKept records seen, to order the failed list.
+    failed_seq: u64,
     pub(super) live_bytes: u64,
     pub(super) max_id: u64,
 }
@@ -103,6 +116,31 @@ impl LiveSet {
                     self.live_bytes -= o.live_len();
                 }
                 old
+            }
+            Record::FailedKept(f) => {
+                self.failed_seq += 1;
+                let new = FailLoc {
+                    off,
+                    file,
+                    len,
+                    seq: self.failed_seq,
+                };
+                self.live_bytes += u64::from(len);
+                if let Some(o) = self.failed.insert(f.handle.clone(), new) {
+                    self.live_bytes -= u64::from(o.len);
+                }
+                // It ends its job, as a JobFinished would.
+                let old = self.jobs.remove(&f.id);
+                if let Some(o) = &old {
+                    self.live_bytes -= o.live_len();
+                }
+                old
+            }
+            Record::FailedGone { handle } => {
+                if let Some(o) = self.failed.remove(handle) {
+                    self.live_bytes -= u64::from(o.len);
+                }
+                None
             }
             Record::JobFinished { id, .. } => {
                 let old = self.jobs.remove(id);

@@ -126,7 +126,7 @@ pub use error::StoreError;
 pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
-pub use record::{FinishReason, JobAdded, Record, ScheduleCounters};
+pub use record::{FailedKept, FinishReason, JobAdded, Record, ScheduleCounters};
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
 /// When the journal calls fsync.
@@ -180,6 +180,8 @@ pub struct Replayed {
     pub jobs: Vec<ReplayedJob>,
     /// The newest ScheduleRan per entry, sorted by entry.
     pub schedules: Vec<ScheduleRun>,
+    /// The failed list, oldest first.
+    pub failed: Vec<FailedKept>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

@@ -19,6 +19,11 @@ pub(crate) const T_SCHEDULE_RAN: u8 = 4;
 /// A schedule entry's last run with its counters; written instead of T_SCHEDULE_RAN since the
 /// counters were kept, and read alongside it (older journals hold only T_SCHEDULE_RAN).
 pub(crate) const T_SCHEDULE_STATE: u8 = 5;
+/// A background job failed for good and is kept in the failed list; it also ends the job
+/// (one record, so a torn write cannot leave the job both queued and failed).
+pub(crate) const T_FAILED_KEPT: u8 = 6;
+/// A job left the failed list (dropped, retried, or past its bounds).
+pub(crate) const T_FAILED_GONE: u8 = 7;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
@@ -27,6 +32,10 @@ const JOB_ADDED_FIXED: usize = 8 + 1 + 1 + 8 + 4 * 4;
 const SCHEDULE_RAN_FIXED: usize = 8 + 1;
 /// Fixed part of a T_SCHEDULE_STATE payload: last run, last seen, runs, failures, skips.
 const SCHEDULE_STATE_FIXED: usize = 8 * 5;
+/// Fixed part of a T_FAILED_KEPT payload: job id, attempts, first and last failure, flags,
+/// five field lengths (handle, function, unique, entry, error); the workload is the rest.
+const FAILED_KEPT_FIXED: usize = 8 + 4 + 8 + 8 + 1 + 5 * 4;
+const FLAG_ENTRY: u8 = 1;
 /// ... and in its version 2, the marks byte.
 const SCHEDULE_STATE_MARKED_FIXED: usize = SCHEDULE_STATE_FIXED + 1;
 
@@ -128,6 +137,22 @@ impl ScheduleCounters {
     }
 }
 
+/// A job in the failed list as the journal keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedKept {
+    /// The job it ends (its JobAdded is dead from here on).
+    pub id: u64,
+    pub handle: Bytes,
+    pub func: Bytes,
+    pub unique: Bytes,
+    pub data: Bytes,
+    pub error: Bytes,
+    pub attempts: u32,
+    pub first_ms: u64,
+    pub last_ms: u64,
+    pub entry: Option<Bytes>,
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,6 +172,10 @@ pub enum Record {
         outcome: u8,
         counters: Option<ScheduleCounters>,
     },
+    /// A job failed for good and was kept in the failed list.
+    FailedKept(FailedKept),
+    /// The failed job with this handle left the list.
+    FailedGone { handle: Bytes },
 }
 
 impl Record {
@@ -157,6 +186,8 @@ impl Record {
             Record::JobRetried { .. } => T_JOB_RETRIED,
             Record::ScheduleRan { counters: None, .. } => T_SCHEDULE_RAN,
             Record::ScheduleRan { .. } => T_SCHEDULE_STATE,
+            Record::FailedKept(_) => T_FAILED_KEPT,
+            Record::FailedGone { .. } => T_FAILED_GONE,
         }
     }
 
@@ -188,6 +219,17 @@ impl Record {
                 };
                 (fixed + entry.len()) as u64
             }
+            Record::FailedKept(f) => {
+                let entry = f.entry.as_ref().map_or(0, |e| e.len());
+                (FAILED_KEPT_FIXED
+                    + f.handle.len()
+                    + f.func.len()
+                    + f.unique.len()
+                    + entry
+                    + f.error.len()) as u64
+                    + f.data.len() as u64
+            }
+            Record::FailedGone { handle } => handle.len() as u64,
         }
     }
 }
@@ -254,6 +296,25 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             }
             buf.extend_from_slice(entry);
         }
+        Record::FailedKept(f) => {
+            buf.extend_from_slice(&f.id.to_le_bytes());
+            buf.extend_from_slice(&f.attempts.to_le_bytes());
+            buf.extend_from_slice(&f.first_ms.to_le_bytes());
+            buf.extend_from_slice(&f.last_ms.to_le_bytes());
+            buf.push(if f.entry.is_some() { FLAG_ENTRY } else { 0 });
+            // The lengths first, so the handle sits at a fixed offset (`failed_handle`).
+            let entry = f.entry.as_deref().unwrap_or(&[]);
+            let fields: [&[u8]; 5] = [&f.handle, &f.func, &f.unique, entry, &f.error];
+            for x in fields {
+                // Fits: the whole payload was checked against u32 above.
+                buf.extend_from_slice(&(x.len() as u32).to_le_bytes());
+            }
+            for x in fields {
+                buf.extend_from_slice(x);
+            }
+            buf.extend_from_slice(&f.data);
+        }
+        Record::FailedGone { handle } => buf.extend_from_slice(handle),
     }
     let crc = crc32c::crc32c_append(pre, &buf[start + HEADER_LEN..]);
     buf[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
@@ -300,7 +361,7 @@ pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
     if u16::from_le_bytes([h[6], h[7]]) != pre as u16 {
         return None;
     }
-    if !(T_JOB_ADDED..=T_SCHEDULE_STATE).contains(&ty) {
+    if !(T_JOB_ADDED..=T_FAILED_GONE).contains(&ty) {
         return None;
     }
     if ver != VERSION && !(ty == T_SCHEDULE_STATE && ver == SCHEDULE_STATE_MARKED) {
@@ -346,6 +407,19 @@ pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a
         (T_SCHEDULE_RAN, _) => payload.get(SCHEDULE_RAN_FIXED..),
         (T_SCHEDULE_STATE, SCHEDULE_STATE_MARKED) => payload.get(SCHEDULE_STATE_MARKED_FIXED..),
         (T_SCHEDULE_STATE, _) => payload.get(SCHEDULE_STATE_FIXED..),
+        _ => None,
+    }
+}
+
+/// The handle of a T_FAILED_KEPT or T_FAILED_GONE payload without decoding the rest.
+pub(crate) fn failed_handle<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a [u8]> {
+    match h.ty {
+        T_FAILED_GONE => Some(payload),
+        T_FAILED_KEPT => {
+            let n = u32::from_le_bytes(payload.get(29..33)?.try_into().ok()?) as usize;
+            let start = FAILED_KEPT_FIXED;
+            payload.get(start..start.checked_add(n)?)
+        }
         _ => None,
     }
 }
@@ -427,6 +501,43 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 counters: Some(counters),
             }
         }
+        T_FAILED_KEPT => {
+            let id = c.u64()?;
+            let attempts = c.u32()?;
+            let first_ms = c.u64()?;
+            let last_ms = c.u64()?;
+            let flags = c.u8()?;
+            if flags & !FLAG_ENTRY != 0 {
+                return Err("unknown flags in a failed-job record");
+            }
+            let mut lens = [0usize; 5];
+            for l in &mut lens {
+                *l = c.u32()? as usize;
+            }
+            let all = Bytes::copy_from_slice(payload);
+            let mut spans = [(0, 0); 5];
+            for (s, &n) in spans.iter_mut().zip(&lens) {
+                let start = c.at;
+                c.take(n)?;
+                *s = (start, start + n);
+            }
+            let slice = |(a, b): (usize, usize)| all.slice(a..b);
+            Record::FailedKept(FailedKept {
+                id,
+                handle: slice(spans[0]),
+                func: slice(spans[1]),
+                unique: slice(spans[2]),
+                entry: (flags & FLAG_ENTRY != 0).then(|| slice(spans[3])),
+                error: slice(spans[4]),
+                data: all.slice(c.at..),
+                attempts,
+                first_ms,
+                last_ms,
+            })
+        }
+        T_FAILED_GONE => Record::FailedGone {
+            handle: Bytes::copy_from_slice(payload),
+        },
         _ => return Err("unknown record type"),
     };
     Ok(rec)
@@ -440,6 +551,8 @@ pub(crate) fn type_name(ty: u8) -> &'static str {
         T_JOB_RETRIED => "job-retried",
         T_SCHEDULE_RAN => "schedule-ran",
         T_SCHEDULE_STATE => "schedule-state",
+        T_FAILED_KEPT => "failed-kept",
+        T_FAILED_GONE => "failed-gone",
         _ => "unknown",
     }
 }

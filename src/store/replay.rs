@@ -10,13 +10,17 @@ use std::path::Path;
 use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN};
-use super::{JobAdded, KEEP_BUF, Record, ReplayStats, StoreError, TornTail};
+use super::{FailedKept, JobAdded, KEEP_BUF, Record, ReplayStats, StoreError, TornTail};
+use bytes::Bytes;
 
 #[derive(Debug, Default)]
 pub(super) struct Rebuild {
     pub(super) live: LiveSet,
     /// Jobs in the order they were added; finished ones become None.
     pub(super) slots: Vec<Option<Box<JobAdded>>>,
+    /// Kept failed jobs by handle, with the order they were kept in (bounded by the
+    /// server's `--keep-failed`, which wrote a FailedGone for each one past it).
+    pub(super) failed: std::collections::HashMap<Bytes, (u64, FailedKept)>,
 }
 
 impl Rebuild {
@@ -27,8 +31,16 @@ impl Rebuild {
                 *s = None;
             }
         }
-        if let Record::JobAdded(j) = rec {
-            self.slots.push(Some(Box::new(j)));
+        match rec {
+            Record::JobAdded(j) => self.slots.push(Some(Box::new(j))),
+            Record::FailedKept(f) => {
+                let seq = self.live.failed.get(&f.handle).map_or(0, |l| l.seq);
+                self.failed.insert(f.handle.clone(), (seq, f));
+            }
+            Record::FailedGone { handle } => {
+                self.failed.remove(&handle);
+            }
+            _ => {}
         }
     }
 }

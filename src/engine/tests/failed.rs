@@ -226,3 +226,71 @@ fn a_failed_schedule_run_names_its_entry() {
     assert_eq!(r[0][6], "nightly");
     assert_eq!(r[0][7], "no space");
 }
+
+#[test]
+fn the_journal_gets_one_record_per_change_of_the_list() {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        durable: true,
+        keep_failed: 1,
+        ..EngineConfig::default()
+    });
+    let (c, wk) = (w.conn(), w.conn());
+    w.can_do(wk, "f");
+    let fail = |w: &mut World| {
+        fail_with(w, wk, |handle| Request::WorkFail {
+            handle,
+            after_handle: Bytes::new(),
+        })
+    };
+    w.submit(c, "f", "u1", "d1", Priority::Normal, true);
+    w.e.take_durable().for_each(drop);
+    fail(&mut w);
+    // The failure ends the job and keeps it in one record: no JobFinished beside it.
+    let d: Vec<Durable> = w.e.take_durable().collect();
+    match &d[..] {
+        [Durable::FailedKept { id: 1, job }] => {
+            assert_eq!(
+                (job.handle.as_ref(), job.data.as_ref()),
+                (&b"H:t:1"[..], &b"d1"[..])
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // Past --keep-failed 1: the oldest leaves with a FailedGone.
+    w.submit(c, "f", "u2", "d2", Priority::Normal, true);
+    w.e.take_durable().for_each(drop);
+    fail(&mut w);
+    let d: Vec<Durable> = w.e.take_durable().collect();
+    assert!(
+        matches!(&d[..], [Durable::FailedGone { handle }, Durable::FailedKept { id: 2, .. }] if handle == "H:t:1"),
+        "{d:?}"
+    );
+    // Retried: the new job first, then the FailedGone.
+    assert_eq!(w.admin(c, "retry failed all"), "OK 1\n");
+    let d: Vec<Durable> = w.e.take_durable().collect();
+    assert!(
+        matches!(&d[..], [Durable::JobAdded { id: 3, .. }, Durable::FailedGone { handle }] if handle == "H:t:2"),
+        "{d:?}"
+    );
+    // It fails again; dropping it writes a FailedGone.
+    fail(&mut w);
+    w.e.take_durable().for_each(drop);
+    assert_eq!(w.admin(c, "drop failed H:t:3"), "OK 1\n");
+    let d: Vec<Durable> = w.e.take_durable().collect();
+    assert!(matches!(&d[..], [Durable::FailedGone { .. }]), "{d:?}");
+    // Restored jobs are kept without writing them again.
+    w.e.restore_failed(FailedJob {
+        handle: b("H:old:9"),
+        func: b("f"),
+        unique: b("u"),
+        data: b("d"),
+        error: b("failed (WORK_FAIL)"),
+        attempts: 2,
+        first_ms: 1,
+        last_ms: 2,
+        entry: None,
+    });
+    assert!(!w.e.has_durable());
+    assert_eq!(w.e.failed_list().len(), 1);
+}

@@ -3,6 +3,7 @@
 
 mod commit;
 mod compaction;
+mod failed;
 mod records;
 mod replay;
 
