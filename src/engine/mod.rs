@@ -32,7 +32,7 @@ use crate::timer::{TimerKey, Timers};
 
 pub use admin::CancelRefused;
 pub use durable::{Durable, FinishKind, RestoredJob};
-pub use failed::{FailedJob, FailedList, FailedSelector};
+pub use failed::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, ScheduleStatus,

@@ -69,6 +69,8 @@ pub struct Input<'a> {
     pub process: Option<&'a ProcessStats>,
     /// None without `--data-dir`: no journal families at all.
     pub journal: Option<&'a JournalMetrics>,
+    /// The failed list (None: leave its families out).
+    pub failed: Option<&'a crate::engine::FailedList>,
 }
 
 /// A label value with `\`, `"` and newlines escaped, as the format requires.
@@ -206,6 +208,69 @@ impl Writer {
                 .map(|(n, s)| (vec![("function", n.as_str())], Value::Int(f(s)))),
         );
     }
+}
+
+/// The failed list: its size, and its drops by function. Both are labelled by at most
+/// `MAX_DROP_LABELS` functions (the largest), the rest summed unlabelled, so a flood of
+/// function names cannot grow the page without bound.
+fn failed_families(w: &mut Writer, f: &crate::engine::FailedList) {
+    use crate::engine::MAX_DROP_LABELS;
+    let mut sizes = f.sizes();
+    sizes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let rest: usize = sizes.iter().skip(MAX_DROP_LABELS).map(|(_, n)| n).sum();
+    sizes.truncate(MAX_DROP_LABELS);
+    let named: Vec<(String, u64)> = sizes
+        .iter()
+        .map(|(n, c)| (String::from_utf8_lossy(n).into_owned(), *c as u64))
+        .collect();
+    w.single(
+        "gearwheel_failed_list_jobs",
+        Kind::Gauge,
+        "Jobs in the failed list (show failed), all functions.",
+        f.len() as u64,
+    );
+    w.family(
+        "gearwheel_failed_jobs",
+        Kind::Gauge,
+        "Jobs in the failed list, by function (the 64 largest; the rest in \
+         gearwheel_failed_jobs_other).",
+        named
+            .iter()
+            .map(|(n, c)| (vec![("function", n.as_str())], Value::Int(*c))),
+    );
+    w.single(
+        "gearwheel_failed_jobs_other",
+        Kind::Gauge,
+        "Jobs in the failed list of functions not labelled in gearwheel_failed_jobs.",
+        rest as u64,
+    );
+    w.single(
+        "gearwheel_failed_bytes",
+        Kind::Gauge,
+        "Bytes the failed list holds (bounded by --keep-failed-bytes).",
+        f.bytes() as u64,
+    );
+    let (drops, other) = f.drops();
+    let drops: Vec<(String, u64)> = drops
+        .iter()
+        .map(|(n, c)| (String::from_utf8_lossy(n).into_owned(), *c))
+        .collect();
+    w.family(
+        "gearwheel_failed_dropped_total",
+        Kind::Counter,
+        "Failed jobs dropped from the list past --keep-failed or --keep-failed-bytes, by \
+         function (the first 64 functions dropped; the rest in \
+         gearwheel_failed_dropped_other_total).",
+        drops
+            .iter()
+            .map(|(n, c)| (vec![("function", n.as_str())], Value::Int(*c))),
+    );
+    w.single(
+        "gearwheel_failed_dropped_other_total",
+        Kind::Counter,
+        "Failed jobs dropped of functions not labelled in gearwheel_failed_dropped_total.",
+        other,
+    );
 }
 
 /// The whole `/metrics` body.
@@ -361,6 +426,9 @@ pub fn render(input: &Input<'_>) -> String {
             (vec![("outcome", "no_job")], t.grab_waits_expired.into()),
         ],
     );
+    if let Some(f) = input.failed {
+        failed_families(&mut w, f);
+    }
     w.single(
         "gearwheel_functions_refused_total",
         Counter,
@@ -714,6 +782,7 @@ mod tests {
             net: &net,
             process: Some(&process),
             journal,
+            failed: None,
         })
     }
 

@@ -8,11 +8,13 @@
 //! - `guard`: who may ask: the Host check against DNS rebinding, browsers' cross-site requests.
 //! - `route`: a request to an endpoint or a job submission (gearmand's `X-Gearman-*` headers).
 //! - `job`: a submitted job's engine replies to one HTTP response.
+//! - `failed_ops`: `GET /failed`, `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
 //! - `schedule_ops`: `POST /schedules/ID/run|skip|pause|resume` and its JSON answer.
 //! - `response`: status lines, headers and bodies; `json` and `metrics`: the read-only bodies.
 //! - `console`: the console in the browser (embedded page, its JSON, the job-rate ring).
 
 pub mod console;
+pub mod failed_ops;
 pub mod guard;
 pub mod job;
 pub mod json;

@@ -22,6 +22,8 @@ pub enum Endpoint {
     Workers,
     Job(Bytes),
     Schedules,
+    /// The failed list (`super::failed_ops`).
+    Failed,
     Metrics,
     Healthz,
     /// The console's page, files and JSON (`super::console`).
@@ -53,6 +55,11 @@ pub enum Route {
     Schedule {
         op: crate::proto::admin::ScheduleOp,
         id: Bytes,
+    },
+    /// `POST /failed/HANDLE/retry` or `DELETE /failed/HANDLE`.
+    Failed {
+        op: super::failed_ops::FailedOp,
+        handle: Bytes,
     },
     /// A console action (checked and done by the reactor: it needs the peer's address).
     Act(Action),
@@ -131,6 +138,8 @@ pub fn route(head: &Head, body: Bytes) -> Route {
         Method::Get => (true, true, false),
         Method::Head => (true, false, true),
         Method::Post | Method::Put => (false, true, false),
+        // Only a failed job is ever deleted; `failed_ops` takes it, anything else is 405 below.
+        Method::Other(m) if m == "DELETE" => (false, false, false),
         Method::Other(_) => {
             return Route::Reply(
                 Reply::text(405, "method not allowed: use GET, HEAD, POST or PUT")
@@ -166,6 +175,15 @@ pub fn route(head: &Head, body: Bytes) -> Route {
     }
     if let Some(r) = super::schedule_ops::route(&head.method, &name) {
         return r;
+    }
+    if let Some(r) = super::failed_ops::route(&head.method, &name) {
+        return r;
+    }
+    if let Method::Other(_) = head.method {
+        return Route::Reply(
+            Reply::text(405, "method not allowed: use GET, HEAD, POST or PUT")
+                .header("Allow", ALLOW_READ),
+        );
     }
     if read_ok {
         let endpoint = match &name[..] {
@@ -266,9 +284,11 @@ pub fn while_draining(route: Route) -> Route {
             ..
         }
         | Route::Reply(_) => route,
-        Route::Read { .. } | Route::Submit(_) | Route::Schedule { .. } | Route::Act(_) => {
-            Route::Reply(Reply::text(503, "draining"))
-        }
+        Route::Read { .. }
+        | Route::Submit(_)
+        | Route::Schedule { .. }
+        | Route::Failed { .. }
+        | Route::Act(_) => Route::Reply(Reply::text(503, "draining")),
     }
 }
 

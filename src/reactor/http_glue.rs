@@ -32,7 +32,7 @@ use crate::http::parse::{Method, Version};
 use crate::http::response::{self, Reply};
 use crate::http::route::{self, Endpoint, Route, Submit};
 use crate::http::session::{Next, Session};
-use crate::http::{HttpLimits, json, schedule_ops};
+use crate::http::{HttpLimits, failed_ops, json, schedule_ops};
 use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
@@ -390,6 +390,10 @@ impl Server {
                             let r = schedule_ops::reply(op, &done, entry.as_ref());
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
+                        Route::Failed { op, handle } => {
+                            let r = self.http_failed_op(op, &handle, now);
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
                         Route::Act(a) => {
                             let r = self.http_console_act(idx, &head.site, a, now);
                             self.http_answer(idx, version, keep_alive, r, false, now);
@@ -442,6 +446,30 @@ impl Server {
         self.engine.handle(id, req, now, &mut self.outbox);
     }
 
+    /// `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
+    fn http_failed_op(&mut self, op: failed_ops::FailedOp, handle: &[u8], now: u64) -> Reply {
+        use crate::engine::FailedSelector;
+        let listed = self
+            .engine
+            .failed_list()
+            .iter()
+            .any(|j| j.handle.as_ref() == handle);
+        let sel = FailedSelector::Handle(handle);
+        let done = match op {
+            _ if !listed => Err(false),
+            failed_ops::FailedOp::Retry => {
+                let new = self.engine.retry_failed(sel, now, &mut self.outbox);
+                // Nothing queued and still listed: its queue is full.
+                new.into_iter().next().map(Some).ok_or(true)
+            }
+            failed_ops::FailedOp::Drop => {
+                self.engine.drop_failed(sel);
+                Ok(None)
+            }
+        };
+        failed_ops::reply(op, handle, done)
+    }
+
     /// The body of a read-only endpoint.
     fn http_endpoint(&self, idx: usize, endpoint: &Endpoint) -> Reply {
         match endpoint {
@@ -463,6 +491,7 @@ impl Server {
             Endpoint::Schedules => {
                 Reply::json(200, json::schedules(&self.engine.schedule_statuses()))
             }
+            Endpoint::Failed => Reply::json(200, failed_ops::list(self.engine.failed_list())),
             Endpoint::Metrics => {
                 let net = self.net_stats();
                 let process = metrics::read_process();
@@ -477,6 +506,7 @@ impl Server {
                     net: &net,
                     process: process.as_ref(),
                     journal: journal.as_ref(),
+                    failed: Some(self.engine.failed_list()),
                 });
                 Reply::new(200, Some(response::PROMETHEUS), body)
             }
