@@ -10,6 +10,7 @@
 //! - `store`: the journal: records, segments, group commit, compaction, replay, repair.
 //! - `http`: the HTTP listener's pure half (request parsing, routes, responses, JSON,
 //!   metrics, the console's embedded page); the reactor feeds it bytes and engine replies.
+//! - `json`: the small JSON writer the HTTP bodies and the alert workloads share.
 //! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
 //!   resident set; `plural`: counts with their noun.
 //! - `client`: a blocking Gearman client/worker library; `cli`: the `work`, `submit`,
@@ -25,6 +26,7 @@ pub mod config;
 pub mod engine;
 pub mod footprint;
 pub mod http;
+pub mod json;
 pub mod logger;
 pub mod plural;
 pub mod proto;

@@ -280,13 +280,27 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
         }
         View::Schedules => {
             let rows = tsv(lines);
-            // The last three columns came later: a server before them sends ten.
+            // Columns only ever come at the end: a server before the marks sends ten, one
+            // before the run history thirteen.
             let headers = [
-                "ID", "SPEC", "FUNCTION", "NEXT", "LAST", "OUTCOME", "MS", "RUNS", "FAILURES",
-                "SKIPS", "STATE", "SKIP", "LAST-BY",
+                "ID",
+                "SPEC",
+                "FUNCTION",
+                "NEXT",
+                "LAST",
+                "OUTCOME",
+                "MS",
+                "RUNS",
+                "FAILURES",
+                "SKIPS",
+                "STATE",
+                "SKIP",
+                "LAST-BY",
+                "LAST-ERROR",
+                "RECENT-RUNS",
             ];
             let width = rows.first().map_or(headers.len(), Vec::len);
-            if (width == 10 || width == headers.len()) && rows.iter().all(|r| r.len() == width) {
+            if [10, 13, headers.len()].contains(&width) && rows.iter().all(|r| r.len() == width) {
                 table::render(&headers[..width], &rows)
             } else {
                 table::render(&[], &rows)
@@ -570,6 +584,14 @@ mod tests {
         let t = render(View::Schedules, &l(&[&row]), 0);
         assert!(t.contains("SKIPS  STATE   SKIP       LAST-BY\n"), "{t}");
         assert!(t.ends_with("paused  skip-next  -\n"), "{t}");
+        // And now with the last error and the recent runs.
+        let row = format!("{row}\tdisk full\t2030-01-01T03:00:00Z 5ms failed");
+        let t = render(View::Schedules, &l(&[&row]), 0);
+        assert!(t.contains("LAST-BY  LAST-ERROR  RECENT-RUNS\n"), "{t}");
+        assert!(
+            t.ends_with("disk full   2030-01-01T03:00:00Z 5ms failed\n"),
+            "{t}"
+        );
         // A layout we do not know is still aligned, without a header.
         assert_eq!(
             render(View::Schedules, &l(&["a\tb", "ccc\td"]), 0),

@@ -27,24 +27,8 @@ impl Engine {
     ) -> Option<Durable> {
         let job = &self.jobs[k];
         let retries = self.extra(k).map_or(0, |e| e.retries);
-        let (error, attempts): (Bytes, u32) = match outcome {
-            Outcome::Fail => (Bytes::from_static(b"failed (WORK_FAIL)"), retries + 1),
-            Outcome::Exception([]) => (
-                Bytes::from_static(b"failed (WORK_EXCEPTION without text)"),
-                retries + 1,
-            ),
-            Outcome::Exception(d) => (Bytes::copy_from_slice(d), retries + 1),
-            Outcome::Timeout => (
-                Bytes::from_static(b"timed out (CAN_DO_TIMEOUT)"),
-                retries + 1,
-            ),
-            Outcome::RetriesSpent => (
-                format!("given back {retries} times by workers that left (--job-retries)").into(),
-                retries,
-            ),
-            // Not failures of the job: a cancel was an operator's, a requeue goes on.
-            Outcome::Complete | Outcome::Cancelled | Outcome::Requeued => return None,
-        };
+        // Not failures of the job: a cancel was an operator's, a requeue goes on.
+        let (error, attempts) = outcome.failure(retries)?;
         let origin = self.rare(k).and_then(|r| r.origin.as_ref());
         let failed = FailedJob {
             handle: self.by_handle.of(job).to_bytes(),

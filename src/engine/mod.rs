@@ -3,6 +3,7 @@
 //! a buffer or the clock: `now` (milliseconds since the Unix epoch) is passed in.
 
 mod admin;
+mod alerts;
 mod durable;
 mod failed;
 mod failed_ops;
@@ -11,8 +12,11 @@ mod handles;
 mod horizon;
 mod query;
 mod reactor_api;
+mod run_end;
+mod run_history;
 mod schedule_ops;
 mod schedules;
+pub use run_history::{RunOutcome, RunRecord};
 pub use schedule_ops::{ScheduleMarks, ScheduleOpError};
 pub use schedules::LoadReport;
 mod types;
@@ -544,7 +548,7 @@ impl Engine {
                         },
                     );
                 }
-                self.end_job(key, schedules::Outcome::Complete, now);
+                self.end_job(key, schedules::Outcome::Complete, now, out);
                 self.ended_by(id);
             }
             Request::WorkFail {
@@ -576,7 +580,7 @@ impl Engine {
                         },
                     );
                 }
-                self.end_job(key, schedules::Outcome::Fail, now);
+                self.end_job(key, schedules::Outcome::Fail, now, out);
                 self.ended_by(id);
             }
             Request::WorkException { handle, data } => {
@@ -602,7 +606,7 @@ impl Engine {
                     };
                     out.push(c, r);
                 }
-                self.end_job(key, schedules::Outcome::Exception(&data), now);
+                self.end_job(key, schedules::Outcome::Exception(&data), now, out);
                 self.ended_by(id);
             }
             Request::GetStatus {
@@ -850,7 +854,7 @@ impl Engine {
             self.functions[f].running -= 1;
             self.running -= 1;
             self.count(f, query::Counted::Retried);
-            self.schedule_outcome(k, schedules::Outcome::Requeued, now);
+            self.schedule_outcome(k, schedules::Outcome::Requeued, now, out);
             self.enqueue(k, true);
             self.wake_workers(f, out);
         }
@@ -1421,12 +1425,12 @@ impl Engine {
             FailReason::Timeout => schedules::Outcome::Timeout,
             FailReason::RetriesSpent => schedules::Outcome::RetriesSpent,
         };
-        self.end_job(k, outcome, now);
+        self.end_job(k, outcome, now, out);
     }
 
     /// A job ended for good: count it, tell its schedule entry, and remove it (which the
     /// journal records). One place, so the three always agree.
-    fn end_job(&mut self, k: JobKey, outcome: schedules::Outcome<'_>, now: u64) {
+    fn end_job(&mut self, k: JobKey, outcome: schedules::Outcome<'_>, now: u64, out: &mut Outbox) {
         use schedules::Outcome as O;
         let counted = match outcome {
             O::Complete => Some(query::Counted::Completed),
@@ -1450,7 +1454,7 @@ impl Engine {
         } else {
             None
         };
-        self.schedule_outcome(k, outcome, now);
+        self.schedule_outcome(k, outcome, now, out);
         self.remove_job_as(k, how, kept);
     }
 

@@ -119,6 +119,10 @@ pub struct ScheduleStatus {
     pub skip_next: bool,
     /// The last run was a `run schedule`.
     pub last_run_manual: bool,
+    /// Why the last failed, missed or skipped run went wrong.
+    pub last_error: Option<String>,
+    /// The last runs (at most `RUNS_KEPT`), oldest first.
+    pub recent_runs: Vec<super::RunRecord>,
 }
 
 /// Engine-wide numbers.
@@ -311,6 +315,8 @@ impl Engine {
                     paused: h.marks.paused,
                     skip_next: h.marks.skip_next,
                     last_run_manual: h.last_run_ms.is_some() && h.marks.last_manual,
+                    last_error: h.last_error.clone(),
+                    recent_runs: h.recent.iter().copied().collect(),
                 }
             })
             .collect()

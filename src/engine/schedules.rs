@@ -10,6 +10,7 @@ use bytes::Bytes;
 use chrono::DateTime;
 
 use super::handles::KeyRef;
+use super::run_history::{RunOutcome, RunRecord, RunRing};
 use super::schedule_ops::ScheduleMarks;
 use super::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339};
 use crate::proto::request::{JobBody, Priority};
@@ -43,8 +44,15 @@ pub struct History {
     /// Runs skipped since the last run made, so that a long streak (no worker at all) is
     /// logged at 1, 10, 100, ... instead of every time.
     pub skip_streak: u64,
+    /// Runs in a row none of whose jobs started (overlap=skip, queue full): the second one
+    /// means nothing ran for longer than the entry's interval, which alerts `on_failure=`.
+    pub runs_skipped_in_row: u64,
     /// What the operator set (paused, skip the next run) and whether the last run was manual.
     pub marks: ScheduleMarks,
+    /// The last runs, oldest first (bounded).
+    pub recent: RunRing,
+    /// Why the last failed, missed or skipped run went wrong (one line, bounded).
+    pub last_error: Option<String>,
 }
 
 pub(crate) struct EntryState {
@@ -109,7 +117,7 @@ pub(crate) enum Outcome<'a> {
 }
 
 impl Outcome<'_> {
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         match self {
             Outcome::Complete => "complete".into(),
             Outcome::Fail => "fail".into(),
@@ -128,8 +136,41 @@ impl Outcome<'_> {
         }
     }
 
-    fn is_failure(&self) -> bool {
+    pub(super) fn is_failure(&self) -> bool {
         !matches!(self, Outcome::Complete | Outcome::Requeued)
+    }
+
+    /// A failure's error text in words (WORK_EXCEPTION's data, or what happened: never
+    /// empty) and the tries it had, given the times workers gave it back; `None` for an
+    /// outcome that is not a failure of the job (complete, cancelled, requeued).
+    pub(super) fn failure(&self, retries: u32) -> Option<(Bytes, u32)> {
+        Some(match self {
+            Outcome::Fail => (Bytes::from_static(b"failed (WORK_FAIL)"), retries + 1),
+            Outcome::Exception([]) => (
+                Bytes::from_static(b"failed (WORK_EXCEPTION without text)"),
+                retries + 1,
+            ),
+            Outcome::Exception(d) => (Bytes::copy_from_slice(d), retries + 1),
+            Outcome::Timeout => (
+                Bytes::from_static(b"timed out (CAN_DO_TIMEOUT)"),
+                retries + 1,
+            ),
+            Outcome::RetriesSpent => (
+                format!("given back {retries} times by workers that left (--job-retries)").into(),
+                retries,
+            ),
+            Outcome::Complete | Outcome::Cancelled | Outcome::Requeued => return None,
+        })
+    }
+
+    /// How the run ended, for its history; `None` while it goes on (requeued).
+    pub(super) fn run_outcome(&self) -> Option<RunOutcome> {
+        match self {
+            Outcome::Complete => Some(RunOutcome::Complete),
+            Outcome::Requeued => None,
+            Outcome::Cancelled => Some(RunOutcome::Cancelled),
+            _ => Some(RunOutcome::Failed),
+        }
     }
 }
 
@@ -173,12 +214,12 @@ fn streak_note(streak: u64) -> String {
 }
 
 /// `1 run`, `12 runs`, `at least 10000 runs`.
-fn missed_runs(n: u64, capped: bool) -> String {
+pub(super) fn missed_runs(n: u64, capped: bool) -> String {
     let at_least = if capped { "at least " } else { "" };
     format!("{at_least}{}", crate::plural::count(n, "run", "runs"))
 }
 
-fn opt_time(ms: Option<u64>) -> String {
+pub(super) fn opt_time(ms: Option<u64>) -> String {
     ms.map_or_else(|| "-".to_string(), rfc3339)
 }
 
@@ -277,7 +318,7 @@ impl Engine {
                 self.catch_up(slot, now, out);
             }
             if at_start && self.schedules.entries[slot].entry.catchup == Catchup::None {
-                self.count_missed_while_down(slot, now);
+                self.count_missed_while_down(slot, now, out);
             }
             match self.schedules.entries[slot].next_ms {
                 Some(next) if !at_start => self.arm_at(slot, next),
@@ -405,12 +446,20 @@ impl Engine {
         } else {
             // This run and every later one up to now are skipped (the next is armed after now).
             let (n, capped) = self.skip_until(slot, nominal, now, 1);
-            log::warn!(
-                "schedule {}: {} missed from {} (now {}; server stalled or clock jumped); catchup=none",
-                self.schedules.entries[slot].id,
+            let reason = format!(
+                "{} missed from {} (now {}; server stalled or clock jumped); catchup=none",
                 missed_runs(n, capped),
                 rfc3339(nominal),
                 rfc3339(now)
+            );
+            log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
+            self.run_not_made(
+                slot,
+                RunRecord::never(nominal, RunOutcome::Missed),
+                reason,
+                true,
+                now,
+                out,
             );
         }
         self.arm_after(slot, now);
@@ -436,19 +485,32 @@ impl Engine {
 
     /// At start: the runs of a `catchup=none` entry that fell while the server was down are
     /// skipped; count them, and say so in one line.
-    fn count_missed_while_down(&mut self, slot: usize, now: u64) {
+    fn count_missed_while_down(&mut self, slot: usize, now: u64, out: &mut Outbox) {
         let st = &self.schedules.entries[slot];
         let Some(last) = st.history.last_run_ms.max(st.history.seen_ms) else {
             return;
         };
+        let first = st
+            .entry
+            .timing
+            .next_after(utc(last), &st.entry.zone)
+            .map_or(last, |t| t.timestamp_millis().max(0) as u64);
         let (n, capped) = self.skip_until(slot, last, now, 0);
         if n > 0 {
-            log::warn!(
-                "schedule {}: {} missed while the server was down (last one seen {}, now {}); catchup=none",
-                self.schedules.entries[slot].id,
+            let reason = format!(
+                "{} missed while the server was down (last one seen {}, now {}); catchup=none",
                 missed_runs(n, capped),
                 rfc3339(last),
                 rfc3339(now)
+            );
+            log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
+            self.run_not_made(
+                slot,
+                RunRecord::never(first, RunOutcome::Missed),
+                reason,
+                true,
+                now,
+                out,
             );
         }
     }
@@ -483,12 +545,20 @@ impl Engine {
             let st = &mut self.schedules.entries[slot];
             st.history.skips += 1;
             st.history.seen_ms = st.history.seen_ms.max(Some(missed));
-            log::warn!(
-                "schedule {}: missed run at {} is older than its deadline; dropped",
-                st.id,
+            let reason = format!(
+                "missed run at {} is older than its deadline; dropped",
                 rfc3339(missed)
             );
+            log::warn!("schedule {}: {reason}", st.id);
             self.journal_history(slot);
+            self.run_not_made(
+                slot,
+                RunRecord::never(missed, RunOutcome::Missed),
+                reason,
+                true,
+                now,
+                out,
+            );
             return;
         }
         log::info!(
@@ -525,11 +595,15 @@ impl Engine {
         if !handles.is_empty() || skipped > 0 {
             if !handles.is_empty() {
                 h.skip_streak = 0;
+                h.runs_skipped_in_row = 0;
                 h.runs += 1;
                 h.last_run_ms = Some(nominal);
                 h.marks.last_manual = false;
             }
             self.journal_history(slot);
+        }
+        if handles.is_empty() && skipped > 0 {
+            self.run_skipped(slot, nominal, run.busy, now, out);
         }
         if !handles.is_empty() {
             log::info!(
@@ -620,48 +694,6 @@ impl Engine {
         }
     }
 
-    /// A scheduled job ended (or was requeued): log it and keep it in the entry's history.
-    pub(super) fn schedule_outcome(&mut self, k: JobKey, outcome: Outcome<'_>, now: u64) {
-        let job = &self.jobs[k];
-        let Some(origin) = self.rare(k).and_then(|r| r.origin.as_ref()) else {
-            return;
-        };
-        let duration = origin.started_ms.map(|s| now.saturating_sub(s));
-        let text = outcome.text();
-        // A failed or timed-out run needs an operator; a cancel was one.
-        let level = if outcome.is_failure() && !matches!(outcome, Outcome::Cancelled) {
-            log::Level::Warn
-        } else {
-            log::Level::Info
-        };
-        log::log!(
-            level,
-            "schedule {} job {} ({} {}): {text}{}",
-            origin.entry,
-            self.by_handle.of(job),
-            if origin.manual {
-                "manual run"
-            } else {
-                "scheduled"
-            },
-            rfc3339(origin.scheduled_ms),
-            duration.map_or_else(String::new, |d| format!(" after {d} ms"))
-        );
-        let Some(&slot) = self.schedules.by_id.get(&origin.entry) else {
-            return;
-        };
-        let h = &mut self.schedules.entries[slot].history;
-        if outcome.is_failure() {
-            h.failures += 1;
-            self.journal_history(slot);
-        }
-        let h = &mut self.schedules.entries[slot].history;
-        h.last_outcome = Some(text);
-        if !matches!(outcome, Outcome::Requeued) {
-            h.last_duration_ms = duration;
-        }
-    }
-
     /// `show schedules`: one tab-separated line per entry. Columns are only ever added at the
     /// end, so that parsers of an older listing keep working.
     pub(super) fn schedules_listing(&self) -> String {
@@ -670,7 +702,7 @@ impl Engine {
             let h = &st.history;
             let _ = writeln!(
                 s,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 st.id,
                 st.entry.spec,
                 st.entry.function,
@@ -682,7 +714,9 @@ impl Engine {
                 h.runs,
                 h.failures,
                 h.skips,
-                super::schedule_ops::marks_columns(h)
+                super::schedule_ops::marks_columns(h),
+                h.last_error.as_deref().unwrap_or("-"),
+                h.recent.column()
             );
         }
         s.push_str(".\n");

@@ -1172,7 +1172,16 @@ mod schedule_runtime {
         );
         // The columns added since end each row: active, no skip asked, the last run was
         // one of its timing.
-        assert_eq!(r[10..], ["active", "-", "scheduled"]);
+        assert_eq!(
+            r[10..],
+            [
+                "active",
+                "-",
+                "scheduled",
+                "-",
+                "2026-11-22T06:37:40Z 250ms complete"
+            ]
+        );
         // A failing run is counted.
         tick(&mut w, T0 + 20_000);
         let (h, _) = w.grab(wk).unwrap();
@@ -1185,6 +1194,7 @@ mod schedule_runtime {
         );
         let r = row(&mut w, "hb");
         assert_eq!(r[5..10], ["exception: disk full", "0", "2", "1", "0"]);
+        assert_eq!(r[13], "disk full", "the last error, one line");
     }
 
     #[test]
@@ -2069,5 +2079,6 @@ fn get_status_unique_is_one_lookup_whatever_the_number_of_functions() {
     w.e.check_queues();
 }
 
+mod alerts;
 mod failed;
 mod schedule_ops;

@@ -1,118 +1,9 @@
-//! A small JSON writer (no serde: four fixed shapes do not need it) and the bodies of
-//! `/status`, `/workers`, `/jobs/HANDLE` and `/schedules`, formatted from the engine's query
-//! structs. Strings are escaped per RFC 8259; bytes that are not UTF-8 become U+FFFD.
-
-use std::fmt::Write as _;
+//! The bodies of `/status`, `/workers`, `/jobs/HANDLE` and `/schedules`, formatted from the
+//! engine's query structs with the crate's small JSON writer (`crate::json`).
 
 use crate::engine::{FunctionStatus, JobStatus, ScheduleStatus, WorkerStatus};
+pub use crate::json::{Obj, array, bytes, string, time};
 use crate::proto::request::Priority;
-
-/// Append `s` as a JSON string literal.
-pub fn string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            // The rest of C0, DEL, and the two separators JavaScript would read as newlines.
-            c if (c as u32) < 0x20 || c == '\u{7f}' || c == '\u{2028}' || c == '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// Append bytes as a JSON string (lossy UTF-8).
-pub fn bytes(out: &mut String, b: &[u8]) {
-    string(out, &String::from_utf8_lossy(b));
-}
-
-/// An object writer: `{"k":v,...}` with the commas placed for you.
-pub struct Obj<'a> {
-    out: &'a mut String,
-    first: bool,
-}
-
-impl<'a> Obj<'a> {
-    pub fn new(out: &'a mut String) -> Self {
-        out.push('{');
-        Obj { out, first: true }
-    }
-
-    /// Start a member and return the buffer for its value.
-    pub fn key(&mut self, k: &str) -> &mut String {
-        if !self.first {
-            self.out.push(',');
-        }
-        self.first = false;
-        string(self.out, k);
-        self.out.push(':');
-        self.out
-    }
-
-    pub fn str(&mut self, k: &str, v: &str) -> &mut Self {
-        let o = self.key(k);
-        string(o, v);
-        self
-    }
-
-    pub fn bytes(&mut self, k: &str, v: &[u8]) -> &mut Self {
-        let o = self.key(k);
-        bytes(o, v);
-        self
-    }
-
-    pub fn num(&mut self, k: &str, v: impl std::fmt::Display) -> &mut Self {
-        let o = self.key(k);
-        let _ = write!(o, "{v}");
-        self
-    }
-
-    pub fn bool(&mut self, k: &str, v: bool) -> &mut Self {
-        self.key(k).push_str(if v { "true" } else { "false" });
-        self
-    }
-
-    pub fn opt_num(&mut self, k: &str, v: Option<u64>) -> &mut Self {
-        match v {
-            Some(n) => self.num(k, n),
-            None => self.null(k),
-        }
-    }
-
-    pub fn opt_str(&mut self, k: &str, v: Option<&str>) -> &mut Self {
-        match v {
-            Some(s) => self.str(k, s),
-            None => self.null(k),
-        }
-    }
-
-    pub fn null(&mut self, k: &str) -> &mut Self {
-        self.key(k).push_str("null");
-        self
-    }
-
-    pub fn end(self) {
-        self.out.push('}');
-    }
-}
-
-/// A millisecond timestamp as RFC 3339 UTC (to the second), or null.
-pub fn time(o: &mut Obj<'_>, k: &str, ms: Option<u64>) {
-    let s = ms.map(|ms| {
-        chrono::DateTime::from_timestamp_millis(ms as i64)
-            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-            .unwrap_or_default()
-    });
-    o.opt_str(k, s.as_deref());
-}
 
 pub fn priority_name(p: Priority) -> &'static str {
     match p {
@@ -120,17 +11,6 @@ pub fn priority_name(p: Priority) -> &'static str {
         Priority::Normal => "normal",
         Priority::Low => "low",
     }
-}
-
-pub fn array<T>(out: &mut String, items: &[T], mut each: impl FnMut(&mut String, &T)) {
-    out.push('[');
-    for (i, it) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        each(out, it);
-    }
-    out.push(']');
 }
 
 fn function(out: &mut String, f: &FunctionStatus) {
@@ -243,7 +123,17 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         .num("skips", s.skips)
         .bool("paused", s.paused)
         .bool("skip_next", s.skip_next)
-        .bool("last_run_manual", s.last_run_manual);
+        .bool("last_run_manual", s.last_run_manual)
+        .opt_str("last_error", s.last_error.as_deref());
+    array(o.key("recent_runs"), &s.recent_runs, |out, r| {
+        let mut o = Obj::new(out);
+        time(&mut o, "scheduled", Some(r.scheduled_ms));
+        time(&mut o, "started", r.started_ms);
+        o.opt_num("duration_ms", r.duration_ms)
+            .str("outcome", r.outcome.name())
+            .bool("manual", r.manual);
+        o.end();
+    });
     o.end();
 }
 
@@ -362,13 +252,24 @@ mod tests {
             paused: true,
             skip_next: false,
             last_run_manual: true,
+            last_error: Some("disk".into()),
+            recent_runs: vec![crate::engine::RunRecord {
+                scheduled_ms: 0,
+                started_ms: Some(1000),
+                duration_ms: Some(20),
+                outcome: crate::engine::RunOutcome::Failed,
+                manual: true,
+            }],
         };
         assert_eq!(
             schedules(&[sc]),
             "{\"schedules\":[{\"id\":\"nightly\",\"spec\":\"0 3 * * *\",\"function\":\"backup\",\
              \"next_run\":\"1970-01-01T00:00:00Z\",\"last_run\":null,\
              \"last_outcome\":\"exception: \\\"disk\\\"\",\"last_duration_ms\":null,\"runs\":1,\
-             \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true}]}\n"
+             \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\
+             \"last_error\":\"disk\",\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
+             \"started\":\"1970-01-01T00:00:01Z\",\"duration_ms\":20,\"outcome\":\"failed\",\
+             \"manual\":true}]}]}\n"
         );
     }
 }

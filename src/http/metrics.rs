@@ -933,6 +933,8 @@ mod tests {
             paused: false,
             skip_next: false,
             last_run_manual: false,
+            last_error: None,
+            recent_runs: Vec::new(),
         };
         let s = sample_input_render(&[], &[sc]);
         assert!(s.contains("gearman_schedule_runs_total{entry=\"nightly\"} 2\n"));

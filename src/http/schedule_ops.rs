@@ -149,6 +149,8 @@ mod tests {
             paused: true,
             skip_next: false,
             last_run_manual: false,
+            last_error: None,
+            recent_runs: Vec::new(),
         };
         let r = reply(ScheduleOp::Run, &Ok(vec!["H:x:1".into()]), Some(&entry));
         assert_eq!(r.status, 200);

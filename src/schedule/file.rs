@@ -56,6 +56,11 @@ pub struct Entry {
     pub deadline_ms: Option<u64>,
     pub jitter_ms: u64,
     pub fanout: u32,
+    /// `on_failure=FUNCTION` (or the file's `ON_FAILURE=`): a run that fails for good, or
+    /// never happens, submits a background job to it with a JSON account of the run.
+    pub on_failure: Option<String>,
+    /// `on_success=FUNCTION`: the same for a run that completes.
+    pub on_success: Option<String>,
     /// The workload template (after `--`).
     pub workload: String,
 }
@@ -166,7 +171,18 @@ fn pick<T: Copy>(value: &str, choices: &[(&str, T)]) -> Result<T, String> {
     Err(format!("use {} or {last}", rest.join(", ")))
 }
 
-/// Parse a whole file. `default_zone` applies until a `CRON_TZ=` line.
+/// The function an alert goes to (`on_failure=`, `on_success=`, `ON_FAILURE=`): one word of
+/// at most 255 bytes; empty means none (so `ON_FAILURE=` turns the default off again).
+fn alert_function(value: &str) -> Result<Option<String>, String> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    if value.len() > 255 || value.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        return Err("a function name: one word, at most 255 bytes".into());
+    }
+    Ok(Some(value.to_string()))
+}
+
 /// Where a crontab line that was pasted as it is should go.
 const IMPORT_HINT: &str = "; `gearwheel import-crontab` turns crontab lines into entries";
 
@@ -184,10 +200,12 @@ fn looks_like_field(w: &str) -> bool {
     parts_ok && lower.bytes().any(|b| b == b'*' || b.is_ascii_digit())
 }
 
+/// Parse a whole file. `default_zone` applies until a `CRON_TZ=` line.
 pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<ScheduleError>> {
     let mut file = ScheduleFile::default();
     let mut errors = Vec::new();
     let mut zone = default_zone.clone();
+    let mut on_failure: Option<String> = None;
     let mut zones: HashMap<String, Zone> = HashMap::new();
     let mut ids: HashMap<String, usize> = HashMap::new();
     for (n, raw) in text.lines().enumerate() {
@@ -207,7 +225,13 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
         if is_env_assignment(first) {
             let (name, value) = raw[first_at..].split_once('=').unwrap_or_default();
             let value = value.trim().trim_matches('"');
-            if name == "CRON_TZ" || name == "TZ" {
+            if name == "ON_FAILURE" {
+                // Like CRON_TZ: the entries below it get it; an empty value turns it off.
+                match alert_function(value) {
+                    Ok(f) => on_failure = f,
+                    Err(m) => errors.push(err(first_at + name.len() + 1, m)),
+                }
+            } else if name == "CRON_TZ" || name == "TZ" {
                 match zones
                     .get(value)
                     .cloned()
@@ -219,6 +243,14 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                     }
                     Err(e) => errors.push(err(first_at + name.len() + 1, e)),
                 }
+            } else if name == "MAILTO" {
+                file.warnings.push(err(
+                    first_at,
+                    "MAILTO= is a crontab setting gearwheel does not use (nothing is mailed); \
+                     ignored: to hear of a failed run, give the entries on_failure=FUNCTION \
+                     (or an ON_FAILURE=FUNCTION line) and run a worker for it"
+                        .into(),
+                ));
             } else {
                 file.warnings.push(err(
                     first_at,
@@ -308,6 +340,8 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             deadline_ms: None,
             jitter_ms: 0,
             fanout: 1,
+            on_failure: on_failure.clone(),
+            on_success: None,
             workload: String::new(),
         };
         let mut id_at = func_at;
@@ -372,6 +406,17 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                     }
                     _ => Err(bad("use a number from 1 to 10000")),
                 },
+                "on_failure" | "on_success" => match alert_function(value) {
+                    Ok(f) if key == "on_failure" => {
+                        entry.on_failure = f;
+                        Ok(())
+                    }
+                    Ok(f) => {
+                        entry.on_success = f;
+                        Ok(())
+                    }
+                    Err(m) => Err(bad(&m)),
+                },
                 "tz" => match zones
                     .get(value)
                     .cloned()
@@ -387,7 +432,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout or tz)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, on_failure, on_success or tz)"
                     ),
                 )),
             };
@@ -505,7 +550,7 @@ mod tests {
             vec![
                 "1:1: minute: 60 is out of range 0-59",
                 "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout or tz)",
+                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, on_failure, on_success or tz)",
                 "4:22: priority=\"urgent\": use high, normal or low",
                 "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)",
                 "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
@@ -527,8 +572,41 @@ mod tests {
         assert_eq!(f.warnings.len(), 2);
         assert_eq!(
             f.warnings[0].to_string(),
-            "1:1: MAILTO= is a crontab setting gearwheel does not use; ignored"
+            "1:1: MAILTO= is a crontab setting gearwheel does not use (nothing is mailed); \
+             ignored: to hear of a failed run, give the entries on_failure=FUNCTION (or an \
+             ON_FAILURE=FUNCTION line) and run a worker for it"
         );
+    }
+
+    #[test]
+    fn alerts_go_to_the_entry_option_or_the_file_default_below_it() {
+        let text = "0 0 * * * a\nON_FAILURE=alert\n0 0 * * * b\n0 0 * * * c on_failure=page on_success=done\nON_FAILURE=\n0 0 * * * d\n";
+        let f = parse(text, &Zone::Utc).unwrap();
+        let got: Vec<(Option<&str>, Option<&str>)> = f
+            .entries
+            .iter()
+            .map(|e| (e.on_failure.as_deref(), e.on_success.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (None, None),
+                (Some("alert"), None),
+                (Some("page"), Some("done")),
+                (None, None)
+            ]
+        );
+        let long = "x".repeat(256);
+        for bad in [
+            format!("* * * * * f on_failure={long}"),
+            format!("ON_FAILURE={long}\n"),
+        ] {
+            let e = parse(&bad, &Zone::Utc).unwrap_err();
+            assert!(
+                e[0].to_string().contains("one word, at most 255 bytes"),
+                "{e:?}"
+            );
+        }
     }
 
     /// How long this takes is measured in benches/timer.rs (`schedules file parse`), not here.

@@ -1,0 +1,138 @@
+//! How a run of a schedule entry ends in the entry: the outcome of its job, or a run that
+//! never happened (missed, skipped); each is logged, kept in the run history and alerted.
+
+use super::alerts::RunAccount;
+use super::run_history::{RunOutcome, RunRecord, one_line};
+use super::schedules::{Outcome, missed_runs, opt_time};
+use super::{Engine, JobKey, Outbox, rfc3339};
+
+impl Engine {
+    /// A scheduled job ended (or was requeued): log it, keep it in the entry's history, and
+    /// send the entry's alert (`on_failure=`, `on_success=`).
+    pub(super) fn schedule_outcome(
+        &mut self,
+        k: JobKey,
+        outcome: Outcome<'_>,
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        let job = &self.jobs[k];
+        let Some(origin) = self.rare(k).and_then(|r| r.origin.as_ref()) else {
+            return;
+        };
+        let duration = origin.started_ms.map(|s| now.saturating_sub(s));
+        let text = outcome.text();
+        let handle = self.by_handle.of(job).to_string();
+        // A failed or timed-out run needs an operator; a cancel was one.
+        let level = if outcome.is_failure() && !matches!(outcome, Outcome::Cancelled) {
+            log::Level::Warn
+        } else {
+            log::Level::Info
+        };
+        log::log!(
+            level,
+            "schedule {} job {handle} ({} {}): {text}{}",
+            origin.entry,
+            if origin.manual {
+                "manual run"
+            } else {
+                "scheduled"
+            },
+            rfc3339(origin.scheduled_ms),
+            duration.map_or_else(String::new, |d| format!(" after {d} ms"))
+        );
+        let record = outcome.run_outcome().map(|o| RunRecord {
+            scheduled_ms: origin.scheduled_ms,
+            started_ms: origin.started_ms,
+            duration_ms: duration,
+            outcome: o,
+            manual: origin.manual,
+        });
+        let retries = self.extra(k).map_or(0, |e| e.retries);
+        let failure = outcome.failure(retries);
+        let Some(&slot) = self.schedules.by_id.get(&origin.entry) else {
+            return;
+        };
+        let h = &mut self.schedules.entries[slot].history;
+        if outcome.is_failure() {
+            h.failures += 1;
+            self.journal_history(slot);
+        }
+        let h = &mut self.schedules.entries[slot].history;
+        h.last_outcome = Some(text);
+        if !matches!(outcome, Outcome::Requeued) {
+            h.last_duration_ms = duration;
+        }
+        let Some(record) = record else { return };
+        h.recent.push(record);
+        let (error, attempts) = match failure {
+            Some((text, attempts)) => (Some(one_line(&String::from_utf8_lossy(&text))), attempts),
+            None => (None, retries + 1),
+        };
+        if let Some(e) = &error {
+            h.last_error = Some(e.clone());
+        }
+        let account = RunAccount {
+            run: record,
+            attempts,
+            error: error.as_deref(),
+            handle: Some(&handle),
+        };
+        self.alert(slot, account, now, out);
+    }
+
+    /// A run that never happened (missed, or skipped past the entry's interval): keep it in the
+    /// history, and alert `on_failure=` with the reason.
+    pub(super) fn run_not_made(
+        &mut self,
+        slot: usize,
+        record: RunRecord,
+        reason: String,
+        alert: bool,
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        let h = &mut self.schedules.entries[slot].history;
+        h.recent.push(record);
+        h.last_error = Some(one_line(&reason));
+        if alert {
+            let account = RunAccount {
+                run: record,
+                attempts: 0,
+                error: Some(&reason),
+                handle: None,
+            };
+            self.alert(slot, account, now, out);
+        }
+    }
+
+    /// None of a run's jobs started: keep it in the history; the second such run in a row
+    /// means nothing ran for longer than the entry's interval, which alerts `on_failure=`
+    /// once per streak.
+    pub(super) fn run_skipped(
+        &mut self,
+        slot: usize,
+        nominal: u64,
+        busy: Option<String>,
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        let st = &mut self.schedules.entries[slot];
+        let h = &mut st.history;
+        h.runs_skipped_in_row += 1;
+        let in_row = h.runs_skipped_in_row;
+        let why = match busy {
+            Some(previous) => {
+                format!("its previous job {previous} is still queued or running (overlap=skip)")
+            }
+            None => format!("the queue of {} is full", st.entry.function),
+        };
+        let reason = format!(
+            "skipped: {} in a row not started since {}: {why}",
+            missed_runs(in_row, false),
+            opt_time(h.last_run_ms)
+        );
+        let record = RunRecord::never(nominal, RunOutcome::Skipped);
+        self.run_not_made(slot, record, reason, in_row == 2, now, out);
+    }
+}

@@ -1,0 +1,183 @@
+//! The last runs of each schedule entry: a ring of `RUNS_KEPT` records (scheduled time, start,
+//! duration, outcome, manual or not) and the entry's last error text, for `show schedules`,
+//! `/schedules` and the console's strips. Kept in memory across reloads; not journalled (see
+//! docs/schedules.md, "Run history").
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+
+use super::rfc3339;
+
+/// Runs kept per entry (the issue's "last 20 runs"); older ones fall off.
+pub const RUNS_KEPT: usize = 20;
+/// An error text kept for an entry is cut to this many characters (one line).
+pub const ERROR_CHARS: usize = 200;
+
+/// How one run ended, or why it never happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    Complete,
+    /// WORK_FAIL, WORK_EXCEPTION, a timeout or `--job-retries` spent.
+    Failed,
+    /// Cancelled by an operator (not a failure of the run).
+    Cancelled,
+    /// It was due but never ran: the server was down or stalled (`catchup=none`), or the
+    /// made-up run was past its `deadline`.
+    Missed,
+    /// Not started: the previous run was still going (`overlap=skip`) or the queue was full.
+    Skipped,
+}
+
+impl RunOutcome {
+    /// The word in `show schedules` and `/schedules`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunOutcome::Complete => "complete",
+            RunOutcome::Failed => "failed",
+            RunOutcome::Cancelled => "cancelled",
+            RunOutcome::Missed => "missed",
+            RunOutcome::Skipped => "skipped",
+        }
+    }
+}
+
+/// One run of an entry (one job of it, for a fan-out entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunRecord {
+    /// Its scheduled (nominal) time; for a manual run, when it was asked for.
+    pub scheduled_ms: u64,
+    /// When a worker took it; `None` for a run that never started.
+    pub started_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub outcome: RunOutcome,
+    pub manual: bool,
+}
+
+impl RunRecord {
+    /// A run that never started.
+    pub fn never(scheduled_ms: u64, outcome: RunOutcome) -> RunRecord {
+        RunRecord {
+            scheduled_ms,
+            started_ms: None,
+            duration_ms: None,
+            outcome,
+            manual: false,
+        }
+    }
+}
+
+/// The last `RUNS_KEPT` runs, oldest first.
+#[derive(Clone, Debug, Default)]
+pub struct RunRing {
+    runs: VecDeque<RunRecord>,
+}
+
+impl RunRing {
+    pub fn push(&mut self, r: RunRecord) {
+        if self.runs.len() == RUNS_KEPT {
+            self.runs.pop_front();
+        }
+        self.runs.push_back(r);
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &RunRecord> {
+        self.runs.iter()
+    }
+
+    /// The `show schedules` column: runs oldest first, `;` between them, each
+    /// `SCHEDULED DURATION OUTCOME [manual]` (duration `-` for a run that never started).
+    pub fn column(&self) -> String {
+        if self.runs.is_empty() {
+            return "-".into();
+        }
+        let mut s = String::new();
+        for (i, r) in self.runs.iter().enumerate() {
+            if i > 0 {
+                s.push(';');
+            }
+            let _ = write!(s, "{} ", rfc3339(r.scheduled_ms));
+            match r.duration_ms {
+                Some(d) => {
+                    let _ = write!(s, "{d}ms");
+                }
+                None => s.push('-'),
+            }
+            let _ = write!(s, " {}", r.outcome.name());
+            if r.manual {
+                s.push_str(" manual");
+            }
+        }
+        s
+    }
+}
+
+/// An error text as kept: one line (controls become spaces), at most `ERROR_CHARS` characters.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .take(ERROR_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(at: u64, outcome: RunOutcome) -> RunRecord {
+        RunRecord {
+            scheduled_ms: at,
+            started_ms: Some(at),
+            duration_ms: Some(5),
+            outcome,
+            manual: false,
+        }
+    }
+
+    #[test]
+    fn the_ring_keeps_the_last_twenty_oldest_first() {
+        let mut ring = RunRing::default();
+        assert_eq!(ring.column(), "-");
+        for i in 0..25u64 {
+            ring.push(run(1_700_000_000_000 + i * 60_000, RunOutcome::Complete));
+        }
+        assert_eq!(ring.iter().count(), RUNS_KEPT);
+        let first = ring.iter().next().unwrap().scheduled_ms;
+        assert_eq!(
+            first,
+            1_700_000_000_000 + 5 * 60_000,
+            "the five oldest fell off"
+        );
+        assert_eq!(
+            ring.iter().last().unwrap().scheduled_ms,
+            1_700_000_000_000 + 24 * 60_000
+        );
+    }
+
+    #[test]
+    fn the_column_names_time_duration_outcome_and_manual() {
+        let mut ring = RunRing::default();
+        ring.push(run(1_700_000_000_000, RunOutcome::Complete));
+        ring.push(RunRecord {
+            scheduled_ms: 1_700_000_060_000,
+            started_ms: None,
+            duration_ms: None,
+            outcome: RunOutcome::Missed,
+            manual: false,
+        });
+        ring.push(RunRecord {
+            manual: true,
+            ..run(1_700_000_090_000, RunOutcome::Failed)
+        });
+        assert_eq!(
+            ring.column(),
+            "2023-11-14T22:13:20Z 5ms complete;2023-11-14T22:14:20Z - missed;\
+             2023-11-14T22:14:50Z 5ms failed manual"
+        );
+    }
+
+    #[test]
+    fn error_text_is_one_bounded_line() {
+        assert_eq!(one_line("disk\nfull\t!"), "disk full !");
+        assert_eq!(one_line(&"é".repeat(500)).chars().count(), ERROR_CHARS);
+    }
+}
