@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use common::t;
 use http_support::*;
 
-fn schedules_file(text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("gearwheel-alerts-{}", std::process::id()));
+/// A schedules file of its own per test (`name`): tests run in parallel.
+fn schedules_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("gearwheel-alerts-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("s.cron");
     std::fs::write(&p, text).unwrap();
@@ -33,7 +34,7 @@ fn grab(w: &mut common::Conn, within: Duration) -> (String, Vec<u8>) {
 
 #[test]
 fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
-    let file = schedules_file("ON_FAILURE=alert\n@every 1s backup -- full\n");
+    let file = schedules_file("throws", "ON_FAILURE=alert\n@every 1s backup -- full\n");
     let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
     let mut worker = s.gearman();
     worker.can_do(&["backup"]);
@@ -78,4 +79,28 @@ fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
             && body.contains(",\"outcome\":\"failed\",\"manual\":false}"),
         "{body}"
     );
+}
+
+#[test]
+fn a_run_past_its_timeout_alerts_and_its_late_result_is_refused() {
+    let file = schedules_file("timeout", "@every 1s hang timeout=1s on_failure=alert\n");
+    let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
+    let mut worker = s.gearman();
+    worker.can_do(&["hang"]);
+    let (handle, _) = grab(&mut worker, Duration::from_secs(5));
+    let mut notifier = s.gearman();
+    notifier.can_do(&["alert"]);
+    let (_, alert) = grab(&mut notifier, Duration::from_secs(5));
+    let alert = String::from_utf8(alert).unwrap();
+    assert!(
+        alert.contains(&format!(
+            "\"error\":\"timed out: not ended 1000 ms after it started (the entry's timeout=)\",\"handle\":\"{handle}\""
+        )),
+        "{alert}"
+    );
+    worker.send_req(t::WORK_COMPLETE, &[handle.as_bytes(), b"too late"]);
+    let reply = worker.read_packet();
+    assert_eq!(reply.ptype, t::ERROR);
+    assert_eq!(reply.args()[0], b"JOB_NOT_FOUND");
+    s.server.wait_log("not a job it runs", 5);
 }

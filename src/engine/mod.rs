@@ -184,7 +184,9 @@ struct NewJob {
 /// Why a job left the engine without a result from a worker.
 enum FailReason {
     Cancelled,
-    Timeout,
+    /// Ran past its time: the worker's CAN_DO_TIMEOUT (`None`), or its schedule entry's
+    /// `timeout=` (in ms).
+    Timeout(Option<u64>),
     RetriesSpent,
 }
 
@@ -707,12 +709,23 @@ impl Engine {
                     }
                     let j = &self.jobs[job];
                     if let JobState::Running(worker) = j.state() {
+                        // The entry's limit if it is the one that ran out (a shorter
+                        // CAN_DO_TIMEOUT may have come first).
+                        let entry_limit = self.entry_time_limit(job).filter(|&ms| {
+                            self.rare(job)
+                                .and_then(|r| r.origin.as_ref()?.started_ms)
+                                .is_some_and(|s| s.saturating_add(ms) <= now)
+                        });
                         log::warn!(
-                            "job {} ran past its CAN_DO_TIMEOUT on worker {}; failing it",
+                            "job {} ran past its {} on worker {}; failing it (a late result is dropped)",
                             self.by_handle.of(j),
+                            entry_limit.map_or_else(
+                                || "CAN_DO_TIMEOUT".to_string(),
+                                |ms| format!("schedule entry's timeout= ({ms} ms)")
+                            ),
                             worker.index
                         );
-                        self.fail_job(job, FailReason::Timeout, now, out);
+                        self.fail_job(job, FailReason::Timeout(entry_limit), now, out);
                     }
                 }
                 TimerEvent::ScheduleFire { slot, generation } => {
@@ -959,7 +972,7 @@ impl Engine {
         func.running += 1;
         self.running += 1;
         let more_work = func.queued_total() > 0;
-        let timeout = self.conn(id).and_then(|c| c.timeout_for(f));
+        let timeout = self.run_limit(key, self.conn(id).and_then(|c| c.timeout_for(f)));
         self.rotate(id, f);
         let job = &mut self.jobs[key];
         job.set_state(JobState::Running(id));
@@ -1034,6 +1047,13 @@ impl Engine {
         match key {
             Some(k) if self.jobs[k].state() == JobState::Running(id) => Some(k),
             _ => {
+                // Most often a late result of a job that timed out (CAN_DO_TIMEOUT or an
+                // entry's timeout=) or was cancelled: dropped, and said so.
+                log::info!(
+                    "worker {}: result for {:?}, not a job it runs (ended: timed out or cancelled, or never its own); dropped",
+                    id.index,
+                    String::from_utf8_lossy(&handle[..handle.len().min(64)])
+                );
                 out.push(id, Response::error("JOB_NOT_FOUND", text));
                 None
             }
@@ -1410,7 +1430,7 @@ impl Engine {
             FailReason::Cancelled => {
                 log::info!("job {} cancelled by admin", self.by_handle.of(job))
             }
-            FailReason::Timeout | FailReason::RetriesSpent => {}
+            FailReason::Timeout(_) | FailReason::RetriesSpent => {}
         }
         for &c in self.clients(k) {
             out.push(
@@ -1422,7 +1442,7 @@ impl Engine {
         }
         let outcome = match reason {
             FailReason::Cancelled => schedules::Outcome::Cancelled,
-            FailReason::Timeout => schedules::Outcome::Timeout,
+            FailReason::Timeout(limit) => schedules::Outcome::Timeout(limit),
             FailReason::RetriesSpent => schedules::Outcome::RetriesSpent,
         };
         self.end_job(k, outcome, now, out);
@@ -1435,14 +1455,14 @@ impl Engine {
         let counted = match outcome {
             O::Complete => Some(query::Counted::Completed),
             O::Exception(_) => Some(query::Counted::Exception),
-            O::Fail | O::Timeout | O::RetriesSpent => Some(query::Counted::Failed),
+            O::Fail | O::Timeout(_) | O::RetriesSpent => Some(query::Counted::Failed),
             O::Cancelled | O::Requeued => None,
         };
         let how = match outcome {
             O::Complete => FinishKind::Complete,
             O::Exception(_) => FinishKind::Exception,
             O::Fail | O::Requeued => FinishKind::Fail,
-            O::Timeout => FinishKind::Timeout,
+            O::Timeout(_) => FinishKind::Timeout,
             O::RetriesSpent => FinishKind::RetriesSpent,
             O::Cancelled => FinishKind::Cancel,
         };

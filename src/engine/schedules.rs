@@ -110,7 +110,8 @@ pub(crate) enum Outcome<'a> {
     Fail,
     Exception(&'a [u8]),
     Cancelled,
-    Timeout,
+    /// Ran past the worker's CAN_DO_TIMEOUT (`None`) or the entry's `timeout=` (ms).
+    Timeout(Option<u64>),
     RetriesSpent,
     /// A worker died holding it; it is queued again.
     Requeued,
@@ -130,7 +131,8 @@ impl Outcome<'_> {
                 format!("exception: {t}")
             }
             Outcome::Cancelled => "cancelled".into(),
-            Outcome::Timeout => "timeout".into(),
+            Outcome::Timeout(None) => "timeout".into(),
+            Outcome::Timeout(Some(ms)) => format!("timeout ({ms} ms, timeout=)"),
             Outcome::RetriesSpent => "retries spent".into(),
             Outcome::Requeued => "requeued after a dead worker".into(),
         }
@@ -151,8 +153,13 @@ impl Outcome<'_> {
                 retries + 1,
             ),
             Outcome::Exception(d) => (Bytes::copy_from_slice(d), retries + 1),
-            Outcome::Timeout => (
+            Outcome::Timeout(None) => (
                 Bytes::from_static(b"timed out (CAN_DO_TIMEOUT)"),
+                retries + 1,
+            ),
+            Outcome::Timeout(Some(ms)) => (
+                format!("timed out: not ended {ms} ms after it started (the entry's timeout=)")
+                    .into(),
                 retries + 1,
             ),
             Outcome::RetriesSpent => (

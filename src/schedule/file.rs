@@ -61,6 +61,8 @@ pub struct Entry {
     pub on_failure: Option<String>,
     /// `on_success=FUNCTION`: the same for a run that completes.
     pub on_success: Option<String>,
+    /// `timeout=DURATION`: a run not ended this long after a worker took it fails.
+    pub timeout_ms: Option<u64>,
     /// The workload template (after `--`).
     pub workload: String,
 }
@@ -342,6 +344,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             fanout: 1,
             on_failure: on_failure.clone(),
             on_success: None,
+            timeout_ms: None,
             workload: String::new(),
         };
         let mut id_at = func_at;
@@ -396,6 +399,14 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 "deadline" => parse_duration(value)
                     .map(|d| entry.deadline_ms = Some(d))
                     .map_err(|e| err(vat, e)),
+                "timeout" => match parse_duration(value) {
+                    Ok(0) => Err(bad("a timeout of 0 would fail every run; leave it out")),
+                    Ok(d) => {
+                        entry.timeout_ms = Some(d);
+                        Ok(())
+                    }
+                    Err(e) => Err(err(vat, e)),
+                },
                 "jitter" => parse_duration(value)
                     .map(|d| entry.jitter_ms = d)
                     .map_err(|e| err(vat, e)),
@@ -432,7 +443,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, on_failure, on_success or tz)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success or tz)"
                     ),
                 )),
             };
@@ -550,7 +561,7 @@ mod tests {
             vec![
                 "1:1: minute: 60 is out of range 0-59",
                 "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, on_failure, on_success or tz)",
+                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success or tz)",
                 "4:22: priority=\"urgent\": use high, normal or low",
                 "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)",
                 "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
@@ -576,6 +587,15 @@ mod tests {
              ignored: to hear of a failed run, give the entries on_failure=FUNCTION (or an \
              ON_FAILURE=FUNCTION line) and run a worker for it"
         );
+    }
+
+    #[test]
+    fn timeout_is_a_positive_duration() {
+        let f = parse("* * * * * f timeout=90s\n* * * * * g\n", &Zone::Utc).unwrap();
+        assert_eq!(f.entries[0].timeout_ms, Some(90_000));
+        assert_eq!(f.entries[1].timeout_ms, None);
+        let e = parse("* * * * * f timeout=0s\n", &Zone::Utc).unwrap_err();
+        assert!(e[0].to_string().contains("would fail every run"), "{e:?}");
     }
 
     #[test]

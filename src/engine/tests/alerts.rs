@@ -278,3 +278,68 @@ fn the_history_keeps_the_last_twenty_runs_and_survives_a_reload() {
     let after = row(&mut w, "tick");
     assert_eq!(after[LAST_ERROR..], before[LAST_ERROR..]);
 }
+
+#[test]
+fn a_run_past_its_timeout_fails_alerts_and_its_late_result_is_dropped() {
+    let mut w = world("* * * * * slow timeout=20s on_failure=alert\n", false, T0);
+    run_to(&mut w, T0 + MIN); // 06:38 fires; taken at 06:38:30
+    let wk = w.conn();
+    w.can_do(wk, "slow");
+    let (h, _) = w.grab(wk).unwrap();
+    assert_eq!(
+        w.e.next_deadline(),
+        Some(T0 + MIN + 20_000),
+        "the run's limit"
+    );
+    run_to(&mut w, T0 + MIN + 19_999);
+    assert_eq!(queued(&mut w, "alert"), 0, "not yet");
+    run_to(&mut w, T0 + MIN + 20_000);
+    let (_, alert) = take(&mut w, "alert");
+    assert!(
+        alert.contains("\"outcome\":\"failed\"")
+            && alert.contains("\"duration_ms\":20000")
+            && alert.contains(
+                "\"error\":\"timed out: not ended 20000 ms after it started (the entry's timeout=)\""
+            ),
+        "{alert}"
+    );
+    // The worker was told nothing; its late result is refused as gearmand refuses any
+    // result for a job it does not hold.
+    let r = w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b("late"),
+        },
+    );
+    assert_eq!(
+        r,
+        vec![(
+            wk,
+            Response::error("JOB_NOT_FOUND", "Job given in work result not found")
+        )]
+    );
+    let row = row(&mut w, "slow");
+    assert_eq!(row[5], "timeout (20000 ms, timeout=)");
+    assert_eq!(row[RECENT], "2026-11-22T06:38:00Z 20000ms failed");
+}
+
+#[test]
+fn a_shorter_can_do_timeout_wins_and_says_so() {
+    let mut w = world("* * * * * slow timeout=1h\n", false, T0);
+    run_to(&mut w, T0 + MIN);
+    let wk = w.conn();
+    w.req(
+        wk,
+        Request::CanDoTimeout {
+            func: b("slow"),
+            timeout_ms: 5_000,
+        },
+    );
+    w.grab(wk).unwrap();
+    run_to(&mut w, T0 + MIN + 5_000);
+    assert_eq!(
+        row(&mut w, "slow")[LAST_ERROR],
+        "timed out (CAN_DO_TIMEOUT)"
+    );
+}
