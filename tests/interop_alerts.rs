@@ -1,0 +1,84 @@
+//! Alerts end to end with real components: a PHP (pecl/gearman) worker throws for a schedule
+//! entry with `on_failure=alert`, and a `gearwheel work -f alert -- sh -c 'cat > FILE'` worker
+//! writes the alert it is given to a file, whose JSON is checked field by field.
+
+mod common;
+mod interop_support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Server, require};
+use interop_support::*;
+
+#[test]
+fn a_php_worker_that_throws_for_an_entry_alerts_a_gearwheel_work_worker() {
+    if !require(
+        have_php_gearman(),
+        "php-cli with the gearman extension (php-gearman)",
+    ) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("gearwheel-interop-alerts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.cron");
+    // An hourly entry, run by hand: the test decides when it runs. `throw` is worker.php's
+    // function that answers WORK_EXCEPTION "boom".
+    std::fs::write(
+        &file,
+        "@every 1h throw id=nightly on_failure=alert -- payload\n",
+    )
+    .unwrap();
+    let alert_file = dir.join("alert.json");
+    let _ = std::fs::remove_file(&alert_file);
+    let s = Server::start(&["--schedules", file.to_str().unwrap()]);
+    let _php = script_worker(&s, "php", "worker.php", 5);
+    let _notify = Proc::spawn(
+        "gearwheel work -f alert",
+        Command::new(env!("CARGO_BIN_EXE_gearwheel"))
+            .args(["work", "-s", &s.addr.to_string(), "-f", "alert", "--"])
+            .args([
+                "sh",
+                "-c",
+                "cat > \"$ALERT_FILE.tmp\" && mv \"$ALERT_FILE.tmp\" \"$ALERT_FILE\"",
+            ])
+            .env("ALERT_FILE", &alert_file),
+        None,
+    );
+    wait_workers(&s, "alert", 1, 10);
+
+    let mut admin = s.connect();
+    let reply = admin.admin("run schedule nightly", false);
+    let handle = reply
+        .strip_prefix("OK ")
+        .unwrap_or_else(|| panic!("{reply}"))
+        .trim()
+        .to_string();
+    let end = Instant::now() + Duration::from_secs(15);
+    let alert = loop {
+        if let Ok(text) = std::fs::read_to_string(&alert_file) {
+            break text;
+        }
+        assert!(
+            Instant::now() < end,
+            "no alert written; server log:\n{}",
+            s.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let prefix = "{\"event\":\"failure\",\"entry\":\"nightly\",\"function\":\"throw\",\"outcome\":\"failed\",\"scheduled\":\"20";
+    assert!(alert.starts_with(prefix), "{alert}");
+    let tail = format!(
+        "\"manual\":true,\"attempts\":1,\"error\":\"boom\",\"handle\":\"{handle}\",\"server\":\"H:"
+    );
+    assert!(alert.contains(&tail), "{tail} in {alert}");
+    assert!(
+        alert.contains("\"started\":\"20") && alert.contains("\"duration_ms\":"),
+        "{alert}"
+    );
+    assert!(alert.ends_with("\"}"), "one JSON object: {alert}");
+    let row = admin.schedule_row("nightly");
+    assert_eq!(row[13], "boom", "{row:?}");
+    assert!(row[14].ends_with(" failed manual"), "{row:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
