@@ -154,6 +154,14 @@ pub struct ServeArgs {
     /// dropped first (default 64 MiB, 0 = no byte bound)
     #[argh(option, default = "64 << 20")]
     pub keep_failed_bytes: usize,
+    /// times a failed background job is queued again, after its backoff, before it fails for
+    /// good (default 0, as gearmand); `retry FUNCTION N BACKOFF` sets it per function
+    #[argh(option, default = "0")]
+    pub retry: u32,
+    /// wait before the first retry, doubling for each next one, capped at MAX: DURATION or
+    /// DURATION..MAX (default 30s..1h)
+    #[argh(option)]
+    pub retry_backoff: Option<String>,
     /// keep background and future jobs and schedule runs in a journal in this directory
     /// (created if missing), so that they survive a crash or a restart
     #[argh(option)]
@@ -528,6 +536,15 @@ impl Config {
         }
         let zone = Zone::parse(a.timezone.as_deref().unwrap_or("local"))
             .map_err(|e| format!("--timezone: {e}"))?;
+        let retry = crate::schedule::backoff::RetryPolicy {
+            retries: crate::schedule::backoff::parse_retries(&a.retry.to_string())
+                .map_err(|e| format!("--retry: {e}"))?,
+            backoff: match a.retry_backoff.as_deref() {
+                None => Default::default(),
+                Some(b) => crate::schedule::backoff::Backoff::parse(b)
+                    .map_err(|e| format!("--retry-backoff: {e}"))?,
+            },
+        };
         let future_horizon_ms = match a.future_horizon.as_deref() {
             None => 31 * 86_400_000,
             Some("0") => 0,
@@ -584,6 +601,7 @@ impl Config {
                 future_horizon_ms,
                 keep_failed: a.keep_failed,
                 keep_failed_bytes: a.keep_failed_bytes,
+                retry,
             },
             notices,
             schedules: a.schedules.clone(),

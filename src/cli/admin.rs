@@ -19,6 +19,8 @@ pub(crate) enum View {
     Schedules,
     /// `show failed`.
     Failed,
+    /// `show retries`.
+    Retries,
     /// `OK <value>`: print the value.
     Value,
     /// `OK`, or `OK h n l` from `maxqueue FUNC`.
@@ -42,7 +44,8 @@ pub(crate) struct Plan {
 const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, schedules, \
                      journal, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
                      maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
-                     failed [FUNC], retry|drop failed HANDLE|FUNC|all, shutdown [graceful], or any \
+                     failed [FUNC], retry|drop failed HANDLE|FUNC|all, retries, \
+                     retry FUNC N BACKOFF[..MAX], shutdown [graceful], or any \
                      line of the admin protocol (show jobs, cancel job HANDLE, ...)";
 
 /// The admin protocol's own spellings (`show jobs`, `cancel job H`, `reload schedules`) as
@@ -59,7 +62,7 @@ fn short_form(words: &[String]) -> Vec<String> {
         ["show", "unique", "jobs"] => keep(3, "unique"),
         [
             "show",
-            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "failed"),
+            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "failed" | "retries"),
             ..,
         ] => keep(2, w),
         ["cancel", "job", _] => keep(2, "cancel"),
@@ -121,6 +124,8 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             [f] => list(&format!("show failed {f}"), View::Failed),
             _ => Err("failed takes nothing or a function".into()),
         },
+        "retries" => arity(0, "no arguments").and(list("show retries", View::Retries)),
+        "retry" if rest.len() == 3 => one(format!("retry {}", rest.join(" ")), View::Ok),
         op @ ("retry" | "drop") if rest.first().is_some_and(|w| w == "failed") => {
             arity(2, "failed and a handle, a function or all")
                 .and_then(|_| one(format!("{op} failed {}", rest[1]), View::Value))
@@ -315,6 +320,7 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
             ],
             &tsv(lines),
         ),
+        View::Retries => table::render(&["FUNCTION", "RETRIES", "BACKOFF", "PENDING"], &tsv(lines)),
         View::Value => lines
             .first()
             .map(|l| format!("{}\n", l.strip_prefix("OK ").unwrap_or(l)))
@@ -425,6 +431,11 @@ mod tests {
         assert_eq!(p("scheduled"), Ok(("show scheduled".into(), true)));
         assert_eq!(p("schedules"), Ok(("show schedules".into(), true)));
         assert_eq!(p("failed"), Ok(("show failed".into(), true)));
+        assert_eq!(p("retries"), Ok(("show retries".into(), true)));
+        assert_eq!(
+            p("retry f 3 30s..10m"),
+            Ok(("retry f 3 30s..10m".into(), false))
+        );
         assert_eq!(p("show failed f"), Ok(("show failed f".into(), true)));
         assert_eq!(
             p("retry failed all"),

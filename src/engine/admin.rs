@@ -144,6 +144,30 @@ impl Engine {
                 let handles = self.retry_failed(FailedSelector::parse(&sel), now, out);
                 format!("OK {}\n", handles.len()).into()
             }
+            AdminCommand::ShowRetries => self.retries_listing().into(),
+            AdminCommand::SetRetry { func, .. } if has_control(&func) => {
+                Bytes::from_static(BAD_NAME)
+            }
+            AdminCommand::SetRetry {
+                func,
+                retries,
+                backoff,
+            } => {
+                use crate::schedule::backoff::{Backoff, RetryPolicy, parse_retries};
+                let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+                match (
+                    parse_retries(&text(&retries)),
+                    Backoff::parse(&text(&backoff)),
+                ) {
+                    (Ok(retries), Ok(backoff)) => {
+                        self.set_retry(&func, RetryPolicy { retries, backoff });
+                        Bytes::from_static(b"OK\r\n")
+                    }
+                    (Err(e), _) | (_, Err(e)) => {
+                        format!("ERR INVALID_ARGUMENTS {}\r\n", e.replace(' ', "+")).into()
+                    }
+                }
+            }
             AdminCommand::DropFailed(sel) => {
                 format!("OK {}\n", self.drop_failed(FailedSelector::parse(&sel))).into()
             }

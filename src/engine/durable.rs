@@ -68,6 +68,13 @@ pub enum Durable {
     FailedGone {
         handle: Bytes,
     },
+    /// Job `id` (just added) is a retry after `failures` failed attempts (retries.rs).
+    JobAttempts {
+        id: u64,
+        failures: u32,
+        first_ms: u64,
+        entry: Option<Rc<str>>,
+    },
 }
 
 /// A background job read back from the journal.
@@ -82,6 +89,8 @@ pub struct RestoredJob {
     pub due_ms: Option<u64>,
     pub data: Bytes,
     pub retries: u32,
+    /// A retry: failed attempts before it, when the first failed, its schedule entry.
+    pub attempts: Option<(u32, u64, Option<Rc<str>>)>,
 }
 
 impl Engine {
@@ -152,6 +161,17 @@ impl Engine {
         self.next_handle = saved;
         if r.retries > 0 {
             self.extra_mut(k).retries = r.retries;
+        }
+        if let Some((failures, first_fail_ms, entry)) = r.attempts {
+            let rare = self.extra_mut(k).rare.get_or_insert_with(Default::default);
+            rare.failures = failures;
+            rare.first_fail_ms = first_fail_ms;
+            rare.origin = entry.map(|entry| super::Origin {
+                entry,
+                scheduled_ms: first_fail_ms,
+                started_ms: None,
+                manual: false,
+            });
         }
         let job = &mut self.jobs[k];
         if !self.by_handle.is_own(&r.handle, job.id) {

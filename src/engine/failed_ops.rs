@@ -15,9 +15,10 @@ impl Engine {
     /// THE one place where a background job has failed for good: WORK_FAIL, WORK_EXCEPTION, a
     /// CAN_DO_TIMEOUT or `--job-retries` spent, after any retries it had are used up. Called
     /// from `end_job` while the job is still in place (its fields, extras and origin readable),
-    /// just before it is removed. The failed list is kept here; the schedule side (on_failure
-    /// alerts, run history, last error; the alerts-history work) hooks in here too, so every
-    /// consequence of a final failure hangs off this one call. Returns the journal record that
+    /// just before it is removed. The failed list is kept here; `end_job` then tells the
+    /// schedule side (run history, last error, on_failure alert: `schedule_outcome`), which a
+    /// failed attempt that will be retried never reaches (retries.rs), so both see only final
+    /// failures. Returns the journal record that
     /// ends the job when it was kept (see `Durable::FailedKept`).
     pub(super) fn failed_for_good(
         &mut self,
@@ -27,8 +28,10 @@ impl Engine {
     ) -> Option<Durable> {
         let job = &self.jobs[k];
         let retries = self.extra(k).map_or(0, |e| e.retries);
+        // Attempts that failed before this one (retries with backoff), and when the first did.
+        let (before, first) = self.prior_failures(k);
         // Not failures of the job: a cancel was an operator's, a requeue goes on.
-        let (error, attempts) = outcome.failure(retries)?;
+        let (error, attempts) = outcome.failure(retries + before)?;
         let origin = self.rare(k).and_then(|r| r.origin.as_ref());
         let failed = FailedJob {
             handle: self.by_handle.of(job).to_bytes(),
@@ -37,7 +40,7 @@ impl Engine {
             data: job.data(),
             error,
             attempts: attempts.max(1),
-            first_ms: now,
+            first_ms: if first > 0 { first } else { now },
             last_ms: now,
             entry: origin.map(|o| std::rc::Rc::clone(&o.entry)),
         };

@@ -12,6 +12,7 @@ mod handles;
 mod horizon;
 mod query;
 mod reactor_api;
+mod retries;
 mod run_end;
 mod run_history;
 mod schedule_ops;
@@ -86,6 +87,9 @@ pub struct EngineConfig {
     pub keep_failed: usize,
     /// Bytes the failed list may hold (`--keep-failed-bytes`; 0: no byte bound).
     pub keep_failed_bytes: usize,
+    /// `--retry N --retry-backoff ...`: every function's retry policy unless `retry FUNCTION`
+    /// set one (0 retries: as gearmand).
+    pub retry: crate::schedule::backoff::RetryPolicy,
 }
 
 impl Default for EngineConfig {
@@ -106,6 +110,7 @@ impl Default for EngineConfig {
             future_horizon_ms: 0,
             keep_failed: 1000,
             keep_failed_bytes: 64 << 20,
+            retry: Default::default(),
         }
     }
 }
@@ -1226,6 +1231,8 @@ impl Engine {
                 e.rare = Some(Box::new(Rare {
                     reducer: new.reducer,
                     origin: new.origin,
+                    failures: 0,
+                    first_fail_ms: 0,
                 }));
             }
         }
@@ -1468,6 +1475,9 @@ impl Engine {
         };
         if let Some(c) = counted {
             self.count(self.jobs[k].func(), c);
+        }
+        if self.retry_later(k, &outcome, now) {
+            return;
         }
         let kept = if self.jobs[k].background() {
             self.failed_for_good(k, &outcome, now)

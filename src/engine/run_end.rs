@@ -64,7 +64,8 @@ impl Engine {
             outcome: o,
             manual: origin.manual,
         });
-        let retries = self.extra(k).map_or(0, |e| e.retries);
+        // Given back by workers that left, plus failed attempts before a retry (retries.rs).
+        let retries = self.extra(k).map_or(0, |e| e.retries) + self.prior_failures(k).0;
         let failure = outcome.failure(retries);
         let Some(&slot) = self.schedules.by_id.get(&origin.entry) else {
             return;

@@ -105,6 +105,7 @@ pub struct LoadReport {
 }
 
 /// How a scheduled job ended (or paused).
+#[derive(Clone, Copy)]
 pub(crate) enum Outcome<'a> {
     Complete,
     Fail,
@@ -232,7 +233,7 @@ pub(super) fn opt_time(ms: Option<u64>) -> String {
 
 impl Schedules {
     /// A random delay in `0..=max` ms (xorshift; jitter needs no more).
-    fn jitter(&mut self, max: u64) -> u64 {
+    pub(super) fn jitter(&mut self, max: u64) -> u64 {
         if max == 0 {
             return 0;
         }

@@ -181,6 +181,8 @@ pub struct Function {
     pub pinned: bool,
     /// Jobs of this function since start, for `/metrics` (kept here: no hashing per event).
     pub counters: JobCounters,
+    /// `retry FUNCTION N BACKOFF`: this function's retry policy, over `--retry`.
+    pub retry: Option<crate::schedule::backoff::RetryPolicy>,
 }
 
 /// Cumulative job events of one function since the server started.
@@ -214,6 +216,7 @@ impl Function {
             max_queue: [max_queue; 3],
             pinned: false,
             counters: JobCounters::default(),
+            retry: None,
         }
     }
 
@@ -379,6 +382,10 @@ pub struct Rare {
     pub reducer: Option<Bytes>,
     /// The schedule entry that injected the job (and when a worker last took it).
     pub origin: Option<Origin>,
+    /// Failed attempts before this one, when it is a retry (src/engine/retries.rs).
+    pub failures: u32,
+    /// When its first attempt failed (0: it is not a retry).
+    pub first_fail_ms: u64,
 }
 
 /// Where a scheduled job came from, so its outcome reaches the entry's history.

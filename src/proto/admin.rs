@@ -42,6 +42,14 @@ pub enum AdminCommand {
     RetryFailed(Bytes),
     /// `drop failed HANDLE|FUNCTION|all`.
     DropFailed(Bytes),
+    /// `retry FUNCTION N BACKOFF[..MAX]` (the count and backoff as sent; the engine checks).
+    SetRetry {
+        func: Bytes,
+        retries: Bytes,
+        backoff: Bytes,
+    },
+    /// `show retries`.
+    ShowRetries,
     /// A line the server answers with a fixed reply (an error), already formatted.
     Reply(&'static str),
     /// An unknown command word, answered with gearmand's UNKNOWN_COMMAND text.
@@ -155,6 +163,7 @@ impl AdminCommand {
                 (Some(a), _) if word_eq(a, "schedules") => AdminCommand::ShowSchedules,
                 (Some(a), _) if word_eq(a, "journal") => AdminCommand::ShowJournal,
                 (Some(a), f) if word_eq(a, "failed") => AdminCommand::ShowFailed(f.cloned()),
+                (Some(a), _) if word_eq(a, "retries") => AdminCommand::ShowRetries,
                 _ => AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n"),
             }
         } else if word_eq(cmd, "cancel") {
@@ -162,6 +171,12 @@ impl AdminCommand {
                 (Some(j), Some(h)) if word_eq(j, "job") => AdminCommand::CancelJob(h.clone()),
                 (Some(_), Some(_)) => AdminCommand::Reply("ERR UNKNOWN_ERROR\r\n"),
                 _ => AdminCommand::Unknown(cmd.clone()),
+            }
+        } else if word_eq(cmd, "retry") && words.len() == 4 {
+            AdminCommand::SetRetry {
+                func: words[1].clone(),
+                retries: words[2].clone(),
+                backoff: words[3].clone(),
             }
         } else if (word_eq(cmd, "retry") || word_eq(cmd, "drop"))
             && arg(1).is_some_and(|a| word_eq(a, "failed"))
@@ -285,6 +300,15 @@ mod tests {
         assert_eq!(p("show failed"), AdminCommand::ShowFailed(None));
         assert_eq!(p("show FAILED f"), AdminCommand::ShowFailed(Some(b("f"))));
         assert_eq!(p("retry failed all"), AdminCommand::RetryFailed(b("all")));
+        assert_eq!(p("show retries"), AdminCommand::ShowRetries);
+        assert_eq!(
+            p("retry failed 3 30s"),
+            AdminCommand::SetRetry {
+                func: b("failed"),
+                retries: b("3"),
+                backoff: b("30s")
+            }
+        );
         assert_eq!(p("drop failed H:x:1"), AdminCommand::DropFailed(b("H:x:1")));
         assert_eq!(p("drop function f"), AdminCommand::DropFunction(b("f")));
         assert!(matches!(p("retry failed"), AdminCommand::Reply(_)));

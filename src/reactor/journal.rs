@@ -107,6 +107,17 @@ fn record(d: Durable) -> Record {
             entry: job.entry.map(|e| Bytes::copy_from_slice(e.as_bytes())),
         }),
         Durable::FailedGone { handle } => Record::FailedGone { handle },
+        Durable::JobAttempts {
+            id,
+            failures,
+            first_ms,
+            entry,
+        } => Record::JobAttempts {
+            id,
+            failures,
+            first_ms,
+            entry: entry.map(|e| Bytes::copy_from_slice(e.as_bytes())),
+        },
     }
 }
 
@@ -159,6 +170,9 @@ impl Server {
                     due_ms: j.due_ms,
                     data: j.data,
                     retries: r.retries,
+                    attempts: r.attempts.map(|(n, first, entry)| {
+                        (n, first, entry.map(|e| String::from_utf8_lossy(&e).into()))
+                    }),
                 },
                 now,
                 &mut self.outbox,

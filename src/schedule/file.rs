@@ -63,6 +63,8 @@ pub struct Entry {
     pub on_success: Option<String>,
     /// `timeout=DURATION`: a run not ended this long after a worker took it fails.
     pub timeout_ms: Option<u64>,
+    /// `retry=N backoff=DURATION[..MAX]`: a failed run is queued again (src/schedule/backoff.rs).
+    pub retry: super::backoff::RetryPolicy,
     /// The workload template (after `--`).
     pub workload: String,
 }
@@ -345,6 +347,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             on_failure: on_failure.clone(),
             on_success: None,
             timeout_ms: None,
+            retry: super::backoff::RetryPolicy::default(),
             workload: String::new(),
         };
         let mut id_at = func_at;
@@ -410,6 +413,12 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 "jitter" => parse_duration(value)
                     .map(|d| entry.jitter_ms = d)
                     .map_err(|e| err(vat, e)),
+                "retry" => super::backoff::parse_retries(value)
+                    .map(|n| entry.retry.retries = n)
+                    .map_err(|e| err(vat, e)),
+                "backoff" => super::backoff::Backoff::parse(value)
+                    .map(|b| entry.retry.backoff = b)
+                    .map_err(|e| err(vat, e)),
                 "fanout" => match value.parse::<u32>() {
                     Ok(n) if (1..=10_000).contains(&n) => {
                         entry.fanout = n;
@@ -443,7 +452,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success or tz)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff or tz)"
                     ),
                 )),
             };
@@ -561,7 +570,7 @@ mod tests {
             vec![
                 "1:1: minute: 60 is out of range 0-59",
                 "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success or tz)",
+                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff or tz)",
                 "4:22: priority=\"urgent\": use high, normal or low",
                 "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)",
                 "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",

@@ -42,6 +42,7 @@ pub(super) struct SnapOut {
     moved_jobs: Vec<(u64, u64)>,
     moved_scheds: Vec<(Bytes, u64)>,
     moved_failed: Vec<(Bytes, u64)>,
+    moved_attempts: Vec<(u64, u64)>,
 }
 
 #[cfg(test)]
@@ -349,6 +350,12 @@ impl Journal {
                 l.off = off;
             }
         }
+        for (id, off) in c.snap.moved_attempts.drain(..) {
+            if let Some(s) = self.live.attempts.get_mut(&id).filter(|s| is_input(s.file)) {
+                s.file = snap_id;
+                s.off = off;
+            }
+        }
         for (h, off) in c.snap.moved_failed.drain(..) {
             if let Some(s) = self.live.failed.get_mut(&h).filter(|s| is_input(s.file)) {
                 s.file = snap_id;
@@ -451,6 +458,19 @@ fn copy_if_live(
             };
             c.out.extend_from_slice(rec);
             c.moved_scheds.push((key.clone(), new_off));
+        }
+        record::T_JOB_ATTEMPTS => {
+            let Some(id) = record::job_id(payload) else {
+                return;
+            };
+            if live
+                .attempts
+                .get(&id)
+                .is_some_and(|l| l.file == fid && l.off == at)
+            {
+                c.out.extend_from_slice(rec);
+                c.moved_attempts.push((id, new_off));
+            }
         }
         record::T_FAILED_KEPT => {
             let Some(handle) = record::failed_handle(h, payload) else {

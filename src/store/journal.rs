@@ -165,6 +165,7 @@ impl Journal {
             live,
             slots,
             failed,
+            mut attempts,
         } = rb;
         let mut failed: Vec<(u64, super::FailedKept)> = failed.into_values().collect();
         failed.sort_by_key(|(seq, _)| *seq);
@@ -172,7 +173,12 @@ impl Journal {
         let mut jobs = Vec::with_capacity(live.jobs.len());
         for j in slots.into_iter().flatten() {
             let retries = live.jobs.get(&j.id).map_or(0, |l| l.retries);
-            jobs.push(ReplayedJob { job: *j, retries });
+            let attempts = attempts.remove(&j.id);
+            jobs.push(ReplayedJob {
+                job: *j,
+                retries,
+                attempts,
+            });
         }
         let mut schedules: Vec<ScheduleRun> = live
             .schedules

@@ -75,6 +75,14 @@ impl Hasher for IdHasher {
 
 pub(super) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
+impl LiveSet {
+    fn forget_attempts(&mut self, id: u64) {
+        if let Some(o) = self.attempts.remove(&id) {
+            self.live_bytes -= u64::from(o.len);
+        }
+    }
+}
+
 /// The live set: which records still matter, and how many bytes they take.
 #[derive(Debug, Default)]
 pub(super) struct LiveSet {
@@ -82,6 +90,8 @@ pub(super) struct LiveSet {
     pub(super) schedules: HashMap<Bytes, SchedLoc>,
     /// Kept failed jobs by handle.
     pub(super) failed: HashMap<Bytes, FailLoc>,
+    /// JobAttempts records of live jobs that are retries, by job id.
+    pub(super) attempts: IdMap<FailLoc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -130,6 +140,7 @@ impl LiveSet {
                     self.live_bytes -= u64::from(o.len);
                 }
                 // It ends its job, as a JobFinished would.
+                self.forget_attempts(f.id);
                 let old = self.jobs.remove(&f.id);
                 if let Some(o) = &old {
                     self.live_bytes -= o.live_len();
@@ -142,7 +153,21 @@ impl LiveSet {
                 }
                 None
             }
+            Record::JobAttempts { id, .. } => {
+                let new = FailLoc {
+                    off,
+                    file,
+                    len,
+                    seq: 0,
+                };
+                self.live_bytes += u64::from(len);
+                if let Some(o) = self.attempts.insert(*id, new) {
+                    self.live_bytes -= u64::from(o.len);
+                }
+                None
+            }
             Record::JobFinished { id, .. } => {
+                self.forget_attempts(*id);
                 let old = self.jobs.remove(id);
                 if let Some(o) = &old {
                     self.live_bytes -= o.live_len();

@@ -188,10 +188,14 @@ pub struct Replayed {
     pub stats: ReplayStats,
 }
 
+/// A retry's record: failed attempts before it, when the first failed, its schedule entry.
+pub type Attempts = (u32, u64, Option<Bytes>);
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayedJob {
     pub job: JobAdded,
     pub retries: u32,
+    pub attempts: Option<Attempts>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -24,6 +24,11 @@ pub(crate) const T_SCHEDULE_STATE: u8 = 5;
 pub(crate) const T_FAILED_KEPT: u8 = 6;
 /// A job left the failed list (dropped, retried, or past its bounds).
 pub(crate) const T_FAILED_GONE: u8 = 7;
+/// A job is a retry: its failed attempts so far, when the first failed, and its schedule
+/// entry (the policy it retries under). Written right after the retry's JobAdded.
+pub(crate) const T_JOB_ATTEMPTS: u8 = 8;
+/// Fixed part of a T_JOB_ATTEMPTS payload: id, failures, first failure, has-entry byte.
+const JOB_ATTEMPTS_FIXED: usize = 8 + 4 + 8 + 1;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
@@ -176,6 +181,13 @@ pub enum Record {
     FailedKept(FailedKept),
     /// The failed job with this handle left the list.
     FailedGone { handle: Bytes },
+    /// Job `id` is a retry after `failures` failed attempts, the first at `first_ms`.
+    JobAttempts {
+        id: u64,
+        failures: u32,
+        first_ms: u64,
+        entry: Option<Bytes>,
+    },
 }
 
 impl Record {
@@ -188,6 +200,7 @@ impl Record {
             Record::ScheduleRan { .. } => T_SCHEDULE_STATE,
             Record::FailedKept(_) => T_FAILED_KEPT,
             Record::FailedGone { .. } => T_FAILED_GONE,
+            Record::JobAttempts { .. } => T_JOB_ATTEMPTS,
         }
     }
 
@@ -230,6 +243,9 @@ impl Record {
                     + f.data.len() as u64
             }
             Record::FailedGone { handle } => handle.len() as u64,
+            Record::JobAttempts { entry, .. } => {
+                (JOB_ATTEMPTS_FIXED + entry.as_ref().map_or(0, |e| e.len())) as u64
+            }
         }
     }
 }
@@ -315,6 +331,18 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&f.data);
         }
         Record::FailedGone { handle } => buf.extend_from_slice(handle),
+        Record::JobAttempts {
+            id,
+            failures,
+            first_ms,
+            entry,
+        } => {
+            buf.extend_from_slice(&id.to_le_bytes());
+            buf.extend_from_slice(&failures.to_le_bytes());
+            buf.extend_from_slice(&first_ms.to_le_bytes());
+            buf.push(u8::from(entry.is_some()));
+            buf.extend_from_slice(entry.as_deref().unwrap_or(&[]));
+        }
     }
     let crc = crc32c::crc32c_append(pre, &buf[start + HEADER_LEN..]);
     buf[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
@@ -361,7 +389,7 @@ pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
     if u16::from_le_bytes([h[6], h[7]]) != pre as u16 {
         return None;
     }
-    if !(T_JOB_ADDED..=T_FAILED_GONE).contains(&ty) {
+    if !(T_JOB_ADDED..=T_JOB_ATTEMPTS).contains(&ty) {
         return None;
     }
     if ver != VERSION && !(ty == T_SCHEDULE_STATE && ver == SCHEDULE_STATE_MARKED) {
@@ -535,6 +563,26 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 last_ms,
             })
         }
+        T_JOB_ATTEMPTS => {
+            let id = c.u64()?;
+            let failures = c.u32()?;
+            let first_ms = c.u64()?;
+            let has_entry = match c.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err("unknown flags in a job-attempts record"),
+            };
+            let rest = Bytes::copy_from_slice(&payload[c.at..]);
+            if !has_entry && !rest.is_empty() {
+                return Err("record longer than its fields");
+            }
+            Record::JobAttempts {
+                id,
+                failures,
+                first_ms,
+                entry: has_entry.then_some(rest),
+            }
+        }
         T_FAILED_GONE => Record::FailedGone {
             handle: Bytes::copy_from_slice(payload),
         },
@@ -553,6 +601,7 @@ pub(crate) fn type_name(ty: u8) -> &'static str {
         T_SCHEDULE_STATE => "schedule-state",
         T_FAILED_KEPT => "failed-kept",
         T_FAILED_GONE => "failed-gone",
+        T_JOB_ATTEMPTS => "job-attempts",
         _ => "unknown",
     }
 }

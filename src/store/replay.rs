@@ -21,6 +21,8 @@ pub(super) struct Rebuild {
     /// Kept failed jobs by handle, with the order they were kept in (bounded by the
     /// server's `--keep-failed`, which wrote a FailedGone for each one past it).
     pub(super) failed: std::collections::HashMap<Bytes, (u64, FailedKept)>,
+    /// JobAttempts of live jobs, by job id.
+    pub(super) attempts: std::collections::HashMap<u64, super::Attempts>,
 }
 
 impl Rebuild {
@@ -33,7 +35,19 @@ impl Rebuild {
         }
         match rec {
             Record::JobAdded(j) => self.slots.push(Some(Box::new(j))),
+            Record::JobAttempts {
+                id,
+                failures,
+                first_ms,
+                entry,
+            } => {
+                self.attempts.insert(id, (failures, first_ms, entry));
+            }
+            Record::JobFinished { id, .. } => {
+                self.attempts.remove(&id);
+            }
             Record::FailedKept(f) => {
+                self.attempts.remove(&f.id);
                 let seq = self.live.failed.get(&f.handle).map_or(0, |l| l.seq);
                 self.failed.insert(f.handle.clone(), (seq, f));
             }

@@ -119,3 +119,80 @@ fn compaction_keeps_kept_failures_and_drops_gone_ones() {
     let ids: Vec<u64> = r.failed.iter().map(|f| f.id).collect();
     assert_eq!(ids, (1..=30).map(|i| i * 10).collect::<Vec<_>>());
 }
+
+#[test]
+fn job_attempts_follow_their_job_through_replay_and_compaction() {
+    let attempts = |id: u64, entry: Option<&'static [u8]>| Record::JobAttempts {
+        id,
+        failures: id as u32,
+        first_ms: 1_700_000_000_000 + id,
+        entry: entry.map(Bytes::from_static),
+    };
+    for r in [
+        attempts(1, Some(b"nightly")),
+        attempts(2, None),
+        attempts(3, Some(b"")),
+    ] {
+        let mut buf = Vec::new();
+        record::encode(&mut buf, &r).unwrap();
+        let h = record::parse_header(&buf).unwrap();
+        assert_eq!(record::decode(&h, &buf[HEADER_LEN..]).unwrap(), r);
+    }
+    let d = TempDir::new("attempts");
+    let o = Options {
+        fsync: FsyncMode::Never,
+        segment_bytes: 4096,
+        compact_min_bytes: 8192,
+        compact_dead_factor: 2.0,
+    };
+    let (mut j, _) = open(d.path(), o);
+    for id in 1..=300u64 {
+        j.append(&Record::JobAdded(job(id, 60))).unwrap();
+        j.append(&attempts(id, Some(b"e"))).unwrap();
+        match id % 3 {
+            0 => {}
+            1 => j
+                .append(&Record::JobFinished {
+                    id,
+                    reason: FinishReason::Complete,
+                })
+                .unwrap(),
+            _ => {
+                j.append(&Record::FailedKept(kept(id, None))).unwrap();
+                if id % 30 != 2 {
+                    j.append(&Record::FailedGone {
+                        handle: Bytes::from(format!("H:test:{id}")),
+                    })
+                    .unwrap();
+                }
+            }
+        }
+        j.commit(id).unwrap();
+    }
+    let before = j.stats().live_bytes;
+    assert!(j.needs_compaction());
+    while j.compact_step(2048).unwrap() {}
+    assert_eq!(j.stats().live_bytes, before);
+    drop(j);
+    let (_, r) = open(d.path(), o);
+    let live: Vec<(u64, Option<crate::store::Attempts>)> = r
+        .jobs
+        .iter()
+        .map(|x| (x.job.id, x.attempts.clone()))
+        .collect();
+    let want: Vec<_> = (1..=100u64)
+        .map(|i| i * 3)
+        .map(|id| {
+            (
+                id,
+                Some((
+                    id as u32,
+                    1_700_000_000_000 + id,
+                    Some(Bytes::from_static(b"e")),
+                )),
+            )
+        })
+        .collect();
+    assert_eq!(live, want);
+    assert_eq!(r.failed.len(), 10);
+}

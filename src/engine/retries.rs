@@ -1,0 +1,139 @@
+//! Retries with backoff: a background job that fails (WORK_FAIL, WORK_EXCEPTION, a
+//! CAN_DO_TIMEOUT) while its policy has retries left is queued again after its backoff, as a
+//! future job in the timer wheel (and so in the journal), with the same unique and workload;
+//! only when they are spent does it fail for good (`failed_for_good`). The policy is the
+//! schedule entry's (`retry=`, `backoff=`), else the function's (`retry FUNCTION N BACKOFF`),
+//! else the server's (`--retry`, `--retry-backoff`).
+
+use std::io::Write as _;
+use std::rc::Rc;
+
+use super::schedules::Outcome;
+use super::{Engine, JobKey, NewJob, Outbox};
+use crate::proto::names::push_escaped;
+use crate::proto::request::JobBody;
+use crate::schedule::backoff::RetryPolicy;
+
+impl Engine {
+    /// The policy for job `k`, and the entry's jitter.
+    fn retry_policy(&self, k: JobKey) -> (RetryPolicy, u64) {
+        let origin = self.rare(k).and_then(|r| r.origin.as_ref());
+        if let Some(e) = origin
+            .and_then(|o| self.schedules.by_id.get(&o.entry))
+            .map(|&slot| &self.schedules.entries[slot].entry)
+            .filter(|e| e.retry.retries > 0)
+        {
+            return (e.retry, e.jitter_ms);
+        }
+        let f = &self.functions[self.jobs[k].func()];
+        (f.retry.unwrap_or(self.config.retry), 0)
+    }
+
+    /// If job `k` has retries left after `outcome`, end it and queue it again after its
+    /// backoff; true when it did. Called from `end_job` before a failure is final.
+    pub(super) fn retry_later(&mut self, k: JobKey, outcome: &Outcome<'_>, now: u64) -> bool {
+        if !self.jobs[k].background()
+            || !matches!(
+                outcome,
+                Outcome::Fail | Outcome::Exception(_) | Outcome::Timeout
+            )
+        {
+            return false;
+        }
+        let (policy, jitter) = self.retry_policy(k);
+        let rare = self.rare(k);
+        let failures = rare.map_or(0, |r| r.failures) + 1;
+        if failures > policy.retries {
+            return false;
+        }
+        let first_fail_ms = match rare.map_or(0, |r| r.first_fail_ms) {
+            0 => now,
+            t => t,
+        };
+        let origin = rare.and_then(|r| r.origin.clone());
+        let delay = policy.backoff.delay_ms(failures) + self.schedules.jitter(jitter);
+        let due = now.saturating_add(delay);
+        let job = &self.jobs[k];
+        let (func, unique, data, priority) = (job.func(), job.unique(), job.data(), job.priority);
+        let indexed = job.is(super::types::INDEXED);
+        let old = self.by_handle.of(job).to_string();
+        let entry: Option<Rc<str>> = origin.as_ref().map(|o| Rc::clone(&o.entry));
+        // The entry's history, counters and on_failure alert see the run once, when it ends
+        // for good: a failed attempt with retries left is only logged here.
+        self.remove_job(k, super::FinishKind::Fail);
+        let new = NewJob {
+            func,
+            // Same unique, same workload: placeholders are not filled again, and an
+            // overlap=skip entry still sees one run.
+            body: JobBody::new(&unique, &data),
+            reducer: None,
+            priority,
+            background: true,
+            due_ms: Some(due),
+            origin,
+        };
+        // A future job touches no connection: nothing goes to this outbox.
+        let mut out = Outbox::default();
+        let nk = self.create_job(new, indexed, None, now, &mut out);
+        let r = self.extra_mut(nk).rare.get_or_insert_with(Default::default);
+        r.failures = failures;
+        r.first_fail_ms = first_fail_ms;
+        if self.config.durable {
+            // After the retry's JobAdded (create_job wrote it), in the same turn's write.
+            self.durable.push(super::Durable::JobAttempts {
+                id: self.jobs[nk].id,
+                failures,
+                first_ms: first_fail_ms,
+                entry: entry.clone(),
+            });
+        }
+        log::warn!(
+            "job {old} ({}{}) failed (attempt {failures}); retry {failures} of {} in {} ms as {}",
+            String::from_utf8_lossy(&self.functions[func].name),
+            entry.map_or_else(String::new, |e| format!(", schedule {e}")),
+            policy.retries,
+            delay,
+            self.by_handle.of(&self.jobs[nk])
+        );
+        true
+    }
+
+    /// Failed attempts before the current one and when the first failed (0: none).
+    pub(super) fn prior_failures(&self, k: JobKey) -> (u32, u64) {
+        self.rare(k)
+            .map_or((0, 0), |r| (r.failures, r.first_fail_ms))
+    }
+
+    /// `retry FUNCTION N BACKOFF[..MAX]`.
+    pub fn set_retry(&mut self, func: &[u8], policy: RetryPolicy) {
+        let f = self.func_id(&bytes::Bytes::copy_from_slice(func));
+        self.functions[f].retry = Some(policy);
+        self.functions[f].pinned = true;
+    }
+
+    /// `show retries`: `FUNCTION\tRETRIES\tBACKOFF\tPENDING`, first `*` for the server's
+    /// default (PENDING `-`), then each function with its own policy or retries pending
+    /// (future jobs that are retries).
+    pub(super) fn retries_listing(&self) -> Vec<u8> {
+        let mut s = Vec::new();
+        let d = self.config.retry;
+        let _ = writeln!(s, "*\t{}\t{}\t-", d.retries, d.backoff.text());
+        let mut pending: super::FastMap<super::FuncId, u32> = Default::default();
+        for (k, j) in &self.jobs {
+            if j.state() == super::JobState::Future && self.prior_failures(k).0 > 0 {
+                *pending.entry(j.func()).or_default() += 1;
+            }
+        }
+        for (f, func) in &self.functions {
+            let n = pending.get(&f).copied().unwrap_or(0);
+            if func.retry.is_none() && n == 0 {
+                continue;
+            }
+            push_escaped(&mut s, &func.name);
+            let p = func.retry.unwrap_or(d);
+            let _ = writeln!(s, "\t{}\t{}\t{n}", p.retries, p.backoff.text());
+        }
+        s.extend_from_slice(b".\n");
+        s
+    }
+}
