@@ -35,7 +35,7 @@ impl Engine {
         if !self.jobs[k].background()
             || !matches!(
                 outcome,
-                Outcome::Fail | Outcome::Exception(_) | Outcome::Timeout
+                Outcome::Fail | Outcome::Exception(_) | Outcome::Timeout(_)
             )
         {
             return false;

@@ -33,7 +33,8 @@ fn a_schedule_run_retries_with_doubling_capped_backoff_then_fails_for_good() {
         zone: Zone::Utc,
         ..EngineConfig::default()
     });
-    let text = "0 3 * * * backup id=nightly retry=3 backoff=30s..45s -- at {time}\n";
+    let text =
+        "0 3 * * * backup id=nightly retry=3 backoff=30s..45s on_failure=alert -- at {time}\n";
     w.e.load_schedules(
         crate::schedule::file::parse(text, &Zone::Utc).unwrap(),
         w.now,
@@ -69,6 +70,10 @@ fn a_schedule_run_retries_with_doubling_capped_backoff_then_fails_for_good() {
                 w.e.failed_list().is_empty(),
                 "only the last failure is kept"
             );
+            assert!(
+                !w.admin(c, "status").contains("alert\t"),
+                "no alert before the end"
+            );
         }
     }
     let kept: Vec<_> = w.e.failed_list().iter().cloned().collect();
@@ -77,6 +82,8 @@ fn a_schedule_run_retries_with_doubling_capped_backoff_then_fails_for_good() {
     assert_eq!((kept[0].first_ms, kept[0].last_ms), (t0, w.now));
     assert_eq!(kept[0].entry.as_deref(), Some("nightly"));
     assert_eq!(kept[0].error, "nope");
+    // One alert, for the run that failed for good.
+    assert!(w.admin(c, "status").contains("alert\t1\t0\t0"), "one alert");
     assert_eq!(w.admin(c, "show scheduled"), ".\n");
 }
 
