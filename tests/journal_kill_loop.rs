@@ -197,3 +197,100 @@ fn acknowledged_jobs_survive_kill_9_at_random_moments() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The failed list and retries under kill -9: every job fails twice (one retry after 1 s, so
+/// retries wait in the journal while the server is killed at random moments). At the end each
+/// job is in the failed list exactly once with both attempts, nothing is left queued or
+/// waiting, and no failure that was acknowledged is made again.
+#[test]
+fn failed_jobs_and_pending_retries_survive_kill_9() {
+    const JOBS: usize = 300;
+    let dir = std::env::temp_dir().join(format!("gearwheel-killfail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = [
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--job-handle-prefix",
+        "H:f",
+        "--retry",
+        "1",
+        "--retry-backoff",
+        "1s..1s",
+    ];
+    let s = Server::start(&args);
+    let mut c = s.connect();
+    for i in 0..JOBS {
+        let u = format!("f-{i}");
+        c.submit(t::SUBMIT_JOB_BG, "flaky", &u, u.as_bytes());
+    }
+    drop(c);
+    let mut server = Some(s);
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+    let started = Instant::now();
+    // Failures of each job acknowledged by the reply to the worker's next request.
+    let mut acked: HashMap<String, u32> = HashMap::new();
+    let mut kills = 0;
+    loop {
+        let s = server.take().unwrap_or_else(|| Server::start(&args));
+        let mut w = s.connect();
+        w.can_do(&["flaky"]);
+        let mut pending: Option<String> = None;
+        let mut budget = 5 + next_rand(&mut seed) % 80;
+        let mut finished = false;
+        while budget > 0 {
+            budget -= 1;
+            let got = w.grab_uniq();
+            if let Some(u) = pending.take() {
+                *acked.entry(u).or_default() += 1;
+            }
+            let Some((h, _, u, data)) = got else {
+                let mut a = s.connect();
+                let failed = a.admin("show failed", true).lines().count() - 1;
+                if failed >= JOBS {
+                    finished = true;
+                    break;
+                }
+                // Retries are waiting for their backoff.
+                thread::sleep(Duration::from_millis(50));
+                continue;
+            };
+            assert_eq!(data, u.as_bytes(), "the workload of {u} came back changed");
+            let done = acked.get(&u).copied().unwrap_or(0);
+            assert!(
+                done < 2,
+                "{u} failed for good (acknowledged), yet ran again"
+            );
+            w.send_req(t::WORK_FAIL, &[h.as_bytes()]);
+            pending = Some(u);
+        }
+        if finished {
+            drop(w);
+            // And after one more kill, the same.
+            kill9(s);
+            let s = Server::start(&args);
+            let mut a = s.connect();
+            let listed = a.admin("show failed", true);
+            let mut seen = HashSet::new();
+            for row in listed.lines().filter(|l| *l != ".") {
+                let cols: Vec<&str> = row.split('\t').collect();
+                assert_eq!(cols[1], "flaky", "{row}");
+                assert_eq!(cols[3], "2", "both attempts are counted: {row}");
+                assert!(seen.insert(cols[2].to_string()), "{} listed twice", cols[2]);
+            }
+            assert_eq!(seen.len(), JOBS, "a failed job was lost");
+            assert_eq!(a.admin("show scheduled", true), ".\n", "a retry is left");
+            let mut w = s.connect();
+            w.can_do(&["flaky"]);
+            assert!(w.grab_uniq().is_none(), "a job is still queued");
+            break;
+        }
+        kill9(s);
+        kills += 1;
+        assert!(started.elapsed() < Duration::from_secs(60), "took too long");
+    }
+    eprintln!(
+        "{JOBS} jobs failed twice through {kills} kills in {:?}",
+        started.elapsed()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
