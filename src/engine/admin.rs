@@ -140,6 +140,8 @@ impl Engine {
             }
             AdminCommand::ShowSchedules => self.schedules_listing().into(),
             AdminCommand::ShowFailed(func) => self.failed_listing(func.as_deref()).into(),
+            AdminCommand::ShowTimeouts => self.timeouts_listing().into(),
+            AdminCommand::Timeout { func, set } => self.admin_timeout(func, set),
             AdminCommand::RetryFailed(sel) => {
                 let handles = self.retry_failed(FailedSelector::parse(&sel), now, out);
                 format!("OK {}\n", handles.len()).into()

@@ -75,6 +75,11 @@ pub enum Durable {
         first_ms: u64,
         entry: Option<Rc<str>>,
     },
+    /// `timeout FUNCTION DURATION`: the function's job lease now (0: none).
+    FunctionLease {
+        func: Bytes,
+        ms: u64,
+    },
 }
 
 /// A background job read back from the journal.

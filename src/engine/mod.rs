@@ -10,6 +10,7 @@ mod failed_ops;
 mod forget;
 mod handles;
 mod horizon;
+mod leases;
 mod query;
 mod reactor_api;
 mod retries;
@@ -189,9 +190,8 @@ struct NewJob {
 /// Why a job left the engine without a result from a worker.
 enum FailReason {
     Cancelled,
-    /// Ran past its time: the worker's CAN_DO_TIMEOUT (`None`), or its schedule entry's
-    /// `timeout=` (in ms).
-    Timeout(Option<u64>),
+    /// Ran past its time (which limit).
+    Timeout(leases::TimeLimit),
     RetriesSpent,
 }
 
@@ -232,6 +232,8 @@ pub struct Engine {
     counted: JobCounters,
     /// Background jobs that failed for good (failed.rs).
     failed: failed::FailedList,
+    /// Job leases by function (`timeout FUNCTION DURATION`, leases.rs).
+    leases: leases::Leases,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -267,6 +269,7 @@ impl Engine {
             functions_refused: 0,
             counted: JobCounters::default(),
             failed,
+            leases: leases::Leases::default(),
         }
     }
 
@@ -714,23 +717,16 @@ impl Engine {
                     }
                     let j = &self.jobs[job];
                     if let JobState::Running(worker) = j.state() {
-                        // The entry's limit if it is the one that ran out (a shorter
-                        // CAN_DO_TIMEOUT may have come first).
-                        let entry_limit = self.entry_time_limit(job).filter(|&ms| {
-                            self.rare(job)
-                                .and_then(|r| r.origin.as_ref()?.started_ms)
-                                .is_some_and(|s| s.saturating_add(ms) <= now)
-                        });
+                        let f = j.func();
+                        let own = self.conn(worker).and_then(|c| c.timeout_for(f));
+                        let limit = self.limit_passed(job, f, own, now);
                         log::warn!(
-                            "job {} ran past its {} on worker {}; failing it (a late result is dropped)",
-                            self.by_handle.of(j),
-                            entry_limit.map_or_else(
-                                || "CAN_DO_TIMEOUT".to_string(),
-                                |ms| format!("schedule entry's timeout= ({ms} ms)")
-                            ),
-                            worker.index
+                            "job {} on worker {}: {}; failing it (a late result is dropped)",
+                            self.by_handle.of(&self.jobs[job]),
+                            worker.index,
+                            limit.error_text()
                         );
-                        self.fail_job(job, FailReason::Timeout(entry_limit), now, out);
+                        self.fail_job(job, FailReason::Timeout(limit), now, out);
                     }
                 }
                 TimerEvent::ScheduleFire { slot, generation } => {
@@ -977,7 +973,7 @@ impl Engine {
         func.running += 1;
         self.running += 1;
         let more_work = func.queued_total() > 0;
-        let timeout = self.run_limit(key, self.conn(id).and_then(|c| c.timeout_for(f)));
+        let timeout = self.run_limit(key, f, self.conn(id).and_then(|c| c.timeout_for(f)));
         self.rotate(id, f);
         let job = &mut self.jobs[key];
         job.set_state(JobState::Running(id));

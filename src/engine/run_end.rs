@@ -7,22 +7,6 @@ use super::schedules::{Outcome, missed_runs, opt_time};
 use super::{Engine, JobKey, Outbox, rfc3339};
 
 impl Engine {
-    /// How long the job `k` may run once a worker takes it: the worker's CAN_DO_TIMEOUT
-    /// (`worker`) and its schedule entry's `timeout=`, whichever is shorter.
-    pub(super) fn run_limit(&self, k: JobKey, worker: Option<u64>) -> Option<u64> {
-        match (worker, self.entry_time_limit(k)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// The `timeout=` (ms) of the schedule entry that made the job `k`, if it has one.
-    pub(super) fn entry_time_limit(&self, k: JobKey) -> Option<u64> {
-        let origin = self.rare(k)?.origin.as_ref()?;
-        let &slot = self.schedules.by_id.get(&origin.entry)?;
-        self.schedules.entries[slot].entry.timeout_ms
-    }
-
     /// A scheduled job ended (or was requeued): log it, keep it in the entry's history, and
     /// send the entry's alert (`on_failure=`, `on_success=`).
     pub(super) fn schedule_outcome(

@@ -111,8 +111,8 @@ pub(crate) enum Outcome<'a> {
     Fail,
     Exception(&'a [u8]),
     Cancelled,
-    /// Ran past the worker's CAN_DO_TIMEOUT (`None`) or the entry's `timeout=` (ms).
-    Timeout(Option<u64>),
+    /// Ran past a time limit (which one).
+    Timeout(super::leases::TimeLimit),
     RetriesSpent,
     /// A worker died holding it; it is queued again.
     Requeued,
@@ -132,8 +132,7 @@ impl Outcome<'_> {
                 format!("exception: {t}")
             }
             Outcome::Cancelled => "cancelled".into(),
-            Outcome::Timeout(None) => "timeout".into(),
-            Outcome::Timeout(Some(ms)) => format!("timeout ({ms} ms, timeout=)"),
+            Outcome::Timeout(limit) => limit.outcome_text(),
             Outcome::RetriesSpent => "retries spent".into(),
             Outcome::Requeued => "requeued after a dead worker".into(),
         }
@@ -154,15 +153,7 @@ impl Outcome<'_> {
                 retries + 1,
             ),
             Outcome::Exception(d) => (Bytes::copy_from_slice(d), retries + 1),
-            Outcome::Timeout(None) => (
-                Bytes::from_static(b"timed out (CAN_DO_TIMEOUT)"),
-                retries + 1,
-            ),
-            Outcome::Timeout(Some(ms)) => (
-                format!("timed out: not ended {ms} ms after it started (the entry's timeout=)")
-                    .into(),
-                retries + 1,
-            ),
+            Outcome::Timeout(limit) => (limit.error_text().into(), retries + 1),
             Outcome::RetriesSpent => (
                 format!("given back {retries} times by workers that left (--job-retries)").into(),
                 retries,

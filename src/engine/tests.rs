@@ -2081,5 +2081,6 @@ fn get_status_unique_is_one_lookup_whatever_the_number_of_functions() {
 
 mod alerts;
 mod failed;
+mod leases;
 mod retries;
 mod schedule_ops;

@@ -50,6 +50,15 @@ pub enum AdminCommand {
     },
     /// `show retries`.
     ShowRetries,
+    /// `timeout FUNCTION [DURATION|off]`: read back or set the job lease of a function (how
+    /// long a worker without CAN_DO_TIMEOUT may hold one of its jobs). The duration is the
+    /// engine's to read (`30s`, `5m`, ...).
+    Timeout {
+        func: Bytes,
+        set: Option<Bytes>,
+    },
+    /// `show timeouts`: the leases set.
+    ShowTimeouts,
     /// A line the server answers with a fixed reply (an error), already formatted.
     Reply(&'static str),
     /// An unknown command word, answered with gearmand's UNKNOWN_COMMAND text.
@@ -164,7 +173,18 @@ impl AdminCommand {
                 (Some(a), _) if word_eq(a, "journal") => AdminCommand::ShowJournal,
                 (Some(a), f) if word_eq(a, "failed") => AdminCommand::ShowFailed(f.cloned()),
                 (Some(a), _) if word_eq(a, "retries") => AdminCommand::ShowRetries,
+                (Some(a), _) if word_eq(a, "timeouts") => AdminCommand::ShowTimeouts,
                 _ => AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n"),
+            }
+        } else if word_eq(cmd, "timeout") {
+            match (arg(1), words.len()) {
+                (Some(func), 2 | 3) if !func.is_empty() => AdminCommand::Timeout {
+                    func: func.clone(),
+                    set: arg(2).cloned(),
+                },
+                _ => AdminCommand::Reply(
+                    "ERR INVALID_ARGUMENTS Use+timeout+FUNCTION+[DURATION|off]\r\n",
+                ),
             }
         } else if word_eq(cmd, "cancel") {
             match (arg(1), arg(2)) {
@@ -283,6 +303,30 @@ mod tests {
 
     fn b(s: &'static str) -> Bytes {
         Bytes::from_static(s.as_bytes())
+    }
+
+    #[test]
+    fn timeout_reads_back_or_sets_a_lease() {
+        assert_eq!(
+            p("timeout f"),
+            AdminCommand::Timeout {
+                func: b("f"),
+                set: None
+            }
+        );
+        assert_eq!(
+            p("TIMEOUT f 30s"),
+            AdminCommand::Timeout {
+                func: b("f"),
+                set: Some(b("30s"))
+            }
+        );
+        assert_eq!(p("show timeouts"), AdminCommand::ShowTimeouts);
+        for bad in ["timeout", "timeout f 1s extra"] {
+            assert!(
+                matches!(p(bad), AdminCommand::Reply(r) if r.starts_with("ERR INVALID_ARGUMENTS"))
+            );
+        }
     }
 
     #[test]

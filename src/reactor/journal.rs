@@ -107,6 +107,7 @@ fn record(d: Durable) -> Record {
             entry: job.entry.map(|e| Bytes::copy_from_slice(e.as_bytes())),
         }),
         Durable::FailedGone { handle } => Record::FailedGone { handle },
+        Durable::FunctionLease { func, ms } => Record::FunctionLease { func, ms },
         Durable::JobAttempts {
             id,
             failures,
@@ -190,6 +191,9 @@ impl Server {
                 last_ms: f.last_ms,
                 entry: f.entry.map(|e| String::from_utf8_lossy(&e).into()),
             });
+        }
+        for (func, ms) in replayed.leases {
+            self.engine.restore_lease(func, ms);
         }
         for s in &replayed.schedules {
             let id = String::from_utf8_lossy(&s.entry);

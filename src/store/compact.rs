@@ -43,6 +43,7 @@ pub(super) struct SnapOut {
     moved_scheds: Vec<(Bytes, u64)>,
     moved_failed: Vec<(Bytes, u64)>,
     moved_attempts: Vec<(u64, u64)>,
+    moved_leases: Vec<(Bytes, u64)>,
 }
 
 #[cfg(test)]
@@ -362,6 +363,12 @@ impl Journal {
                 s.off = off;
             }
         }
+        for (f, off) in c.snap.moved_leases.drain(..) {
+            if let Some(s) = self.live.leases.get_mut(&f).filter(|s| is_input(s.file)) {
+                s.file = snap_id;
+                s.off = off;
+            }
+        }
         for (e, off) in c.snap.moved_scheds.drain(..) {
             if let Some(s) = self.live.schedules.get_mut(&e).filter(|s| is_input(s.file)) {
                 s.file = snap_id;
@@ -485,6 +492,20 @@ fn copy_if_live(
             };
             c.out.extend_from_slice(rec);
             c.moved_failed.push((key.clone(), new_off));
+        }
+        record::T_FUNCTION_LEASE => {
+            let Some(func) = record::lease_function(payload) else {
+                return;
+            };
+            let Some((key, _)) = live
+                .leases
+                .get_key_value(func)
+                .filter(|(_, s)| s.file == fid && s.off == at)
+            else {
+                return;
+            };
+            c.out.extend_from_slice(rec);
+            c.moved_leases.push((key.clone(), new_off));
         }
         // Finished, retried and failed-gone records are folded into the live set.
         _ => {}

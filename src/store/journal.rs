@@ -191,6 +191,13 @@ impl Journal {
             })
             .collect();
         schedules.sort_by(|a, b| a.entry.cmp(&b.entry));
+        let mut leases: Vec<(bytes::Bytes, u64)> = live
+            .leases
+            .iter()
+            .filter(|(_, l)| l.ms > 0)
+            .map(|(f, l)| (f.clone(), l.ms))
+            .collect();
+        leases.sort();
         let max_id = live.max_id;
 
         let mut j = Journal {
@@ -249,6 +256,7 @@ impl Journal {
             jobs,
             schedules,
             failed,
+            leases,
             max_id,
             stats,
         };

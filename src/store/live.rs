@@ -41,6 +41,16 @@ pub(super) struct SchedLoc {
     pub(super) counters: Option<ScheduleCounters>,
 }
 
+/// Where a function's newest FunctionLease record is, and the lease (0: none, a tombstone
+/// kept so an older lease in another file cannot come back).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LeaseLoc {
+    pub(super) off: u64,
+    pub(super) file: u32,
+    len: u32,
+    pub(super) ms: u64,
+}
+
 /// Where a kept failed job's FailedKept record is. `seq` orders the list during replay.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct FailLoc {
@@ -92,6 +102,8 @@ pub(super) struct LiveSet {
     pub(super) failed: HashMap<Bytes, FailLoc>,
     /// JobAttempts records of live jobs that are retries, by job id.
     pub(super) attempts: IdMap<FailLoc>,
+    /// The newest FunctionLease per function.
+    pub(super) leases: HashMap<Bytes, LeaseLoc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -202,6 +214,19 @@ impl LiveSet {
                     *s = new;
                 } else {
                     self.schedules.insert(entry.clone(), new);
+                }
+                None
+            }
+            Record::FunctionLease { func, ms } => {
+                let new = LeaseLoc {
+                    off,
+                    file,
+                    len,
+                    ms: *ms,
+                };
+                self.live_bytes += u64::from(len);
+                if let Some(old) = self.leases.insert(func.clone(), new) {
+                    self.live_bytes -= u64::from(old.len);
                 }
                 None
             }

@@ -56,6 +56,8 @@
 //!                  marks: 1 paused, 2 skip the next run, 4 last run manual; written as
 //!                  version 2 only when a mark is set (version 1 reads as no marks)
 //!   (both are `Record::ScheduleRan`, the second with its counters; the newest per entry wins)
+//!   FunctionLease (type 9): ms u64 (0: none) | function (the rest); the newest per function
+//!                  wins (`timeout FUNCTION DURATION`)
 //! ```
 //!
 //! # Damage at replay
@@ -182,6 +184,8 @@ pub struct Replayed {
     pub schedules: Vec<ScheduleRun>,
     /// The failed list, oldest first.
     pub failed: Vec<FailedKept>,
+    /// Job leases by function (`timeout FUNCTION DURATION`), sorted by function.
+    pub leases: Vec<(Bytes, u64)>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

@@ -29,6 +29,10 @@ pub(crate) const T_FAILED_GONE: u8 = 7;
 pub(crate) const T_JOB_ATTEMPTS: u8 = 8;
 /// Fixed part of a T_JOB_ATTEMPTS payload: id, failures, first failure, has-entry byte.
 const JOB_ATTEMPTS_FIXED: usize = 8 + 4 + 8 + 1;
+/// A function's job lease (`timeout FUNCTION DURATION`): ms u64 (0: none) | function (the
+/// rest). The newest per function wins.
+pub(crate) const T_FUNCTION_LEASE: u8 = 9;
+const FUNCTION_LEASE_FIXED: usize = 8;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
@@ -188,6 +192,8 @@ pub enum Record {
         first_ms: u64,
         entry: Option<Bytes>,
     },
+    /// Function `func`'s job lease is `ms` (0: none).
+    FunctionLease { func: Bytes, ms: u64 },
 }
 
 impl Record {
@@ -201,6 +207,7 @@ impl Record {
             Record::FailedKept(_) => T_FAILED_KEPT,
             Record::FailedGone { .. } => T_FAILED_GONE,
             Record::JobAttempts { .. } => T_JOB_ATTEMPTS,
+            Record::FunctionLease { .. } => T_FUNCTION_LEASE,
         }
     }
 
@@ -246,6 +253,7 @@ impl Record {
             Record::JobAttempts { entry, .. } => {
                 (JOB_ATTEMPTS_FIXED + entry.as_ref().map_or(0, |e| e.len())) as u64
             }
+            Record::FunctionLease { func, .. } => (FUNCTION_LEASE_FIXED + func.len()) as u64,
         }
     }
 }
@@ -343,6 +351,10 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.push(u8::from(entry.is_some()));
             buf.extend_from_slice(entry.as_deref().unwrap_or(&[]));
         }
+        Record::FunctionLease { func, ms } => {
+            buf.extend_from_slice(&ms.to_le_bytes());
+            buf.extend_from_slice(func);
+        }
     }
     let crc = crc32c::crc32c_append(pre, &buf[start + HEADER_LEN..]);
     buf[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
@@ -389,7 +401,7 @@ pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
     if u16::from_le_bytes([h[6], h[7]]) != pre as u16 {
         return None;
     }
-    if !(T_JOB_ADDED..=T_JOB_ATTEMPTS).contains(&ty) {
+    if !(T_JOB_ADDED..=T_FUNCTION_LEASE).contains(&ty) {
         return None;
     }
     if ver != VERSION && !(ty == T_SCHEDULE_STATE && ver == SCHEDULE_STATE_MARKED) {
@@ -437,6 +449,11 @@ pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a
         (T_SCHEDULE_STATE, _) => payload.get(SCHEDULE_STATE_FIXED..),
         _ => None,
     }
+}
+
+/// The function of a T_FUNCTION_LEASE payload without decoding the rest.
+pub(crate) fn lease_function(payload: &[u8]) -> Option<&[u8]> {
+    payload.get(FUNCTION_LEASE_FIXED..)
 }
 
 /// The handle of a T_FAILED_KEPT or T_FAILED_GONE payload without decoding the rest.
@@ -586,6 +603,10 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
         T_FAILED_GONE => Record::FailedGone {
             handle: Bytes::copy_from_slice(payload),
         },
+        T_FUNCTION_LEASE => Record::FunctionLease {
+            ms: c.u64()?,
+            func: Bytes::copy_from_slice(&payload[FUNCTION_LEASE_FIXED..]),
+        },
         _ => return Err("unknown record type"),
     };
     Ok(rec)
@@ -602,6 +623,7 @@ pub(crate) fn type_name(ty: u8) -> &'static str {
         T_FAILED_KEPT => "failed-kept",
         T_FAILED_GONE => "failed-gone",
         T_JOB_ATTEMPTS => "job-attempts",
+        T_FUNCTION_LEASE => "function-lease",
         _ => "unknown",
     }
 }

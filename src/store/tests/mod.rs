@@ -4,6 +4,7 @@
 mod commit;
 mod compaction;
 mod failed;
+mod leases;
 mod records;
 mod replay;
 
