@@ -105,3 +105,33 @@ fn a_failed_run_retries_after_its_backoff_through_kill_9_then_is_kept() {
     drop(s);
     let _ = std::fs::remove_dir_all(&base);
 }
+
+#[test]
+fn a_function_retry_policy_survives_kill_9_with_the_journal() {
+    let dir = std::env::temp_dir().join(format!("gearwheel-fretry-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = ["--data-dir", dir.to_str().unwrap(), "--retry", "1"];
+    let mut s = Server::start(&args);
+    let mut c = s.connect();
+    assert_eq!(c.admin("retry resize 2 5s..1m", false), "OK\r\n");
+    assert_eq!(c.admin("retry resize 3 10s", false), "OK\r\n");
+    assert!(
+        c.admin("retry resize 3 0s", false)
+            .starts_with("ERR INVALID_ARGUMENTS")
+    );
+    let want = "*\t1\t30s..1h\t-\nresize\t3\t10s..1h\t0\n.\n";
+    assert_eq!(c.admin("show retries", true), want);
+    c.submit(t::SUBMIT_JOB_BG, "sync", "", b"");
+    drop(c);
+    s.signal(libc::SIGKILL);
+    s.wait_exit(5).expect("killed");
+    let s = Server::start(&args);
+    let mut c = s.connect();
+    assert_eq!(
+        c.admin("show retries", true),
+        want,
+        "the newest policy came back"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -68,6 +68,11 @@ pub enum Durable {
     FailedGone {
         handle: Bytes,
     },
+    /// `retry FUNCTION N BACKOFF`: the function's retry policy (the newest counts).
+    FunctionRetry {
+        func: Bytes,
+        policy: crate::schedule::backoff::RetryPolicy,
+    },
     /// Job `id` (just added) is a retry after `failures` failed attempts (retries.rs).
     JobAttempts {
         id: u64,

@@ -104,8 +104,19 @@ impl Engine {
             .map_or((0, 0), |r| (r.failures, r.first_fail_ms))
     }
 
-    /// `retry FUNCTION N BACKOFF[..MAX]`.
+    /// `retry FUNCTION N BACKOFF[..MAX]`, kept in the journal.
     pub fn set_retry(&mut self, func: &[u8], policy: RetryPolicy) {
+        self.restore_retry(func, policy);
+        if self.config.durable {
+            self.durable.push(super::Durable::FunctionRetry {
+                func: bytes::Bytes::copy_from_slice(func),
+                policy,
+            });
+        }
+    }
+
+    /// A function's retry policy read back from the journal.
+    pub fn restore_retry(&mut self, func: &[u8], policy: RetryPolicy) {
         let f = self.func_id(&bytes::Bytes::copy_from_slice(func));
         self.functions[f].retry = Some(policy);
         self.functions[f].pinned = true;

@@ -108,6 +108,12 @@ fn record(d: Durable) -> Record {
         }),
         Durable::FailedGone { handle } => Record::FailedGone { handle },
         Durable::FunctionLease { func, ms } => Record::FunctionLease { func, ms },
+        Durable::FunctionRetry { func, policy } => Record::FunctionRetry {
+            func,
+            retries: policy.retries,
+            base_ms: policy.backoff.base_ms,
+            max_ms: policy.backoff.max_ms,
+        },
         Durable::JobAttempts {
             id,
             failures,
@@ -177,6 +183,19 @@ impl Server {
                 },
                 now,
                 &mut self.outbox,
+            );
+        }
+        for (func, retries, base_ms, max_ms) in &replayed.func_retries {
+            let backoff = crate::schedule::backoff::Backoff {
+                base_ms: *base_ms,
+                max_ms: *max_ms,
+            };
+            self.engine.restore_retry(
+                func,
+                crate::schedule::backoff::RetryPolicy {
+                    retries: *retries,
+                    backoff,
+                },
             );
         }
         for f in replayed.failed {

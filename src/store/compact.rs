@@ -44,6 +44,7 @@ pub(super) struct SnapOut {
     moved_failed: Vec<(Bytes, u64)>,
     moved_attempts: Vec<(u64, u64)>,
     moved_leases: Vec<(Bytes, u64)>,
+    moved_func_retry: Vec<(Bytes, u64)>,
 }
 
 #[cfg(test)]
@@ -351,6 +352,17 @@ impl Journal {
                 l.off = off;
             }
         }
+        for (f, off) in c.snap.moved_func_retry.drain(..) {
+            if let Some(s) = self
+                .live
+                .func_retry
+                .get_mut(&f)
+                .filter(|s| is_input(s.file))
+            {
+                s.file = snap_id;
+                s.off = off;
+            }
+        }
         for (id, off) in c.snap.moved_attempts.drain(..) {
             if let Some(s) = self.live.attempts.get_mut(&id).filter(|s| is_input(s.file)) {
                 s.file = snap_id;
@@ -465,6 +477,20 @@ fn copy_if_live(
             };
             c.out.extend_from_slice(rec);
             c.moved_scheds.push((key.clone(), new_off));
+        }
+        record::T_FUNCTION_RETRY => {
+            let Some(func) = record::retry_function(payload) else {
+                return;
+            };
+            let Some((key, _)) = live
+                .func_retry
+                .get_key_value(func)
+                .filter(|(_, s)| s.file == fid && s.off == at)
+            else {
+                return;
+            };
+            c.out.extend_from_slice(rec);
+            c.moved_func_retry.push((key.clone(), new_off));
         }
         record::T_JOB_ATTEMPTS => {
             let Some(id) = record::job_id(payload) else {

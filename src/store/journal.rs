@@ -166,7 +166,13 @@ impl Journal {
             slots,
             failed,
             mut attempts,
+            func_retries,
         } = rb;
+        let mut func_retries: Vec<(bytes::Bytes, u32, u64, u64)> = func_retries
+            .into_iter()
+            .map(|(f, (n, b, m))| (f, n, b, m))
+            .collect();
+        func_retries.sort();
         let mut failed: Vec<(u64, super::FailedKept)> = failed.into_values().collect();
         failed.sort_by_key(|(seq, _)| *seq);
         let failed = failed.into_iter().map(|(_, f)| f).collect();
@@ -257,6 +263,7 @@ impl Journal {
             schedules,
             failed,
             leases,
+            func_retries,
             max_id,
             stats,
         };

@@ -104,6 +104,8 @@ pub(super) struct LiveSet {
     pub(super) attempts: IdMap<FailLoc>,
     /// The newest FunctionLease per function.
     pub(super) leases: HashMap<Bytes, LeaseLoc>,
+    /// The newest FunctionRetry per function.
+    pub(super) func_retry: HashMap<Bytes, FailLoc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -161,6 +163,19 @@ impl LiveSet {
             }
             Record::FailedGone { handle } => {
                 if let Some(o) = self.failed.remove(handle) {
+                    self.live_bytes -= u64::from(o.len);
+                }
+                None
+            }
+            Record::FunctionRetry { func, .. } => {
+                let new = FailLoc {
+                    off,
+                    file,
+                    len,
+                    seq: 0,
+                };
+                self.live_bytes += u64::from(len);
+                if let Some(o) = self.func_retry.insert(func.clone(), new) {
                     self.live_bytes -= u64::from(o.len);
                 }
                 None

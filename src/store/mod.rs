@@ -186,6 +186,8 @@ pub struct Replayed {
     pub failed: Vec<FailedKept>,
     /// Job leases by function (`timeout FUNCTION DURATION`), sorted by function.
     pub leases: Vec<(Bytes, u64)>,
+    /// Function retry policies (`retry FUNCTION`): function, retries, first backoff, cap.
+    pub func_retries: Vec<(Bytes, u32, u64, u64)>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

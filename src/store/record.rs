@@ -27,6 +27,10 @@ pub(crate) const T_FAILED_GONE: u8 = 7;
 /// A job is a retry: its failed attempts so far, when the first failed, and its schedule
 /// entry (the policy it retries under). Written right after the retry's JobAdded.
 pub(crate) const T_JOB_ATTEMPTS: u8 = 8;
+/// A function's retry policy (`retry FUNCTION N BACKOFF`); the newest per function counts.
+pub(crate) const T_FUNCTION_RETRY: u8 = 10;
+/// Fixed part of a T_FUNCTION_RETRY payload: retries, first backoff, cap; the name follows.
+const FUNCTION_RETRY_FIXED: usize = 4 + 8 + 8;
 /// Fixed part of a T_JOB_ATTEMPTS payload: id, failures, first failure, has-entry byte.
 const JOB_ATTEMPTS_FIXED: usize = 8 + 4 + 8 + 1;
 /// A function's job lease (`timeout FUNCTION DURATION`): ms u64 (0: none) | function (the
@@ -185,6 +189,13 @@ pub enum Record {
     FailedKept(FailedKept),
     /// The failed job with this handle left the list.
     FailedGone { handle: Bytes },
+    /// `retry FUNCTION N BACKOFF`: the function's retry policy.
+    FunctionRetry {
+        func: Bytes,
+        retries: u32,
+        base_ms: u64,
+        max_ms: u64,
+    },
     /// Job `id` is a retry after `failures` failed attempts, the first at `first_ms`.
     JobAttempts {
         id: u64,
@@ -208,6 +219,7 @@ impl Record {
             Record::FailedGone { .. } => T_FAILED_GONE,
             Record::JobAttempts { .. } => T_JOB_ATTEMPTS,
             Record::FunctionLease { .. } => T_FUNCTION_LEASE,
+            Record::FunctionRetry { .. } => T_FUNCTION_RETRY,
         }
     }
 
@@ -250,6 +262,7 @@ impl Record {
                     + f.data.len() as u64
             }
             Record::FailedGone { handle } => handle.len() as u64,
+            Record::FunctionRetry { func, .. } => (FUNCTION_RETRY_FIXED + func.len()) as u64,
             Record::JobAttempts { entry, .. } => {
                 (JOB_ATTEMPTS_FIXED + entry.as_ref().map_or(0, |e| e.len())) as u64
             }
@@ -339,6 +352,17 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&f.data);
         }
         Record::FailedGone { handle } => buf.extend_from_slice(handle),
+        Record::FunctionRetry {
+            func,
+            retries,
+            base_ms,
+            max_ms,
+        } => {
+            buf.extend_from_slice(&retries.to_le_bytes());
+            buf.extend_from_slice(&base_ms.to_le_bytes());
+            buf.extend_from_slice(&max_ms.to_le_bytes());
+            buf.extend_from_slice(func);
+        }
         Record::JobAttempts {
             id,
             failures,
@@ -401,7 +425,7 @@ pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
     if u16::from_le_bytes([h[6], h[7]]) != pre as u16 {
         return None;
     }
-    if !(T_JOB_ADDED..=T_FUNCTION_LEASE).contains(&ty) {
+    if !(T_JOB_ADDED..=T_FUNCTION_RETRY).contains(&ty) {
         return None;
     }
     if ver != VERSION && !(ty == T_SCHEDULE_STATE && ver == SCHEDULE_STATE_MARKED) {
@@ -454,6 +478,11 @@ pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a
 /// The function of a T_FUNCTION_LEASE payload without decoding the rest.
 pub(crate) fn lease_function(payload: &[u8]) -> Option<&[u8]> {
     payload.get(FUNCTION_LEASE_FIXED..)
+}
+
+/// The function of a T_FUNCTION_RETRY payload without decoding the rest.
+pub(crate) fn retry_function(payload: &[u8]) -> Option<&[u8]> {
+    payload.get(FUNCTION_RETRY_FIXED..)
 }
 
 /// The handle of a T_FAILED_KEPT or T_FAILED_GONE payload without decoding the rest.
@@ -580,6 +609,17 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 last_ms,
             })
         }
+        T_FUNCTION_RETRY => {
+            let retries = c.u32()?;
+            let base_ms = c.u64()?;
+            let max_ms = c.u64()?;
+            Record::FunctionRetry {
+                func: Bytes::copy_from_slice(&payload[c.at..]),
+                retries,
+                base_ms,
+                max_ms,
+            }
+        }
         T_JOB_ATTEMPTS => {
             let id = c.u64()?;
             let failures = c.u32()?;
@@ -624,6 +664,7 @@ pub(crate) fn type_name(ty: u8) -> &'static str {
         T_FAILED_GONE => "failed-gone",
         T_JOB_ATTEMPTS => "job-attempts",
         T_FUNCTION_LEASE => "function-lease",
+        T_FUNCTION_RETRY => "function-retry",
         _ => "unknown",
     }
 }

@@ -23,6 +23,8 @@ pub(super) struct Rebuild {
     pub(super) failed: std::collections::HashMap<Bytes, (u64, FailedKept)>,
     /// JobAttempts of live jobs, by job id.
     pub(super) attempts: std::collections::HashMap<u64, super::Attempts>,
+    /// The newest retry policy per function.
+    pub(super) func_retries: std::collections::HashMap<Bytes, (u32, u64, u64)>,
 }
 
 impl Rebuild {
@@ -45,6 +47,14 @@ impl Rebuild {
             }
             Record::JobFinished { id, .. } => {
                 self.attempts.remove(&id);
+            }
+            Record::FunctionRetry {
+                func,
+                retries,
+                base_ms,
+                max_ms,
+            } => {
+                self.func_retries.insert(func, (retries, base_ms, max_ms));
             }
             Record::FailedKept(f) => {
                 self.attempts.remove(&f.id);

@@ -138,6 +138,20 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
         let h = record::parse_header(&buf).unwrap();
         assert_eq!(record::decode(&h, &buf[HEADER_LEN..]).unwrap(), r);
     }
+    let policy = Record::FunctionRetry {
+        func: Bytes::from_static(b"resize"),
+        retries: 3,
+        base_ms: 30_000,
+        max_ms: 600_000,
+    };
+    let mut buf = Vec::new();
+    record::encode(&mut buf, &policy).unwrap();
+    let h = record::parse_header(&buf).unwrap();
+    assert_eq!(record::decode(&h, &buf[HEADER_LEN..]).unwrap(), policy);
+    assert_eq!(
+        record::retry_function(&buf[HEADER_LEN..]),
+        Some(&b"resize"[..])
+    );
     let d = TempDir::new("attempts");
     let o = Options {
         fsync: FsyncMode::Never,
@@ -149,6 +163,13 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
     for id in 1..=300u64 {
         j.append(&Record::JobAdded(job(id, 60))).unwrap();
         j.append(&attempts(id, Some(b"e"))).unwrap();
+        j.append(&Record::FunctionRetry {
+            func: Bytes::from(format!("f{}", id % 2)),
+            retries: id as u32,
+            base_ms: 1000,
+            max_ms: 2000,
+        })
+        .unwrap();
         match id % 3 {
             0 => {}
             1 => j
@@ -195,4 +216,12 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
         .collect();
     assert_eq!(live, want);
     assert_eq!(r.failed.len(), 10);
+    // The newest policy per function, after compaction.
+    assert_eq!(
+        r.func_retries,
+        vec![
+            (Bytes::from("f0"), 300, 1000, 2000),
+            (Bytes::from("f1"), 299, 1000, 2000)
+        ]
+    );
 }
