@@ -162,8 +162,13 @@ impl Engine {
                     Backoff::parse(&text(&backoff)),
                 ) {
                     (Ok(retries), Ok(backoff)) => {
-                        self.set_retry(&func, RetryPolicy { retries, backoff });
-                        Bytes::from_static(b"OK\r\n")
+                        if self.set_retry(&func, RetryPolicy { retries, backoff }) {
+                            Bytes::from_static(b"OK\r\n")
+                        } else {
+                            Bytes::from_static(
+                                b"ERR TOO_MANY_RETRY_POLICIES 10000+functions+have+one+already\r\n",
+                            )
+                        }
                     }
                     (Err(e), _) | (_, Err(e)) => {
                         format!("ERR INVALID_ARGUMENTS {}\r\n", e.replace(' ', "+")).into()

@@ -14,6 +14,9 @@ use crate::proto::names::push_escaped;
 use crate::proto::request::JobBody;
 use crate::schedule::backoff::RetryPolicy;
 
+/// Functions that may have their own retry policy (`retry FUNCTION`).
+pub const MAX_RETRY_POLICIES: usize = 10_000;
+
 impl Engine {
     /// The policy for job `k`, and the entry's jitter.
     fn retry_policy(&self, k: JobKey) -> (RetryPolicy, u64) {
@@ -104,8 +107,28 @@ impl Engine {
             .map_or((0, 0), |r| (r.failures, r.first_fail_ms))
     }
 
-    /// `retry FUNCTION N BACKOFF[..MAX]`, kept in the journal.
-    pub fn set_retry(&mut self, func: &[u8], policy: RetryPolicy) {
+    /// `retry FUNCTION N BACKOFF[..MAX]`, kept in the journal; false when
+    /// `MAX_RETRY_POLICIES` functions have one already (a new function is refused, so admin
+    /// lines cannot grow the table without bound).
+    pub fn set_retry(&mut self, func: &[u8], policy: RetryPolicy) -> bool {
+        let has = self
+            .func_by_name
+            .get(func)
+            .is_some_and(|&f| self.functions[f].retry.is_some());
+        if !has
+            && self
+                .functions
+                .iter()
+                .filter(|(_, f)| f.retry.is_some())
+                .count()
+                >= MAX_RETRY_POLICIES
+        {
+            log::warn!(
+                "retry {}: refused, {MAX_RETRY_POLICIES} functions have a retry policy already",
+                String::from_utf8_lossy(func)
+            );
+            return false;
+        }
         self.restore_retry(func, policy);
         if self.config.durable {
             self.durable.push(super::Durable::FunctionRetry {
@@ -113,6 +136,7 @@ impl Engine {
                 policy,
             });
         }
+        true
     }
 
     /// A function's retry policy read back from the journal.

@@ -137,3 +137,19 @@ fn function_policies_and_the_server_default() {
     fail(&mut w, wk);
     assert_eq!(w.admin(c, "show scheduled"), ".\n");
 }
+
+#[test]
+fn the_table_of_function_policies_is_bounded() {
+    let mut w = World::new();
+    let c = w.conn();
+    for i in 0..super::super::retries::MAX_RETRY_POLICIES {
+        assert_eq!(w.admin(c, &format!("retry p{i} 1 1s")), "OK\r\n");
+    }
+    assert!(
+        w.admin(c, "retry one-more 1 1s")
+            .starts_with("ERR TOO_MANY_RETRY_POLICIES")
+    );
+    // An existing one can still be changed.
+    assert_eq!(w.admin(c, "retry p7 2 5s"), "OK\r\n");
+    assert!(w.admin(c, "show retries").contains("p7\t2\t5s..1h\t0\n"));
+}
