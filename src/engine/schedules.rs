@@ -697,11 +697,12 @@ impl Engine {
     /// end, so that parsers of an older listing keep working.
     pub(super) fn schedules_listing(&self) -> String {
         let mut s = String::new();
+        let pending = self.retries_pending_by_entry();
         for st in &self.schedules.entries {
             let h = &st.history;
             let _ = writeln!(
                 s,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 st.id,
                 st.entry.spec,
                 st.entry.function,
@@ -715,7 +716,8 @@ impl Engine {
                 h.skips,
                 super::schedule_ops::marks_columns(h),
                 h.last_error.as_deref().unwrap_or("-"),
-                h.recent.column()
+                h.recent.column(),
+                pending.get(&st.id).copied().unwrap_or(0)
             );
         }
         s.push_str(".\n");

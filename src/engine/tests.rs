@@ -1179,7 +1179,8 @@ mod schedule_runtime {
                 "-",
                 "scheduled",
                 "-",
-                "2026-11-22T06:37:40Z 250ms complete"
+                "2026-11-22T06:37:40Z 250ms complete",
+                "0"
             ]
         );
         // A failing run is counted.

@@ -124,7 +124,8 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         .bool("paused", s.paused)
         .bool("skip_next", s.skip_next)
         .bool("last_run_manual", s.last_run_manual)
-        .opt_str("last_error", s.last_error.as_deref());
+        .opt_str("last_error", s.last_error.as_deref())
+        .num("retries_pending", s.retries_pending);
     array(o.key("recent_runs"), &s.recent_runs, |out, r| {
         let mut o = Obj::new(out);
         time(&mut o, "scheduled", Some(r.scheduled_ms));
@@ -253,6 +254,7 @@ mod tests {
             skip_next: false,
             last_run_manual: true,
             last_error: Some("disk".into()),
+            retries_pending: 2,
             recent_runs: vec![crate::engine::RunRecord {
                 scheduled_ms: 0,
                 started_ms: Some(1000),
@@ -267,7 +269,7 @@ mod tests {
              \"next_run\":\"1970-01-01T00:00:00Z\",\"last_run\":null,\
              \"last_outcome\":\"exception: \\\"disk\\\"\",\"last_duration_ms\":null,\"runs\":1,\
              \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\
-             \"last_error\":\"disk\",\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
+             \"last_error\":\"disk\",\"retries_pending\":2,\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
              \"started\":\"1970-01-01T00:00:01Z\",\"duration_ms\":20,\"outcome\":\"failed\",\
              \"manual\":true}]}]}\n"
         );

@@ -935,6 +935,7 @@ mod tests {
             last_run_manual: false,
             last_error: None,
             recent_runs: Vec::new(),
+            retries_pending: 0,
         };
         let s = sample_input_render(&[], &[sc]);
         assert!(s.contains("gearman_schedule_runs_total{entry=\"nightly\"} 2\n"));

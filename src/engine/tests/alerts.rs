@@ -343,3 +343,49 @@ fn a_shorter_can_do_timeout_wins_and_says_so() {
         "timed out (CAN_DO_TIMEOUT)"
     );
 }
+
+#[test]
+fn retries_pending_show_and_the_alert_comes_once_they_are_spent() {
+    let mut w = world(
+        "0 7 * * * nightly retry=2 backoff=1m on_failure=alert\n",
+        false,
+        T0,
+    );
+    let wk = w.conn();
+    w.can_do(wk, "nightly");
+    let fail = |w: &mut World| {
+        let (h, _) = w.grab(wk).expect("a run or retry");
+        w.req(
+            wk,
+            Request::WorkException {
+                handle: h,
+                data: b("boom"),
+            },
+        );
+    };
+    run_to(&mut w, T0 + 23 * MIN); // 07:00 fires
+    fail(&mut w);
+    const PENDING: usize = 15;
+    assert_eq!(
+        row(&mut w, "nightly")[PENDING],
+        "1",
+        "the first retry waits"
+    );
+    assert_eq!(w.e.schedule_statuses()[0].retries_pending, 1);
+    assert_eq!(queued(&mut w, "alert"), 0, "not failed for good yet");
+    run_to(&mut w, T0 + 24 * MIN + 1_000); // after the 1 min backoff
+    fail(&mut w);
+    assert_eq!(
+        row(&mut w, "nightly")[PENDING],
+        "1",
+        "the second retry waits"
+    );
+    run_to(&mut w, T0 + 27 * MIN); // after the 2 min backoff
+    fail(&mut w);
+    assert_eq!(row(&mut w, "nightly")[PENDING], "0");
+    let (_, alert) = take(&mut w, "alert");
+    assert!(
+        alert.contains("\"attempts\":3,\"error\":\"boom\""),
+        "one alert, with all attempts: {alert}"
+    );
+}
