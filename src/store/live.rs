@@ -85,6 +85,30 @@ impl Hasher for IdHasher {
 
 pub(super) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
+impl FailLoc {
+    fn at(off: u64, file: u32, len: u32) -> FailLoc {
+        FailLoc {
+            off,
+            file,
+            len,
+            seq: 0,
+        }
+    }
+}
+
+/// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
+fn keep_newest<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(
+    map: &mut HashMap<K, FailLoc, S>,
+    key: K,
+    new: FailLoc,
+    live_bytes: &mut u64,
+) {
+    *live_bytes += u64::from(new.len);
+    if let Some(o) = map.insert(key, new) {
+        *live_bytes -= u64::from(o.len);
+    }
+}
+
 impl LiveSet {
     fn forget_attempts(&mut self, id: u64) {
         if let Some(o) = self.attempts.remove(&id) {
@@ -149,10 +173,12 @@ impl LiveSet {
                     len,
                     seq: self.failed_seq,
                 };
-                self.live_bytes += u64::from(len);
-                if let Some(o) = self.failed.insert(f.handle.clone(), new) {
-                    self.live_bytes -= u64::from(o.len);
-                }
+                keep_newest(
+                    &mut self.failed,
+                    f.handle.clone(),
+                    new,
+                    &mut self.live_bytes,
+                );
                 // It ends its job, as a JobFinished would.
                 self.forget_attempts(f.id);
                 let old = self.jobs.remove(&f.id);
@@ -168,29 +194,18 @@ impl LiveSet {
                 None
             }
             Record::FunctionRetry { func, .. } => {
-                let new = FailLoc {
-                    off,
-                    file,
-                    len,
-                    seq: 0,
-                };
-                self.live_bytes += u64::from(len);
-                if let Some(o) = self.func_retry.insert(func.clone(), new) {
-                    self.live_bytes -= u64::from(o.len);
-                }
+                let new = FailLoc::at(off, file, len);
+                keep_newest(
+                    &mut self.func_retry,
+                    func.clone(),
+                    new,
+                    &mut self.live_bytes,
+                );
                 None
             }
             Record::JobAttempts { id, .. } => {
-                let new = FailLoc {
-                    off,
-                    file,
-                    len,
-                    seq: 0,
-                };
-                self.live_bytes += u64::from(len);
-                if let Some(o) = self.attempts.insert(*id, new) {
-                    self.live_bytes -= u64::from(o.len);
-                }
+                let new = FailLoc::at(off, file, len);
+                keep_newest(&mut self.attempts, *id, new, &mut self.live_bytes);
                 None
             }
             Record::JobFinished { id, .. } => {
