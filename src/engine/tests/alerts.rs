@@ -18,6 +18,17 @@ fn take(w: &mut World, func: &str) -> (Bytes, String) {
     (h, String::from_utf8(data.to_vec()).unwrap())
 }
 
+/// The worker `wk` answers WORK_FAIL for `h`.
+fn work_fail(w: &mut World, wk: ConnId, h: Bytes) {
+    w.req(
+        wk,
+        Request::WorkFail {
+            handle: h,
+            after_handle: b(""),
+        },
+    );
+}
+
 /// Run the entry's job due at 06:38 and end it with `end`.
 fn run_and_end(w: &mut World, func: &str, end: impl FnOnce(Bytes) -> Request) -> Bytes {
     run_to(w, T0 + MIN);
@@ -91,13 +102,7 @@ fn a_work_fail_says_so_in_words_and_an_entry_without_on_failure_alerts_nobody() 
         let wk = w.conn();
         w.can_do(wk, func);
         let (h, _) = w.grab(wk).unwrap();
-        w.req(
-            wk,
-            Request::WorkFail {
-                handle: h,
-                after_handle: b(""),
-            },
-        );
+        work_fail(&mut w, wk, h);
     }
     assert_eq!(queued(&mut w, "alert"), 1, "one alert: loud's");
     let wk = w.conn();
@@ -111,13 +116,7 @@ fn a_work_fail_says_so_in_words_and_an_entry_without_on_failure_alerts_nobody() 
     );
     assert_eq!(row(&mut w, "quiet")[LAST_ERROR], "failed (WORK_FAIL)");
     // An alert is not a schedule run: its own failure alerts nobody (no loop).
-    w.req(
-        wk,
-        Request::WorkFail {
-            handle: h,
-            after_handle: b(""),
-        },
-    );
+    work_fail(&mut w, wk, h);
     assert_eq!(queued(&mut w, "alert"), 0);
 }
 
@@ -241,13 +240,7 @@ fn the_history_keeps_the_last_twenty_runs_and_survives_a_reload() {
     }
     assert!(line(&mut w, "run schedule tick").starts_with("OK "));
     let (h, _) = w.grab(wk).unwrap();
-    w.req(
-        wk,
-        Request::WorkFail {
-            handle: h,
-            after_handle: b(""),
-        },
-    );
+    work_fail(&mut w, wk, h);
     let before = row(&mut w, "tick");
     let runs: Vec<&str> = before[RECENT].split(';').collect();
     assert_eq!(runs.len(), RUNS_KEPT);
