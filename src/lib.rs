@@ -13,6 +13,7 @@
 //! - `json`: the small JSON writer the HTTP bodies and the alert workloads share.
 //! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
 //!   resident set; `plural`: counts with their noun.
+//! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.
 //! - `client`: a blocking Gearman client/worker library; `cli`: the `work`, `submit`,
 //!   `admin`, `check` and `import-crontab` commands built on it. Neither is used by the server.
 //!
@@ -34,3 +35,5 @@ pub mod reactor;
 pub mod schedule;
 pub mod store;
 pub mod timer;
+#[cfg(feature = "tls")]
+pub mod tls;

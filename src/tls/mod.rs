@@ -1,0 +1,18 @@
+//! TLS: the certificate files behind `--ssl*`, the rustls configurations built from them (server
+//! and client), their reload on SIGHUP, and the name a peer's certificate gives its connection.
+//!
+//! Only this module (and the reactor's TLS transport) knows TLS: the codec and the engine see
+//! the same plaintext bytes either way. Built with the cargo feature `tls` (on by default).
+//!
+//! The interface the ACL layer uses: after the handshake, [`peer_name`] of the connection's
+//! rustls session is the client certificate's subject CN, else its first DNS SAN (`None`
+//! without a client certificate); the reactor keeps it on the connection as its identity.
+
+mod files;
+mod name;
+
+pub use files::{ServerTls, TlsFiles, client_config};
+pub use name::{cert_name, peer_name};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,268 @@
+//! TLS configurations through real rustls handshakes in memory (no sockets: the reactor's
+//! transport is tested over loopback elsewhere), with a throwaway CA made here by rcgen.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConnection, HandshakeKind, ServerConnection};
+
+use super::{ServerTls, TlsFiles, cert_name, client_config, peer_name};
+
+/// A test CA in its own directory: `issue` writes a certificate and key signed by it.
+struct TestCa {
+    dir: PathBuf,
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl TestCa {
+    fn new(name: &str) -> TestCa {
+        let dir = std::env::temp_dir().join(format!("gearwheel-tls-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("{name} test CA"));
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        std::fs::write(dir.join("ca.pem"), issuer.pem()).unwrap();
+        TestCa { dir, issuer }
+    }
+
+    fn ca(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// Writes FILE.pem and FILE.key: a certificate with this CN (none when empty) and SANs.
+    fn issue(&self, file: &str, cn: &str, sans: &[&str]) -> (PathBuf, PathBuf) {
+        let key = KeyPair::generate().unwrap();
+        let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+        let mut params = CertificateParams::new(sans).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        if !cn.is_empty() {
+            params.distinguished_name.push(DnType::CommonName, cn);
+        }
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let (cert_path, key_path) = (
+            self.dir.join(format!("{file}.pem")),
+            self.dir.join(format!("{file}.key")),
+        );
+        std::fs::write(&cert_path, cert.pem()).unwrap();
+        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        (cert_path, key_path)
+    }
+}
+
+impl Drop for TestCa {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Moves TLS records between the two sides until neither has anything to say; the error is
+/// the first side's failure.
+fn handshake(client: &mut ClientConnection, server: &mut ServerConnection) -> Result<(), String> {
+    for _ in 0..20 {
+        let mut wire = Vec::new();
+        while client.wants_write() {
+            client.write_tls(&mut wire).unwrap();
+        }
+        let to_server = !wire.is_empty();
+        let mut reader = &wire[..];
+        while !reader.is_empty() {
+            server.read_tls(&mut reader).unwrap();
+            server
+                .process_new_packets()
+                .map_err(|e| format!("server: {e}"))?;
+        }
+        let mut wire = Vec::new();
+        while server.wants_write() {
+            server.write_tls(&mut wire).unwrap();
+        }
+        let to_client = !wire.is_empty();
+        let mut reader = &wire[..];
+        while !reader.is_empty() {
+            client.read_tls(&mut reader).unwrap();
+            client
+                .process_new_packets()
+                .map_err(|e| format!("client: {e}"))?;
+        }
+        if !to_server && !to_client && !client.is_handshaking() && !server.is_handshaking() {
+            return Ok(());
+        }
+    }
+    Err("handshake did not finish".into())
+}
+
+fn connect(config: &Arc<rustls::ClientConfig>) -> ClientConnection {
+    ClientConnection::new(config.clone(), ServerName::try_from("localhost").unwrap()).unwrap()
+}
+
+fn server(ca: &TestCa, mutual: bool) -> ServerTls {
+    let (certificate, key) = ca.issue("server", "gearwheel", &["localhost"]);
+    let ca_file = mutual.then(|| ca.ca());
+    ServerTls::load(TlsFiles {
+        certificate,
+        key,
+        ca_file,
+    })
+    .unwrap()
+}
+
+#[test]
+fn server_authenticated_round_trip_and_resumption() {
+    let ca = TestCa::new("plain");
+    let tls = server(&ca, false);
+    let client = client_config(Some(&ca.ca()), None).unwrap();
+    let (mut c, mut s) = (connect(&client), tls.accept().unwrap());
+    handshake(&mut c, &mut s).unwrap();
+    assert_eq!(c.handshake_kind(), Some(HandshakeKind::Full));
+    assert_eq!(peer_name(&s), None, "no client certificate, no name");
+    use std::io::{Read, Write};
+    c.writer().write_all(b"\0REQ").unwrap();
+    handshake(&mut c, &mut s).unwrap();
+    let mut got = [0u8; 4];
+    s.reader().read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"\0REQ");
+    // A reconnecting client (same client configuration, so the same session store) resumes.
+    let (mut c, mut s) = (connect(&client), tls.accept().unwrap());
+    handshake(&mut c, &mut s).unwrap();
+    assert_eq!(c.handshake_kind(), Some(HandshakeKind::Resumed));
+}
+
+#[test]
+fn tls12_is_offered_and_accepted() {
+    let ca = TestCa::new("tls12");
+    let tls = server(&ca, false);
+    let roots = {
+        let mut roots = rustls::RootCertStore::empty();
+        let pem = std::fs::read(ca.ca()).unwrap();
+        use rustls::pki_types::pem::PemObject;
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        roots
+    };
+    let only12 = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS12])
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let (mut c, mut s) = (connect(&Arc::new(only12)), tls.accept().unwrap());
+    handshake(&mut c, &mut s).unwrap();
+    assert_eq!(s.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_2));
+}
+
+#[test]
+fn mutual_tls_requires_a_certificate_from_the_ca() {
+    let ca = TestCa::new("mutual");
+    let tls = server(&ca, true);
+    assert!(tls.mutual());
+    let (cert, key) = ca.issue("worker", "worker-backup", &["backup.example"]);
+
+    let with_cert = client_config(Some(&ca.ca()), Some((&cert, &key))).unwrap();
+    let (mut c, mut s) = (connect(&with_cert), tls.accept().unwrap());
+    handshake(&mut c, &mut s).unwrap();
+    assert_eq!(peer_name(&s).as_deref(), Some("worker-backup"));
+
+    let without = client_config(Some(&ca.ca()), None).unwrap();
+    let (mut c, mut s) = (connect(&without), tls.accept().unwrap());
+    let err = handshake(&mut c, &mut s).unwrap_err();
+    assert!(err.contains("server:"), "the server refuses: {err}");
+
+    // A certificate from another CA is refused too.
+    let other = TestCa::new("other");
+    let (cert, key) = other.issue("stranger", "worker-backup", &[]);
+    let stranger = client_config(Some(&ca.ca()), Some((&cert, &key))).unwrap();
+    let (mut c, mut s) = (connect(&stranger), tls.accept().unwrap());
+    let err = handshake(&mut c, &mut s).unwrap_err();
+    assert!(err.contains("server:"), "the server refuses: {err}");
+}
+
+#[test]
+fn name_is_the_cn_else_the_first_dns_san() {
+    let ca = TestCa::new("names");
+    let read = |file: &Path| {
+        use rustls::pki_types::pem::PemObject;
+        rustls::pki_types::CertificateDer::from_pem_file(file).unwrap()
+    };
+    let (with_cn, _) = ca.issue("cn", "web-1", &["web1.example", "web1b.example"]);
+    assert_eq!(cert_name(&read(&with_cn)).as_deref(), Some("web-1"));
+    let (san_only, _) = ca.issue("san", "", &["web2.example", "web2b.example"]);
+    assert_eq!(cert_name(&read(&san_only)).as_deref(), Some("web2.example"));
+    let (neither, _) = ca.issue("none", "", &[]);
+    assert_eq!(cert_name(&read(&neither)), None);
+    assert_eq!(
+        cert_name(&rustls::pki_types::CertificateDer::from(vec![
+            0x30, 0x03, 1, 2, 3
+        ])),
+        None
+    );
+}
+
+#[test]
+fn reload_takes_a_new_certificate_and_keeps_the_old_on_a_bad_file() {
+    let ca = TestCa::new("reload");
+    let mut tls = server(&ca, false);
+    let client = client_config(Some(&ca.ca()), None).unwrap();
+    let served_cn = |tls: &ServerTls| {
+        let (mut c, mut s) = (connect(&client), tls.accept().unwrap());
+        handshake(&mut c, &mut s).unwrap();
+        cert_name(&c.peer_certificates().unwrap()[0])
+    };
+    assert_eq!(served_cn(&tls).as_deref(), Some("gearwheel"));
+    ca.issue("server", "gearwheel-rotated", &["localhost"]);
+    tls.reload().unwrap();
+    assert_eq!(served_cn(&tls).as_deref(), Some("gearwheel-rotated"));
+
+    std::fs::write(ca.dir.join("server.key"), "not a key").unwrap();
+    let err = tls.reload().unwrap_err();
+    assert!(
+        err.contains("server.key"),
+        "the error names the file: {err}"
+    );
+    assert_eq!(
+        served_cn(&tls).as_deref(),
+        Some("gearwheel-rotated"),
+        "the old one stays"
+    );
+}
+
+#[test]
+fn load_errors_name_the_file() {
+    let ca = TestCa::new("errors");
+    let (certificate, key) = ca.issue("server", "gearwheel", &["localhost"]);
+    let missing = ca.dir.join("missing.pem");
+    let err = ServerTls::load(TlsFiles {
+        certificate: missing.clone(),
+        key: key.clone(),
+        ca_file: None,
+    })
+    .err()
+    .unwrap();
+    assert!(err.contains("missing.pem"), "{err}");
+    let err = ServerTls::load(TlsFiles {
+        certificate: key.clone(),
+        key: key.clone(),
+        ca_file: None,
+    })
+    .err()
+    .unwrap();
+    assert!(err.contains("no PEM certificate"), "{err}");
+    let err = client_config(Some(&key), None).err().unwrap();
+    assert!(err.contains("server.key"), "{err}");
+    // A key that is not the certificate's is refused at load, not at the first handshake.
+    let (_, other_key) = ca.issue("other", "other", &[]);
+    let err = ServerTls::load(TlsFiles {
+        certificate,
+        key: other_key,
+        ca_file: None,
+    })
+    .err()
+    .unwrap();
+    assert!(err.contains("other.key"), "{err}");
+}
