@@ -372,10 +372,18 @@ pub fn run(a: AdminArgs) -> u8 {
         }
     };
     let server = servers.first().map_or("127.0.0.1:4730", String::as_str);
-    let reply = Conn::connect(server, Duration::from_secs(5)).and_then(|mut c| {
-        c.set_read_timeout(Some(Duration::from_secs(30)))?;
-        c.admin_bytes(&plan.line, plan.list)
-    });
+    let tls = match client::tls_from_flags(a.ssl, &a.ssl_ca_file, &a.ssl_certificate, &a.ssl_key) {
+        Ok(t) => t,
+        Err(e) => {
+            say("admin", e);
+            return EXIT_USAGE;
+        }
+    };
+    let reply =
+        Conn::connect_secure(server, Duration::from_secs(5), tls.as_ref()).and_then(|mut c| {
+            c.set_read_timeout(Some(Duration::from_secs(30)))?;
+            c.admin_bytes(&plan.line, plan.list)
+        });
     let raw_lines = match reply {
         Ok(l) => l,
         Err(e) => {

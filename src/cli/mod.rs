@@ -54,6 +54,19 @@ pub struct WorkArgs {
     /// client id shown by `gearwheel admin workers` (default gearwheel-work-<pid>)
     #[argh(option)]
     pub id: Option<String>,
+    /// speak TLS to the server (the server's certificate is checked against --ssl-ca-file,
+    /// else the system's CA bundle)
+    #[argh(switch)]
+    pub ssl: bool,
+    /// PEM file of the CA that signed the server's certificate (with --ssl)
+    #[argh(option)]
+    pub ssl_ca_file: Option<String>,
+    /// PEM file of this client's certificate, for a server that requires one (with --ssl)
+    #[argh(option)]
+    pub ssl_certificate: Option<String>,
+    /// PEM file of the private key of --ssl-certificate
+    #[argh(option)]
+    pub ssl_key: Option<String>,
     /// the command to run for each job and its arguments, after `--`
     #[argh(positional, greedy)]
     pub command: Vec<String>,
@@ -92,6 +105,19 @@ pub struct SubmitArgs {
     /// run after this long (10s, 5m, 2h, 1d); prints the handle
     #[argh(option, long = "in")]
     pub in_: Option<String>,
+    /// speak TLS to the server (the server's certificate is checked against --ssl-ca-file,
+    /// else the system's CA bundle)
+    #[argh(switch)]
+    pub ssl: bool,
+    /// PEM file of the CA that signed the server's certificate (with --ssl)
+    #[argh(option)]
+    pub ssl_ca_file: Option<String>,
+    /// PEM file of this client's certificate, for a server that requires one (with --ssl)
+    #[argh(option)]
+    pub ssl_certificate: Option<String>,
+    /// PEM file of the private key of --ssl-certificate
+    #[argh(option)]
+    pub ssl_key: Option<String>,
     /// the workload; "-" or none reads standard input
     #[argh(positional)]
     pub data: Option<String>,
@@ -119,6 +145,19 @@ pub struct AdminArgs {
     /// print the protocol lines as the server sent them
     #[argh(switch)]
     pub raw: bool,
+    /// speak TLS to the server (the server's certificate is checked against --ssl-ca-file,
+    /// else the system's CA bundle)
+    #[argh(switch)]
+    pub ssl: bool,
+    /// PEM file of the CA that signed the server's certificate (with --ssl)
+    #[argh(option)]
+    pub ssl_ca_file: Option<String>,
+    /// PEM file of this client's certificate, for a server that requires one (with --ssl)
+    #[argh(option)]
+    pub ssl_certificate: Option<String>,
+    /// PEM file of the private key of --ssl-certificate
+    #[argh(option)]
+    pub ssl_key: Option<String>,
     /// the admin command and its arguments
     #[argh(positional, greedy)]
     pub command: Vec<String>,

@@ -64,9 +64,13 @@ fn now_secs() -> u64 {
 }
 
 /// Connect to the first server that answers.
-pub(crate) fn connect_any(cmd: &str, servers: &[String]) -> Option<Conn> {
+pub(crate) fn connect_any(
+    cmd: &str,
+    servers: &[String],
+    tls: Option<&client::ClientTls>,
+) -> Option<Conn> {
     for s in servers {
-        match Conn::connect(s, CONNECT_TIMEOUT) {
+        match Conn::connect_secure(s, CONNECT_TIMEOUT, tls) {
             Ok(c) => return Some(c),
             Err(e) => say(cmd, format_args!("cannot connect to {s}: {e}")),
         }
@@ -100,7 +104,14 @@ pub fn run(a: SubmitArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let Some(mut conn) = connect_any("submit", &servers) else {
+    let tls = match client::tls_from_flags(a.ssl, &a.ssl_ca_file, &a.ssl_certificate, &a.ssl_key) {
+        Ok(t) => t,
+        Err(e) => {
+            say("submit", e);
+            return EXIT_USAGE;
+        }
+    };
+    let Some(mut conn) = connect_any("submit", &servers, tls.as_ref()) else {
         return EXIT_UNREACHABLE;
     };
     let unique = a.unique.as_deref().unwrap_or("");

@@ -102,6 +102,8 @@ struct Shared {
     freed: Condvar,
     /// Process groups of the commands running now, for a forced stop.
     running: Mutex<Vec<i32>>,
+    /// `--ssl`: shared by the connections, so that a reconnection resumes its TLS session.
+    tls: Option<client::ClientTls>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -165,6 +167,13 @@ enum Event {
 }
 
 pub fn run(a: WorkArgs) -> u8 {
+    let tls = match client::tls_from_flags(a.ssl, &a.ssl_ca_file, &a.ssl_certificate, &a.ssl_key) {
+        Ok(t) => t,
+        Err(e) => {
+            say("work", e);
+            return EXIT_USAGE;
+        }
+    };
     let spec = match Spec::from_args(a) {
         Ok(s) => s,
         Err(e) => {
@@ -204,6 +213,7 @@ pub fn run(a: WorkArgs) -> u8 {
         stop: AtomicBool::new(false),
         freed: Condvar::new(),
         running: Mutex::new(Vec::new()),
+        tls,
     });
     let mut threads = 0;
     for server in &shared.spec.servers {
@@ -257,7 +267,7 @@ fn connection_thread(shared: &Arc<Shared>, server: &str) {
     let mut backoff = BACKOFF_FIRST;
     let mut failing = false;
     while !shared.stopping() {
-        let mut conn = match Conn::connect(server, CONNECT_TIMEOUT) {
+        let mut conn = match Conn::connect_secure(server, CONNECT_TIMEOUT, shared.tls.as_ref()) {
             Ok(c) => c,
             Err(e) => {
                 if !failing || backoff >= BACKOFF_MAX {
@@ -617,6 +627,7 @@ mod tests {
             free: Mutex::new(1),
             freed: Condvar::new(),
             running: Mutex::new(Vec::new()),
+            tls: None,
         })
     }
 

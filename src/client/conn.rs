@@ -132,9 +132,63 @@ pub fn resolve(addr: &str) -> io::Result<Vec<SocketAddr>> {
     Ok(found)
 }
 
+/// The host part of a server address: the name its TLS certificate must carry.
+pub fn host_of(addr: &str) -> &str {
+    let host = match addr.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() && (!h.contains(':') || h.ends_with(']')) => h,
+        _ => addr,
+    };
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// The socket under a connection: plain TCP, or TLS over it (`--ssl`).
+enum Stream {
+    Plain(TcpStream),
+    #[cfg(feature = "tls")]
+    Tls(Box<crate::tls::ClientStream>),
+}
+
+impl Stream {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// A blocking connection to one server.
 pub struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: BytesMut,
     limits: Limits,
     peer: String,
@@ -143,6 +197,15 @@ pub struct Conn {
 impl Conn {
     /// Connect to `addr` (see `resolve`), trying each address it resolves to within `timeout`.
     pub fn connect(addr: &str, timeout: Duration) -> Result<Conn, Error> {
+        Conn::connect_secure(addr, timeout, None)
+    }
+
+    /// `connect`, then TLS over the socket when `tls` is given (`--ssl`).
+    pub fn connect_secure(
+        addr: &str,
+        timeout: Duration,
+        tls: Option<&super::ClientTls>,
+    ) -> Result<Conn, Error> {
         let mut last = None;
         for sa in resolve(addr)? {
             match TcpStream::connect_timeout(&sa, timeout) {
@@ -155,6 +218,24 @@ impl Conn {
                         .with_interval(Duration::from_secs(10))
                         .with_retries(6);
                     let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
+                    let stream = match tls {
+                        None => Stream::Plain(stream),
+                        #[cfg(feature = "tls")]
+                        Some(tls) => {
+                            // The handshake is bounded like the connect.
+                            stream.set_read_timeout(Some(timeout))?;
+                            let mut s = tls
+                                .wrap(host_of(addr), stream)
+                                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                            while s.conn.is_handshaking() {
+                                s.conn.complete_io(&mut s.sock)?;
+                            }
+                            s.sock.set_read_timeout(None)?;
+                            Stream::Tls(Box::new(s))
+                        }
+                        #[cfg(not(feature = "tls"))]
+                        Some(never) => match *never {},
+                    };
                     return Ok(Conn {
                         stream,
                         buf: BytesMut::with_capacity(4096),
@@ -182,7 +263,7 @@ impl Conn {
     /// `None` blocks for ever; a timed-out read returns an error for which `is_timeout` holds,
     /// and keeps whatever part of a packet had arrived.
     pub fn set_read_timeout(&self, t: Option<Duration>) -> Result<(), Error> {
-        Ok(self.stream.set_read_timeout(t)?)
+        Ok(self.stream.tcp().set_read_timeout(t)?)
     }
 
     /// Send one request packet.

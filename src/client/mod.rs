@@ -7,7 +7,37 @@ pub mod conn;
 pub mod duration;
 pub mod servers;
 
+/// `--ssl` settings of a client command (an empty type in a build without the `tls` feature,
+/// whose commands refuse `--ssl`).
+#[cfg(feature = "tls")]
+pub use crate::tls::ClientTls;
 pub use conn::{Assignment, Conn, Error, SubmitKind};
+#[cfg(not(feature = "tls"))]
+pub enum ClientTls {}
+
+/// The `--ssl*` flags of `work`, `submit` and `admin` made into TLS settings (`None` without
+/// `--ssl`).
+pub fn tls_from_flags(
+    ssl: bool,
+    ca_file: &Option<String>,
+    certificate: &Option<String>,
+    key: &Option<String>,
+) -> Result<Option<ClientTls>, String> {
+    #[cfg(feature = "tls")]
+    {
+        let path = |f: &Option<String>| f.as_ref().map(std::path::PathBuf::from);
+        let (ca, cert, k) = (path(ca_file), path(certificate), path(key));
+        ClientTls::from_flags(ssl, ca.as_deref(), cert.as_deref(), k.as_deref())
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        match ssl || ca_file.is_some() || certificate.is_some() || key.is_some() {
+            true => Err("this gearwheel was built without TLS (cargo feature tls)".into()),
+            false => Ok(None),
+        }
+    }
+}
+
 pub use duration::{format_duration, parse_at, parse_duration};
 
 use bytes::{BufMut, Bytes, BytesMut};

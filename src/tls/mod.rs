@@ -8,9 +8,11 @@
 //! rustls session is the client certificate's subject CN, else its first DNS SAN (`None`
 //! without a client certificate); the reactor keeps it on the connection as its identity.
 
+mod client;
 mod files;
 mod name;
 
+pub use client::{ClientStream, ClientTls};
 pub use files::{ServerTls, TlsFiles, client_config};
 pub use name::{cert_name, peer_name};
 

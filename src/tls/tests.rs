@@ -1,65 +1,18 @@
 //! TLS configurations through real rustls handshakes in memory (no sockets: the reactor's
 //! transport is tested over loopback elsewhere), with a throwaway CA made here by rcgen.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, HandshakeKind, ServerConnection};
 
+// The same throwaway CA the integration tests use.
+#[path = "../../tests/tls_support/mod.rs"]
+mod tls_support;
+use tls_support::TestCa;
+
 use super::{ServerTls, TlsFiles, cert_name, client_config, peer_name};
-
-/// A test CA in its own directory: `issue` writes a certificate and key signed by it.
-struct TestCa {
-    dir: PathBuf,
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl TestCa {
-    fn new(name: &str) -> TestCa {
-        let dir = std::env::temp_dir().join(format!("gearwheel-tls-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, format!("{name} test CA"));
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        std::fs::write(dir.join("ca.pem"), issuer.pem()).unwrap();
-        TestCa { dir, issuer }
-    }
-
-    fn ca(&self) -> PathBuf {
-        self.dir.join("ca.pem")
-    }
-
-    /// Writes FILE.pem and FILE.key: a certificate with this CN (none when empty) and SANs.
-    fn issue(&self, file: &str, cn: &str, sans: &[&str]) -> (PathBuf, PathBuf) {
-        let key = KeyPair::generate().unwrap();
-        let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
-        let mut params = CertificateParams::new(sans).unwrap();
-        params.distinguished_name = rcgen::DistinguishedName::new();
-        if !cn.is_empty() {
-            params.distinguished_name.push(DnType::CommonName, cn);
-        }
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        let (cert_path, key_path) = (
-            self.dir.join(format!("{file}.pem")),
-            self.dir.join(format!("{file}.key")),
-        );
-        std::fs::write(&cert_path, cert.pem()).unwrap();
-        std::fs::write(&key_path, key.serialize_pem()).unwrap();
-        (cert_path, key_path)
-    }
-}
-
-impl Drop for TestCa {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// Moves TLS records between the two sides until neither has anything to say; the error is
 /// the first side's failure.
@@ -219,7 +172,7 @@ fn reload_takes_a_new_certificate_and_keeps_the_old_on_a_bad_file() {
     tls.reload().unwrap();
     assert_eq!(served_cn(&tls).as_deref(), Some("gearwheel-rotated"));
 
-    std::fs::write(ca.dir.join("server.key"), "not a key").unwrap();
+    std::fs::write(ca.dir().join("server.key"), "not a key").unwrap();
     let err = tls.reload().unwrap_err();
     assert!(
         err.contains("server.key"),
@@ -236,7 +189,7 @@ fn reload_takes_a_new_certificate_and_keeps_the_old_on_a_bad_file() {
 fn load_errors_name_the_file() {
     let ca = TestCa::new("errors");
     let (certificate, key) = ca.issue("server", "gearwheel", &["localhost"]);
-    let missing = ca.dir.join("missing.pem");
+    let missing = ca.dir().join("missing.pem");
     let err = ServerTls::load(TlsFiles {
         certificate: missing.clone(),
         key: key.clone(),

@@ -117,6 +117,7 @@ pub const COMPONENTS: &[(&str, Present)] = &[
         have_python_module("prometheus_client.parser")
     }),
     ("curl", || crate::common::have("curl")),
+    ("stunnel4", || crate::common::have("stunnel4")),
     ("groff (apt-get install groff-base)", || {
         crate::common::have("groff")
     }),

@@ -1,0 +1,195 @@
+//! `gearwheel work`, `submit` and `admin --ssl` against a real TLS server: stunnel4 requiring a
+//! client certificate (mutual TLS) in front of a plaintext gearwheel, with a test CA made by
+//! rcgen. A worker and a client each present their own certificate; a client without one, and
+//! a client that does not trust the server's CA, are refused.
+
+mod cli_support;
+mod common;
+mod tls_support;
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cli_support::*;
+use common::Server;
+use tls_support::TestCa;
+
+/// stunnel in the foreground on a free loopback port, forwarding to `to`; killed on drop.
+struct Stunnel {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Stunnel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stunnel(ca: &TestCa, to: std::net::SocketAddr) -> Stunnel {
+    let (cert, key) = ca.issue("server", "gearwheel", &["localhost"]);
+    // stunnel binds by itself: take a free port and hand it over (a tiny race, retried).
+    for _ in 0..5 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = ca.dir().join("stunnel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "foreground = yes\npid =\n[gearman]\naccept = 127.0.0.1:{port}\nconnect = {to}\n\
+                 cert = {}\nkey = {}\nCAfile = {}\nverify = 2\n",
+                cert.display(),
+                key.display(),
+                ca.ca().display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("stunnel4")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("stunnel4");
+        let mut tunnel = Stunnel { child, port };
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return tunnel;
+            }
+            if let Ok(Some(_)) = tunnel.child.try_wait() {
+                break; // the port was taken meanwhile: try another
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("stunnel4 did not start");
+}
+
+#[test]
+fn work_submit_and_admin_over_mutual_tls() {
+    if !common::require(common::have("stunnel4"), "stunnel4") {
+        return;
+    }
+    let ca = TestCa::new("cli");
+    let s = Server::start(&[]);
+    let tunnel = stunnel(&ca, s.addr);
+    let addr = format!("localhost:{}", tunnel.port);
+    let (wcert, wkey) = ca.issue("worker", "worker-1", &[]);
+    let (ccert, ckey) = ca.issue("client", "client-1", &[]);
+    let (cafile, wcert, wkey, ccert, ckey) = (
+        ca.ca().display().to_string(),
+        wcert.display().to_string(),
+        wkey.display().to_string(),
+        ccert.display().to_string(),
+        ckey.display().to_string(),
+    );
+    let tls = |cert: &str, key: &str| -> Vec<String> {
+        [
+            "--ssl",
+            "--ssl-ca-file",
+            &cafile,
+            "--ssl-certificate",
+            cert,
+            "--ssl-key",
+            key,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let with = |head: &[&str], flags: &[String], tail: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+        v.extend(flags.iter().cloned());
+        v.extend(tail.iter().map(|s| s.to_string()));
+        v
+    };
+    let wargs = with(
+        &["work", "-s", &addr, "-f", "up"],
+        &tls(&wcert, &wkey),
+        &["--", "tr", "a-z", "A-Z"],
+    );
+    let _w = Bg::spawn(&wargs.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    let admin = with(&["admin", "-s", &addr], &tls(&ccert, &ckey), &["workers"]);
+    let admin: Vec<&str> = admin.iter().map(String::as_str).collect();
+    wait_for(10, "the worker registered over TLS", || {
+        gw(&admin, None, 10).stdout.contains("up")
+    });
+
+    let submit = with(
+        &["submit", "-s", &addr, "-f", "up"],
+        &tls(&ccert, &ckey),
+        &["hello"],
+    );
+    let submit: Vec<&str> = submit.iter().map(String::as_str).collect();
+    let o = gw(&submit, None, 20);
+    assert_eq!((o.code(), o.stdout.as_str()), (Some(0), "HELLO"), "{o:?}");
+
+    // No client certificate: the server's handshake refuses it, and the command says so.
+    let o = gw(
+        &[
+            "admin",
+            "-s",
+            &addr,
+            "--ssl",
+            "--ssl-ca-file",
+            &cafile,
+            "status",
+        ],
+        None,
+        10,
+    );
+    assert_ne!(o.code(), Some(0), "{o:?}");
+    // A server this client's CA did not sign is not trusted.
+    let other = TestCa::new("cli-other");
+    let other_ca = other.ca().display().to_string();
+    let o = gw(
+        &[
+            "admin",
+            "-s",
+            &addr,
+            "--ssl",
+            "--ssl-ca-file",
+            &other_ca,
+            "--ssl-certificate",
+            &ccert,
+            "--ssl-key",
+            &ckey,
+            "status",
+        ],
+        None,
+        10,
+    );
+    assert_ne!(o.code(), Some(0), "{o:?}");
+    assert!(
+        o.stderr.contains("certificate") || o.stderr.contains("Certificate"),
+        "{o:?}"
+    );
+    // The flags are checked before any connection.
+    let o = gw(
+        &["admin", "-s", &addr, "--ssl-key", &ckey, "status"],
+        None,
+        10,
+    );
+    assert_eq!(o.code(), Some(2), "{o:?}");
+    assert!(o.stderr.contains("need --ssl"), "{o:?}");
+    let o = gw(
+        &[
+            "admin",
+            "-s",
+            &addr,
+            "--ssl",
+            "--ssl-certificate",
+            &ccert,
+            "status",
+        ],
+        None,
+        10,
+    );
+    assert_eq!(o.code(), Some(2), "{o:?}");
+}
