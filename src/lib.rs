@@ -18,7 +18,7 @@
 //!   `admin`, `check` and `import-crontab` commands built on it. Neither is used by the server.
 //!
 //! Not every edge points one way yet (issue 15 lists the cycles left: the reactor's
-//! connection and its HTTP glue, the engine's types and handles).
+//! connection and its HTTP glue).
 
 pub mod cli;
 pub mod client;

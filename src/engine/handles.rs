@@ -187,6 +187,14 @@ impl<'a> KeyRef<'a> {
     }
 }
 
+// Here rather than in types.rs, so that types does not import handles (handles uses types).
+impl Job {
+    /// The job's coalescing key (see `KeyRef::of`).
+    pub fn key_ref(&self) -> Option<KeyRef<'_>> {
+        KeyRef::of(self.body.unique_bytes(), self.body.data_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::FuncId;

@@ -354,11 +354,6 @@ impl Job {
     pub fn data(&self) -> Bytes {
         self.body.data()
     }
-
-    /// The job's coalescing key (see `KeyRef::of`).
-    pub fn key_ref(&self) -> Option<super::handles::KeyRef<'_>> {
-        super::handles::KeyRef::of(self.body.unique_bytes(), self.body.data_bytes())
-    }
 }
 
 /// What few jobs have, kept beside the job (in the engine's `extras`) rather than in every

@@ -1,0 +1,45 @@
+//! The outbox: what the engine hands the reactor after a request or a timer (replies in
+//! order, lazy replies that may share a write, resumed connections, a shutdown).
+
+use super::*;
+
+/// What the engine asks of the reactor after a request: replies in order, and at most one
+/// shutdown.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub replies: Vec<(ConnId, Response)>,
+    pub shutdown: Option<Shutdown>,
+    /// Connection deadlines from `arm_conn_timer` that passed: (connection, its tag).
+    pub conn_timeouts: Vec<(ConnId, u64)>,
+    /// Connections whose held GRAB was answered: the reactor serves what they sent after it.
+    pub resumed: Vec<ConnId>,
+    /// Indexes in `replies` of the replies that may wait for the next reply to the same
+    /// connection (see `push_lazy`), ascending.
+    pub lazy: Vec<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    Immediate,
+    Graceful,
+}
+
+impl Outbox {
+    pub fn push(&mut self, to: ConnId, r: Response) {
+        self.replies.push((to, r));
+    }
+
+    /// Queue a reply that need not leave at once: a JOB_CREATED whose foreground job went to a
+    /// waiting worker, so that its result follows within microseconds and both can share one
+    /// write (one send and one wake-up of the client fewer). The reactor bounds the wait.
+    pub fn push_lazy(&mut self, to: ConnId, r: Response) {
+        self.lazy.push(self.replies.len());
+        self.replies.push((to, r));
+    }
+
+    /// Forget every queued reply.
+    pub fn clear_replies(&mut self) {
+        self.replies.clear();
+        self.lazy.clear();
+    }
+}

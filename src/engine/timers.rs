@@ -1,0 +1,108 @@
+//! The engine's timer events and what fires them: job time-outs, future jobs coming due,
+//! schedule runs, held GRABs, the drain deadline.
+
+use super::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TimerEvent {
+    /// A running job's CAN_DO_TIMEOUT ran out (`id` tells the job from a later one in its slot).
+    JobTimeout { job: JobKey, id: u64 },
+    /// A future job is due.
+    JobDue { job: JobKey, id: u64 },
+    /// A graceful shutdown waited long enough.
+    DrainTimeout,
+    /// A schedule entry's run is due (`generation` tells loads apart).
+    ScheduleFire { slot: usize, generation: u64 },
+    /// A reactor deadline for one connection (see reactor_api.rs).
+    ConnTimer { conn: ConnId, tag: u64 },
+    /// A held GRAB waited long enough: NO_JOB.
+    GrabWait { conn: ConnId },
+}
+
+impl Engine {
+    /// Fire every timer due at `now`.
+    /// At most this many timers fire per call, so that 100,000 jobs due in the same second
+    /// do not hold back every reply of the turn; the rest fire on the next turn, at once.
+    const TIMERS_PER_TURN: usize = 1024;
+
+    /// Fire the timers due at `now` (up to `TIMERS_PER_TURN`; `next_deadline()` then says
+    /// the rest are due).
+    pub fn on_time(&mut self, now: u64, out: &mut Outbox) {
+        let mut fired = 0;
+        while fired < Self::TIMERS_PER_TURN {
+            let Some((_, ev)) = self.timers.poll(now) else {
+                break;
+            };
+            fired += 1;
+            match ev {
+                TimerEvent::JobTimeout { job, id } => {
+                    if self.jobs.get(job).is_none_or(|j| j.id != id) {
+                        continue;
+                    }
+                    // Fired: the key is spent.
+                    if let Some(e) = self.extra_get_mut(job) {
+                        e.timer = None;
+                    }
+                    let j = &self.jobs[job];
+                    if let JobState::Running(worker) = j.state() {
+                        let f = j.func();
+                        let own = self.conn(worker).and_then(|c| c.timeout_for(f));
+                        let limit = self.limit_passed(job, f, own, now);
+                        log::warn!(
+                            "job {} on worker {}: {}; failing it (a late result is dropped)",
+                            self.by_handle.of(&self.jobs[job]),
+                            worker.index,
+                            limit.error_text()
+                        );
+                        self.fail_job(job, FailReason::Timeout(limit), now, out);
+                    }
+                }
+                TimerEvent::ScheduleFire { slot, generation } => {
+                    self.fire_schedule(slot, generation, now, out)
+                }
+                TimerEvent::ConnTimer { conn, tag } => out.conn_timeouts.push((conn, tag)),
+                TimerEvent::GrabWait { conn } => {
+                    if let Some(c) = self.conn_mut(conn) {
+                        if c.held_grab.take().is_some() {
+                            c.woken_for = None;
+                            out.push(conn, Response::NoJob);
+                            out.resumed.push(conn);
+                            self.grab_waits_expired += 1;
+                            self.sync_waiting(conn);
+                        }
+                    }
+                }
+                TimerEvent::DrainTimeout => {
+                    log::warn!(
+                        "graceful shutdown: {} still running after the timeout",
+                        crate::plural::count(self.running as u64, "job", "jobs")
+                    );
+                    self.drain_expired = true;
+                }
+                TimerEvent::JobDue { job, id } => {
+                    let Some(j) = self.jobs.get(job).filter(|j| j.id == id) else {
+                        continue;
+                    };
+                    if j.state() != JobState::Future {
+                        continue;
+                    }
+                    log::info!("future job {} is due", self.by_handle.of(j));
+                    let f = j.func();
+                    self.functions[f].future -= 1;
+                    self.enqueue(job, false);
+                    self.wake_workers(f, out);
+                }
+            }
+        }
+        self.serve_held_grabs(now, out);
+    }
+
+    /// When a SUBMIT_JOB_SCHED job is due: the next minute after `now` that its fields match.
+    pub(super) fn sched_due(&self, fields: &[Bytes; 5], now: u64) -> Result<u64, String> {
+        let spec = SchedSpec::parse(fields)?;
+        let after = chrono::DateTime::from_timestamp_millis(now as i64).unwrap_or_default();
+        spec.next_after(after, &self.config.zone)
+            .map(|t| t.timestamp_millis() as u64)
+            .ok_or_else(|| "the fields never match a time in the next 29 years".to_string())
+    }
+}
