@@ -1,0 +1,272 @@
+//! Workers: jobs given back, retries, CAN_DO_TIMEOUT, sleepers and wake-ups, queue caps.
+
+use super::*;
+
+#[test]
+fn worker_disconnect_gives_the_job_back_to_the_head() {
+    let mut w = World::new();
+    let (c, w1, w2) = (w.conn(), w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "first", Priority::Normal, false);
+    w.submit(c, "f", "", "second", Priority::Normal, false);
+    w.can_do(w1, "f");
+    assert_eq!(w.grab(w1).unwrap().0, h);
+    w.e.disconnect(w1, w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "clients are not told");
+    w.can_do(w2, "f");
+    assert_eq!(w.grab(w2).unwrap(), (h.clone(), b("first")));
+    assert_eq!(
+        w.admin(c, "show jobs"),
+        "H:t:1\t1\t0\t0\nH:t:2\t0\t0\t0\n.\n"
+    );
+}
+
+#[test]
+fn job_retries_limit_fails_the_job_for_its_clients() {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        job_retries: 2,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    let h = w.submit(c, "f", "", "d", Priority::Normal, false);
+    for round in 0..2 {
+        let wk = w.conn();
+        w.can_do(wk, "f");
+        assert_eq!(w.grab(wk).unwrap().0, h);
+        w.e.disconnect(wk, w.now, &mut w.out);
+        let r = std::mem::take(&mut w.out.replies);
+        if round == 0 {
+            assert!(r.is_empty());
+        } else {
+            assert_eq!(
+                r,
+                vec![(
+                    c,
+                    Response::WorkFail {
+                        handle: h.clone().into()
+                    }
+                )]
+            );
+        }
+    }
+    assert_eq!(w.e.job_count(), 0);
+}
+
+#[test]
+fn cant_do_and_reset_give_back_only_what_they_name() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    w.submit(c, "f", "", "df", Priority::Normal, true);
+    w.submit(c, "g", "", "dg", Priority::Normal, true);
+    w.can_do(wk, "f");
+    w.can_do(wk, "g");
+    w.grab(wk).unwrap();
+    w.grab(wk).unwrap();
+    assert_eq!(w.e.running_jobs(), 2);
+    w.req(wk, Request::CantDo { func: b("f") });
+    assert_eq!(w.e.running_jobs(), 1);
+    assert_eq!(w.admin(c, "status"), "f\t1\t0\t0\ng\t1\t1\t1\n.\n");
+    w.req(wk, Request::ResetAbilities);
+    assert_eq!(w.e.running_jobs(), 0);
+    assert_eq!(
+        w.admin(c, "prioritystatus"),
+        "f\t0\t1\t0\t0\ng\t0\t1\t0\t0\n.\n"
+    );
+}
+
+#[test]
+fn client_disconnect_drops_queued_foreground_but_not_background_jobs() {
+    let mut w = World::new();
+    let (c1, c2, wk) = (w.conn(), w.conn(), w.conn());
+    w.submit(c1, "f", "fg", "d", Priority::Normal, false);
+    let bg = w.submit(c2, "f", "bg", "d", Priority::Normal, true);
+    // A foreground client joins the background job, then leaves.
+    w.submit(c1, "f", "bg", "d", Priority::Normal, false);
+    w.e.disconnect(c1, w.now, &mut w.out);
+    w.can_do(wk, "f");
+    assert_eq!(w.grab(wk).unwrap().0, bg);
+    assert_eq!(w.grab(wk), None);
+}
+
+#[test]
+fn background_submit_joining_a_foreground_job_keeps_it_alive() {
+    let mut w = World::new();
+    let (c1, c2, wk) = (w.conn(), w.conn(), w.conn());
+    let h = w.submit(c1, "f", "u", "d", Priority::Normal, false);
+    assert_eq!(w.submit(c2, "f", "u", "d", Priority::Normal, true), h);
+    w.e.disconnect(c1, w.now, &mut w.out);
+    w.can_do(wk, "f");
+    assert_eq!(w.grab(wk).unwrap().0, h);
+}
+
+#[test]
+fn can_do_timeout_fails_the_job_and_refuses_the_late_result() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "d", Priority::Normal, false);
+    w.req(
+        wk,
+        Request::CanDoTimeout {
+            func: b("f"),
+            timeout_ms: 250,
+        },
+    );
+    w.grab(wk).unwrap();
+    assert_eq!(w.e.next_deadline(), Some(w.now + 250));
+    w.e.on_time(w.now + 249, &mut w.out);
+    assert!(w.out.replies.is_empty());
+    w.now += 250;
+    w.e.on_time(w.now, &mut w.out);
+    assert_eq!(
+        std::mem::take(&mut w.out.replies),
+        vec![(
+            c,
+            Response::WorkFail {
+                handle: h.clone().into()
+            }
+        )]
+    );
+    let r = w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b("late"),
+        },
+    );
+    assert_eq!(
+        r,
+        vec![(
+            wk,
+            Response::error("JOB_NOT_FOUND", "Job given in work result not found")
+        )]
+    );
+    assert_eq!(w.e.next_deadline(), None);
+}
+
+#[test]
+fn completing_in_time_cancels_the_timeout() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    let h = w.submit(c, "f", "", "d", Priority::Normal, false);
+    w.req(
+        wk,
+        Request::CanDoTimeout {
+            func: b("f"),
+            timeout_ms: 250,
+        },
+    );
+    w.grab(wk).unwrap();
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b("ok"),
+        },
+    );
+    assert_eq!(w.e.next_deadline(), None);
+}
+
+#[test]
+fn one_sleeper_is_woken_per_job_and_the_baton_passes() {
+    let mut w = World::new();
+    let c = w.conn();
+    let sleepers: Vec<ConnId> = (0..3).map(|_| w.conn()).collect();
+    for &s in &sleepers {
+        w.can_do(s, "f");
+        assert!(w.req(s, Request::PreSleep).is_empty());
+    }
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            body: JobBody::new(&b(""), &b("1")),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    let noops: Vec<ConnId> = r
+        .iter()
+        .filter(|(_, r)| *r == Response::Noop)
+        .map(|(c, _)| *c)
+        .collect();
+    assert_eq!(noops.len(), 1, "{r:?}");
+    // A second job wakes another sleeper, not the one already woken.
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            body: JobBody::new(&b(""), &b("2")),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    let noops2: Vec<ConnId> = r
+        .iter()
+        .filter(|(_, r)| *r == Response::Noop)
+        .map(|(c, _)| *c)
+        .collect();
+    assert_eq!(noops2.len(), 1);
+    assert_ne!(noops, noops2);
+}
+
+#[test]
+fn worker_wakeup_zero_wakes_everyone() {
+    let mut w = World::with(EngineConfig {
+        worker_wakeup: 0,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    let sleepers: Vec<ConnId> = (0..3).map(|_| w.conn()).collect();
+    for &s in &sleepers {
+        w.can_do(s, "f");
+        w.req(s, Request::PreSleep);
+    }
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            body: JobBody::new(&b(""), &b("1")),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    assert_eq!(r.iter().filter(|(_, r)| *r == Response::Noop).count(), 3);
+}
+
+#[test]
+fn pre_sleep_with_work_waiting_gets_a_noop_at_once() {
+    let mut w = World::new();
+    let (c, wk) = (w.conn(), w.conn());
+    w.submit(c, "f", "", "d", Priority::Normal, true);
+    w.can_do(wk, "f");
+    assert_eq!(w.req(wk, Request::PreSleep), vec![(wk, Response::Noop)]);
+}
+
+#[test]
+fn max_queue_caps_a_function() {
+    let mut w = World::with(EngineConfig {
+        max_queue: 2,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    w.submit(c, "f", "", "1", Priority::Normal, true);
+    w.submit(c, "f", "", "2", Priority::Normal, true);
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            body: JobBody::new(&b(""), &b("3")),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    assert_eq!(
+        r,
+        vec![(c, Response::error("QUEUE_ERROR", "Job queue is full"))]
+    );
+    assert_eq!(w.admin(c, "maxqueue f"), "OK 2 2 2\n");
+    assert_eq!(w.admin(c, "maxqueue f 0 5 1"), "OK\r\n");
+    assert_eq!(w.admin(c, "maxqueue f"), "OK 0 5 1\n");
+    w.submit(c, "f", "", "3", Priority::High, true);
+    assert_eq!(w.admin(c, "maxqueue nosuch"), "ERR function not found\r\n");
+}
