@@ -11,6 +11,7 @@
 //! - `http`: the HTTP listener's pure half (request parsing, routes, responses, JSON,
 //!   metrics, the console's embedded page); the reactor feeds it bytes and engine replies.
 //! - `json`: the small JSON writer the HTTP bodies and the alert workloads share.
+//! - `access`: identities and the `--acl` file's rules (the engine gate's access check).
 //! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
 //!   resident set; `plural`: counts with their noun.
 //! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.
@@ -20,6 +21,7 @@
 //! Not every edge points one way yet (issue 15 lists the cycles left: the reactor's
 //! connection and its HTTP glue).
 
+pub mod access;
 pub mod cli;
 pub mod client;
 pub mod clock;
