@@ -1,5 +1,6 @@
-//! Command-line flags (gearmand's names where gearmand has one) and the validated settings
-//! the server runs with.
+//! The serve command's flags (gearmand's names where gearmand has one) and the validated
+//! settings the server runs with. The command line's top level is in cli/args.rs, which uses
+//! this module (config never imports cli).
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -12,47 +13,6 @@ use crate::engine::EngineConfig;
 use crate::logger::{self, LogTarget};
 use crate::proto::frame::Limits;
 use crate::schedule::Zone;
-
-#[derive(FromArgs, Debug)]
-/// gearwheel: a Gearman job server with on-time future jobs.
-pub struct Cli {
-    /// print the version and exit
-    #[argh(switch, short = 'V')]
-    pub version: bool,
-    #[argh(subcommand)]
-    pub command: Option<Command>,
-}
-
-#[derive(FromArgs, Debug)]
-#[argh(subcommand)]
-// Parsed once at start; boxing ServeArgs would only complicate argh's derive.
-#[allow(clippy::large_enum_variant)]
-pub enum Command {
-    Serve(ServeArgs),
-    Work(crate::cli::WorkArgs),
-    Submit(crate::cli::SubmitArgs),
-    Admin(crate::cli::AdminArgs),
-    Check(CheckArgs),
-    ImportCrontab(crate::cli::import_crontab::ImportCrontabArgs),
-}
-
-#[derive(FromArgs, Debug)]
-/// Check a schedules file without a server; errors as FILE:LINE:COL: message.
-#[argh(subcommand, name = "check")]
-pub struct CheckArgs {
-    /// the schedules file
-    #[argh(positional)]
-    pub file: PathBuf,
-    /// also print the next N run times of every entry
-    #[argh(option, default = "0")]
-    pub next: usize,
-    /// list run times from this time (RFC 3339 or unix seconds; default now)
-    #[argh(option)]
-    pub from: Option<String>,
-    /// the default time zone of the entries, as the server's --timezone (default local)
-    #[argh(option)]
-    pub tz: Option<String>,
-}
 
 #[derive(FromArgs, Debug, Default)]
 /// Run the job server.
@@ -624,13 +584,12 @@ mod tests {
     fn serve(args: &[&str]) -> Result<ServeArgs, String> {
         let args = split_equals(args.iter().map(|s| s.to_string()));
         let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        match Cli::from_args(&["gearwheel"], &refs) {
-            Ok(Cli {
-                command: Some(Command::Serve(s)),
-                ..
-            }) => Ok(s),
-            Ok(_) => Err("no serve".into()),
-            Err(e) => Err(e.output),
+        // ServeArgs parsed alone, as argh does below `gearwheel`: config does not import cli.
+        match refs.split_first() {
+            Some((&"serve", rest)) => {
+                ServeArgs::from_args(&["gearwheel", "serve"], rest).map_err(|e| e.output)
+            }
+            _ => Err("no serve".into()),
         }
     }
 

@@ -16,7 +16,8 @@
 //!   resident set; `plural`: counts with their noun.
 //! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.
 //! - `client`: a blocking Gearman client/worker library; `cli`: the `work`, `submit`,
-//!   `admin`, `check` and `import-crontab` commands built on it. Neither is used by the server.
+//!   `admin`, `check` and `import-crontab` commands built on it, and the top-level argv types
+//!   (`cli::args`). Neither is used by the server.
 //!
 //! Not every edge points one way yet (issue 15 lists the cycles left: the reactor's
 //! connection and its HTTP glue).

@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use argh::FromArgs;
-use gearwheel::config::{Cli, Command, Config, split_equals};
+use gearwheel::cli::args::{Cli, Command};
+use gearwheel::config::{Config, split_equals};
 use gearwheel::logger;
 use gearwheel::reactor::{Exit, Server, Signals};
 use log::Level;
@@ -408,7 +409,7 @@ mod service {
 }
 
 /// `gearwheel check FILE [--next N] [--from TIME] [--tz ZONE]`: 0 valid, 1 errors, 2 bad flags.
-fn check(a: gearwheel::config::CheckArgs) -> ExitCode {
+fn check(a: gearwheel::cli::args::CheckArgs) -> ExitCode {
     use gearwheel::schedule::{Zone, check};
     let zone = match Zone::parse(a.tz.as_deref().unwrap_or("local")) {
         Ok(z) => z,

@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use argh::FromArgs;
-use gearwheel::config::{Cli, Config, ServeArgs};
+use gearwheel::cli::args::Cli;
+use gearwheel::config::{Config, ServeArgs};
 use man_support::{Links, blocks, escape, inline, section};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");

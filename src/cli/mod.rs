@@ -6,6 +6,7 @@
 //! `ERR`; 2 bad flags; 3 the server could not be reached or broke the protocol.
 
 pub mod admin;
+pub mod args;
 pub mod crontab_import;
 mod crontab_words;
 mod escape;
@@ -191,7 +192,8 @@ pub(crate) fn say(cmd: &str, msg: impl std::fmt::Display) {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{Cli, Command, split_equals};
+    use super::args::{Cli, Command};
+    use crate::config::split_equals;
     use argh::FromArgs;
 
     fn parse(args: &[&str]) -> Result<Command, String> {
