@@ -115,11 +115,13 @@ fn clients_that_never_read_are_held_at_the_bound_and_others_are_served() {
         w.join().unwrap();
     }
     drop(clients);
-    wait_for("the unsent bytes forgotten", 10, || {
+    wait_for("the unsent bytes forgotten", 30, || {
         metric(&s, "gearman_output_buffered_bytes") == 0
             && metric(&s, "gearman_output_held_connections") == 0
     });
-    wait_for("the memory given back", 5, || rss(&s) < base + 8 * MIB);
+    // The trim runs at most once a second and a busy machine delays it: the test is that the
+    // memory comes back, not how fast.
+    wait_for("the memory given back", 30, || rss(&s) < base + 8 * MIB);
 }
 
 #[test]
