@@ -343,7 +343,8 @@ fn read_only_endpoints() {
     let sc = s.get("/schedules").text();
     assert_json(&sc);
     assert!(
-        sc.contains("\"spec\":\"0 3 * * *\",\"function\":\"nightly\""),
+        sc.contains("\"spec\":\"0 3 * * *\",\"says\":\"every day at 03:00 ")
+            && sc.contains("\"function\":\"nightly\""),
         "{sc}"
     );
     assert!(sc.contains("\"next_run\":\"20"), "{sc}");

@@ -104,6 +104,8 @@ pub struct JobStatus {
 pub struct ScheduleStatus {
     pub id: String,
     pub spec: String,
+    /// The spec and its zone in words (`crate::schedule::words`).
+    pub says: String,
     pub function: String,
     /// Scheduled time of the next run (ms since the epoch).
     pub next_ms: Option<u64>,
@@ -307,6 +309,7 @@ impl Engine {
                 ScheduleStatus {
                     id: st.id.to_string(),
                     spec: st.entry.spec.clone(),
+                    says: crate::schedule::words::describe(&st.entry.spec, st.entry.zone.name()),
                     function: st.entry.function.clone(),
                     next_ms: st.next_ms,
                     last_run_ms: h.last_run_ms,

@@ -113,6 +113,7 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
     let mut o = Obj::new(out);
     o.str("id", &s.id)
         .str("spec", &s.spec)
+        .str("says", &s.says)
         .str("function", &s.function);
     time(&mut o, "next_run", s.next_ms);
     time(&mut o, "last_run", s.last_run_ms);
@@ -242,6 +243,7 @@ mod tests {
         let sc = ScheduleStatus {
             id: "nightly".into(),
             spec: "0 3 * * *".into(),
+            says: "every day at 03:00 UTC".into(),
             function: "backup".into(),
             next_ms: Some(0),
             last_run_ms: None,
@@ -265,7 +267,7 @@ mod tests {
         };
         assert_eq!(
             schedules(&[sc]),
-            "{\"schedules\":[{\"id\":\"nightly\",\"spec\":\"0 3 * * *\",\"function\":\"backup\",\
+            "{\"schedules\":[{\"id\":\"nightly\",\"spec\":\"0 3 * * *\",\"says\":\"every day at 03:00 UTC\",\"function\":\"backup\",\
              \"next_run\":\"1970-01-01T00:00:00Z\",\"last_run\":null,\
              \"last_outcome\":\"exception: \\\"disk\\\"\",\"last_duration_ms\":null,\"runs\":1,\
              \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\

@@ -922,6 +922,7 @@ mod tests {
         let sc = ScheduleStatus {
             id: "nightly".into(),
             spec: "0 3 * * *".into(),
+            says: "every day at 03:00 UTC".into(),
             function: "backup".into(),
             next_ms: Some(1_700_000_060_000),
             last_run_ms: None,

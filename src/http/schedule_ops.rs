@@ -138,6 +138,7 @@ mod tests {
         let entry = ScheduleStatus {
             id: "n".into(),
             spec: "@hourly".into(),
+            says: "every hour at minute 0 (UTC)".into(),
             function: "f".into(),
             next_ms: None,
             last_run_ms: None,

@@ -7,6 +7,7 @@ pub mod cron;
 pub mod duration;
 pub mod file;
 pub mod sched;
+pub mod words;
 pub mod zone;
 
 pub use sched::SchedSpec;
