@@ -214,6 +214,27 @@
     return td;
   }
 
+  // The last outcome, a strip of the last runs (one coloured mark each, outcome and duration
+  // on hover) and the last error, in one cell.
+  function outcomeCell(s, last) {
+    const td = cell(s.last_outcome === null ? "—" : s.last_outcome, outcomeClass(s.last_outcome),
+      s.last_outcome === null ? "" : s.last_outcome + last + (s.last_run_manual ? " (run by hand)" : ""));
+    const runs = s.recent_runs || [];
+    if (runs.length) {
+      const strip = el("span", "strip");
+      for (const r of runs) {
+        const at = new Date(r.started || r.scheduled);
+        const m = el("span", "mark " + outcomeClass(r.outcome), "\u25A0");
+        m.title = local(at) + ": " + r.outcome + (r.duration_ms === null ? "" : " after " + r.duration_ms + " ms") +
+          (r.manual ? " (run by hand)" : "");
+        strip.append(m);
+      }
+      td.append(" ", strip);
+    }
+    if (s.last_error) td.append(el("div", "error", s.last_error));
+    return td;
+  }
+
   async function schedules() {
     const r = await get("/schedules");
     const table = $("schedule-list");
@@ -227,12 +248,11 @@
       tr.append(
         cell(s.id),
         cell(s.function),
-        cell(s.spec),
+        cell(s.says || s.spec, null, s.spec),
         cell(state, s.paused ? "bad" : ""),
         s.paused ? cell("— (paused)") : timeCell(s.next_run),
         timeCell(s.last_run),
-        cell(s.last_outcome === null ? "—" : s.last_outcome, outcomeClass(s.last_outcome),
-          s.last_outcome === null ? "" : s.last_outcome + last + (s.last_run_manual ? " (run by hand)" : "")),
+        outcomeCell(s, last),
         cell(s.runs, "n"),
         cell(s.failures, s.failures ? "n bad" : "n"),
         cell(s.skips, "n", "runs skipped (overlap, or skipped by hand)"),
