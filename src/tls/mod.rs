@@ -11,10 +11,18 @@
 mod client;
 mod files;
 mod name;
+mod stream;
 
 pub use client::{ClientStream, ClientTls};
 pub use files::{ServerTls, TlsFiles, client_config};
 pub use name::{cert_name, peer_name};
+pub use stream::TlsStream;
 
+// The throwaway CA the integration tests use too.
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+#[path = "../../tests/tls_support/mod.rs"]
+mod tls_support;

@@ -7,10 +7,7 @@ use std::sync::Arc;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, HandshakeKind, ServerConnection};
 
-// The same throwaway CA the integration tests use.
-#[path = "../../tests/tls_support/mod.rs"]
-mod tls_support;
-use tls_support::TestCa;
+use super::tls_support::TestCa;
 
 use super::{ServerTls, TlsFiles, cert_name, client_config, peer_name};
 

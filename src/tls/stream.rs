@@ -1,0 +1,116 @@
+//! One server-side TLS session over a non-blocking socket, shaped like the socket itself:
+//! `read` gives plaintext or `WouldBlock`, `write` takes plaintext or says `WouldBlock`, so
+//! the reactor's transport calls it where it would call the socket, and nothing above the
+//! transport (codec, engine) sees TLS.
+
+use std::io::{self, Read, Write};
+
+use rustls::ServerConnection;
+
+use super::peer_name;
+
+/// Plaintext rustls holds per direction before `write` says `WouldBlock` (it also bounds what
+/// a peer can make the server buffer before the reactor reads it).
+const BUFFER_LIMIT: usize = 64 * 1024;
+
+/// A server-side TLS session: the rustls state and, once the handshake is done, the name of
+/// the client's certificate.
+pub struct TlsStream {
+    conn: ServerConnection,
+    name: Option<String>,
+    handshake_done: bool,
+}
+
+impl TlsStream {
+    /// A session for an accepted connection (from `ServerTls::accept`).
+    pub fn new(mut conn: ServerConnection) -> TlsStream {
+        conn.set_buffer_limit(Some(BUFFER_LIMIT));
+        TlsStream {
+            conn,
+            name: None,
+            handshake_done: false,
+        }
+    }
+
+    /// Still in the handshake: the reactor closes a session that stays here past the
+    /// handshake timeout.
+    pub fn is_handshaking(&self) -> bool {
+        self.conn.is_handshaking()
+    }
+
+    /// The client certificate's name (subject CN, else first DNS SAN) once the handshake is
+    /// done; `None` before, or without a client certificate.
+    pub fn peer_name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// TLS records are waiting for the socket to take them (register for writability).
+    pub fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    /// Plaintext from the peer: `Ok(0)` at the end (close_notify or EOF), `WouldBlock` when
+    /// the socket has nothing more, `InvalidData` for bytes that are not TLS or a failed
+    /// handshake (the alert is sent on a best-effort basis; the caller closes).
+    pub fn read<S: Read + Write>(&mut self, sock: &mut S, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.conn.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // EOF without close_notify: the peer went away; an end like any other here.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            match self.conn.read_tls(sock) {
+                Ok(0) => return Ok(0),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            if let Err(e) = self.conn.process_new_packets() {
+                let _ = self.flush(sock);
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("TLS: {e}"),
+                ));
+            }
+            if !self.handshake_done && !self.conn.is_handshaking() {
+                self.handshake_done = true;
+                self.name = peer_name(&self.conn);
+            }
+            // Handshake replies go out as they are made, not at the next reply.
+            self.flush(sock)?;
+        }
+    }
+
+    /// Takes what plaintext fits under the buffer limit and sends what the socket takes;
+    /// `WouldBlock` when nothing fits until the socket drains.
+    pub fn write<S: Read + Write>(&mut self, sock: &mut S, data: &[u8]) -> io::Result<usize> {
+        let n = self.conn.writer().write(data)?;
+        self.flush(sock)?;
+        if n == 0 && !data.is_empty() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    /// Sends queued TLS records until the socket would block (`Ok` then too: `wants_write`
+    /// says whether records are left).
+    pub fn flush<S: Read + Write>(&mut self, sock: &mut S) -> io::Result<()> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(sock) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a close_notify (a clean TLS end) for the next flush.
+    pub fn close(&mut self) {
+        self.conn.send_close_notify();
+    }
+}
