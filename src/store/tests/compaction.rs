@@ -3,15 +3,6 @@
 
 use super::*;
 
-fn small_opts() -> Options {
-    Options {
-        fsync: FsyncMode::Never,
-        segment_bytes: 4096,
-        compact_min_bytes: 8192,
-        compact_dead_factor: 2.0,
-    }
-}
-
 /// A journal where most records are dead: 30 long-lived jobs among 300 finished ones.
 fn churned(dir: &Path, m: &mut Model) -> Journal {
     let (mut j, _) = open(dir, small_opts());

@@ -90,13 +90,7 @@ fn a_kept_failure_ends_its_job_and_replays_in_order_until_gone() {
 #[test]
 fn compaction_keeps_kept_failures_and_drops_gone_ones() {
     let d = TempDir::new("failed-compact");
-    let o = Options {
-        fsync: FsyncMode::Never,
-        segment_bytes: 4096,
-        compact_min_bytes: 8192,
-        compact_dead_factor: 2.0,
-    };
-    let (mut j, _) = open(d.path(), o);
+    let (mut j, _) = open(d.path(), small_opts());
     for id in 1..=300u64 {
         j.append(&Record::JobAdded(job(id, 60))).unwrap();
         j.append(&Record::FailedKept(kept(id, Some(b"e")))).unwrap();
@@ -114,7 +108,7 @@ fn compaction_keeps_kept_failures_and_drops_gone_ones() {
     assert_eq!(j.stats().compactions, 1);
     assert_eq!(j.stats().live_bytes, before);
     drop(j);
-    let (_, r) = open(d.path(), o);
+    let (_, r) = open(d.path(), small_opts());
     assert!(r.jobs.is_empty());
     let ids: Vec<u64> = r.failed.iter().map(|f| f.id).collect();
     assert_eq!(ids, (1..=30).map(|i| i * 10).collect::<Vec<_>>());
@@ -153,13 +147,7 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
         Some(&b"resize"[..])
     );
     let d = TempDir::new("attempts");
-    let o = Options {
-        fsync: FsyncMode::Never,
-        segment_bytes: 4096,
-        compact_min_bytes: 8192,
-        compact_dead_factor: 2.0,
-    };
-    let (mut j, _) = open(d.path(), o);
+    let (mut j, _) = open(d.path(), small_opts());
     for id in 1..=300u64 {
         j.append(&Record::JobAdded(job(id, 60))).unwrap();
         j.append(&attempts(id, Some(b"e"))).unwrap();
@@ -195,7 +183,7 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
     while j.compact_step(2048).unwrap() {}
     assert_eq!(j.stats().live_bytes, before);
     drop(j);
-    let (_, r) = open(d.path(), o);
+    let (_, r) = open(d.path(), small_opts());
     let live: Vec<(u64, Option<crate::store::Attempts>)> = r
         .jobs
         .iter()

@@ -36,13 +36,7 @@ fn lease_records_round_trip() {
 #[test]
 fn the_newest_lease_per_function_survives_replay_and_compaction() {
     let d = TempDir::new("leases");
-    let o = Options {
-        fsync: FsyncMode::Never,
-        segment_bytes: 4096,
-        compact_min_bytes: 8192,
-        compact_dead_factor: 2.0,
-    };
-    let (mut j, _) = open(d.path(), o);
+    let (mut j, _) = open(d.path(), small_opts());
     j.append(&lease(b"gone", 5_000)).unwrap();
     j.append(&lease(b"gone", 0)).unwrap();
     for i in 1..=400u64 {
@@ -61,7 +55,7 @@ fn the_newest_lease_per_function_survives_replay_and_compaction() {
     while j.compact_step(2048).unwrap() {}
     assert_eq!(j.stats().compactions, 1);
     drop(j);
-    let (_, r) = open(d.path(), o);
+    let (_, r) = open(d.path(), small_opts());
     assert_eq!(
         r.leases,
         vec![

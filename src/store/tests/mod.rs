@@ -53,6 +53,16 @@ fn opts(fsync: FsyncMode) -> Options {
     }
 }
 
+/// Small segments that compact early: compaction tests see many segments in few records.
+fn small_opts() -> Options {
+    Options {
+        fsync: FsyncMode::Never,
+        segment_bytes: 4096,
+        compact_min_bytes: 8192,
+        compact_dead_factor: 2.0,
+    }
+}
+
 fn job(id: u64, data_len: usize) -> JobAdded {
     JobAdded {
         id,

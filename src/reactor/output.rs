@@ -1,0 +1,200 @@
+//! The write side of a turn: the engine's outbox encoded into write buffers, lazy replies
+//! held for company, what one connection gave others handed on at once, and the flushes and
+//! closes at the turn's end.
+
+use super::*;
+
+impl Server {
+    /// Write at once what one connection's requests gave other connections (a job for a
+    /// worker, a result for a client), so that they start on it while this turn goes on; the
+    /// replies to the connection itself wait for the turn's end, as it may have more to say.
+    /// Not while changes wait for the journal: one commit per turn.
+    pub(super) fn hand_on(&mut self, from: usize, now: u64) {
+        if self.outbox.replies.is_empty() || self.engine.has_durable() || self.journal_failing {
+            return;
+        }
+        self.resume_paused(now);
+        self.dispatch();
+        // Only this event's replies are on the list: what earlier events left was flushed
+        // or deferred, so the search is short.
+        if let Some(p) = self.pending_writes.iter().position(|&i| i == from) {
+            self.pending_writes.swap_remove(p);
+            self.deferred.push(from);
+        }
+        if !self.pending_writes.is_empty() {
+            self.finish_turn(now);
+        }
+    }
+
+    /// Encode the outbox into write buffers.
+    pub(super) fn dispatch(&mut self) {
+        // Group commit: this turn's durable changes reach the journal (and, under
+        // --fsync always, the disk) before any reply that depends on them is written.
+        self.commit_journal(self.turn_now);
+        let mut lazy = self.outbox.lazy.drain(..).peekable();
+        for (i, (to, r)) in self.outbox.replies.drain(..).enumerate() {
+            let is_lazy = lazy.next_if_eq(&i).is_some();
+            let Some(c) = self.conns.get_mut(to.index as usize) else {
+                continue;
+            };
+            if c.id != to || c.closing {
+                continue;
+            }
+            if c.http.is_some() {
+                // Answered as HTTP once the rest is written (http_glue.rs).
+                self.http.inbox.push((to, r));
+                continue;
+            }
+            crate::proto::response::encode(&r, &mut c.wbuf);
+            // Counted at once, not at the flush: a turn reads many connections (and a capped
+            // one twice), and each must see the total as it is to be held in time.
+            self.output.recount(&mut c.counted, c.wbuf.len());
+            if is_lazy && !c.write_pending {
+                if !c.corked {
+                    c.corked = true;
+                    self.corked.push((to.index as usize, self.turn_now));
+                }
+                continue;
+            }
+            if !c.write_pending {
+                c.write_pending = true;
+                self.pending_writes.push(to.index as usize);
+            }
+        }
+        drop(lazy);
+        self.http_deliver();
+        self.http_timeouts();
+    }
+
+    /// Send what lazy replies wait in once they have waited `LAZY_HOLD_MS`. So a JOB_CREATED
+    /// leaves with its job's result if that comes within a millisecond or two, and never much
+    /// later. A clock that stepped back releases them too: no reply waits on the wall clock.
+    pub(super) fn uncork(&mut self) {
+        let now = self.turn_now;
+        self.corked.retain(|&(idx, since)| {
+            let Some(c) = self.conns.get_mut(idx) else {
+                return false;
+            };
+            if !c.corked {
+                // Written already, in company; or the slot holds a newer connection.
+                return false;
+            }
+            if !lazy_due(now, since) {
+                return true;
+            }
+            if !c.write_pending {
+                c.write_pending = true;
+                self.pending_writes.push(idx);
+            }
+            c.corked = false;
+            false
+        });
+    }
+
+    /// Flush writes, close what must close (which may produce more replies), repeat.
+    pub(super) fn finish_turn(&mut self, now: u64) {
+        loop {
+            let mut list = std::mem::take(&mut self.flushing);
+            std::mem::swap(&mut list, &mut self.pending_writes);
+            for idx in list.drain(..) {
+                let Some(c) = self.conns.get_mut(idx) else {
+                    continue;
+                };
+                c.write_pending = false;
+                // Its lazy reply leaves now, in company; the entry on `corked` goes stale.
+                c.corked = false;
+                let flushed = c.flush();
+                self.output.recount(&mut c.counted, c.wbuf.len());
+                match flushed {
+                    Ok(()) => {
+                        let blocked = !c.wbuf.is_empty();
+                        if blocked != c.write_interest {
+                            let interest = if blocked {
+                                Interest::READABLE | Interest::WRITABLE
+                            } else {
+                                Interest::READABLE
+                            };
+                            let token = Token(CONN_BASE + idx);
+                            if let Err(e) =
+                                self.poll
+                                    .registry()
+                                    .reregister(&mut c.stream, token, interest)
+                            {
+                                info!("connection {idx}: cannot change its interest: {e}");
+                                self.to_close.push(idx);
+                                continue;
+                            }
+                            c.write_interest = blocked;
+                        }
+                        if c.wbuf.len() > self.config.max_output_buffer {
+                            warn!(
+                                "closing connection {idx}: {} unsent bytes exceed --max-output-buffer",
+                                c.wbuf.len()
+                            );
+                            self.to_close.push(idx);
+                        } else if c.close_after_flush && c.wbuf.is_empty() {
+                            self.to_close.push(idx);
+                        }
+                    }
+                    Err(e) => {
+                        info!("connection {idx} write error: {e}");
+                        self.to_close.push(idx);
+                    }
+                }
+            }
+            self.flushing = list;
+            if self.to_close.is_empty() {
+                return;
+            }
+            for idx in std::mem::take(&mut self.to_close) {
+                if let Some(mut c) = self.conns.try_remove(idx) {
+                    self.output.forget(c.counted);
+                    self.http_closed(&c);
+                    let _ = self.poll.registry().deregister(&mut c.stream);
+                    self.engine.disconnect(c.id, now, &mut self.outbox);
+                }
+            }
+            self.resume_paused(now);
+            self.dispatch();
+        }
+    }
+
+    pub(super) fn mark_close(&mut self, idx: usize) {
+        if let Some(c) = self.conns.get_mut(idx) {
+            if !c.closing {
+                c.closing = true;
+                self.to_close.push(idx);
+            }
+        }
+    }
+
+    /// Best effort before exit: what is in the write buffers goes out.
+    pub(super) fn flush_all(&mut self) {
+        for (_, c) in self.conns.iter_mut() {
+            let _ = c.flush();
+        }
+    }
+}
+
+/// Has a lazy reply held since `since` waited long enough at `now`? Also when the clock
+/// stepped back: a reply never waits on the wall clock.
+fn lazy_due(now: u64, since: u64) -> bool {
+    now < since || now >= since + LAZY_HOLD_MS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lazy_reply_waits_one_to_two_clock_ticks() {
+        // Held at tick 100: still held during ticks 100 and 101, due from tick 102 on.
+        assert!(!lazy_due(100, 100));
+        assert!(!lazy_due(101, 100));
+        assert!(lazy_due(102, 100));
+        assert!(lazy_due(5_000, 100));
+        // The wall clock stepped back: due at once rather than after the step.
+        assert!(lazy_due(99, 100));
+        assert!(lazy_due(0, 100));
+    }
+}
