@@ -54,7 +54,6 @@ impl World {
         let info = || ConnInfo {
             fd: -1,
             ip: "127.0.0.1".into(),
-            loopback: true,
         };
         let funcs: Vec<Bytes> = (0..funcs)
             .map(|f| Bytes::from(format!("func{f}")))

@@ -5,5 +5,6 @@
 //! rule is added here, in `acl.rs`, and nowhere else.
 
 pub mod acl;
+pub mod classify;
 
 pub use acl::{Acl, AclError, Identity, Operation};

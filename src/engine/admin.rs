@@ -187,7 +187,7 @@ impl Engine {
             }
             // The journal and the schedules file belong to the loop, which answers these lines
             // itself (reactor/admin.rs); an engine on its own has neither.
-            AdminCommand::ShowJournal | AdminCommand::ReloadSchedules => {
+            AdminCommand::ShowJournal | AdminCommand::ReloadSchedules | AdminCommand::ReloadAcl => {
                 Bytes::from_static(b"ERR NOT_SUPPORTED Answered+by+the+server+loop\r\n")
             }
             AdminCommand::CancelJob(handle) => match self.cancel_job(&handle, now, out) {
@@ -252,17 +252,14 @@ impl Engine {
             AdminCommand::GetPid => format!("OK {}\n", self.config.pid).into(),
             AdminCommand::Verbose => format!("OK {}\n", self.config.verbose).into(),
             AdminCommand::Version => format!("OK {VERSION}\n").into(),
+            // Who may shut the server down is the reactor's gate's to say (src/reactor/gate.rs).
             AdminCommand::Shutdown { graceful } => {
-                if self.conn(id).is_some_and(|c| c.info.loopback) {
-                    out.shutdown = Some(if graceful {
-                        Shutdown::Graceful
-                    } else {
-                        Shutdown::Immediate
-                    });
-                    Bytes::from_static(b"OK\r\n")
+                out.shutdown = Some(if graceful {
+                    Shutdown::Graceful
                 } else {
-                    Bytes::from_static(b"ERR SHUTDOWN_REFUSED shutdown+is+only+accepted+from+a+loopback+address\r\n")
-                }
+                    Shutdown::Immediate
+                });
+                Bytes::from_static(b"OK\r\n")
             }
             AdminCommand::Reply(text) => Bytes::from_static(text.as_bytes()),
             AdminCommand::Unknown(word) => unknown_command_reply(&word),

@@ -366,7 +366,6 @@ mod tests {
             ConnInfo {
                 fd: 20 + i as i32,
                 ip: "127.0.0.1".into(),
-                loopback: true,
             },
         );
         id

@@ -79,7 +79,6 @@ mod tests {
             ConnInfo {
                 fd: i as i32,
                 ip: "127.0.0.1".into(),
-                loopback: true,
             },
         );
         id

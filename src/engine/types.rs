@@ -14,12 +14,11 @@ pub struct ConnId {
     pub generation: u32,
 }
 
-/// What the reactor tells the engine about a new connection (for `workers` and `shutdown`).
+/// What the reactor tells the engine about a new connection (for `workers`).
 #[derive(Clone, Debug)]
 pub struct ConnInfo {
     pub fd: i32,
     pub ip: String,
-    pub loopback: bool,
 }
 
 pub type FuncId = usize;

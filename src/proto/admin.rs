@@ -16,6 +16,8 @@ pub enum AdminCommand {
     ShowJournal,
     /// `reload schedules`: read the schedules file again.
     ReloadSchedules,
+    /// `reload acl`: read the `--acl` file again.
+    ReloadAcl,
     CancelJob(Bytes),
     CreateFunction(Bytes),
     DropFunction(Bytes),
@@ -252,7 +254,8 @@ impl AdminCommand {
         } else if word_eq(cmd, "reload") {
             match arg(1) {
                 Some(a) if word_eq(a, "schedules") => AdminCommand::ReloadSchedules,
-                _ => AdminCommand::Reply("ERR UNKNOWN_ARGS Use+reload+schedules\r\n"),
+                Some(a) if word_eq(a, "acl") => AdminCommand::ReloadAcl,
+                _ => AdminCommand::Reply("ERR UNKNOWN_ARGS Use+reload+schedules+or+reload+acl\r\n"),
             }
         } else if let Some(op) = ScheduleOp::from_word(cmd) {
             match (arg(1), arg(2)) {
@@ -358,6 +361,7 @@ mod tests {
         assert!(matches!(p("retry failed"), AdminCommand::Reply(_)));
         assert!(matches!(p("drop failed a b"), AdminCommand::Reply(_)));
         assert_eq!(p("reload schedules"), AdminCommand::ReloadSchedules);
+        assert_eq!(p("reload ACL"), AdminCommand::ReloadAcl);
         assert_eq!(p("getpid"), AdminCommand::GetPid);
         assert_eq!(p("verbose"), AdminCommand::Verbose);
         assert_eq!(p("version"), AdminCommand::Version);

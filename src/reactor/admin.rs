@@ -12,13 +12,17 @@ impl Server {
     /// Serve one admin line. Answered here, not at the turn's end: a reply set aside for later
     /// would leave after the replies to lines sent behind it, and `show schedules` right after
     /// `reload schedules` would show the schedule from before.
-    pub(super) fn admin(&mut self, id: ConnId, cmd: AdminCommand, now: u64) {
+    pub(super) fn admin(&mut self, idx: usize, id: ConnId, cmd: AdminCommand, now: u64) {
+        if let Err(d) = self.gate(idx, crate::access::classify::admin(&cmd)) {
+            return self.outbox.push(id, Response::text(d.admin_line()));
+        }
         let reply = match cmd {
             AdminCommand::ShowJournal => self.journal_listing(),
             AdminCommand::ReloadSchedules => match self.reload_schedules(now) {
                 Ok(n) => format!("OK {n}\n"),
                 Err(e) => format!("ERR SCHEDULE_ERROR {}\r\n", e.replace(' ', "+")),
             },
+            AdminCommand::ReloadAcl => "ERR ACL_ERROR no+--acl+file+was+given\r\n".to_string(),
             cmd => return self.engine.admin(id, cmd, now, &mut self.outbox),
         };
         self.outbox.push(id, Response::text(reply));

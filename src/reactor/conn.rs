@@ -65,6 +65,8 @@ pub struct Connection {
     pub counted: usize,
     /// Not read because of `--max-total-output` until its peer reads.
     pub output_held: bool,
+    /// Who the peer is, for the gate (gate.rs).
+    pub access: super::gate::Access,
 }
 
 /// What a read pass found.
@@ -79,7 +81,7 @@ pub enum ReadStatus {
 }
 
 impl Connection {
-    pub fn new(stream: TcpStream, id: ConnId) -> Self {
+    pub fn new(stream: TcpStream, id: ConnId, access: super::gate::Access) -> Self {
         Connection {
             stream,
             id,
@@ -99,6 +101,7 @@ impl Connection {
             corked: false,
             counted: 0,
             output_held: false,
+            access,
         }
     }
 

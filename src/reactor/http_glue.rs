@@ -193,13 +193,13 @@ impl Server {
         let now = now_ms();
         // WORK_EXCEPTION rather than WORK_FAIL, so that a 502 can carry the worker's text.
         // Its OPTION_RES reaches no waiting job and is dropped.
-        self.engine.handle(
+        self.enter_packet(
+            idx,
             id,
             Request::OptionReq {
                 name: Bytes::from_static(b"exceptions"),
             },
             now,
-            &mut self.outbox,
         );
         self.http_set_timer(idx, IDLE, now);
     }
@@ -370,6 +370,9 @@ impl Server {
                     };
                     if self.draining {
                         route = route::while_draining(route);
+                    }
+                    if let Err(d) = self.gate(idx, crate::access::classify::route(&route)) {
+                        route = Route::Reply(d.http());
                     }
                     match route {
                         Route::Reply(r) => {

@@ -4,6 +4,7 @@
 
 mod admin;
 mod conn;
+mod gate;
 mod http_console;
 mod http_glue;
 mod http_guard;
@@ -454,9 +455,8 @@ impl Server {
             let info = ConnInfo {
                 fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
                 ip: peer.ip().to_canonical().to_string(),
-                loopback: peer.ip().to_canonical().is_loopback(),
             };
-            entry.insert(Connection::new(stream, id));
+            entry.insert(Connection::new(stream, id, gate::Access::new(peer.ip())));
             self.engine.connect(id, info);
             self.http_accepted(idx, http);
         }
@@ -543,15 +543,19 @@ impl Server {
                 }
                 Ok(Some(Incoming::Packet(frame))) => match Request::parse(&frame) {
                     Ok(req) => {
-                        self.engine.handle(id, req, now, &mut self.outbox);
+                        self.enter_packet(idx, id, req, now);
                         if self.engine.input_paused(id) {
-                            c.paused = true;
+                            if let Some(c) = self.conns.get_mut(idx) {
+                                c.paused = true;
+                            }
                             return;
                         }
                     }
                     Err(e) => self.engine.reject(id, e, &mut self.outbox),
                 },
-                Ok(Some(Incoming::Admin(line))) => self.admin(id, AdminCommand::parse(&line), now),
+                Ok(Some(Incoming::Admin(line))) => {
+                    self.admin(idx, id, AdminCommand::parse(&line), now)
+                }
                 Err(e) => {
                     let reply = match e.error_packet() {
                         Some((code, text)) => Response::error(code, text),

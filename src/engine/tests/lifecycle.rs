@@ -18,7 +18,6 @@ fn replies_to_a_gone_connection_are_not_made() {
         ConnInfo {
             fd: 1,
             ip: "127.0.0.1".into(),
-            loopback: true,
         },
     );
     assert!(w.req(c, Request::EchoReq { data: b("x") }).is_empty());

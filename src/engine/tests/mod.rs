@@ -42,7 +42,6 @@ impl World {
             ConnInfo {
                 fd: 10 + id.index as i32,
                 ip: "127.0.0.1".into(),
-                loopback: true,
             },
         );
         id

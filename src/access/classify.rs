@@ -1,0 +1,211 @@
+//! What each request needs: the one table from Gearman packets, admin lines and HTTP routes to
+//! an operation on a function (or nothing, or `shutdown`'s own rule). The reactor's gate
+//! (src/reactor/gate.rs) asks here, then decides; a request that needs a different grant is
+//! changed here and nowhere else.
+
+use super::Operation;
+use crate::http::console::Page;
+use crate::http::route::{Endpoint, Route};
+use crate::proto::admin::AdminCommand;
+use crate::proto::request::Request;
+
+/// Which functions an operation touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// One function, named by the request.
+    Function(&'a [u8]),
+    /// The function of the job with this handle (the gate asks the engine which it is).
+    Job(&'a [u8]),
+    /// Every function: a view or a change not about one function (`status`, `maxqueue X N`).
+    Every,
+}
+
+/// What a request must be granted before the engine acts on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need<'a> {
+    /// Nothing: ECHO_REQ, SET_CLIENT_ID, OPTION_REQ, what a worker does around its granted
+    /// functions (GRAB*, PRE_SLEEP, RESET_ABILITIES, CANT_DO), errors, /healthz, the console's
+    /// static files.
+    Free,
+    Op(Operation, Scope<'a>),
+    /// `shutdown`: `admin` under an ACL; without one, only from a loopback address.
+    Shutdown,
+}
+
+/// A Gearman packet's need.
+pub fn packet(req: &Request) -> Need<'_> {
+    use Operation::{Status, Submit, Work};
+    match req {
+        Request::SubmitJob { func, .. }
+        | Request::SubmitReduceJob { func, .. }
+        | Request::SubmitJobEpoch { func, .. }
+        | Request::SubmitJobSched { func, .. } => Need::Op(Submit, Scope::Function(func)),
+        Request::CanDo { func } | Request::CanDoTimeout { func, .. } => {
+            Need::Op(Work, Scope::Function(func))
+        }
+        Request::WorkStatus { handle, .. }
+        | Request::WorkComplete { handle, .. }
+        | Request::WorkFail { handle, .. }
+        | Request::WorkException { handle, .. }
+        | Request::WorkData { handle, .. }
+        | Request::WorkWarning { handle, .. } => Need::Op(Work, Scope::Job(handle)),
+        Request::GetStatus { handle, .. } => Need::Op(Status, Scope::Job(handle)),
+        // A unique key does not name its function: the answer may be any function's job.
+        Request::GetStatusUnique { .. } => Need::Op(Status, Scope::Every),
+        Request::CantDo { .. }
+        | Request::ResetAbilities
+        | Request::PreSleep
+        | Request::GrabJob(_)
+        | Request::EchoReq { .. }
+        | Request::SetClientId { .. }
+        | Request::OptionReq { .. }
+        | Request::AllYours => Need::Free,
+    }
+}
+
+/// An admin line's need: the read-only ones `status` on every function (they list every
+/// function), the ones that change something `admin`.
+pub fn admin(cmd: &AdminCommand) -> Need<'_> {
+    use AdminCommand as A;
+    let status = Need::Op(Operation::Status, Scope::Every);
+    let admin = Need::Op(Operation::Admin, Scope::Every);
+    match cmd {
+        A::Status
+        | A::PriorityStatus
+        | A::Workers
+        | A::ShowJobs
+        | A::ShowUniqueJobs
+        | A::ShowScheduled
+        | A::ShowSchedules
+        | A::ShowJournal
+        | A::ShowFailed(_)
+        | A::ShowRetries
+        | A::ShowTimeouts
+        | A::GetPid
+        | A::Verbose
+        | A::Version
+        | A::MaxQueue { limits: None, .. }
+        | A::Timeout { set: None, .. } => status,
+        A::ReloadSchedules
+        | A::ReloadAcl
+        | A::CancelJob(_)
+        | A::CreateFunction(_)
+        | A::DropFunction(_)
+        | A::MaxQueue {
+            limits: Some(_), ..
+        }
+        | A::Timeout { set: Some(_), .. }
+        | A::Schedule { .. }
+        | A::RetryFailed(_)
+        | A::DropFailed(_)
+        | A::SetRetry { .. } => admin,
+        A::Shutdown { .. } => Need::Shutdown,
+        // Answered with an error whoever asks.
+        A::Reply(_) | A::Unknown(_) => Need::Free,
+    }
+}
+
+/// An HTTP request's need, from its route.
+pub fn route(route: &Route) -> Need<'_> {
+    let status = Need::Op(Operation::Status, Scope::Every);
+    match route {
+        Route::Read { endpoint, .. } => match endpoint {
+            // Load balancers ask without credentials; it says only "ok" or "draining".
+            Endpoint::Healthz => Need::Free,
+            // The console's page and files hold no data; what they show comes from its API.
+            Endpoint::Console(Page::Asset(_)) => Need::Free,
+            Endpoint::Job(handle) => Need::Op(Operation::Status, Scope::Job(handle)),
+            Endpoint::Status
+            | Endpoint::Workers
+            | Endpoint::Schedules
+            | Endpoint::Failed
+            | Endpoint::Metrics
+            | Endpoint::Console(Page::Server | Page::Future) => status,
+        },
+        Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
+        Route::Schedule { .. } | Route::Failed { .. } | Route::Act(_) => {
+            Need::Op(Operation::Admin, Scope::Every)
+        }
+        Route::Reply(_) => Need::Free,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::proto::request::GrabKind;
+
+    fn b(s: &'static str) -> Bytes {
+        Bytes::from_static(s.as_bytes())
+    }
+
+    #[test]
+    fn packets_need_what_the_issue_says() {
+        let sub = Request::SubmitJobEpoch {
+            func: b("f"),
+            body: crate::proto::request::JobBody::new(b"", b""),
+            epoch: b("1"),
+        };
+        assert_eq!(
+            packet(&sub),
+            Need::Op(Operation::Submit, Scope::Function(b"f"))
+        );
+        let can = Request::CanDoTimeout {
+            func: b("g"),
+            timeout_ms: 5,
+        };
+        assert_eq!(
+            packet(&can),
+            Need::Op(Operation::Work, Scope::Function(b"g"))
+        );
+        let done = Request::WorkComplete {
+            handle: b("H:1"),
+            data: b(""),
+        };
+        assert_eq!(packet(&done), Need::Op(Operation::Work, Scope::Job(b"H:1")));
+        for free in [
+            Request::GrabJob(GrabKind::All),
+            Request::PreSleep,
+            Request::ResetAbilities,
+            Request::CantDo { func: b("f") },
+            Request::EchoReq { data: b("x") },
+            Request::OptionReq {
+                name: b("exceptions"),
+            },
+        ] {
+            assert_eq!(packet(&free), Need::Free, "{free:?}");
+        }
+    }
+
+    #[test]
+    fn read_only_admin_lines_need_status_and_changes_admin() {
+        let p = |line: &str| {
+            admin(&AdminCommand::parse(&Bytes::copy_from_slice(
+                line.as_bytes(),
+            )))
+            .to_owned_kind()
+        };
+        assert_eq!(p("status"), "status");
+        assert_eq!(p("maxqueue f"), "status");
+        assert_eq!(p("timeout f"), "status");
+        assert_eq!(p("maxqueue f 3"), "admin");
+        assert_eq!(p("timeout f 30s"), "admin");
+        assert_eq!(p("cancel job H:1"), "admin");
+        assert_eq!(p("reload acl"), "admin");
+        assert_eq!(p("reload schedules"), "admin");
+        assert_eq!(p("shutdown"), "shutdown");
+        assert_eq!(p("nonsense"), "free");
+    }
+
+    impl Need<'_> {
+        fn to_owned_kind(self) -> &'static str {
+            match self {
+                Need::Free => "free",
+                Need::Shutdown => "shutdown",
+                Need::Op(op, _) => op.name(),
+            }
+        }
+    }
+}
