@@ -9,8 +9,6 @@ use super::*;
 pub struct Outbox {
     pub replies: Vec<(ConnId, Response)>,
     pub shutdown: Option<Shutdown>,
-    /// Connection deadlines from `arm_conn_timer` that passed: (connection, its tag).
-    pub conn_timeouts: Vec<(ConnId, u64)>,
     /// Connections whose held GRAB was answered: the reactor serves what they sent after it.
     pub resumed: Vec<ConnId>,
     /// Indexes in `replies` of the replies that may wait for the next reply to the same

@@ -1,25 +1,10 @@
-//! Engine calls the reactor needs beyond `handle`: per-connection deadlines in the engine's
-//! one timer wheel (fired back as `Outbox::conn_timeouts`, so the reactor stays the one that
-//! acts on sockets), and letting a job go on without a client that stops waiting for it.
-//! Used by the HTTP listener (header timeouts, `X-Gearman-Timeout`); nothing here sees a socket.
+//! Engine calls the reactor needs beyond `handle`: letting a job go on without a client that
+//! stops waiting for it (an HTTP request's `X-Gearman-Timeout`). Nothing here sees a socket.
 
 use super::types::BACKGROUND;
-use super::{ConnId, Engine, JobState, TimerEvent};
-use crate::timer::TimerKey;
+use super::{ConnId, Engine, JobState};
 
 impl Engine {
-    /// Arm a deadline for connection `conn`. When it passes, `on_time` pushes `(conn, tag)` to
-    /// `Outbox::conn_timeouts`; the engine attaches no meaning to it.
-    pub fn arm_conn_timer(&mut self, conn: ConnId, deadline_ms: u64, tag: u64) -> TimerKey {
-        self.timers
-            .insert(deadline_ms, TimerEvent::ConnTimer { conn, tag })
-    }
-
-    /// Cancel a deadline from `arm_conn_timer`; a stale key (already fired) is ignored.
-    pub fn cancel_conn_timer(&mut self, key: TimerKey) {
-        self.timers.cancel(key);
-    }
-
     /// `conn` no longer waits for the job `handle`: it gets no more WORK_* packets for it, and
     /// the job is made background so that it still runs (and finishes) without that client.
     /// Returns whether the connection was attached to that job.
@@ -82,22 +67,6 @@ mod tests {
             },
         );
         id
-    }
-
-    #[test]
-    fn conn_timers_fire_into_the_outbox_and_cancel() {
-        let mut e = Engine::new(EngineConfig::default());
-        let mut out = Outbox::default();
-        let c = conn(&mut e, 0);
-        let k1 = e.arm_conn_timer(c, 1_500, 7);
-        let _k2 = e.arm_conn_timer(c, 2_000, 8);
-        assert_eq!(e.next_deadline(), Some(1_500));
-        e.cancel_conn_timer(k1);
-        e.on_time(1_999, &mut out);
-        assert!(out.conn_timeouts.is_empty());
-        e.on_time(2_000, &mut out);
-        assert_eq!(out.conn_timeouts, vec![(c, 8)]);
-        e.cancel_conn_timer(k1);
     }
 
     /// An engine (handles `H:r:N`) with one foreground job `H:r:1` of function `f`, data `d`,

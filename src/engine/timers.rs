@@ -13,8 +13,6 @@ pub(super) enum TimerEvent {
     DrainTimeout,
     /// A schedule entry's run is due (`generation` tells loads apart).
     ScheduleFire { slot: usize, generation: u64 },
-    /// A reactor deadline for one connection (see reactor_api.rs).
-    ConnTimer { conn: ConnId, tag: u64 },
     /// A held GRAB waited long enough: NO_JOB.
     GrabWait { conn: ConnId },
 }
@@ -60,7 +58,6 @@ impl Engine {
                 TimerEvent::ScheduleFire { slot, generation } => {
                     self.fire_schedule(slot, generation, now, out)
                 }
-                TimerEvent::ConnTimer { conn, tag } => out.conn_timeouts.push((conn, tag)),
                 TimerEvent::GrabWait { conn } => {
                     if let Some(c) = self.conn_mut(conn) {
                         if c.held_grab.take().is_some() {

@@ -1,13 +1,21 @@
-//! One connection's socket and buffers. Reads are bounded per turn and by the packet limit
+//! One connection: its kind (Gearman or HTTP), its life (open to closing), its buffers and
+//! its private transport (transport.rs). Reads are bounded per turn and by the packet limit
 //! before any byte of an oversized body is buffered.
 
-use std::io::{self, Read, Write};
+#[path = "transport.rs"]
+mod transport;
+
+use std::io;
+use std::net::SocketAddr;
 
 use bytes::{Buf, BytesMut};
 use mio::net::TcpStream;
+use mio::{Registry, Token};
 
+use super::http_conn::HttpConn;
 use crate::engine::ConnId;
 use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
+use transport::Transport;
 
 /// Bytes one connection may have buffered unparsed before reading pauses for a turn (a
 /// larger declared packet raises this to exactly its own size).
@@ -33,28 +41,37 @@ pub fn prepare_read_buffer() {
     SCRATCH.with(|_| ());
 }
 
+/// What a connection speaks.
+pub enum Kind {
+    Gearman,
+    /// HTTP, with its session and the request being answered.
+    Http(Box<HttpConn>),
+}
+
+/// Where a connection is in its life; each state includes the ones before it in what it stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Life {
+    Open,
+    /// The peer shut its side; buffered requests are still served.
+    ReadClosed,
+    /// Read no more; close once everything is written (after an error reply or EOF).
+    CloseAfterFlush,
+    /// Being torn down this turn.
+    Closing,
+}
+
 pub struct Connection {
-    pub stream: TcpStream,
     pub id: ConnId,
+    pub kind: Kind,
+    pub life: Life,
+    transport: Transport,
     pub rbuf: BytesMut,
     pub wbuf: BytesMut,
-    /// Being torn down this turn.
-    pub closing: bool,
-    /// Read no more; close once the write buffer is empty (after an error reply or EOF).
-    pub close_after_flush: bool,
     /// Already on the pending-write list this turn.
     pub write_pending: bool,
-    /// The peer shut its side; buffered requests are still served.
-    pub read_closed: bool,
-    /// An HTTP connection's state; `None` for a Gearman connection.
-    pub http: Option<Box<super::http_glue::HttpConn>>,
     /// Bytes read from and written to the socket, for `/metrics`.
     pub bytes_in: u64,
     pub bytes_out: u64,
-    /// The poller said the peer hung up: read until EOF rather than stop at a short read.
-    pub hup_seen: bool,
-    /// Registered for writability too (a write would have blocked).
-    pub write_interest: bool,
     /// The engine holds this connection's GRAB: serve nothing more from it until answered.
     pub paused: bool,
     /// The socket became readable (or hung up) while paused: read it when resumed.
@@ -81,28 +98,127 @@ pub enum ReadStatus {
 }
 
 impl Connection {
-    pub fn new(stream: TcpStream, id: ConnId, access: super::gate::Access) -> Self {
-        Connection {
-            stream,
+    /// A Gearman connection on an accepted socket, registered for readability at `token`.
+    pub fn accept(
+        stream: TcpStream,
+        peer: SocketAddr,
+        id: ConnId,
+        registry: &Registry,
+        token: Token,
+    ) -> io::Result<Connection> {
+        let access = super::gate::Access::new(peer.ip());
+        let mut transport = Transport::plain(stream, peer);
+        transport.register(registry, token)?;
+        Ok(Connection {
             id,
+            kind: Kind::Gearman,
+            life: Life::Open,
+            transport,
             rbuf: BytesMut::new(),
             wbuf: BytesMut::new(),
-            closing: false,
-            close_after_flush: false,
             write_pending: false,
-            read_closed: false,
-            http: None,
             bytes_in: 0,
             bytes_out: 0,
-            hup_seen: false,
-            write_interest: false,
             paused: false,
             read_deferred: false,
             corked: false,
             counted: 0,
             output_held: false,
             access,
+        })
+    }
+
+    /// The HTTP state of an HTTP connection.
+    pub fn http(&self) -> Option<&HttpConn> {
+        match &self.kind {
+            Kind::Http(h) => Some(h),
+            Kind::Gearman => None,
         }
+    }
+
+    pub fn http_mut(&mut self) -> Option<&mut HttpConn> {
+        match &mut self.kind {
+            Kind::Http(h) => Some(h),
+            Kind::Gearman => None,
+        }
+    }
+
+    pub fn is_http(&self) -> bool {
+        matches!(self.kind, Kind::Http(_))
+    }
+
+    /// Still read and served: neither closing nor waiting to close.
+    pub fn serving(&self) -> bool {
+        self.life < Life::CloseAfterFlush
+    }
+
+    pub fn closing(&self) -> bool {
+        self.life == Life::Closing
+    }
+
+    /// The peer shut its side (and the connection is not yet closing).
+    pub fn read_closed(&self) -> bool {
+        self.life == Life::ReadClosed
+    }
+
+    /// The peer's end came: serve what is buffered.
+    pub fn set_read_closed(&mut self) {
+        self.life = self.life.max(Life::ReadClosed);
+    }
+
+    /// Read no more; close once everything is written.
+    pub fn close_after_flush(&mut self) {
+        self.life = self.life.max(Life::CloseAfterFlush);
+    }
+
+    /// Marked for closing at the end of this turn; false if it already was.
+    pub fn set_closing(&mut self) -> bool {
+        let was = self.life == Life::Closing;
+        self.life = Life::Closing;
+        !was
+    }
+
+    /// Waiting to close, and everything is written.
+    pub fn flushed_to_close(&self) -> bool {
+        self.life == Life::CloseAfterFlush && !self.has_unsent()
+    }
+
+    /// Bytes wait for the socket: in the write buffer or in the transport.
+    pub fn has_unsent(&self) -> bool {
+        !self.wbuf.is_empty() || self.transport.holds_output()
+    }
+
+    /// Ask the poller for writability exactly while bytes wait for the socket.
+    pub fn update_interest(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        let want = self.has_unsent();
+        self.transport.want_writable(registry, token, want)
+    }
+
+    pub fn deregister(&mut self, registry: &Registry) {
+        self.transport.deregister(registry);
+    }
+
+    /// The peer's address, as accepted.
+    pub fn peer(&self) -> SocketAddr {
+        self.transport.peer()
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.transport.fd()
+    }
+
+    /// The poller said the peer hung up (or the socket has an error).
+    pub fn hung_up(&self) -> bool {
+        self.transport.hung_up()
+    }
+
+    pub fn set_hung_up(&mut self) {
+        self.transport.set_hung_up();
+    }
+
+    /// Shut our sending side; the peer's bytes may still be read.
+    pub fn shutdown_write(&mut self) {
+        self.transport.shutdown_write();
     }
 
     /// Read what the socket has until the buffer holds `cap` bytes: HTTP, where the frame
@@ -155,12 +271,12 @@ impl Connection {
             let mut chunk = scratch.borrow_mut();
             let want = want.min(chunk.len());
             loop {
-                match self.stream.read(&mut chunk[..want]) {
+                match self.transport.read(&mut chunk[..want]) {
                     Ok(0) => return Ok(Some(ReadStatus::Eof)),
                     Ok(n) => {
                         self.bytes_in += n as u64;
                         self.rbuf.extend_from_slice(&chunk[..n]);
-                        let short = n < want && !self.hup_seen;
+                        let short = n < want && self.transport.short_read_drains();
                         return Ok(short.then_some(ReadStatus::Drained));
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -176,7 +292,7 @@ impl Connection {
     /// Write as much of the write buffer as the socket takes.
     pub fn flush(&mut self) -> io::Result<()> {
         while !self.wbuf.is_empty() {
-            match self.stream.write(&self.wbuf) {
+            match self.transport.write(&self.wbuf) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.bytes_out += n as u64;
@@ -187,6 +303,7 @@ impl Connection {
                 Err(e) => return Err(e),
             }
         }
+        self.transport.flush()?;
         if self.wbuf.capacity() > KEEP_CAPACITY {
             self.wbuf = BytesMut::new();
         }

@@ -22,7 +22,7 @@ impl Server {
 
     /// The peer of connection `idx`, and whether it is a loopback address.
     fn http_peer(&self, idx: usize) -> (String, bool) {
-        match self.conns.get(idx).and_then(|c| c.stream.peer_addr().ok()) {
+        match self.conns.get(idx).map(|c| c.peer()) {
             Some(a) => (a.ip().to_string(), a.ip().to_canonical().is_loopback()),
             None => ("?".into(), false),
         }

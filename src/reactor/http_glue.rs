@@ -5,8 +5,8 @@
 //! `Request::SubmitJob` (or `SubmitJobEpoch`) from the HTTP connection's `ConnId`, and the
 //! engine's replies to that id (JOB_CREATED, WORK_*, ERROR) come back through the outbox,
 //! after the turn's group commit like every other reply, and become one HTTP response.
-//! Deadlines (idle keep-alive, the header timeout, `X-Gearman-Timeout`) sit in the engine's
-//! one timer wheel (`arm_conn_timer`) and come back as `Outbox::conn_timeouts`.
+//! Deadlines (idle keep-alive, the header timeout, `X-Gearman-Timeout`, lingering) are the
+//! reactor's own (deadlines.rs); `http_deadline` acts on them.
 //!
 //! One request is answered at a time per connection; pipelined requests wait in the read
 //! buffer (at most `PIPELINE_CAP` bytes of them) until the one before is answered, so
@@ -21,7 +21,9 @@ use log::{debug, info};
 use mio::net::TcpListener;
 use mio::{Interest, Poll, Token};
 
-use super::conn::{Connection, READ_CAP, ReadStatus};
+use super::conn::{Connection, Kind, READ_CAP, ReadStatus};
+use super::deadlines::Deadline;
+use super::http_conn::{HttpConn, InFlight};
 use super::{FRAMES_PER_TURN, Server, listen};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
@@ -31,7 +33,7 @@ use crate::http::metrics::{self, NetStats};
 use crate::http::parse::{Method, Version};
 use crate::http::response::{self, Reply};
 use crate::http::route::{self, Endpoint, Route, Submit};
-use crate::http::session::{Next, Session};
+use crate::http::session::Next;
 use crate::http::{HttpLimits, failed_ops, json, schedule_ops};
 use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
@@ -44,12 +46,6 @@ pub(super) const HTTP_LISTENER_BASE: usize = 1 << 15;
 /// a job; reading pauses beyond this until the answer is out.
 const PIPELINE_CAP: usize = 64 * 1024;
 
-/// Timer tags: a sequence number shifted left two bits, plus the kind.
-const IDLE: u64 = 0;
-const REQUEST: u64 = 1;
-const JOB: u64 = 2;
-const LINGER: u64 = 3;
-const KIND_MASK: u64 = 3;
 /// How long a connection refused with an error keeps draining what the client still sends.
 const LINGER_MS: u64 = 2_000;
 
@@ -62,7 +58,6 @@ pub(super) struct HttpGlue {
     idle_timeout_ms: u64,
     /// Engine replies for HTTP connections, set aside by `dispatch` and answered after it.
     pub(super) inbox: Vec<(ConnId, Response)>,
-    next_tag: u64,
     stats: Stats,
     /// The hosts requests may name (http_guard.rs).
     pub(super) allowed: crate::http::guard::Allowed,
@@ -86,34 +81,6 @@ struct Stats {
     responses: BTreeMap<u16, u64>,
 }
 
-/// One HTTP connection's state, boxed in its `Connection`.
-pub(super) struct HttpConn {
-    session: Session,
-    /// The request being answered by a job.
-    job: Option<InFlight>,
-    /// The deadline for the next request: idle, or its head and body arriving (or the end
-    /// of lingering).
-    timer: Option<(TimerKey, u64)>,
-    /// Refused with an error: our side is shut, the client's bytes are read and dropped
-    /// until it closes or `LINGER_MS` pass.
-    lingering: bool,
-}
-
-impl HttpConn {
-    /// Its request waits for a foreground job's result.
-    fn waits_for_a_result(&self) -> bool {
-        self.job.as_ref().is_some_and(|f| f.wait.foreground())
-    }
-}
-
-struct InFlight {
-    wait: JobWait,
-    version: Version,
-    keep_alive: bool,
-    timeout_ms: u64,
-    timer: Option<(TimerKey, u64)>,
-}
-
 fn now_ms() -> u64 {
     SystemClock.now_ms()
 }
@@ -131,7 +98,6 @@ impl HttpGlue {
             header_timeout_ms: 10_000,
             idle_timeout_ms: 60_000,
             inbox: Vec::new(),
-            next_tag: 0,
             stats: Stats::default(),
             allowed: Default::default(),
             refusals: Default::default(),
@@ -184,12 +150,7 @@ impl Server {
             return;
         };
         let id = c.id;
-        c.http = Some(Box::new(HttpConn {
-            session: Session::new(self.http.limits),
-            job: None,
-            timer: None,
-            lingering: false,
-        }));
+        c.kind = Kind::Http(Box::new(HttpConn::new(self.http.limits)));
         let now = now_ms();
         // WORK_EXCEPTION rather than WORK_FAIL, so that a 502 can carry the worker's text.
         // Its OPTION_RES reaches no waiting job and is dropped.
@@ -201,7 +162,7 @@ impl Server {
             },
             now,
         );
-        self.http_set_timer(idx, IDLE, now);
+        self.http_set_timer(idx, Deadline::HttpIdle, now);
     }
 
     /// Read an HTTP connection and serve what came (the HTTP branch of `read_conn`).
@@ -209,10 +170,10 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
-        if c.closing || c.close_after_flush {
+        if !c.serving() {
             return;
         }
-        let Some(h) = c.http.as_ref() else {
+        let Some(h) = c.http() else {
             return;
         };
         if h.lingering {
@@ -227,13 +188,13 @@ impl Server {
             }
             return;
         }
-        let waiting = h.job.is_some() && !c.read_closed;
+        let waiting = h.job.is_some() && !c.read_closed();
         let cap = if waiting {
             PIPELINE_CAP
         } else {
             READ_CAP.max(h.session.needs())
         };
-        let status = if c.read_closed {
+        let status = if c.read_closed() {
             Ok(ReadStatus::Eof)
         } else {
             c.fill_upto(cap)
@@ -242,17 +203,17 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
-        if c.closing || c.close_after_flush {
+        if !c.serving() {
             return;
         }
-        let busy = c.http.as_ref().is_some_and(|h| h.job.is_some());
+        let busy = c.http().is_some_and(|h| h.job.is_some());
         // The peer closed (a FIN with the request or after it, maybe behind pipelined bytes
         // not read yet; or a reset) while its foreground job waits: as nginx takes it, and as a
         // Gearman client that leaves, the client gave the job up. Waiting for a half-close's
         // answer instead would let a peer pin a connection and its descriptor for as long as
         // no worker comes. A background answer comes within the turn and is still given.
-        let closed = matches!(status, Ok(ReadStatus::Eof)) || c.hup_seen;
-        if closed && c.http.as_deref().is_some_and(HttpConn::waits_for_a_result) {
+        let closed = matches!(status, Ok(ReadStatus::Eof)) || c.hung_up();
+        if closed && c.http().is_some_and(HttpConn::waits_for_a_result) {
             info!(
                 "HTTP connection {idx}: the client closed while waiting for its job; it gives the job up"
             );
@@ -269,15 +230,12 @@ impl Server {
                 }
             }
             Ok(ReadStatus::Eof) => {
-                c.read_closed = true;
+                c.set_read_closed();
                 // Requests that came with the close (a half-close) are still answered.
                 if busy || self.revisit.contains(&idx) {
                     return;
                 }
-                let cut_short = c
-                    .http
-                    .as_ref()
-                    .is_some_and(|h| h.session.mid_request(&c.rbuf));
+                let cut_short = c.http().is_some_and(|h| h.session.mid_request(&c.rbuf));
                 if cut_short {
                     self.http_answer(
                         idx,
@@ -288,7 +246,7 @@ impl Server {
                         now,
                     );
                 } else {
-                    c.close_after_flush = true;
+                    c.close_after_flush();
                     self.want_write(idx);
                 }
             }
@@ -306,10 +264,10 @@ impl Server {
             let Some(c) = self.conns.get_mut(idx) else {
                 return;
             };
-            if c.closing || c.close_after_flush {
+            if !c.serving() {
                 return;
             }
-            let Some(h) = c.http.as_mut() else {
+            let Kind::Http(h) = &mut c.kind else {
                 return;
             };
             if h.job.is_some() || h.lingering || c.output_held {
@@ -322,14 +280,14 @@ impl Server {
             match h.session.poll(&mut c.rbuf) {
                 Next::More => {
                     let kind = if h.session.mid_request(&c.rbuf) {
-                        REQUEST
+                        Deadline::HttpRequest
                     } else {
-                        IDLE
+                        Deadline::HttpIdle
                     };
                     // The idle and head deadlines run from when they start; a body's is
                     // pushed back by every read that brings more of it.
-                    let current = h.timer.map(|(_, tag)| tag & KIND_MASK);
-                    let rearm = current != Some(kind) || h.session.in_body();
+                    let current = h.timer.map(|(_, d)| d);
+                    let rearm = current != Some(kind(c.id)) || h.session.in_body();
                     c.release_idle_buffer();
                     if rearm {
                         self.http_set_timer(idx, kind, now);
@@ -413,15 +371,13 @@ impl Server {
             return;
         };
         let id = c.id;
-        let Some(h) = c.http.as_mut() else {
+        let Some(h) = c.http_mut() else {
             return;
         };
         let timeout_ms = if s.background { None } else { s.timeout_ms };
         let timer = timeout_ms.map(|ms| {
-            self.http.next_tag += 1;
-            let tag = self.http.next_tag << 2 | JOB;
-            let key = self.engine.arm_conn_timer(id, now.saturating_add(ms), tag);
-            (key, tag)
+            self.deadlines
+                .arm(now.saturating_add(ms), Deadline::HttpJob(id))
         });
         h.job = Some(InFlight {
             wait: JobWait::new(s.background, self.config.max_output_buffer),
@@ -539,7 +495,7 @@ impl Server {
             ..NetStats::default()
         };
         for (_, c) in &self.conns {
-            if c.http.is_some() {
+            if c.is_http() {
                 n.http_connections += 1;
             } else {
                 n.gearman_connections += 1;
@@ -567,31 +523,28 @@ impl Server {
         let open = response::write(&mut c.wbuf, &reply, version, keep_alive, head_only, &date);
         *self.http.stats.responses.entry(reply.status).or_default() += 1;
         if !open {
-            if let Some((k, _)) = c.http.as_mut().and_then(|h| h.timer.take()) {
-                self.engine.cancel_conn_timer(k);
+            if let Some((k, _)) = c.http_mut().and_then(|h| h.timer.take()) {
+                self.deadlines.cancel(k);
             }
             // Refused mid-request: the client may still be sending, and closing a socket
             // with unread bytes sends a RST that can destroy the answer before it is read.
             // So the answer goes out now, our side is shut, and the rest is drained for a
             // moment (a lingering close, as Apache and nginx do).
             if reply.close && c.flush().is_ok() && c.wbuf.is_empty() {
-                let _ = c.stream.shutdown(std::net::Shutdown::Write);
+                c.shutdown_write();
                 c.rbuf.clear();
                 let id = c.id;
-                if let Some(h) = c.http.as_mut() {
+                if let Some(h) = c.http_mut() {
                     h.lingering = true;
-                    self.http.next_tag += 1;
-                    let tag = self.http.next_tag << 2 | LINGER;
-                    let key = self
-                        .engine
-                        .arm_conn_timer(id, now.saturating_add(LINGER_MS), tag);
-                    h.timer = Some((key, tag));
+                    let linger = Deadline::HttpLinger(id);
+                    let key = self.deadlines.arm(now.saturating_add(LINGER_MS), linger);
+                    h.timer = Some((key, linger));
                 }
                 // Whatever is already in the socket is read now (edge-triggered).
                 self.http_revisit(idx);
                 return;
             }
-            c.close_after_flush = true;
+            c.close_after_flush();
         }
         self.want_write(idx);
     }
@@ -607,18 +560,18 @@ impl Server {
             let Some(c) = self.conns.get_mut(idx) else {
                 continue;
             };
-            if c.id != to || c.closing {
+            if c.id != to || c.closing() {
                 continue;
             }
             // OPTION_RES, or a late packet of a job this connection no longer waits for.
-            let Some(h) = c.http.as_mut() else { continue };
+            let Some(h) = c.http_mut() else { continue };
             let Some(f) = h.job.as_mut() else { continue };
             let Progress::Done { reply, job_over } = f.wait.on_response(&r) else {
                 continue;
             };
             let Some(f) = h.job.take() else { continue };
-            if let Some((k, _)) = f.timer {
-                self.engine.cancel_conn_timer(k);
+            if let Some(k) = f.timer {
+                self.deadlines.cancel(k);
             }
             if !job_over {
                 if let Some(handle) = f.wait.handle() {
@@ -630,54 +583,60 @@ impl Server {
         }
     }
 
-    /// Act on the HTTP deadlines that passed this turn.
-    pub(super) fn http_timeouts(&mut self) {
-        if self.outbox.conn_timeouts.is_empty() {
+    /// Act on an HTTP deadline that passed (armed under `key`).
+    pub(super) fn http_deadline(&mut self, key: TimerKey, what: Deadline) {
+        let (Deadline::HttpIdle(id)
+        | Deadline::HttpRequest(id)
+        | Deadline::HttpJob(id)
+        | Deadline::HttpLinger(id)) = what;
+        let now = now_ms();
+        let idx = id.index as usize;
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if c.id != id || !c.serving() {
             return;
         }
-        let now = now_ms();
-        for (id, tag) in std::mem::take(&mut self.outbox.conn_timeouts) {
-            let idx = id.index as usize;
-            let Some(c) = self.conns.get_mut(idx) else {
-                continue;
+        let Kind::Http(h) = &mut c.kind else {
+            return;
+        };
+        if let Deadline::HttpJob(_) = what {
+            let Some(f) = h.job.take_if(|f| f.timer == Some(key)) else {
+                return;
             };
-            if c.id != id || c.closing || c.close_after_flush {
-                continue;
+            info!(
+                "HTTP connection {idx}: no result within {} ms (X-Gearman-Timeout); 504, the job goes on",
+                f.timeout_ms
+            );
+            if let Some(handle) = f.wait.handle() {
+                self.engine.release_client(id, &handle);
             }
-            let Some(h) = c.http.as_mut() else { continue };
-            if tag & KIND_MASK == JOB {
-                let Some(f) = h.job.take_if(|f| f.timer.is_some_and(|(_, t)| t == tag)) else {
-                    continue;
-                };
-                info!(
-                    "HTTP connection {idx}: no result within {} ms (X-Gearman-Timeout); 504, the job goes on",
-                    f.timeout_ms
+            let reply = f.wait.timeout_reply(f.timeout_ms);
+            self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
+            self.http_revisit(idx);
+            return;
+        }
+        if h.timer.is_none_or(|(k, _)| k != key) {
+            return;
+        }
+        h.timer = None;
+        match what {
+            Deadline::HttpLinger(_) => self.mark_close(idx),
+            Deadline::HttpIdle(_) => {
+                debug!("HTTP connection {idx}: idle; closing");
+                c.close_after_flush();
+                self.want_write(idx);
+            }
+            _ => {
+                info!("HTTP connection {idx}: request not complete in time; 408");
+                self.http_answer(
+                    idx,
+                    Version::Http11,
+                    false,
+                    Reply::fatal(408, "the request did not arrive in time"),
+                    false,
+                    now,
                 );
-                if let Some(handle) = f.wait.handle() {
-                    self.engine.release_client(id, &handle);
-                }
-                let reply = f.wait.timeout_reply(f.timeout_ms);
-                self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
-                self.http_revisit(idx);
-            } else if h.timer.is_some_and(|(_, t)| t == tag) {
-                h.timer = None;
-                if tag & KIND_MASK == LINGER {
-                    self.mark_close(idx);
-                } else if tag & KIND_MASK == IDLE {
-                    debug!("HTTP connection {idx}: idle; closing");
-                    c.close_after_flush = true;
-                    self.want_write(idx);
-                } else {
-                    info!("HTTP connection {idx}: request not complete in time; 408");
-                    self.http_answer(
-                        idx,
-                        Version::Http11,
-                        false,
-                        Reply::fatal(408, "the request did not arrive in time"),
-                        false,
-                        now,
-                    );
-                }
             }
         }
     }
@@ -686,47 +645,42 @@ impl Server {
     pub(super) fn http_closed(&mut self, c: &Connection) {
         self.http.stats.closed_in += c.bytes_in;
         self.http.stats.closed_out += c.bytes_out;
-        if let Some(h) = &c.http {
-            for (k, _) in h
-                .timer
-                .iter()
-                .chain(h.job.iter().flat_map(|f| f.timer.iter()))
-            {
-                self.engine.cancel_conn_timer(*k);
+        if let Some(h) = c.http() {
+            let job = h.job.as_ref().and_then(|f| f.timer);
+            for k in h.timer.map(|(k, _)| k).into_iter().chain(job) {
+                self.deadlines.cancel(k);
             }
         }
     }
 
-    fn http_set_timer(&mut self, idx: usize, kind: u64, now: u64) {
+    /// Arm the connection's next-request deadline (`HttpIdle` or `HttpRequest`), replacing
+    /// the one it had.
+    fn http_set_timer(&mut self, idx: usize, kind: fn(ConnId) -> Deadline, now: u64) {
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
-        let id = c.id;
-        let Some(h) = c.http.as_mut() else {
+        let what = kind(c.id);
+        let Some(h) = c.http_mut() else {
             return;
         };
         if let Some((k, _)) = h.timer.take() {
-            self.engine.cancel_conn_timer(k);
+            self.deadlines.cancel(k);
         }
-        let ms = if kind == IDLE {
-            self.http.idle_timeout_ms
-        } else {
-            self.http.header_timeout_ms
+        let ms = match what {
+            Deadline::HttpIdle(_) => self.http.idle_timeout_ms,
+            _ => self.http.header_timeout_ms,
         };
-        self.http.next_tag += 1;
-        let tag = self.http.next_tag << 2 | kind;
-        let key = self.engine.arm_conn_timer(id, now.saturating_add(ms), tag);
-        h.timer = Some((key, tag));
+        h.timer = Some((self.deadlines.arm(now.saturating_add(ms), what), what));
     }
 
     fn http_clear_timer(&mut self, idx: usize) {
         if let Some((k, _)) = self
             .conns
             .get_mut(idx)
-            .and_then(|c| c.http.as_mut())
+            .and_then(|c| c.http_mut())
             .and_then(|h| h.timer.take())
         {
-            self.engine.cancel_conn_timer(k);
+            self.deadlines.cancel(k);
         }
     }
 

@@ -35,7 +35,7 @@ impl Server {
         let peer = self
             .conns
             .get(idx)
-            .and_then(|c| c.stream.peer_addr().ok())
+            .map(|c| c.peer())
             .map_or_else(|| "?".to_string(), |a| a.ip().to_string());
         warn!(
             "HTTP connection {idx} from {peer}: 403 ({}): Host {}, Origin {}, Sec-Fetch-Site {}",

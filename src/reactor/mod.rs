@@ -4,7 +4,9 @@
 
 mod admin;
 mod conn;
+mod deadlines;
 mod gate;
+mod http_conn;
 mod http_console;
 mod http_glue;
 mod http_guard;
@@ -103,6 +105,8 @@ pub struct Server {
     journal_counters: journal::JournalCounters,
     /// Unsent output of all connections against `--max-total-output` (output_bound.rs).
     output: output_bound::OutputBound,
+    /// The reactor's own deadlines (deadlines.rs).
+    deadlines: deadlines::Deadlines,
 }
 
 impl Server {
@@ -154,6 +158,7 @@ impl Server {
             journal_errors: 0,
             journal_counters: journal::JournalCounters::default(),
             output,
+            deadlines: deadlines::Deadlines::default(),
         })
     }
 
@@ -272,7 +277,7 @@ impl Server {
                         let idx = t - CONN_BASE;
                         if ev.is_read_closed() || ev.is_error() {
                             if let Some(c) = self.conns.get_mut(idx) {
-                                c.hup_seen = true;
+                                c.set_hung_up();
                             }
                         }
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -289,6 +294,7 @@ impl Server {
                 self.read_conn(idx, now);
             }
             self.engine.on_time(now, &mut self.outbox);
+            self.on_deadlines(now);
             self.resume_paused(now);
             // The replies `hand_on` kept for the turn's end.
             self.pending_writes.append(&mut self.deferred);
@@ -326,6 +332,7 @@ impl Server {
         // No deadline: sleep until a socket or a signal wakes us; an idle server never ticks.
         let deadline = [
             self.engine.next_deadline(),
+            self.deadlines.next(),
             self.journal_deadline(),
             self.idle_trim.deadline(),
             self.output.deadline(),
@@ -338,6 +345,17 @@ impl Server {
         .flatten()
         .min();
         deadline.map(|d| Duration::from_millis(d.saturating_sub(now)))
+    }
+
+    /// Act on the reactor's deadlines that passed (up to `DEADLINES_PER_TURN`; the rest are
+    /// due at once on the next turn).
+    fn on_deadlines(&mut self, now: u64) {
+        for _ in 0..deadlines::DEADLINES_PER_TURN {
+            let Some((key, what)) = self.deadlines.due(now) else {
+                return;
+            };
+            self.http_deadline(key, what);
+        }
     }
 
     fn on_signals(&mut self, now: u64) -> Option<Exit> {
@@ -412,7 +430,7 @@ impl Server {
             let Some(listener) = listener else {
                 return;
             };
-            let (mut stream, peer) = match listener.accept() {
+            let (stream, peer) = match listener.accept() {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -437,26 +455,24 @@ impl Server {
             }
             let entry = self.conns.vacant_entry();
             let idx = entry.key();
-            // Readable only: writability is asked for when a write would block, so that
-            // every ACK does not wake the loop.
-            if let Err(e) = self.poll.registry().register(
-                &mut stream,
-                Token(CONN_BASE + idx),
-                Interest::READABLE,
-            ) {
-                error!("cannot register connection from {peer}: {e}");
-                continue;
-            }
-            self.next_generation = self.next_generation.wrapping_add(1);
             let id = ConnId {
                 index: idx as u32,
-                generation: self.next_generation,
+                generation: self.next_generation.wrapping_add(1),
             };
+            let token = Token(CONN_BASE + idx);
+            let c = match Connection::accept(stream, peer, id, self.poll.registry(), token) {
+                Ok(c) => c,
+                Err(e) => {
+                    error!("cannot register connection from {peer}: {e}");
+                    continue;
+                }
+            };
+            self.next_generation = id.generation;
             let info = ConnInfo {
-                fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+                fd: c.fd(),
                 ip: peer.ip().to_canonical().to_string(),
             };
-            entry.insert(Connection::new(stream, id, gate::Access::new(peer.ip())));
+            entry.insert(c);
             self.engine.connect(id, info);
             self.http_accepted(idx, http);
         }
@@ -469,17 +485,17 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
-        if c.http.is_some() {
+        if c.is_http() {
             return self.read_http(idx, now);
         }
-        if c.closing || c.close_after_flush {
+        if !c.serving() {
             return;
         }
         if c.paused {
             c.read_deferred = true;
             return;
         }
-        let status = if c.read_closed {
+        let status = if c.read_closed() {
             Ok(ReadStatus::Eof)
         } else {
             c.fill(&self.config.limits)
@@ -491,13 +507,13 @@ impl Server {
         match status {
             Ok(ReadStatus::Drained) => {}
             Ok(ReadStatus::Capped) => {
-                if !c.close_after_flush && !self.revisit.contains(&idx) {
+                if c.serving() && !self.revisit.contains(&idx) {
                     self.revisit.push(idx);
                 }
             }
             Ok(ReadStatus::Eof) => {
                 // Answer everything asked before the peer shut its side, then close.
-                c.read_closed = true;
+                c.set_read_closed();
                 if c.paused {
                     // Frames after a held GRAB are still to be served: on resumption.
                     c.read_deferred = true;
@@ -506,7 +522,7 @@ impl Server {
                 if self.revisit.contains(&idx) {
                     return;
                 }
-                c.close_after_flush = true;
+                c.close_after_flush();
                 if !c.write_pending {
                     c.write_pending = true;
                     self.pending_writes.push(idx);
@@ -526,7 +542,7 @@ impl Server {
             let Some(c) = self.conns.get_mut(idx) else {
                 return;
             };
-            if c.closing || c.close_after_flush || c.paused || c.output_held {
+            if !c.serving() || c.paused || c.output_held {
                 return;
             }
             if served == FRAMES_PER_TURN {
@@ -563,7 +579,7 @@ impl Server {
                     };
                     warn!("closing connection {idx}: {e:?}");
                     self.outbox.push(id, reply);
-                    c.close_after_flush = true;
+                    c.close_after_flush();
                     c.rbuf.clear();
                     return;
                 }

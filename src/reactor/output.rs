@@ -37,10 +37,10 @@ impl Server {
             let Some(c) = self.conns.get_mut(to.index as usize) else {
                 continue;
             };
-            if c.id != to || c.closing {
+            if c.id != to || c.closing() {
                 continue;
             }
-            if c.http.is_some() {
+            if c.is_http() {
                 // Answered as HTTP once the rest is written (http_glue.rs).
                 self.http.inbox.push((to, r));
                 continue;
@@ -63,7 +63,6 @@ impl Server {
         }
         drop(lazy);
         self.http_deliver();
-        self.http_timeouts();
     }
 
     /// Send what lazy replies wait in once they have waited `LAZY_HOLD_MS`. So a JOB_CREATED
@@ -107,24 +106,11 @@ impl Server {
                 self.output.recount(&mut c.counted, c.wbuf.len());
                 match flushed {
                     Ok(()) => {
-                        let blocked = !c.wbuf.is_empty();
-                        if blocked != c.write_interest {
-                            let interest = if blocked {
-                                Interest::READABLE | Interest::WRITABLE
-                            } else {
-                                Interest::READABLE
-                            };
-                            let token = Token(CONN_BASE + idx);
-                            if let Err(e) =
-                                self.poll
-                                    .registry()
-                                    .reregister(&mut c.stream, token, interest)
-                            {
-                                info!("connection {idx}: cannot change its interest: {e}");
-                                self.to_close.push(idx);
-                                continue;
-                            }
-                            c.write_interest = blocked;
+                        let token = Token(CONN_BASE + idx);
+                        if let Err(e) = c.update_interest(self.poll.registry(), token) {
+                            info!("connection {idx}: cannot change its interest: {e}");
+                            self.to_close.push(idx);
+                            continue;
                         }
                         if c.wbuf.len() > self.config.max_output_buffer {
                             warn!(
@@ -132,7 +118,7 @@ impl Server {
                                 c.wbuf.len()
                             );
                             self.to_close.push(idx);
-                        } else if c.close_after_flush && c.wbuf.is_empty() {
+                        } else if c.flushed_to_close() {
                             self.to_close.push(idx);
                         }
                     }
@@ -150,7 +136,7 @@ impl Server {
                 if let Some(mut c) = self.conns.try_remove(idx) {
                     self.output.forget(c.counted);
                     self.http_closed(&c);
-                    let _ = self.poll.registry().deregister(&mut c.stream);
+                    c.deregister(self.poll.registry());
                     self.engine.disconnect(c.id, now, &mut self.outbox);
                 }
             }
@@ -161,8 +147,7 @@ impl Server {
 
     pub(super) fn mark_close(&mut self, idx: usize) {
         if let Some(c) = self.conns.get_mut(idx) {
-            if !c.closing {
-                c.closing = true;
+            if c.set_closing() {
                 self.to_close.push(idx);
             }
         }

@@ -113,7 +113,7 @@ impl Server {
         if c.output_held {
             return true;
         }
-        if c.hup_seen || !self.output.holds(c.wbuf.len()) {
+        if c.hung_up() || !self.output.holds(c.wbuf.len()) {
             return false;
         }
         c.output_held = true;
@@ -134,7 +134,7 @@ impl Server {
             let mut largest: Vec<(usize, usize)> = self
                 .conns
                 .iter()
-                .filter(|(_, c)| !c.closing && c.wbuf.len() > HOLD_MIN)
+                .filter(|(_, c)| !c.closing() && c.wbuf.len() > HOLD_MIN)
                 .map(|(i, c)| (c.wbuf.len(), i))
                 .collect();
             largest.sort_unstable_by(|a, b| b.cmp(a));
@@ -159,7 +159,7 @@ impl Server {
                 let Some(c) = self.conns.get_mut(idx).filter(|c| c.output_held) else {
                     return false;
                 };
-                if self.output.holds(c.wbuf.len()) && !c.hup_seen {
+                if self.output.holds(c.wbuf.len()) && !c.hung_up() {
                     return true;
                 }
                 c.output_held = false;
