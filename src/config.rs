@@ -163,6 +163,21 @@ pub struct ServeArgs {
     /// do not serve the console (the page at / and /ui/ on the HTTP listener): 404 instead
     #[argh(switch)]
     pub no_console: bool,
+    /// the access list: which identities may submit, work, read status or administer which
+    /// functions; without it everything is allowed; re-read on SIGHUP and `reload acl`
+    #[argh(option)]
+    pub acl: Option<PathBuf>,
+    /// yes (default) refuses peers beyond loopback on a plaintext listener while no --acl is
+    /// given; no serves them (a trusted network)
+    #[argh(option)]
+    pub protected_mode: Option<String>,
+    /// denials logged per connection; later ones are counted in /metrics only (default 10)
+    #[argh(option, default = "10")]
+    pub acl_denials_logged: u32,
+    /// identities counted by name in gearman_access_denied_total; others count as "other"
+    /// (default 100)
+    #[argh(option, default = "100")]
+    pub acl_metric_identities: usize,
     /// accepted and ignored: gearwheel runs one thread
     #[argh(option, short = 't')]
     pub threads: Option<String>,
@@ -216,6 +231,8 @@ pub struct Config {
     pub user: Option<RunAs>,
     /// `--http-port` / `--http-listen`: the HTTP listener, if any.
     pub http: Option<HttpConfig>,
+    /// `--acl`, `--protected-mode` and the denial bounds.
+    pub access: crate::access::AccessConfig,
 }
 
 /// The HTTP listener's settings.
@@ -573,6 +590,16 @@ impl Config {
             daemon: a.daemon,
             user,
             http,
+            access: crate::access::AccessConfig {
+                acl: a.acl.clone(),
+                protected_mode: match a.protected_mode.as_deref() {
+                    None | Some("yes") => true,
+                    Some("no") => false,
+                    Some(v) => return Err(format!("--protected-mode {v:?}: use yes or no")),
+                },
+                denials_logged: a.acl_denials_logged,
+                metric_identities: a.acl_metric_identities,
+            },
         })
     }
 }

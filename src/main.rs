@@ -113,6 +113,12 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
             return fail(1, detached);
         }
     };
+    // Before any connection is served: a bad access list stops the start (exit 2), as a bad
+    // flag does.
+    if let Err(e) = server.load_acl() {
+        logger::announce(Level::Error, &e);
+        return fail(2, detached);
+    }
     // The data directory is opened (and locked) before privileges are dropped.
     match &journal {
         Some((dir, fsync, repair)) => match server.open_journal(dir, *fsync, *repair) {
@@ -234,6 +240,9 @@ fn absolute_paths(config: &mut Config) -> Result<(), String> {
     }
     // Read again on SIGHUP, long after the chdir.
     if let Some(p) = &mut config.schedules {
+        *p = cwd.join(&*p);
+    }
+    if let Some(p) = &mut config.access.acl {
         *p = cwd.join(&*p);
     }
     Ok(())
@@ -408,9 +417,33 @@ mod service {
     }
 }
 
-/// `gearwheel check FILE [--next N] [--from TIME] [--tz ZONE]`: 0 valid, 1 errors, 2 bad flags.
+/// `gearwheel check FILE [--next N] [--from TIME] [--tz ZONE]` and `gearwheel check --acl
+/// FILE`: 0 valid, 1 errors, 2 bad flags.
 fn check(a: gearwheel::cli::args::CheckArgs) -> ExitCode {
     use gearwheel::schedule::{Zone, check};
+    let file = match (a.file, &a.acl) {
+        (None, Some(acl)) => {
+            return match gearwheel::access::read_acl(acl) {
+                Ok(list) => {
+                    println!(
+                        "{}: {}",
+                        acl.display(),
+                        gearwheel::plural::count(list.rule_count() as u64, "rule", "rules")
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        (Some(f), None) => f,
+        _ => {
+            eprintln!("gearwheel check: give a schedules file, or --acl FILE");
+            return ExitCode::from(2);
+        }
+    };
     let zone = match Zone::parse(a.tz.as_deref().unwrap_or("local")) {
         Ok(z) => z,
         Err(e) => {
@@ -425,8 +458,8 @@ fn check(a: gearwheel::cli::args::CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let name = a.file.display().to_string();
-    let text = match std::fs::read_to_string(&a.file) {
+    let name = file.display().to_string();
+    let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("{name}: {e}");

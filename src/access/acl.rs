@@ -174,6 +174,13 @@ impl Acl {
                 continue;
             };
             if first == "token" {
+                if !super::token::SUPPORTED {
+                    return Err(at(
+                        first_col,
+                        "bearer tokens need SHA-256, which a build without the tls feature lacks"
+                            .into(),
+                    ));
+                }
                 let [_, (name_col, name), (hex_col, hex)] = words[..] else {
                     return Err(at(first_col, "expected: token NAME SHA256-HEX".into()));
                 };

@@ -123,6 +123,12 @@ fn errors_name_line_and_column() {
         "1:15: expected: WHO OPERATIONS FUNCTIONS"
     );
     assert_eq!(err("cn:a status a,,b"), "1:15: an empty function name");
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn token_line_errors() {
+    let err = |text: &str| Acl::parse(text).unwrap_err().to_string();
     assert_eq!(
         err("token t abc"),
         "1:9: expected 64 hex digits (the SHA-256 of the secret)"
@@ -138,6 +144,7 @@ fn errors_name_line_and_column() {
     );
 }
 
+#[cfg(feature = "tls")]
 #[test]
 fn tokens_are_found_by_digest_and_grant_like_any_identity() {
     let hex = "0f".repeat(32);
@@ -150,4 +157,12 @@ fn tokens_are_found_by_digest_and_grant_like_any_identity() {
     assert!(acl.allows(&ci, Operation::Submit, Some(b"build.x")));
     assert!(!acl.allows(&cn("ci"), Operation::Submit, Some(b"build.x")));
     assert_eq!(ci.to_string(), "token:ci");
+}
+
+#[cfg(not(feature = "tls"))]
+#[test]
+fn a_build_without_sha256_refuses_token_lines() {
+    let hex = "0f".repeat(32);
+    let e = Acl::parse(&format!("cn:a status *\n  token ci {hex}\n")).unwrap_err();
+    assert_eq!((e.line, e.column), (2, 3));
 }

@@ -1,10 +1,44 @@
 //! Access control (issue 17): who a connection is and what the ACL file lets it do.
 //!
-//! Pure: `acl` parses and matches the `--acl` file; the reactor's gate (issue 15 item 3) will
-//! classify each request into an `Operation` and a function and ask `Acl::allows`. An access
-//! rule is added here, in `acl.rs`, and nowhere else.
+//! Pure: `acl` parses and matches the `--acl` file; `classify` says what each request needs;
+//! `token` turns a bearer secret into the digest the file names; `denials` counts refusals
+//! for /metrics. The reactor's gate (src/reactor/gate.rs) puts them together.
 
 pub mod acl;
 pub mod classify;
+pub mod denials;
+pub mod token;
+
+use std::path::PathBuf;
 
 pub use acl::{Acl, AclError, Identity, Operation};
+
+/// The serve flags about access.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessConfig {
+    /// `--acl FILE`: without it everything is allowed (protected mode aside).
+    pub acl: Option<PathBuf>,
+    /// `--protected-mode` (on unless `no`).
+    pub protected_mode: bool,
+    /// `--acl-denials-logged`: denials logged per connection before the rest are only counted.
+    pub denials_logged: u32,
+    /// `--acl-metric-identities`: identities counted by name in /metrics.
+    pub metric_identities: usize,
+}
+
+impl Default for AccessConfig {
+    fn default() -> Self {
+        AccessConfig {
+            acl: None,
+            protected_mode: true,
+            denials_logged: 10,
+            metric_identities: 100,
+        }
+    }
+}
+
+/// Read and parse an ACL file; the error is `FILE:LINE:COL: message`.
+pub fn read_acl(path: &std::path::Path) -> Result<Acl, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Acl::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
+}

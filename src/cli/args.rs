@@ -32,12 +32,16 @@ pub enum Command {
 }
 
 #[derive(FromArgs, Debug)]
-/// Check a schedules file without a server; errors as FILE:LINE:COL: message.
+/// Check a schedules file, or with --acl an access list, without a server; errors as
+/// FILE:LINE:COL: message.
 #[argh(subcommand, name = "check")]
 pub struct CheckArgs {
     /// the schedules file
     #[argh(positional)]
-    pub file: PathBuf,
+    pub file: Option<PathBuf>,
+    /// check this access list (the serve --acl file) instead of a schedules file
+    #[argh(option)]
+    pub acl: Option<PathBuf>,
     /// also print the next N run times of every entry
     #[argh(option, default = "0")]
     pub next: usize,

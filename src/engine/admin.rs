@@ -185,8 +185,8 @@ impl Engine {
                     Err(e) => e.admin_reply(),
                 }
             }
-            // The journal and the schedules file belong to the loop, which answers these lines
-            // itself (reactor/admin.rs); an engine on its own has neither.
+            // The journal, the schedules file and the ACL belong to the loop, which answers
+            // these lines itself (reactor/admin.rs); an engine on its own has none of them.
             AdminCommand::ShowJournal | AdminCommand::ReloadSchedules | AdminCommand::ReloadAcl => {
                 Bytes::from_static(b"ERR NOT_SUPPORTED Answered+by+the+server+loop\r\n")
             }

@@ -252,6 +252,13 @@ impl Engine {
             .collect()
     }
 
+    /// The function of the job `handle`, when the job is known (what the reactor's gate checks
+    /// a WORK_* or GET_STATUS against).
+    pub fn job_function(&self, handle: &[u8]) -> Option<&Bytes> {
+        let k = self.by_handle.get(handle, &self.jobs)?;
+        Some(&self.functions.get(self.jobs.get(k)?.func())?.name)
+    }
+
     /// GET_STATUS of `handle`, with the job's details when it is known.
     pub fn job_status(&self, handle: &[u8]) -> JobStatus {
         let handle_b = Bytes::copy_from_slice(handle);

@@ -31,6 +31,8 @@ pub struct NetStats {
     pub http_clients_left: u64,
     /// HTTP requests refused with 403 (wrong Host, another site), by reason.
     pub http_refused: Vec<(&'static str, u64)>,
+    /// Requests the gate denied: (identity, operation, count).
+    pub access_denied: Vec<(String, &'static str, u64)>,
     /// Unsent output against `--max-total-output`.
     pub output: OutputStats,
 }
@@ -530,6 +532,14 @@ pub fn render(input: &Input<'_>) -> String {
             .iter()
             .map(|(r, v)| (vec![("reason", *r)], Value::Int(*v))),
     );
+    w.family(
+        "gearman_access_denied_total",
+        Counter,
+        "Requests the access gate denied, by identity (past --acl-metric-identities: other) and operation (protected_mode and unknown_token for those refusals).",
+        n.access_denied
+            .iter()
+            .map(|(i, o, v)| (vec![("identity", i.as_str()), ("operation", *o)], Value::Int(*v))),
+    );
     let sched = input.schedules;
     let per_entry = |f: fn(&ScheduleStatus) -> Option<Value>| {
         sched
@@ -753,6 +763,7 @@ mod tests {
             http_responses: vec![(200, 3), (404, 1)],
             http_clients_left: 0,
             http_refused: vec![("host", 2), ("cross_site", 0), ("origin", 1)],
+            access_denied: vec![("addr:10.0.0.5".into(), "submit", 4)],
             output: OutputStats {
                 bytes: 70_000,
                 max: 1 << 20,
@@ -833,6 +844,8 @@ mod tests {
             "gearman_received_bytes_total 1234",
             "gearman_sent_bytes_total 5678",
             "gearman_http_responses_total{code=\"404\"} 1",
+            "# TYPE gearman_access_denied_total counter",
+            "gearman_access_denied_total{identity=\"addr:10.0.0.5\",operation=\"submit\"} 4",
             "gearman_worker_connections 1",
             "# TYPE gearwheel_grab_waits_total counter",
             "gearwheel_grab_waits_total{outcome=\"assigned\"} 40",

@@ -87,6 +87,17 @@ pub struct SiteHeaders {
     pub console: bool,
 }
 
+/// The secret of `Authorization: Bearer SECRET`. Its Debug shows no byte of it, so that no
+/// log line can carry it (the ACL compares its SHA-256, src/access/token.rs).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Bearer(pub Vec<u8>);
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bearer(<secret>)")
+    }
+}
+
 /// A parsed request head.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
@@ -101,6 +112,8 @@ pub struct Head {
     pub expect_continue: bool,
     pub gearman: GearmanHeaders,
     pub site: SiteHeaders,
+    /// `Authorization: Bearer SECRET` (other schemes are not read).
+    pub bearer: Option<Bearer>,
 }
 
 fn bad(message: &str) -> HttpError {
@@ -168,6 +181,8 @@ pub fn parse_head(buf: &[u8], limits: &HttpLimits) -> Result<Option<(Head, usize
     let mut expect_continue = false;
     let mut g = GearmanHeaders::default();
     let mut site = SiteHeaders::default();
+    let mut bearer = None;
+    let mut authorization = false;
     for h in req.headers.iter() {
         let name = h.name;
         let value = trim(h.value);
@@ -226,6 +241,14 @@ pub fn parse_head(buf: &[u8], limits: &HttpLimits) -> Result<Option<(Head, usize
             site.origin = Some(value.to_vec());
         } else if name.eq_ignore_ascii_case("sec-fetch-site") {
             site.sec_fetch_site = Some(value.to_vec());
+        } else if name.eq_ignore_ascii_case("authorization") {
+            // Two could pass one check and mean another, as with Host.
+            if std::mem::replace(&mut authorization, true) {
+                return Err(bad("more than one Authorization header"));
+            }
+            if value.len() > 7 && value[..7].eq_ignore_ascii_case(b"bearer ") {
+                bearer = Some(Bearer(trim(&value[7..]).to_vec()));
+            }
         } else if name.eq_ignore_ascii_case("x-gearwheel-console") {
             site.console = true;
         } else if let Some(x) = strip_prefix_ci(name, "x-gearman-") {
@@ -278,6 +301,7 @@ pub fn parse_head(buf: &[u8], limits: &HttpLimits) -> Result<Option<(Head, usize
             expect_continue: expect_continue && version == Version::Http11,
             gearman: g,
             site,
+            bearer,
         },
         len,
     )))
@@ -487,6 +511,22 @@ mod tests {
         assert_eq!(h.gearman.priority.as_deref(), Some(&b"high"[..]));
         assert_eq!(h.gearman.epoch.as_deref(), Some(&b"99"[..]));
         assert_eq!(h.gearman.timeout.as_deref(), Some(&b"250"[..]));
+    }
+
+    #[test]
+    fn a_bearer_secret_is_read_and_never_shown() {
+        let b = |s: &str| head(s).unwrap().unwrap().0.bearer;
+        let h = b("GET / HTTP/1.1\r\nAuthorization: bearer  s3cret \r\n\r\n");
+        assert_eq!(h, Some(Bearer(b"s3cret".to_vec())));
+        assert!(!format!("{h:?}").contains("s3cret"));
+        assert_eq!(
+            b("GET / HTTP/1.1\r\nAuthorization: Basic eDp5\r\n\r\n"),
+            None
+        );
+        assert_eq!(
+            status("GET / HTTP/1.1\r\nAuthorization: Basic x\r\nAuthorization: Bearer y\r\n\r\n"),
+            400
+        );
     }
 
     #[test]

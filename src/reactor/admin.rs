@@ -13,8 +13,8 @@ impl Server {
     /// would leave after the replies to lines sent behind it, and `show schedules` right after
     /// `reload schedules` would show the schedule from before.
     pub(super) fn admin(&mut self, idx: usize, id: ConnId, cmd: AdminCommand, now: u64) {
-        if let Err(d) = self.gate(idx, crate::access::classify::admin(&cmd)) {
-            return self.outbox.push(id, Response::text(d.admin_line()));
+        if let Err(d) = self.gate(idx, crate::access::classify::admin(&cmd), None) {
+            return self.refuse(idx, id, Response::text(d.admin_line()), d.closes());
         }
         let reply = match cmd {
             AdminCommand::ShowJournal => self.journal_listing(),
@@ -22,7 +22,10 @@ impl Server {
                 Ok(n) => format!("OK {n}\n"),
                 Err(e) => format!("ERR SCHEDULE_ERROR {}\r\n", e.replace(' ', "+")),
             },
-            AdminCommand::ReloadAcl => "ERR ACL_ERROR no+--acl+file+was+given\r\n".to_string(),
+            AdminCommand::ReloadAcl => match self.reload_acl() {
+                Ok(n) => format!("OK {n}\n"),
+                Err(e) => format!("ERR ACL_ERROR {}\r\n", e.replace(' ', "+")),
+            },
             cmd => return self.engine.admin(id, cmd, now, &mut self.outbox),
         };
         self.outbox.push(id, Response::text(reply));

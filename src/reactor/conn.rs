@@ -105,8 +105,8 @@ impl Connection {
         id: ConnId,
         registry: &Registry,
         token: Token,
+        access: super::gate::Access,
     ) -> io::Result<Connection> {
-        let access = super::gate::Access::new(peer.ip());
         let mut transport = Transport::plain(stream, peer);
         transport.register(registry, token)?;
         Ok(Connection {

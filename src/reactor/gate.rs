@@ -1,23 +1,34 @@
 //! The one gate into the engine: every Gearman packet, admin line and HTTP request passes
 //! `Server::gate` before the engine (or the loop's own admin lines) acts on it. The gate knows
 //! the connection's identity, which the engine never sees; `crate::access::classify` says what
-//! a request needs, and the rules stand here, in order.
+//! a request needs, and the rules stand here, in order. It also owns the `--acl` file's
+//! loading and reloads, the denials' log lines (bounded per connection) and their counts.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 use bytes::Bytes;
-use log::warn;
+use log::{error, info, warn};
 
 use super::Server;
-use crate::access::Identity;
-use crate::access::classify::{self, Need};
-use crate::engine::ConnId;
+use super::conn::Connection;
+use crate::access::classify::{self, Need, Scope};
+use crate::access::denials::DenialCounts;
+use crate::access::{self, AccessConfig, Acl, Identity, Operation};
+use crate::engine::{ConnId, Engine};
+use crate::http::parse::Bearer;
 use crate::http::response::Reply;
 use crate::proto::request::Request;
 use crate::proto::response::Response;
 
-/// What the gate knows about a connection, fixed at accept (the transport names a certificate
-/// after a TLS handshake by setting `identity` to `Identity::Cn`).
+/// How much of a function name a denial shows (it is the peer's).
+const SHOWN: usize = 64;
+
+/// What protected mode says, once, to a peer it refuses.
+const PROTECTED: &str = "protected mode: this server serves peers beyond loopback on a plaintext listener only with an access list; configure TLS (--ssl-certificate, --ssl-key, --ssl-ca-file) and --acl FILE, or start it with --protected-mode no on a network you trust";
+
+/// What the gate knows about a connection, fixed at accept. The TLS transport names a
+/// client certificate after its handshake by setting `identity` to `Identity::Cn`.
 #[derive(Clone, Debug)]
 pub(super) struct Access {
     /// `addr:IP` of the peer at accept; `cn:NAME` once a client certificate names it.
@@ -25,74 +36,365 @@ pub(super) struct Access {
     /// The peer's address, for the log whatever the identity.
     pub peer: IpAddr,
     pub loopback: bool,
+    /// Protected mode refuses this peer: beyond loopback, on a plaintext listener bound beyond
+    /// loopback, and no `--acl`.
+    pub protected: bool,
+    /// Requests denied on this connection (logged up to `--acl-denials-logged`).
+    pub denials: u32,
 }
 
 impl Access {
-    pub(super) fn new(peer: IpAddr) -> Access {
+    pub(super) fn new(peer: IpAddr, protected: bool) -> Access {
         let peer = peer.to_canonical();
         Access {
             identity: Identity::Addr(peer),
             peer,
             loopback: peer.is_loopback(),
+            protected: protected && !peer.is_loopback(),
+            denials: 0,
         }
+    }
+}
+
+/// The access state of the server: the flags, the rules in force, the denials counted.
+pub(super) struct Gate {
+    config: AccessConfig,
+    acl: Option<Acl>,
+    denials: DenialCounts,
+}
+
+impl Gate {
+    pub(super) fn new(config: AccessConfig) -> Gate {
+        Gate {
+            denials: DenialCounts::new(config.metric_identities),
+            config,
+            acl: None,
+        }
+    }
+
+    /// Does protected mode refuse peers beyond loopback on a plaintext listener at `local`?
+    pub(super) fn protects(&self, local: std::net::SocketAddr) -> bool {
+        self.config.protected_mode && self.config.acl.is_none() && !local.ip().is_loopback()
+    }
+
+    /// An ACL decides (`--acl` was given).
+    pub(super) fn has_acl(&self) -> bool {
+        self.acl.is_some()
+    }
+
+    /// (identity, operation, denials) for /metrics.
+    pub(super) fn denial_rows(&self) -> Vec<(String, &'static str, u64)> {
+        self.denials.rows()
     }
 }
 
 /// Why the gate refused a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Denial {
+    /// Protected mode: the peer is told how to configure access, and the connection closes.
+    Protected,
     /// `shutdown` from a non-loopback peer while no ACL decides.
     ShutdownRefused,
+    /// `Authorization: Bearer` with a secret no `token` line has.
+    UnknownToken,
+    /// The ACL grants `op` on `function` (`None`: every function) to no rule of `identity`.
+    Denied {
+        op: Operation,
+        function: Option<String>,
+        identity: Identity,
+    },
 }
 
 impl Denial {
+    /// What the denial says, in words.
+    fn text(&self) -> String {
+        match self {
+            Denial::Protected => PROTECTED.to_string(),
+            Denial::ShutdownRefused => "shutdown is only accepted from a loopback address".into(),
+            Denial::UnknownToken => "the bearer token is not known".into(),
+            Denial::Denied {
+                op,
+                function,
+                identity,
+            } => match function {
+                Some(f) => format!("{} on function {f} is not granted to {identity}", op.name()),
+                None => format!(
+                    "{} on every function is not granted to {identity}",
+                    op.name()
+                ),
+            },
+        }
+    }
+
+    /// The operation label it is counted under in /metrics.
+    fn operation(&self) -> &'static str {
+        match self {
+            Denial::Protected => "protected_mode",
+            Denial::ShutdownRefused => "admin",
+            Denial::UnknownToken => "unknown_token",
+            Denial::Denied { op, .. } => op.name(),
+        }
+    }
+
+    /// The connection is closed after the reply.
+    pub(super) fn closes(&self) -> bool {
+        *self == Denial::Protected
+    }
+
     /// The reply to an admin line.
     pub(super) fn admin_line(&self) -> Bytes {
-        match self {
-            Denial::ShutdownRefused => Bytes::from_static(
-                b"ERR SHUTDOWN_REFUSED shutdown+is+only+accepted+from+a+loopback+address\r\n",
-            ),
-        }
+        let code = match self {
+            Denial::ShutdownRefused => "SHUTDOWN_REFUSED",
+            Denial::Protected => "PROTECTED_MODE",
+            Denial::UnknownToken | Denial::Denied { .. } => "PERMISSION_DENIED",
+        };
+        format!("ERR {code} {}\r\n", self.text().replace(' ', "+")).into()
     }
 
-    /// The reply to a Gearman packet.
+    /// The reply to a Gearman packet: an ERROR packet.
     pub(super) fn packet(&self) -> Response {
         match self {
+            Denial::Protected => Response::error("PROTECTED_MODE", self.text()),
             Denial::ShutdownRefused => Response::text(self.admin_line()),
+            _ => Response::error("PERMISSION_DENIED", self.text()),
         }
     }
 
-    /// The reply to an HTTP request.
+    /// The reply to an HTTP request: 403 (401 for an unknown token).
     pub(super) fn http(&self) -> Reply {
         match self {
-            Denial::ShutdownRefused => Reply::text(403, "forbidden"),
+            Denial::Protected => Reply::fatal(403, PROTECTED),
+            Denial::UnknownToken => Reply::text(401, &format!("unauthorized: {}", self.text()))
+                .header("WWW-Authenticate", "Bearer"),
+            _ => Reply::text(403, &format!("forbidden: {}", self.text())),
         }
     }
 }
 
+/// A function name as a denial shows it: escaped, cut short.
+fn shown(f: &[u8]) -> String {
+    let cut = &f[..f.len().min(SHOWN)];
+    let more = if f.len() > SHOWN { "..." } else { "" };
+    format!("{}{more}", cut.escape_ascii())
+}
+
+/// The rules, first match wins:
+/// 1. protected mode refuses the peer (it is told why and closed);
+/// 2. without an ACL, `shutdown` only from a loopback address, and everything else;
+/// 3. with an ACL, an unknown bearer token is refused, then the ACL alone decides, for the
+///    bearer's `token:NAME` or the connection's identity, loopback peers too.
+fn judge(
+    gate: &Gate,
+    engine: &Engine,
+    a: &Access,
+    need: Need<'_>,
+    bearer: Option<&Bearer>,
+) -> Result<(), Denial> {
+    if a.protected {
+        return Err(Denial::Protected);
+    }
+    let Some(acl) = &gate.acl else {
+        return match need {
+            Need::Shutdown if !a.loopback => Err(Denial::ShutdownRefused),
+            _ => Ok(()),
+        };
+    };
+    let token;
+    let identity = match bearer {
+        Some(b) => {
+            let name = access::token::digest(&b.0)
+                .and_then(|d| acl.token_for_digest(&d))
+                .ok_or(Denial::UnknownToken)?;
+            token = Identity::Token(name.to_string());
+            &token
+        }
+        None => &a.identity,
+    };
+    let (op, scope) = match need {
+        Need::Free => return Ok(()),
+        Need::Shutdown => (Operation::Admin, Scope::Every),
+        Need::Op(op, scope) => (op, scope),
+    };
+    let function = match scope {
+        Scope::Function(f) => Some(f),
+        // An unknown job has nothing to guard: the engine answers that it does not know it.
+        Scope::Job(handle) => match engine.job_function(handle) {
+            Some(f) => Some(&f[..]),
+            None => return Ok(()),
+        },
+        Scope::Every => None,
+    };
+    if acl.allows(identity, op, function) {
+        return Ok(());
+    }
+    Err(Denial::Denied {
+        op,
+        function: function.map(shown),
+        identity: identity.clone(),
+    })
+}
+
 impl Server {
-    /// May connection `idx` have `need` served? The rules, first match wins:
-    /// 1. `shutdown` only from a loopback address.
-    pub(super) fn gate(&mut self, idx: usize, need: Need<'_>) -> Result<(), Denial> {
-        let Some(c) = self.conns.get(idx) else {
+    /// May connection `idx` have `need` served (`bearer`: an HTTP request's token)? The
+    /// rules are `judge`'s; a denial is logged (up to `--acl-denials-logged` a connection)
+    /// and counted here.
+    pub(super) fn gate(
+        &mut self,
+        idx: usize,
+        need: Need<'_>,
+        bearer: Option<&Bearer>,
+    ) -> Result<(), Denial> {
+        let Some(c) = self.conns.get_mut(idx) else {
             return Ok(());
         };
-        let a = &c.access;
-        if need == Need::Shutdown && !a.loopback {
+        let Err(d) = judge(&self.access, &self.engine, &c.access, need, bearer) else {
+            return Ok(());
+        };
+        let a = &mut c.access;
+        a.denials = a.denials.saturating_add(1);
+        let who = match &d {
+            Denial::Denied { identity, .. } => identity.to_string(),
+            _ => a.identity.to_string(),
+        };
+        self.access.denials.count(&who, d.operation());
+        let cap = self.access.config.denials_logged;
+        if a.denials <= cap {
             warn!(
-                "connection {idx} ({}, from {}): shutdown refused: not a loopback address",
-                a.identity, a.peer
+                "denied: connection {idx} ({who}, from {}): {}",
+                a.peer,
+                d.text()
             );
-            return Err(Denial::ShutdownRefused);
+        } else if a.denials == cap.saturating_add(1) {
+            warn!(
+                "denied: connection {idx} ({who}, from {}): more than {cap} denials; the rest are counted in /metrics, not logged",
+                a.peer
+            );
         }
-        Ok(())
+        Err(d)
+    }
+
+    /// Would the gate let `need` through for connection `idx`? Asked without logging or
+    /// counting, for what the server does on a connection's behalf (the HTTP connection's
+    /// OPTION_REQ at accept) and for what the console offers.
+    pub(super) fn permits(&self, idx: usize, need: Need<'_>) -> bool {
+        self.conns
+            .get(idx)
+            .is_some_and(|c| judge(&self.access, &self.engine, &c.access, need, None).is_ok())
     }
 
     /// A Gearman packet through the gate into the engine (or its refusal back).
     pub(super) fn enter_packet(&mut self, idx: usize, id: ConnId, req: Request, now: u64) {
-        match self.gate(idx, classify::packet(&req)) {
+        match self.gate(idx, classify::packet(&req), None) {
             Ok(()) => self.engine.handle(id, req, now, &mut self.outbox),
-            Err(d) => self.outbox.push(id, d.packet()),
+            Err(d) => self.refuse(idx, id, d.packet(), d.closes()),
+        }
+    }
+
+    /// Send a refusal; when it `closes`, nothing more of the connection is read.
+    pub(super) fn refuse(&mut self, idx: usize, id: ConnId, reply: Response, closes: bool) {
+        self.outbox.push(id, reply);
+        if let Some(c) = self.conns.get_mut(idx).filter(|_| closes) {
+            c.close_after_flush();
+            c.rbuf.clear();
+        }
+    }
+
+    /// Protected mode applies to peers of the listener bound at `local`.
+    pub(super) fn access_for(&self, peer: IpAddr, local: std::net::SocketAddr) -> Access {
+        Access::new(peer, self.access.protects(local))
+    }
+
+    /// A connection is closing: say how many of its denials were not logged.
+    pub(super) fn gate_closed(&self, c: &Connection) {
+        let a = &c.access;
+        let cap = self.access.config.denials_logged;
+        if a.denials > cap {
+            warn!(
+                "connection {} ({}, from {}) closed after {} denials, {} of them not logged",
+                c.id.index,
+                a.identity,
+                a.peer,
+                a.denials,
+                a.denials - cap
+            );
+        }
+    }
+
+    /// The console may act for connection `idx`: under an ACL the gate has already granted
+    /// `admin`; without one, only a loopback peer may.
+    pub(super) fn console_may_act(&self, idx: usize) -> bool {
+        if self.access.has_acl() {
+            return self.permits(idx, Need::Op(Operation::Admin, Scope::Every));
+        }
+        self.conns.get(idx).is_some_and(|c| c.access.loopback)
+    }
+
+    /// Read `--acl` for the first time (before any connection); the error is
+    /// `FILE:LINE:COL: message`. Says at start what protected mode does.
+    pub fn load_acl(&mut self) -> Result<Option<usize>, String> {
+        let beyond: Vec<_> = self
+            .local_addrs
+            .iter()
+            .chain(self.http_addrs())
+            .filter(|a| !a.ip().is_loopback())
+            .collect();
+        let cfg = &self.access.config;
+        if cfg.acl.is_none() && !beyond.is_empty() {
+            let list = beyond
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let line = if cfg.protected_mode {
+                format!(
+                    "protected mode: no --acl, so peers beyond loopback are refused on {list}; give --acl FILE (and TLS), or --protected-mode no on a trusted network"
+                )
+            } else {
+                format!(
+                    "--protected-mode no: peers beyond loopback are served on {list} without an access list"
+                )
+            };
+            crate::logger::announce(log::Level::Warn, &line);
+        }
+        let Some(path) = cfg.acl.clone() else {
+            return Ok(None);
+        };
+        let acl = access::read_acl(&path)?;
+        let n = acl.rule_count();
+        info!(
+            "access list: {} from {}",
+            crate::plural::count(n as u64, "rule", "rules"),
+            path.display()
+        );
+        self.access.acl = Some(acl);
+        Ok(Some(n))
+    }
+
+    /// Read `--acl` again (SIGHUP, `reload acl`): the new rules replace the old at once, or a
+    /// bad file changes nothing and the error says why.
+    pub(super) fn reload_acl(&mut self) -> Result<usize, String> {
+        let Some(path): Option<PathBuf> = self.access.config.acl.clone() else {
+            return Err("no --acl file was given".into());
+        };
+        match access::read_acl(&path) {
+            Ok(acl) => {
+                let n = acl.rule_count();
+                info!(
+                    "reloaded {}: {}",
+                    path.display(),
+                    crate::plural::count(n as u64, "rule", "rules")
+                );
+                self.access.acl = Some(acl);
+                Ok(n)
+            }
+            Err(e) => {
+                error!("{e}");
+                error!(
+                    "reload of {} refused; the access list in force is unchanged",
+                    path.display()
+                );
+                Err(e)
+            }
         }
     }
 }

@@ -51,7 +51,7 @@ impl Server {
                     rss_bytes: process.as_ref().map(|p| p.resident_bytes),
                     journal,
                     rates: (&slots, open),
-                    actions: self.http_peer(idx).1,
+                    actions: self.console_may_act(idx),
                 });
                 console::guarded(Reply::json(200, body))
             }
@@ -74,7 +74,8 @@ impl Server {
             return console::off();
         }
         let (peer, loopback) = self.http_peer(idx);
-        if let Err(why) = action::may_act(site, loopback) {
+        // Under an ACL the gate has granted `admin` already; without one, loopback only.
+        if let Err(why) = action::may_act(site, self.access.has_acl() || loopback) {
             self.http.console_refused += 1;
             warn!("HTTP connection {idx} from {peer}: 403 (console action): {why:?}");
             return console::guarded(Reply::text(403, why.message()));

@@ -153,15 +153,15 @@ impl Server {
         c.kind = Kind::Http(Box::new(HttpConn::new(self.http.limits)));
         let now = now_ms();
         // WORK_EXCEPTION rather than WORK_FAIL, so that a 502 can carry the worker's text.
-        // Its OPTION_RES reaches no waiting job and is dropped.
-        self.enter_packet(
-            idx,
-            id,
-            Request::OptionReq {
-                name: Bytes::from_static(b"exceptions"),
-            },
-            now,
-        );
+        // Its OPTION_RES reaches no waiting job and is dropped. The server asks it for the
+        // connection, so the gate is asked quietly: a peer protected mode refuses is told so
+        // at its first request.
+        let req = Request::OptionReq {
+            name: Bytes::from_static(b"exceptions"),
+        };
+        if self.permits(idx, crate::access::classify::packet(&req)) {
+            self.engine.handle(id, req, now, &mut self.outbox);
+        }
         self.http_set_timer(idx, Deadline::HttpIdle, now);
     }
 
@@ -329,7 +329,8 @@ impl Server {
                     if self.draining {
                         route = route::while_draining(route);
                     }
-                    if let Err(d) = self.gate(idx, crate::access::classify::route(&route)) {
+                    let need = crate::access::classify::route(&route);
+                    if let Err(d) = self.gate(idx, need, head.bearer.as_ref()) {
                         route = Route::Reply(d.http());
                     }
                     match route {
@@ -486,6 +487,7 @@ impl Server {
             bytes_sent: s.closed_out,
             http_responses: s.responses.iter().map(|(k, v)| (*k, *v)).collect(),
             http_clients_left: s.left_waiting,
+            access_denied: self.access.denial_rows(),
             http_refused: {
                 let mut r = self.http.refusals.by_reason();
                 r.push(("console_action", self.http.console_refused));

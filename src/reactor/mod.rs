@@ -107,6 +107,8 @@ pub struct Server {
     output: output_bound::OutputBound,
     /// The reactor's own deadlines (deadlines.rs).
     deadlines: deadlines::Deadlines,
+    /// The ACL, protected mode and the denials counted (gate.rs).
+    access: gate::Gate,
 }
 
 impl Server {
@@ -127,6 +129,7 @@ impl Server {
         let engine = Engine::new(config.engine.clone());
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
         let output = output_bound::OutputBound::new(config.max_total_output);
+        let access = gate::Gate::new(config.access.clone());
         conn::prepare_read_buffer();
         Ok(Server {
             poll,
@@ -159,6 +162,7 @@ impl Server {
             journal_counters: journal::JournalCounters::default(),
             output,
             deadlines: deadlines::Deadlines::default(),
+            access,
         })
     }
 
@@ -369,6 +373,9 @@ impl Server {
             if self.schedules_path.is_some() {
                 let _ = self.reload_schedules(now);
             }
+            if self.access.has_acl() {
+                let _ = self.reload_acl();
+            }
         }
         if got.stop {
             info!("stop signal: shutting down");
@@ -453,6 +460,15 @@ impl Server {
             if let Some(k) = &self.config.keepalive {
                 listen::set_keepalive(&stream, k);
             }
+            let local = if http {
+                self.http_addrs().get(li - http_glue::HTTP_LISTENER_BASE)
+            } else {
+                self.local_addrs.get(li)
+            };
+            let access = match local {
+                Some(&local) => self.access_for(peer.ip(), local),
+                None => gate::Access::new(peer.ip(), true),
+            };
             let entry = self.conns.vacant_entry();
             let idx = entry.key();
             let id = ConnId {
@@ -460,7 +476,8 @@ impl Server {
                 generation: self.next_generation.wrapping_add(1),
             };
             let token = Token(CONN_BASE + idx);
-            let c = match Connection::accept(stream, peer, id, self.poll.registry(), token) {
+            let c = match Connection::accept(stream, peer, id, self.poll.registry(), token, access)
+            {
                 Ok(c) => c,
                 Err(e) => {
                     error!("cannot register connection from {peer}: {e}");

@@ -136,6 +136,7 @@ impl Server {
                 if let Some(mut c) = self.conns.try_remove(idx) {
                     self.output.forget(c.counted);
                     self.http_closed(&c);
+                    self.gate_closed(&c);
                     c.deregister(self.poll.registry());
                     self.engine.disconnect(c.id, now, &mut self.outbox);
                 }

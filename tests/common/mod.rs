@@ -192,7 +192,11 @@ pub struct Conn {
 
 impl Conn {
     pub fn connect(addr: SocketAddr) -> Conn {
-        let stream = TcpStream::connect(addr).expect("connect");
+        Conn::from_stream(TcpStream::connect(addr).expect("connect"))
+    }
+
+    /// A connection made elsewhere (from a chosen source address, say).
+    pub fn from_stream(stream: TcpStream) -> Conn {
         stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
