@@ -341,7 +341,8 @@ fn shutdown_from_a_non_loopback_address_is_refused() {
         return;
     };
     let ip = ip.to_string();
-    let mut s = server(&["-L", &ip]);
+    // Protected mode would refuse the peer before its line is read: this is about shutdown.
+    let mut s = server(&["-L", &ip, "--protected-mode", "no"]);
     let mut a = s.connect();
     let reply = a.admin("shutdown", false);
     assert!(reply.starts_with("ERR "), "{reply:?}");
