@@ -224,6 +224,10 @@ fn reload_acl_swaps_the_rules_atomically_and_sighup_too() {
     s.wait_log("reloaded", 5);
     c.send_req(t::SUBMIT_JOB_BG, &[b"f", b"", b"x"]);
     c.expect(t::JOB_CREATED);
+    let mut worker = Conn::connect(s.addr);
+    worker.send_req(t::CAN_DO, &[b"f"]);
+    sync(&mut worker);
+    assert!(c.admin("workers", true).contains(" : f\n"));
     // A bad file keeps the rules in force; the reply says where the mistake is.
     std::fs::write(&path, "addr:127.0.0.1 admin *\ncn:x  sumbit  f\n").unwrap();
     let reply = c.admin("reload acl", false);
@@ -240,7 +244,12 @@ fn reload_acl_swaps_the_rules_atomically_and_sighup_too() {
         c.admin("maxqueue f 4", false)
             .starts_with("ERR PERMISSION_DENIED")
     );
+    // The worker lost `work` on f: it is unregistered, so no job of f reaches it any more.
     assert!(c.admin("status", true).contains("f\t1\t0\t0"));
+    assert!(!c.admin("workers", true).contains(" : f"));
+    s.wait_log("(addr:127.0.0.1, from 127.0.0.1) no longer works on f", 5);
+    worker.send_req(t::GRAB_JOB, &[]);
+    worker.expect(t::NO_JOB);
 }
 
 #[test]

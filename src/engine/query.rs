@@ -252,6 +252,16 @@ impl Engine {
             .collect()
     }
 
+    /// The functions connection `conn` registered (what a reload of the ACL checks again).
+    pub fn functions_of(&self, conn: super::ConnId) -> Vec<Bytes> {
+        self.conn(conn).map_or_else(Vec::new, |c| {
+            c.functions_newest_first()
+                .into_iter()
+                .filter_map(|f| self.functions.get(f).map(|f| f.name.clone()))
+                .collect()
+        })
+    }
+
     /// The function of the job `handle`, when the job is known (what the reactor's gate checks
     /// a WORK_* or GET_STATUS against).
     pub fn job_function(&self, handle: &[u8]) -> Option<&Bytes> {

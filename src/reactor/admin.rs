@@ -22,7 +22,7 @@ impl Server {
                 Ok(n) => format!("OK {n}\n"),
                 Err(e) => format!("ERR SCHEDULE_ERROR {}\r\n", e.replace(' ', "+")),
             },
-            AdminCommand::ReloadAcl => match self.reload_acl() {
+            AdminCommand::ReloadAcl => match self.reload_acl(now) {
                 Ok(n) => format!("OK {n}\n"),
                 Err(e) => format!("ERR ACL_ERROR {}\r\n", e.replace(' ', "+")),
             },

@@ -329,6 +329,36 @@ impl Server {
         self.conns.get(idx).is_some_and(|c| c.access.loopback)
     }
 
+    /// After a reload: a worker whose identity lost `work` on a function it registered is
+    /// unregistered from it, as if it had sent CANT_DO, so that no job of it (and no workload)
+    /// reaches the worker any more. A job it already holds is not taken from it: its WORK_*
+    /// are refused, and the job is given back when the worker leaves (or its lease ends).
+    fn withdraw_work(&mut self, now: u64) {
+        let Some(acl) = &self.access.acl else {
+            return;
+        };
+        let mut lost = Vec::new();
+        for (idx, c) in &self.conns {
+            for func in self.engine.functions_of(c.id) {
+                if !acl.allows(&c.access.identity, Operation::Work, Some(&func)) {
+                    lost.push((idx, c.id, func));
+                }
+            }
+        }
+        for (idx, id, func) in lost {
+            if let Some(c) = self.conns.get(idx) {
+                warn!(
+                    "access list reloaded: connection {idx} ({}, from {}) no longer works on {}",
+                    c.access.identity,
+                    c.access.peer,
+                    shown(&func)
+                );
+            }
+            self.engine
+                .handle(id, Request::CantDo { func }, now, &mut self.outbox);
+        }
+    }
+
     /// Read `--acl` for the first time (before any connection); the error is
     /// `FILE:LINE:COL: message`. Says at start what protected mode does.
     pub fn load_acl(&mut self) -> Result<Option<usize>, String> {
@@ -372,7 +402,7 @@ impl Server {
 
     /// Read `--acl` again (SIGHUP, `reload acl`): the new rules replace the old at once, or a
     /// bad file changes nothing and the error says why.
-    pub(super) fn reload_acl(&mut self) -> Result<usize, String> {
+    pub(super) fn reload_acl(&mut self, now: u64) -> Result<usize, String> {
         let Some(path): Option<PathBuf> = self.access.config.acl.clone() else {
             return Err("no --acl file was given".into());
         };
@@ -385,6 +415,7 @@ impl Server {
                     crate::plural::count(n as u64, "rule", "rules")
                 );
                 self.access.acl = Some(acl);
+                self.withdraw_work(now);
                 Ok(n)
             }
             Err(e) => {

@@ -374,7 +374,7 @@ impl Server {
                 let _ = self.reload_schedules(now);
             }
             if self.access.has_acl() {
-                let _ = self.reload_acl();
+                let _ = self.reload_acl(now);
             }
         }
         if got.stop {
