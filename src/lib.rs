@@ -11,11 +11,12 @@
 //! - `http`: the HTTP listener's pure half (request parsing, routes, responses, JSON,
 //!   metrics, the console's embedded page); the reactor feeds it bytes and engine replies.
 //! - `json`: the small JSON writer the HTTP bodies and the alert workloads share.
+//! - `cluster`: several servers, one schedule: the etcd v3 JSON gateway codec (`cluster::etcd`).
 //! - `access`: identities and the `--acl` file's rules (the engine gate's access check).
 //! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
 //!   resident set; `plural`: counts with their noun.
 //! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.
-//! - `client`: a blocking Gearman client/worker library; `cli`: the `work`, `submit`,
+//! - `client`: a blocking Gearman client/worker library (and a blocking etcd client); `cli`: the `work`, `submit`,
 //!   `admin`, `check` and `import-crontab` commands built on it, and the top-level argv types
 //!   (`cli::args`). Neither is used by the server.
 //!
@@ -26,6 +27,7 @@ pub mod access;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod engine;
 pub mod footprint;

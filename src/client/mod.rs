@@ -5,6 +5,7 @@
 
 pub mod conn;
 pub mod duration;
+pub mod etcd;
 pub mod servers;
 
 /// `--ssl` settings of a client command (an empty type in a build without the `tls` feature,

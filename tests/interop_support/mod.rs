@@ -139,6 +139,9 @@ pub const COMPONENTS: &[(&str, Present)] = &[
     ("python3 with pygearman", || have_python_module("gearman")),
     ("python3 with aiogear", || have_python_module("aiogear")),
     (BROWSER, have_browser),
+    ("etcd (apt-get install etcd-server)", || {
+        crate::common::have("etcd")
+    }),
 ];
 
 /// Headless Chromium driven by python selenium (the console's browser test).

@@ -1,6 +1,8 @@
 //! Helpers shared by the protocol_* test files, on top of `common` (which is not edited).
 #![allow(dead_code)]
 
+pub mod etcd;
+
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

@@ -1,0 +1,177 @@
+//! A blocking etcd client on the gateway codec (`cluster::etcd`), for commands such as
+//! `schedules push`: one keep-alive connection, the first endpoint that answers, a deadline on
+//! every call. The server never uses it (its etcd connections belong to the reactor).
+
+use crate::cluster::etcd::{EtcdError, Reply, Request, ResponseReader};
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+/// The largest reply read (a schedules file is far smaller).
+pub const MAX_MESSAGE: usize = 4 << 20;
+
+#[derive(Debug)]
+pub enum Error {
+    /// No endpoint could be reached: each one and why.
+    Unreachable(String),
+    /// The connection failed or closed during a call.
+    Io(String),
+    /// No reply within the deadline.
+    Timeout(Duration),
+    /// etcd answered with an error, or with bytes that are not a reply.
+    Etcd(EtcdError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Unreachable(why) => write!(f, "etcd is unreachable: {why}"),
+            Error::Io(why) => write!(f, "etcd connection failed: {why}"),
+            Error::Timeout(d) => write!(f, "etcd did not answer within {} ms", d.as_millis()),
+            Error::Etcd(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+struct Link {
+    stream: TcpStream,
+    host: String,
+    reader: ResponseReader,
+}
+
+/// Unary calls over one connection, reconnecting (to the first endpoint that answers) after a
+/// failure.
+pub struct Client {
+    endpoints: Vec<String>,
+    timeout: Duration,
+    link: Option<Link>,
+}
+
+impl Client {
+    /// `endpoints`: `host:port` of each etcd (see `cluster::etcd::endpoints`); `timeout`: for
+    /// a connect, and for a whole call.
+    pub fn new(endpoints: Vec<String>, timeout: Duration) -> Client {
+        Client {
+            endpoints,
+            timeout,
+            link: None,
+        }
+    }
+
+    /// Send `req` and wait for its reply. A watch needs its own connection: see `Watch`.
+    pub fn call(&mut self, req: &Request) -> Result<Reply, Error> {
+        assert!(
+            !matches!(req, Request::Watch { .. }),
+            "a watch streams: use Watch::start"
+        );
+        if self.link.is_none() {
+            self.link = Some(connect(&self.endpoints, self.timeout)?);
+        }
+        let link = self.link.as_mut().expect("connected above");
+        let result = exchange(link, req, self.timeout);
+        if matches!(
+            result,
+            Err(Error::Io(_) | Error::Timeout(_) | Error::Etcd(EtcdError::Malformed(_)))
+                | Err(Error::Etcd(EtcdError::TooLarge))
+        ) {
+            self.link = None; // the connection's state is unknown: start over next time
+        }
+        result
+    }
+}
+
+/// A watch on its own connection: `next` gives each streamed reply.
+pub struct Watch {
+    link: Link,
+}
+
+impl Watch {
+    pub fn start(endpoints: &[String], req: &Request, timeout: Duration) -> Result<Watch, Error> {
+        let mut link = connect(endpoints, timeout)?;
+        send(&mut link, req)?;
+        Ok(Watch { link })
+    }
+
+    /// The next watch message, waiting at most `timeout`.
+    pub fn next(&mut self, timeout: Duration) -> Result<Reply, Error> {
+        receive(&mut self.link, timeout)
+    }
+}
+
+fn connect(endpoints: &[String], timeout: Duration) -> Result<Link, Error> {
+    let mut why = Vec::new();
+    for host in endpoints {
+        let addrs = match host.to_socket_addrs() {
+            Ok(a) => a,
+            Err(e) => {
+                why.push(format!("{host}: {e}"));
+                continue;
+            }
+        };
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, timeout) {
+                Ok(stream) => {
+                    let _ = stream.set_nodelay(true);
+                    return Ok(Link {
+                        stream,
+                        host: host.clone(),
+                        reader: ResponseReader::new(MAX_MESSAGE),
+                    });
+                }
+                Err(e) => why.push(format!("{host} ({addr}): {e}")),
+            }
+        }
+    }
+    if why.is_empty() {
+        why.push("no endpoint given".into());
+    }
+    Err(Error::Unreachable(why.join("; ")))
+}
+
+fn exchange(link: &mut Link, req: &Request, timeout: Duration) -> Result<Reply, Error> {
+    send(link, req)?;
+    receive(link, timeout)
+}
+
+fn send(link: &mut Link, req: &Request) -> Result<(), Error> {
+    let mut out = Vec::new();
+    crate::cluster::etcd::encode(req, &link.host, &mut out);
+    link.reader.expect(req.kind());
+    link.stream
+        .write_all(&out)
+        .map_err(|e| Error::Io(e.to_string()))
+}
+
+fn receive(link: &mut Link, timeout: Duration) -> Result<Reply, Error> {
+    let deadline = Instant::now() + timeout;
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        if let Some(r) = link.reader.next() {
+            return r.map_err(Error::Etcd);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Timeout(timeout));
+        }
+        link.stream
+            .set_read_timeout(Some(left))
+            .map_err(|e| Error::Io(e.to_string()))?;
+        match link.stream.read(&mut buf) {
+            Ok(0) => return Err(Error::Io("etcd closed the connection".into())),
+            Ok(n) => link.reader.feed(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(Error::Timeout(timeout));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::Io(e.to_string())),
+        }
+    }
+}
