@@ -38,7 +38,7 @@ pub(crate) fn event_loop(mut peers: Vec<Peer>, sh: Arc<Shared>, o: Opts) -> io::
                 }
             }
         }
-        for p in peers.iter_mut().filter(|p| !p.dead && p.opos < p.out.len()) {
+        for p in peers.iter_mut().filter(|p| !p.dead && p.wants_flush()) {
             if let Err(e) = p.flush() {
                 p.dead = true;
                 sh.error(&format!("write: {e}"));
@@ -71,7 +71,7 @@ pub(crate) fn event_loop(mut peers: Vec<Peer>, sh: Arc<Shared>, o: Opts) -> io::
             // Write at once, as an independent client or worker would: holding every peer's
             // output until the whole batch of events is read would add the generator's own
             // reading time to every job's latency, for every server alike.
-            if r.is_ok() && p.opos < p.out.len() {
+            if r.is_ok() && p.wants_flush() {
                 if let Err(e) = p.flush() {
                     p.dead = true;
                     sh.error(&format!("write: {e}"));
@@ -155,13 +155,13 @@ impl Run {
                 ready: false,
                 lateness_us: Vec::new(),
             };
-            peers.push(Peer::connect(addr, Role::Worker(w))?);
+            peers.push(Peer::connect(addr, Role::Worker(w), o.tls.as_ref())?);
         }
         let n = clients as u64;
         for k in 0..n {
             let share = total / n + u64::from(k < total % n);
             let c = Client::new(what, k, n, share, window);
-            peers.push(Peer::connect(addr, Role::Client(c))?);
+            peers.push(Peer::connect(addr, Role::Client(c), o.tls.as_ref())?);
         }
         let t = o.threads.max(1).min(peers.len().max(1));
         let mut groups: Vec<Vec<Peer>> = (0..t).map(|_| Vec::new()).collect();

@@ -26,9 +26,18 @@
 //!   time. Workers re-grab after `--regrab-ms` without a NOOP, as libgearman workers do.
 //! - `future-idle`: hold `--jobs` (default 1,000,000) future jobs due an hour or more ahead;
 //!   RSS per future job and the server's CPU time over `--idle-secs` (default 10) of idleness.
+//! - `handshake` (with `--tls-*`): `--jobs` TLS connections (handshake, one ECHO, close) from
+//!   `--clients` threads, first full handshakes and then resumed ones; per second and server
+//!   CPU per handshake.
 //! - `stalls`: no server; one thread spins on the clock for `--idle-secs` (default 2) and
 //!   counts the times it was stopped (timer ticks, the hypervisor): the machine's own floor
 //!   under every latency measured here.
+//!
+//! TLS: `--tls-ca CA --tls-cert C --tls-key K` make every connection a TLS client of the
+//! server (mutual TLS; `--tls-name` is the name the server's certificate must carry,
+//! `localhost` by default; `--tls-version 1.2|1.3` pins one). Each connection's handshake
+//! happens before the run starts. `--also-pid P,Q` adds those processes' CPU time to the
+//! server's (a TLS terminator such as stunnel in front of it).
 //!
 //! Without `--port` (plain `cargo bench`) it starts the gearwheel built with it on a free
 //! loopback port and runs a short suite. Run without `--bench` and without flags (as
@@ -45,6 +54,11 @@ mod peers;
 mod procfs;
 mod report;
 mod suite;
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(not(feature = "tls"))]
+#[path = "no_tls.rs"]
+mod tls;
 
 use modes::run_mode;
 use opts::{USAGE, parse_opts};

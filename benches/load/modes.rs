@@ -10,7 +10,7 @@ use crate::event_loop::{Plan, Run, clients_finished, jobs_finished};
 use crate::opts::Opts;
 use crate::packet::{ECHO_REQ, ECHO_RES, put};
 use crate::peers::{Submit, WorkerKind, lock};
-use crate::procfs::{proc_snap, raise_nofile, self_cpu, unix_ms};
+use crate::procfs::{raise_nofile, self_cpu, server_snap, unix_ms};
 use crate::report::{Report, pct, put_latency_us, put_server};
 
 pub(crate) fn put_tenths(r: &mut Report, start: Instant, tenths: &[Instant], total: u64) {
@@ -47,7 +47,7 @@ pub(crate) fn mode_bg_or_sync(o: &Opts, fg: bool) -> io::Result<Report> {
             window,
         },
     )?;
-    let s0 = proc_snap(o.pid);
+    let s0 = server_snap(o);
     let c0 = self_cpu();
     let start = run.go();
     let deadline = start + o.timeout;
@@ -63,7 +63,7 @@ pub(crate) fn mode_bg_or_sync(o: &Opts, fg: bool) -> io::Result<Report> {
     };
     let end = end.unwrap_or_else(Instant::now);
     thread::sleep(Duration::from_millis(20));
-    let s1 = proc_snap(o.pid);
+    let s1 = server_snap(o);
     let c1 = self_cpu();
     let submit_end = *lock(&run.sh.clients_end);
     let sh = run.stop();
@@ -107,12 +107,12 @@ pub(crate) fn mode_echo(o: &Opts) -> io::Result<Report> {
             window,
         },
     )?;
-    let s0 = proc_snap(o.pid);
+    let s0 = server_snap(o);
     let c0 = self_cpu();
     let start = run.go();
     let (ok, _) = run.watch(n, start + o.timeout, clients_finished(o.clients));
     let end = lock(&run.sh.clients_end).unwrap_or_else(Instant::now);
-    let s1 = proc_snap(o.pid);
+    let s1 = server_snap(o);
     let c1 = self_cpu();
     let sh = run.stop();
     let secs = end.duration_since(start).as_secs_f64();
@@ -133,7 +133,7 @@ pub(crate) fn mode_echo(o: &Opts) -> io::Result<Report> {
 
 /// Workers take `jobs` queued jobs; (jobs/s, CPU seconds of the server, ok).
 pub(crate) fn drain(o: &Opts, jobs: u64, r: &mut Report) -> io::Result<()> {
-    let s0 = proc_snap(o.pid);
+    let s0 = server_snap(o);
     let t0 = Instant::now();
     let run = Run::start(
         o,
@@ -150,7 +150,7 @@ pub(crate) fn drain(o: &Opts, jobs: u64, r: &mut Report) -> io::Result<()> {
     let (ok, _) = run.watch(0, t0 + o.timeout, jobs_finished);
     let end = lock(&run.sh.jobs_end).unwrap_or_else(Instant::now);
     let sh = run.stop();
-    let s1 = proc_snap(o.pid);
+    let s1 = server_snap(o);
     let done = sh.jobs_done.load(SeqCst);
     r.put("drained", done);
     r.put("drain_ok", ok);
@@ -196,7 +196,7 @@ fn submit_all(o: &Opts, what: Submit, jobs: u64, window: usize) -> io::Result<Fi
             window,
         },
     )?;
-    let s0 = proc_snap(o.pid);
+    let s0 = server_snap(o);
     let start = run.go();
     let (ok, tenths) = run.watch(jobs, start + o.timeout, clients_finished(o.clients));
     // A run that timed out ends now, and counts only what was answered.
@@ -231,7 +231,7 @@ pub(crate) fn mode_fill(o: &Opts) -> io::Result<Report> {
         sh,
         s0,
     } = submit_all(o, Submit::Background, jobs, window)?;
-    let s1 = proc_snap(o.pid);
+    let s1 = server_snap(o);
     let mut r = Report::new(o);
     r.put("clients", o.clients);
     r.put("window", window);
@@ -260,7 +260,7 @@ pub(crate) fn mode_fill(o: &Opts) -> io::Result<Report> {
     if o.drain && o.workers > 0 {
         drain(o, jobs, &mut r)?;
         thread::sleep(Duration::from_millis(500));
-        if let (Some(a), Some(b), Some(c)) = (s0, s1, proc_snap(o.pid)) {
+        if let (Some(a), Some(b), Some(c)) = (s0, s1, server_snap(o)) {
             r.put("server_rss_kb_drained", c.rss_kb);
             let held = b.anon_kb.saturating_sub(a.anon_kb).max(1) as f64;
             let kept = c.anon_kb.saturating_sub(a.anon_kb) as f64;
@@ -305,18 +305,18 @@ pub(crate) fn mode_idle(o: &Opts) -> io::Result<Report> {
         eprintln!("idle: open-files limit {limit} is low for {n} connections");
     }
     let addr = o.addr()?;
-    let s0 = proc_snap(o.pid);
+    let s0 = server_snap(o);
     let conns = (0..n)
         .map(|_| echo_once(addr))
         .collect::<io::Result<Vec<_>>>()?;
     thread::sleep(Duration::from_millis(500));
-    let s1 = proc_snap(o.pid);
+    let s1 = server_snap(o);
     let idle = Duration::from_secs_f64(o.idle_secs.unwrap_or(2.0));
     thread::sleep(idle);
-    let s2 = proc_snap(o.pid);
+    let s2 = server_snap(o);
     drop(conns);
     thread::sleep(Duration::from_millis(500));
-    let s3 = proc_snap(o.pid);
+    let s3 = server_snap(o);
     let mut r = Report::new(o);
     r.put("connections", n);
     if let (Some(a), Some(b), Some(c), Some(d)) = (s0, s1, s2, s3) {
@@ -360,12 +360,12 @@ pub(crate) fn mode_future(o: &Opts) -> io::Result<Report> {
             window,
         },
     )?;
-    let s0 = proc_snap(o.pid);
+    let s0 = server_snap(o);
     let start = run.go();
     let (sub_ok, _) = run.watch(jobs, start + o.timeout, clients_finished(o.clients));
     let submitted_at = unix_ms();
     let sub_end = lock(&run.sh.clients_end).unwrap_or_else(Instant::now);
-    let s1 = proc_snap(o.pid);
+    let s1 = server_snap(o);
     let last_due_ms = (base + o.spread) as f64 * 1e3;
     let wait = (last_due_ms - unix_ms()).max(0.0) / 1e3 + o.grace as f64;
     let (ok, _) = run.watch(
@@ -374,7 +374,7 @@ pub(crate) fn mode_future(o: &Opts) -> io::Result<Report> {
         jobs_finished,
     );
     thread::sleep(Duration::from_millis(20));
-    let s2 = proc_snap(o.pid);
+    let s2 = server_snap(o);
     let sh = run.stop();
     let mut late = std::mem::take(&mut *lock(&sh.lateness_us));
     late.sort_unstable();
@@ -438,10 +438,10 @@ pub(crate) fn mode_future_idle(o: &Opts) -> io::Result<Report> {
         sh,
         s0,
     } = submit_all(o, what, jobs, window)?;
-    let s1 = proc_snap(o.pid);
+    let s1 = server_snap(o);
     let idle = Duration::from_secs_f64(o.idle_secs.unwrap_or(10.0));
     thread::sleep(idle);
-    let s2 = proc_snap(o.pid);
+    let s2 = server_snap(o);
     let mut r = Report::new(o);
     r.put("jobs", jobs);
     r.put("ok", ok);
@@ -473,6 +473,7 @@ pub(crate) fn run_mode(o: &Opts) -> io::Result<Report> {
         "drain" => mode_drain(o),
         "idle" => mode_idle(o),
         "future" => mode_future(o),
+        "handshake" => crate::tls::mode_handshake(o),
         "stalls" => Ok(mode_stalls(o)),
         _ => mode_future_idle(o),
     }

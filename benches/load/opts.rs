@@ -3,11 +3,14 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::tls::Tls;
 
 pub(crate) const USAGE: &str = "\
 usage: cargo bench --bench load -- [--mode MODE] [flags]
-  --mode bg|sync|fill|drain|idle|echo|future|future-idle|stalls   (default bg)
+  --mode bg|sync|fill|drain|idle|echo|future|future-idle|handshake|stalls   (default bg)
   --host H (127.0.0.1) --port P (4730; without it a gearwheel is started)
   --pid PID        server process, for CPU and RSS from /proc
   --label NAME     name printed in the RESULT line (default: server)
@@ -19,6 +22,9 @@ usage: cargo bench --bench load -- [--mode MODE] [flags]
   --regrab-ms MS (10000: a sleeping worker grabs again after this without NOOP)
   --grace S (future: wait this long after the last due time; 15)
   --no-drain (fill) --timeout S (per run, 300)
+  --tls-ca CA --tls-cert CERT --tls-key KEY: every connection over (mutual) TLS
+  --tls-name NAME (localhost) --tls-version 1.2|1.3 (both offered)
+  --also-pid P,Q   more processes whose CPU counts as the server's (stunnel in front of it)
 Every flag may also come from the environment as LOAD_<FLAG> (LOAD_MODE=sync).";
 
 #[derive(Clone, Debug)]
@@ -46,6 +52,10 @@ pub(crate) struct Opts {
     pub(crate) grace: u64,
     pub(crate) drain: bool,
     pub(crate) timeout: Duration,
+    /// Every connection's TLS client settings (`--tls-ca`...), or plaintext.
+    pub(crate) tls: Option<Tls>,
+    /// `--also-pid`: processes whose CPU time adds to the server's.
+    pub(crate) also_pids: Vec<u32>,
 }
 
 pub(crate) const FLAGS: &[&str] = &[
@@ -70,6 +80,12 @@ pub(crate) const FLAGS: &[&str] = &[
     "grace",
     "no-drain",
     "timeout",
+    "tls-ca",
+    "tls-cert",
+    "tls-key",
+    "tls-name",
+    "tls-version",
+    "also-pid",
 ];
 
 pub(crate) fn parse_opts(args: &[String]) -> Result<Opts, String> {
@@ -116,10 +132,38 @@ pub(crate) fn parse_opts(args: &[String]) -> Result<Opts, String> {
     let mode = m.get("mode").cloned().unwrap_or_else(|| "bg".into());
     if !matches!(
         mode.as_str(),
-        "bg" | "sync" | "fill" | "drain" | "idle" | "echo" | "future" | "future-idle" | "stalls"
+        "bg" | "sync"
+            | "fill"
+            | "drain"
+            | "idle"
+            | "echo"
+            | "future"
+            | "future-idle"
+            | "handshake"
+            | "stalls"
     ) {
         return Err(format!("unknown mode {mode:?}"));
     }
+    let tls = match (m.get("tls-ca"), m.get("tls-cert"), m.get("tls-key")) {
+        (None, None, None) => None,
+        (Some(ca), Some(cert), Some(key)) => Some(Tls::new(
+            Path::new(ca),
+            (Path::new(cert), Path::new(key)),
+            m.get("tls-name").map_or("localhost", String::as_str),
+            m.get("tls-version").map(String::as_str),
+        )?),
+        _ => return Err("--tls-ca, --tls-cert and --tls-key go together".into()),
+    };
+    let also_pids = match m.get("also-pid") {
+        None => Vec::new(),
+        Some(v) => v
+            .split(',')
+            .map(|p| {
+                p.parse()
+                    .map_err(|_| format!("--also-pid: not a pid: {p:?}"))
+            })
+            .collect::<Result<_, _>>()?,
+    };
     Ok(Opts {
         mode,
         host: m.get("host").cloned().unwrap_or_else(|| "127.0.0.1".into()),
@@ -149,6 +193,8 @@ pub(crate) fn parse_opts(args: &[String]) -> Result<Opts, String> {
         grace: num(&m, "grace")?.unwrap_or(15),
         drain: m.get("no-drain").is_none_or(|v| v == "0"),
         timeout: Duration::from_secs(num(&m, "timeout")?.unwrap_or(300)),
+        tls,
+        also_pids,
     })
 }
 

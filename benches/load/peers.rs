@@ -15,6 +15,7 @@ use crate::packet::{
     WORK_EXCEPTION, WORK_FAIL, arg, error_text, put, put_with,
 };
 use crate::procfs::unix_ms;
+use crate::tls::{self, Tls};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -321,12 +322,18 @@ pub(crate) struct Peer {
     pub(crate) opos: usize,
     pub(crate) role: Role,
     pub(crate) dead: bool,
+    /// The TLS session over `s` (`--tls-ca`), or none for plaintext.
+    tls: Option<Box<tls::Session>>,
 }
 
 impl Peer {
-    pub(crate) fn connect(addr: SocketAddr, role: Role) -> io::Result<Peer> {
-        let s = TcpStream::connect(addr)?;
+    pub(crate) fn connect(addr: SocketAddr, role: Role, tls: Option<&Tls>) -> io::Result<Peer> {
+        let mut s = TcpStream::connect(addr)?;
         s.set_nodelay(true)?;
+        let tls = match tls {
+            Some(t) => Some(Box::new(t.handshake(&mut s)?)),
+            None => None,
+        };
         s.set_nonblocking(true)?;
         Ok(Peer {
             s: mio::net::TcpStream::from_std(s),
@@ -337,12 +344,35 @@ impl Peer {
             opos: 0,
             role,
             dead: false,
+            tls,
         })
     }
 
+    /// Is there output the socket has not taken yet (request bytes, or TLS records)?
+    pub(crate) fn wants_flush(&self) -> bool {
+        self.opos < self.out.len() || self.tls.as_deref().is_some_and(tls::wants_write)
+    }
+
+    fn write(&mut self, from: usize) -> io::Result<usize> {
+        match &mut self.tls {
+            Some(c) => tls::write(c, &mut self.s, &self.out[from..]),
+            None => self.s.write(&self.out[from..]),
+        }
+    }
+
+    fn read(&mut self, at: usize) -> io::Result<usize> {
+        match &mut self.tls {
+            Some(c) => tls::read(c, &mut self.s, &mut self.buf[at..]),
+            None => self.s.read(&mut self.buf[at..]),
+        }
+    }
+
     pub(crate) fn flush(&mut self) -> io::Result<()> {
+        if let Some(c) = &mut self.tls {
+            tls::flush(c, &mut self.s)?;
+        }
         while self.opos < self.out.len() {
-            match self.s.write(&self.out[self.opos..]) {
+            match self.write(self.opos) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => self.opos += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -371,11 +401,12 @@ impl Peer {
                 }
             }
             let room = self.buf.len() - self.end;
-            let short = match self.s.read(&mut self.buf[self.end..]) {
+            let short = match self.read(self.end) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                 Ok(n) => {
                     self.end += n;
-                    n < room
+                    // A short read of plaintext says nothing of the socket under TLS.
+                    n < room && self.tls.is_none()
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

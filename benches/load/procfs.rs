@@ -64,6 +64,18 @@ pub(crate) fn proc_snap(pid: Option<u32>) -> Option<ProcSnap> {
     })
 }
 
+/// The server's snapshot (`--pid`), with the CPU time and wake-ups of the `--also-pid`
+/// processes (a TLS terminator in front of it) added.
+pub(crate) fn server_snap(o: &crate::opts::Opts) -> Option<ProcSnap> {
+    let mut s = proc_snap(o.pid)?;
+    for &p in &o.also_pids {
+        let a = proc_snap(Some(p))?;
+        s.cpu += a.cpu;
+        s.ctxt += a.ctxt;
+    }
+    Some(s)
+}
+
 /// CPU time of this process (the load generator), in seconds.
 pub(crate) fn self_cpu() -> f64 {
     // SAFETY: getrusage writes into the struct we pass.

@@ -118,6 +118,10 @@ pub const COMPONENTS: &[(&str, Present)] = &[
     }),
     ("curl", || crate::common::have("curl")),
     ("stunnel4", || crate::common::have("stunnel4")),
+    ("openssl", || crate::common::have("openssl")),
+    ("Perl IO::Socket::SSL (libio-socket-ssl-perl)", || {
+        crate::common::have("perl") && succeeds("perl", &["-MIO::Socket::SSL", "-e1"])
+    }),
     ("groff (apt-get install groff-base)", || {
         crate::common::have("groff")
     }),

@@ -1,0 +1,545 @@
+//! Real Gearman clients over mutual TLS against one gearwheel (issue 17, interop): python
+//! `gear` and Perl `Gearman::Client`/`Gearman::Worker` as worker and client, each with its own
+//! client certificate from a test CA; curl over HTTPS with a client certificate; the
+//! libgearman `gearman` CLI on the plaintext loopback listener of the same server while a TLS
+//! worker runs its job; a client without a certificate refused (TLS 1.2 and 1.3); and the
+//! openssl recipe of docs/security.md making certificates these clients use.
+//!
+//! Every payload is 100 kB of pseudo-random text reversed by the worker, so a result proves
+//! the bytes crossed TLS both ways intact.
+
+mod common;
+mod interop_support;
+mod tls_support;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Server;
+use interop_support::*;
+use tls_support::TestCa;
+
+const GEAR: &str = "python3 with the gear package";
+const PERL: &str = "Perl Gearman::Client (libgearman-client-perl)";
+const PERL_SSL: &str = "Perl IO::Socket::SSL (libio-socket-ssl-perl)";
+const TOOLS: &str = "gearman-tools (gearman, gearadmin)";
+const CURL: &str = "curl";
+const OPENSSL: &str = "openssl";
+const STUNNEL: &str = "stunnel4";
+
+/// A certificate and its key.
+struct Pair {
+    cert: String,
+    key: String,
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn pair(ca: &TestCa, file: &str, cn: &str) -> Pair {
+    let (c, k) = ca.issue(file, cn, &[]);
+    Pair {
+        cert: s(&c),
+        key: s(&k),
+    }
+}
+
+/// stunnel in the foreground requiring a client certificate, forwarding to `to`; killed on drop.
+struct Stunnel {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Stunnel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stunnel(ca: &Path, cert: &Pair, to: std::net::SocketAddr, tag: &str) -> Stunnel {
+    for _ in 0..5 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = ca.with_file_name(format!("stunnel-{tag}.conf"));
+        std::fs::write(
+            &conf,
+            format!(
+                "foreground = yes\npid =\n[gearman]\naccept = 127.0.0.1:{port}\nconnect = {to}\n\
+                 cert = {}\nkey = {}\nCAfile = {}\nverify = 2\n",
+                cert.cert,
+                cert.key,
+                s(ca)
+            ),
+        )
+        .unwrap();
+        let child = Command::new("stunnel4")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("stunnel4");
+        let mut tunnel = Stunnel { child, port };
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return tunnel;
+            }
+            if let Ok(Some(_)) = tunnel.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("stunnel4 did not start");
+}
+
+/// gearwheel serving mutual TLS with the CA `ca`: its Gearman TLS port, its HTTPS port when
+/// asked for, and its plaintext loopback listener (`server.addr`).
+struct Rig {
+    server: Server,
+    tls: u16,
+    https: Option<u16>,
+    _front: Vec<Stunnel>,
+}
+
+impl Rig {
+    fn start(ca: &TestCa, server_cert: &Pair, https: bool) -> Rig {
+        let mut args = vec!["-L", "127.0.0.1"];
+        if https {
+            args.extend(["--http-port", "0", "--http-listen", "127.0.0.1"]);
+        }
+        let server = Server::start(&args);
+        let gear = stunnel(&ca.ca(), server_cert, server.addr, "gearman");
+        let tls = gear.port;
+        let mut front = vec![gear];
+        let mut https_port = None;
+        if https {
+            let h = stunnel(&ca.ca(), server_cert, http_addr(&server), "http");
+            https_port = Some(h.port);
+            front.push(h);
+        }
+        Rig {
+            server,
+            tls,
+            https: https_port,
+            _front: front,
+        }
+    }
+}
+
+/// The HTTP address the server printed.
+fn http_addr(server: &Server) -> std::net::SocketAddr {
+    let prefix = "HTTP listening on ";
+    server.wait_log(prefix, 10);
+    let log = server.log();
+    let line = log.lines().find(|l| l.contains(prefix)).unwrap();
+    line[line.find(prefix).unwrap() + prefix.len()..]
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// 100 kB of printable pseudo-random bytes (an LCG seeded by `seed`), written to a file.
+fn payload(dir: &Path, seed: u64) -> (PathBuf, String) {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+    let text: String = (0..100_000)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (b'!' + ((x >> 33) % 94) as u8) as char
+        })
+        .collect();
+    let path = dir.join(format!("payload-{seed}"));
+    std::fs::write(&path, &text).unwrap();
+    (path, text)
+}
+
+fn reversed(s: &str) -> String {
+    s.chars().rev().collect()
+}
+
+/// A TLS worker script (`python3 gear_tls.py` or `perl gearman_tls.pl`) registered as `name`.
+fn tls_worker(
+    interpreter: &str,
+    script_name: &str,
+    port: u16,
+    ca: &Path,
+    p: &Pair,
+    name: &str,
+) -> Proc {
+    let mut w = Proc::spawn(
+        &format!("{interpreter} TLS worker {name}"),
+        Command::new(interpreter)
+            .arg(script(&format!("tls/{script_name}")))
+            .args(["worker", "localhost", &port.to_string()])
+            .args([&p.key, &p.cert, &s(ca), name]),
+        None,
+    );
+    w.wait_stdout("ready\n", 20);
+    w
+}
+
+/// A TLS client script submitting `file` to `func`; its output.
+fn tls_client(
+    interpreter: &str,
+    script_name: &str,
+    port: u16,
+    ca: &Path,
+    p: &Pair,
+    func: &str,
+    file: &Path,
+) -> String {
+    run(
+        &format!("{interpreter} TLS client"),
+        Command::new(interpreter)
+            .arg(script(&format!("tls/{script_name}")))
+            .args(["client", "localhost", &port.to_string()])
+            .args([&p.key, &p.cert, &s(ca), func, &s(file)]),
+        None,
+        30,
+    )
+}
+
+fn have_stunnel() -> bool {
+    need(STUNNEL)
+}
+
+#[test]
+fn python_gear_worker_and_client_each_with_its_own_certificate() {
+    if !(need(GEAR) && have_stunnel()) {
+        return;
+    }
+    let ca = TestCa::new("gear");
+    let rig = Rig::start(&ca, &server_pair(&ca), false);
+    let worker = pair(&ca, "worker", "py-worker");
+    let client = pair(&ca, "client", "py-client");
+    let mut w = tls_worker(
+        "python3",
+        "gear_tls.py",
+        rig.tls,
+        &ca.ca(),
+        &worker,
+        "py-worker",
+    );
+    wait_workers(&rig.server, "reverse", 1, 10);
+    let (file, text) = payload(ca.dir(), 1);
+    let out = tls_client(
+        "python3",
+        "gear_tls.py",
+        rig.tls,
+        &ca.ca(),
+        &client,
+        "reverse",
+        &file,
+    );
+    assert_eq!(out.len(), text.len());
+    assert!(out == reversed(&text), "the reversed payload differs");
+    assert_eq!(
+        tls_client(
+            "python3",
+            "gear_tls.py",
+            rig.tls,
+            &ca.ca(),
+            &client,
+            "who",
+            &file
+        ),
+        "py-worker"
+    );
+    w.wait_stdout("job reverse 100000\n", 5);
+}
+
+#[test]
+fn libgearman_cli_on_plaintext_loopback_runs_on_a_tls_worker() {
+    if !(need(GEAR) && need(TOOLS) && have_stunnel()) {
+        return;
+    }
+    let ca = TestCa::new("cli-plain");
+    let rig = Rig::start(&ca, &server_pair(&ca), false);
+    let worker = pair(&ca, "worker", "py-worker");
+    let mut w = tls_worker(
+        "python3",
+        "gear_tls.py",
+        rig.tls,
+        &ca.ca(),
+        &worker,
+        "py-worker",
+    );
+    wait_workers(&rig.server, "reverse", 1, 10);
+    let (_, text) = payload(ca.dir(), 2);
+    // `gearman -f FUNC` sends stdin as the workload and prints the result.
+    let out = run(
+        "gearman",
+        Command::new("gearman").args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &rig.server.port().to_string(),
+            "-f",
+            "reverse",
+        ]),
+        Some(text.as_bytes()),
+        30,
+    );
+    assert_eq!(out.len(), text.len());
+    assert!(out == reversed(&text), "the reversed payload differs");
+    w.wait_stdout("job reverse 100000\n", 5);
+    // And gearadmin on the same plaintext listener sees the TLS worker.
+    let status = run(
+        "gearadmin",
+        Command::new("gearadmin").args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &rig.server.port().to_string(),
+            "--status",
+        ]),
+        None,
+        10,
+    );
+    assert_eq!(status_of(&status, "reverse"), Some((0, 0, 1)), "{status}");
+}
+
+#[test]
+fn perl_worker_and_client_each_with_its_own_certificate() {
+    if !(need(PERL) && need(PERL_SSL) && have_stunnel()) {
+        return;
+    }
+    let ca = TestCa::new("perl");
+    let rig = Rig::start(&ca, &server_pair(&ca), false);
+    let worker = pair(&ca, "worker", "pl-worker");
+    let client = pair(&ca, "client", "pl-client");
+    let mut w = tls_worker(
+        "perl",
+        "gearman_tls.pl",
+        rig.tls,
+        &ca.ca(),
+        &worker,
+        "pl-worker",
+    );
+    wait_workers(&rig.server, "reverse", 1, 10);
+    let (file, text) = payload(ca.dir(), 3);
+    let out = tls_client(
+        "perl",
+        "gearman_tls.pl",
+        rig.tls,
+        &ca.ca(),
+        &client,
+        "reverse",
+        &file,
+    );
+    assert_eq!(out.len(), text.len());
+    assert!(out == reversed(&text), "the reversed payload differs");
+    assert_eq!(
+        tls_client(
+            "perl",
+            "gearman_tls.pl",
+            rig.tls,
+            &ca.ca(),
+            &client,
+            "who",
+            &file
+        ),
+        "pl-worker"
+    );
+    w.wait_stdout("job reverse 100000\n", 5);
+    // Across languages on the same server: a python gear client, a Perl worker.
+    if need(GEAR) {
+        let py = pair(&ca, "py-client", "py-client");
+        assert_eq!(
+            tls_client(
+                "python3",
+                "gear_tls.py",
+                rig.tls,
+                &ca.ca(),
+                &py,
+                "who",
+                &file
+            ),
+            "pl-worker"
+        );
+    }
+}
+
+#[test]
+fn curl_over_https_with_a_client_certificate() {
+    if !(need(CURL) && need(GEAR) && have_stunnel()) {
+        return;
+    }
+    let ca = TestCa::new("curl");
+    let rig = Rig::start(&ca, &server_pair(&ca), true);
+    let https = rig.https.unwrap();
+    let worker = pair(&ca, "worker", "py-worker");
+    let client = pair(&ca, "client", "curl-client");
+    let _w = tls_worker(
+        "python3",
+        "gear_tls.py",
+        rig.tls,
+        &ca.ca(),
+        &worker,
+        "py-worker",
+    );
+    wait_workers(&rig.server, "reverse", 1, 10);
+    let (file, text) = payload(ca.dir(), 4);
+    let curl = |extra: &[&str], path: &str| {
+        let mut c = Command::new("curl");
+        c.args([
+            "-sS",
+            "--fail",
+            "--max-time",
+            "20",
+            "--cacert",
+            &s(&ca.ca()),
+        ])
+        .args(extra)
+        .arg(format!("https://localhost:{https}{path}"));
+        run_any("curl", &mut c, None, 30)
+    };
+    let me = ["--cert", &client.cert, "--key", &client.key];
+    // A job submitted over HTTPS, run by the TLS worker.
+    let data = format!("@{}", s(&file));
+    let (st, out, err) = curl(&[&me[..], &["--data-binary", &data]].concat(), "/reverse");
+    assert!(st.success(), "{err}");
+    assert!(out == reversed(&text), "the reversed payload differs");
+    let (st, out, err) = curl(&me, "/status");
+    assert!(st.success(), "{err}");
+    assert!(out.contains("\"reverse\""), "{out}");
+    // Without a client certificate the handshake is refused: no status.
+    let (st, out, _) = curl(&[], "/status");
+    assert!(!st.success(), "served without a certificate: {out}");
+    assert!(out.is_empty(), "{out}");
+}
+
+#[test]
+fn a_client_without_a_certificate_is_refused() {
+    if !(need(GEAR) && have_stunnel()) {
+        return;
+    }
+    let ca = TestCa::new("bare");
+    let rig = Rig::start(&ca, &server_pair(&ca), false);
+    for version in ["TLSv1_2", "TLSv1_3"] {
+        let out = run(
+            "python3 bare TLS client",
+            Command::new("python3")
+                .arg(script("tls/gear_tls.py"))
+                .args([
+                    "bare",
+                    "127.0.0.1",
+                    &rig.tls.to_string(),
+                    &s(&ca.ca()),
+                    version,
+                ]),
+            None,
+            20,
+        );
+        assert!(out.starts_with("refused: "), "{version}: {out}");
+    }
+    if need(OPENSSL) {
+        // openssl s_client without -cert: the server ends the handshake.
+        let (_, out, err) = run_any(
+            "openssl s_client",
+            Command::new("openssl").args([
+                "s_client",
+                "-connect",
+                &format!("127.0.0.1:{}", rig.tls),
+                "-CAfile",
+                &s(&ca.ca()),
+                "-tls1_2",
+            ]),
+            Some(b"\0REQ\0\0\0\x10\0\0\0\x04ping"),
+            20,
+        );
+        assert!(!out.contains("ECHO") && !out.contains("ping"), "{out}");
+        assert!(err.contains("alert") || err.contains("error"), "{err}");
+    }
+}
+
+/// The server's certificate: valid for localhost and 127.0.0.1.
+fn server_pair(ca: &TestCa) -> Pair {
+    let (c, k) = ca.issue("server", "gearwheel", &["localhost", "127.0.0.1"]);
+    Pair {
+        cert: s(&c),
+        key: s(&k),
+    }
+}
+
+/// The first ``` block after `heading` in docs/security.md.
+fn doc_block(heading: &str) -> String {
+    let md =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/security.md"))
+            .unwrap();
+    let at = md
+        .find(heading)
+        .unwrap_or_else(|| panic!("docs/security.md has no {heading:?}"));
+    let rest = &md[at..];
+    let start = rest.find("```\n").unwrap() + 4;
+    let end = start + rest[start..].find("```\n").unwrap();
+    rest[start..end].to_string()
+}
+
+#[test]
+fn the_openssl_recipe_in_docs_security_md_makes_working_certificates() {
+    if !(need(OPENSSL) && need(GEAR) && have_stunnel()) {
+        return;
+    }
+    // The recipe runs as written, in bash (it uses process substitution), in a fresh directory.
+    let ca = TestCa::new("recipe");
+    let dir = ca.dir().join("recipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let recipe = doc_block("### A CA and certificates with openssl");
+    let (st, _, err) = run_any(
+        "the openssl recipe",
+        Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &recipe])
+            .current_dir(&dir),
+        None,
+        60,
+    );
+    assert!(st.success(), "the recipe failed:\n{recipe}\n{err}");
+    let file = |n: &str| s(&dir.join(n));
+    // The recipe's server certificate in front of gearwheel, its CA required of clients.
+    let server = Server::start(&["-L", "127.0.0.1"]);
+    let recipe_ca = dir.join("ca.pem");
+    let tunnel = stunnel(
+        &recipe_ca,
+        &Pair {
+            cert: file("server.pem"),
+            key: file("server.key"),
+        },
+        server.addr,
+        "recipe",
+    );
+    let as_pair = |n: &str| Pair {
+        cert: file(&format!("{n}.pem")),
+        key: file(&format!("{n}.key")),
+    };
+    let _w = tls_worker(
+        "python3",
+        "gear_tls.py",
+        tunnel.port,
+        &recipe_ca,
+        &as_pair("worker-backup"),
+        "worker-backup",
+    );
+    wait_workers(&server, "reverse", 1, 10);
+    let (payload_file, text) = payload(ca.dir(), 5);
+    let out = tls_client(
+        "python3",
+        "gear_tls.py",
+        tunnel.port,
+        &recipe_ca,
+        &as_pair("web-1"),
+        "reverse",
+        &payload_file,
+    );
+    assert!(out == reversed(&text), "the reversed payload differs");
+}
