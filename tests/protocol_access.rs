@@ -486,3 +486,45 @@ fn protected_mode_refuses_peers_beyond_loopback_without_an_acl() {
     let mut far = Conn::connect(SocketAddr::new(ip, s.port()));
     submit_bg(&mut far, "f");
 }
+
+#[test]
+fn without_an_acl_console_actions_are_served_to_loopback_peers_only() {
+    let Some(ip) = own_address() else { return };
+    let s = Server::start(&[
+        "-L",
+        "0.0.0.0",
+        "--http-listen",
+        "0.0.0.0:0",
+        "--protected-mode",
+        "no",
+    ]);
+    let port = http_addr(&s).port();
+    let act = request(
+        "POST",
+        "/ui/api/cancel",
+        &[
+            ("X-Gearwheel-Console", "1"),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+        b"H:nope:1",
+    );
+    let mut far = Http::connect(SocketAddr::new(ip, port));
+    far.send(&act);
+    let r = far.read();
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.text(),
+        "forbidden: console actions are served to loopback peers only\n"
+    );
+    // Its views are served (no --acl: no identity is asked for).
+    far.send(&request("GET", "/ui/api/server", &[], b""));
+    let v = far.read();
+    assert_eq!(v.status, 200);
+    assert!(v.text().contains("\"actions\":false"), "{}", v.text());
+    // From loopback the same action is served (the job is unknown: 404).
+    let mut near = Http::connect(SocketAddr::new("127.0.0.1".parse().unwrap(), port));
+    near.send(&act);
+    assert_eq!(near.read().status, 404);
+    near.send(&request("GET", "/ui/api/server", &[], b""));
+    assert!(near.read().text().contains("\"actions\":true"));
+}

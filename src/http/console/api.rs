@@ -19,7 +19,7 @@ pub struct Facts<'a> {
     pub journal: Option<(u64, u64)>,
     /// The rate ring's slots, oldest first, and the last (open) slot's start.
     pub rates: (&'a [Slot], u64),
-    /// The asking peer may use the console's actions (it is on loopback).
+    /// The asking peer may use the console's actions (on loopback; under --acl, granted admin).
     pub actions: bool,
 }
 
