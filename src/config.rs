@@ -174,6 +174,10 @@ pub struct ServeArgs {
     /// denials logged per connection; later ones are counted in /metrics only (default 10)
     #[argh(option, default = "10")]
     pub acl_denials_logged: u32,
+    /// denials logged per second by the whole server; later ones are only counted
+    /// (default 100)
+    #[argh(option, default = "100")]
+    pub acl_denials_logged_per_second: u32,
     /// identities counted by name in gearman_access_denied_total; others count as "other"
     /// (default 100)
     #[argh(option, default = "100")]
@@ -599,6 +603,7 @@ impl Config {
                 },
                 denials_logged: a.acl_denials_logged,
                 metric_identities: a.acl_metric_identities,
+                denials_logged_per_second: a.acl_denials_logged_per_second,
             },
         })
     }

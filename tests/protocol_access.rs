@@ -528,3 +528,33 @@ fn without_an_acl_console_actions_are_served_to_loopback_peers_only() {
     near.send(&request("GET", "/ui/api/server", &[], b""));
     assert!(near.read().text().contains("\"actions\":true"));
 }
+
+#[test]
+fn a_flood_of_connections_is_logged_at_a_bounded_rate() {
+    let (s, _) = acl_server(
+        "addr:127.0.0.9 status *\n",
+        &["--acl-denials-logged-per-second", "1"],
+    );
+    let mut sent = 0;
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Denials on fresh connections, each under its own cap, until a second has passed and
+    // the line about the held-back ones came.
+    while !s
+        .log()
+        .contains("denials not logged (more than --acl-denials-logged-per-second 1)")
+    {
+        assert!(std::time::Instant::now() < end, "{}", s.log());
+        for _ in 0..3 {
+            let mut c = Conn::connect(s.addr);
+            c.send_req(t::SUBMIT_JOB_BG, &[b"f", b"", b"x"]);
+            expect_error_code(&mut c, "PERMISSION_DENIED");
+            sent += 1;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let logged = s
+        .log()
+        .matches("submit on function f is not granted")
+        .count();
+    assert!(logged < sent, "{logged} of {sent} denials logged");
+}

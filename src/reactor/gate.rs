@@ -13,7 +13,7 @@ use log::{error, info, warn};
 use super::Server;
 use super::conn::Connection;
 use crate::access::classify::{self, Need, Scope};
-use crate::access::denials::DenialCounts;
+use crate::access::denials::{DenialCounts, LogWindow};
 use crate::access::{self, AccessConfig, Acl, Identity, Operation};
 use crate::engine::{ConnId, Engine};
 use crate::http::parse::Bearer;
@@ -61,12 +61,14 @@ pub(super) struct Gate {
     config: AccessConfig,
     acl: Option<Acl>,
     denials: DenialCounts,
+    log_window: LogWindow,
 }
 
 impl Gate {
     pub(super) fn new(config: AccessConfig) -> Gate {
         Gate {
             denials: DenialCounts::new(config.metric_identities),
+            log_window: LogWindow::new(config.denials_logged_per_second),
             config,
             acl: None,
         }
@@ -236,8 +238,8 @@ fn judge(
 
 impl Server {
     /// May connection `idx` have `need` served (`bearer`: an HTTP request's token)? The
-    /// rules are `judge`'s; a denial is logged (up to `--acl-denials-logged` a connection)
-    /// and counted here.
+    /// rules are `judge`'s; a denial is counted here, and logged up to `--acl-denials-logged`
+    /// a connection and `--acl-denials-logged-per-second` for the whole server.
     pub(super) fn gate(
         &mut self,
         idx: usize,
@@ -259,11 +261,19 @@ impl Server {
         self.access.denials.count(&who, d.operation());
         let cap = self.access.config.denials_logged;
         if a.denials <= cap {
-            warn!(
-                "denied: connection {idx} ({who}, from {}): {}",
-                a.peer,
-                d.text()
-            );
+            if let Some(held) = self.access.log_window.admit(self.turn_now) {
+                if held > 0 {
+                    warn!(
+                        "{held} denials not logged (more than --acl-denials-logged-per-second {}); counted in /metrics",
+                        self.access.config.denials_logged_per_second
+                    );
+                }
+                warn!(
+                    "denied: connection {idx} ({who}, from {}): {}",
+                    a.peer,
+                    d.text()
+                );
+            }
         } else if a.denials == cap.saturating_add(1) {
             warn!(
                 "denied: connection {idx} ({who}, from {}): more than {cap} denials; the rest are counted in /metrics, not logged",
