@@ -1,9 +1,9 @@
 //! The console in a real browser: headless Chromium driven by python selenium
-//! (tests/interop/console_browser.py) against a live server with a schedules file, a worker,
-//! queued, running and future jobs, and a function whose name is HTML. Skipped with a reason
-//! when Chromium, chromedriver or selenium is missing, unless GEARWHEEL_REQUIRE_INTEROP=1.
-//! Screenshots go to the test's temporary directory; with GEARWHEEL_BLESS=1 the overview is
-//! also written to docs/console.png.
+//! (tests/interop/console_browser.py, console_failed.py) against a live server with a schedules
+//! file, workers, queued, running, future and failed jobs, and a function whose name is HTML.
+//! Skipped with a reason when Chromium, chromedriver or selenium is missing, unless
+//! GEARWHEEL_REQUIRE_INTEROP=1. Every test saves screenshots under target/tmp and prints their
+//! paths; with GEARWHEEL_BLESS=1 the overview is also written to docs/console.png.
 
 mod common;
 mod http_support;
@@ -27,7 +27,14 @@ fn the_console_in_chromium() {
         "* * * * *    console.tick overlap=allow\n0 3 * * *    nightly.backup   -- {\"mode\":\"full\"}\n",
     )
     .unwrap();
-    let s = HttpServer::start(&["--schedules", sched.to_str().unwrap()]);
+    // A journal, so that the overview (and docs/console.png) shows its size and last fsync.
+    let data = dir.path("data");
+    let s = HttpServer::start(&[
+        "--schedules",
+        sched.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
     let mut c = s.gearman();
     for i in 0..3 {
         c.submit(t::SUBMIT_JOB_BG, "console.q", &format!("q{i}"), b"");
@@ -71,4 +78,50 @@ fn the_console_in_chromium() {
         let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console.png");
         std::fs::copy(out.join("console-overview.png"), docs).unwrap();
     }
+}
+
+#[test]
+fn failed_jobs_retried_and_dropped_in_chromium() {
+    if !need(BROWSER) {
+        return;
+    }
+    let s = HttpServer::start(&[]);
+    let mut c = s.gearman();
+    let mut w = s.gearman();
+    w.send_req(t::SET_CLIENT_ID, &[b"console-worker"]);
+    w.can_do(&["console.flaky", "console.work"]);
+    let long = "\u{20ac}".repeat(1000);
+    for (u, data, error) in [
+        ("a", "retry me", "disk full on /var"),
+        ("b", long.as_str(), "<img src=x onerror=alert(1)>"),
+    ] {
+        let h = c.submit(t::SUBMIT_JOB_BG, "console.flaky", u, data.as_bytes());
+        w.send_req(t::GRAB_JOB, &[]);
+        assert_eq!(
+            String::from_utf8_lossy(&w.expect(t::JOB_ASSIGN)),
+            format!("{h}\0console.flaky\0{data}")
+        );
+        w.send_req(t::WORK_EXCEPTION, &[h.as_bytes(), error.as_bytes()]);
+    }
+    // The worker drops console.flaky (the retried job must go to the browser test's worker)
+    // and keeps running a console.work job.
+    w.send_req(t::CANT_DO, &[b"console.flaky"]);
+    c.submit(t::SUBMIT_JOB_BG, "console.work", "w", b"");
+    w.send_req(t::GRAB_JOB, &[]);
+    w.expect(t::JOB_ASSIGN);
+
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let stdout = run(
+        "console_failed.py",
+        Command::new("python3")
+            .arg(script("console_failed.py"))
+            .arg(format!("http://{}", s.http))
+            .arg(s.server.addr.to_string())
+            .arg(&out),
+        None,
+        120,
+    );
+    print!("{stdout}");
+    assert!(stdout.contains("ok: dropped"), "{stdout}");
+    assert!(stdout.contains("ok: no CSP violation"), "{stdout}");
 }

@@ -1,6 +1,8 @@
 //! The console over real sockets: `/` serves the embedded page with its Content-Security-Policy,
-//! the assets and the console's JSON are there, nothing under `/ui/` submits a job, and
-//! `--no-console` turns it all into 404.
+//! the assets and the console's JSON are there (server facts with the journal's last fsync and
+//! the failed counts, future and failed jobs, workers with the age of their job), its actions
+//! (cancel, schedule operations, retry and drop a failed job) need the page's proof, nothing
+//! under `/ui/` submits a job, and `--no-console` turns it all into 404.
 
 mod common;
 mod http_support;
@@ -126,8 +128,144 @@ fn workers_show_the_job_they_run() {
     w.expect(t::JOB_ASSIGN);
     let body = s.get("/workers").text();
     assert!(
-        body.contains(&format!("\"running\":[\"{handle}\"]")),
+        body.contains(&format!(
+            "\"running\":[\"{handle}\"],\"jobs\":[{{\"handle\":\"{handle}\",\"function\":\"slow\",\"since\":\""
+        )),
         "{body}"
+    );
+    // For how long: the server counts it, and it grows while the worker holds the job.
+    let age = |body: &str| -> u64 {
+        body.split("\"running_ms\":")
+            .nth(1)
+            .and_then(|r| r.split('}').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no running_ms in {body}"))
+    };
+    let first = age(&body);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let later = age(&s.get("/workers").text());
+        if later >= first + 1000 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "running_ms stuck at {later}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_journal_facts_say_the_last_fsync() {
+    let dir =
+        std::env::temp_dir().join(format!("gearwheel-console-journal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let s = HttpServer::start(&["--data-dir", dir.to_str().unwrap(), "--fsync", "always"]);
+    let before = s.get("/ui/api/server").text();
+    let mut c = s.gearman();
+    c.submit(t::SUBMIT_JOB_BG, "kept", "u", b"0123456789");
+    let after = s.get("/ui/api/server").text();
+    let num = |body: &str, key: &str| -> Option<u64> {
+        body.split(&format!("\"{key}\":"))
+            .nth(1)
+            .and_then(|r| r.split([',', '}']).next())
+            .and_then(|n| n.parse().ok())
+    };
+    let fsyncs = num(&after, "fsyncs").expect("fsyncs");
+    assert!(
+        fsyncs > num(&before, "fsyncs").unwrap_or(0),
+        "{before}\n{after}"
+    );
+    let last = num(&after, "last_fsync_us").expect("a last fsync latency");
+    assert!(last < 60_000_000, "{after}");
+    assert!(num(&after, "bytes").expect("journal bytes") > 10, "{after}");
+    // Not clustered: the leader slot is empty.
+    assert!(after.contains("\"leader\":null"), "{after}");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn failed_jobs_are_listed_retried_and_dropped_from_the_console() {
+    let s = HttpServer::start(&["--job-handle-prefix", "H:c"]);
+    let mut w = worker(&s, "flaky");
+    let mut c = s.gearman();
+    let long = "\u{20ac}".repeat(1000);
+    let mut handles = Vec::new();
+    for (u, data, error) in [
+        ("one", "short", "disk full\non /var"),
+        ("two", long.as_str(), "<img src=x onerror=alert(1)>"),
+    ] {
+        let h = c.submit(t::SUBMIT_JOB_BG, "flaky", u, data.as_bytes());
+        let (got, _) = grab(&mut w);
+        assert_eq!(got, h);
+        w.send_req(t::WORK_EXCEPTION, &[h.as_bytes(), error.as_bytes()]);
+        assert!(w.grab_uniq().is_none());
+        handles.push(h);
+    }
+    let list = s.get("/ui/api/failed");
+    assert_eq!(list.status, 200);
+    assert!(list.header("content-security-policy").is_some());
+    let body = list.text();
+    assert!(
+        body.starts_with("{\"total\":2,\"jobs\":[{\"handle\":\"H:c:2\",\"function\":\"flaky\""),
+        "newest first: {body}"
+    );
+    // The 3000-byte workload is cut to a preview, at a character boundary; the error is text.
+    assert!(
+        body.contains(&format!(
+            "\"workload\":\"{}\",\"workload_bytes\":3000",
+            "\u{20ac}".repeat(66)
+        )),
+        "{body}"
+    );
+    assert!(
+        body.contains("\"error\":\"<img src=x onerror=alert(1)>\""),
+        "{body}"
+    );
+    assert!(body.contains("\"error\":\"disk full\\non /var\""), "{body}");
+    let facts = s.get("/ui/api/server").text();
+    assert!(
+        facts.contains("\"failed\":{\"total\":2,\"functions\":[{\"function\":\"flaky\",\"count\":2}],\"other\":0}"),
+        "{facts}"
+    );
+
+    let page = [("X-Gearwheel-Console", "1"), ("Origin", "http://127.0.0.1")];
+    // Without the page's proof nothing happens.
+    for headers in [&[][..], &[("Origin", "http://127.0.0.1")][..]] {
+        let r = s.call("POST", "/ui/api/retry", headers, handles[0].as_bytes());
+        assert_eq!(r.status, 403, "{headers:?}");
+    }
+    assert_eq!(s.get("/ui/api/retry").status, 405);
+    assert!(s.get("/ui/api/failed").text().contains("\"total\":2"));
+
+    // Retry: it leaves the list as a new job that a worker runs.
+    let r = s.call("POST", "/ui/api/retry", &page, handles[0].as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.text(),
+        "{\"op\":\"retry\",\"handle\":\"H:c:1\",\"job\":\"H:c:3\"}\n"
+    );
+    let (h, data) = grab(&mut w);
+    assert_eq!((h.as_str(), &data[..]), ("H:c:3", &b"short"[..]));
+    assert!(s.get("/workers").text().contains("\"running\":[\"H:c:3\"]"));
+    // Drop: gone; a second time 404 with the reason.
+    let r = s.call("POST", "/ui/api/drop", &page, handles[1].as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), "{\"op\":\"drop\",\"handle\":\"H:c:2\"}\n");
+    let r = s.call("POST", "/ui/api/drop", &page, handles[1].as_bytes());
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("no failed job has this handle"));
+    assert_eq!(
+        s.get("/ui/api/failed").text(),
+        "{\"total\":0,\"jobs\":[]}\n"
+    );
+    let metrics = s.get("/metrics").text();
+    assert!(
+        metrics.contains("gearman_http_refused_total{reason=\"console_action\"} 2"),
+        "{metrics}"
     );
 }
 

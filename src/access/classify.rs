@@ -120,7 +120,7 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Schedules
             | Endpoint::Failed
             | Endpoint::Metrics
-            | Endpoint::Console(Page::Server | Page::Future) => status,
+            | Endpoint::Console(Page::Server | Page::Future | Page::Failed) => status,
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
         Route::Schedule { .. } | Route::Failed { .. } | Route::Act(_) => {

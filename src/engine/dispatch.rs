@@ -48,7 +48,7 @@ impl Engine {
         let mut back: Vec<(u64, JobKey)> = c
             .holding
             .iter()
-            .map(|(&k, &taken)| (taken, k as JobKey))
+            .map(|(&k, held)| (held.order, k as JobKey))
             .filter(|&(_, k)| only.is_none() || jobs.get(k).map(|j| j.func()) == only)
             .collect();
         for (_, k) in &back {
@@ -253,7 +253,11 @@ impl Engine {
         out.push(id, r);
         if let Some(c) = self.conn_mut(id) {
             c.taken += 1;
-            c.holding.insert(key as u32, c.taken);
+            let held = Held {
+                order: c.taken,
+                since_ms: now,
+            };
+            c.holding.insert(key as u32, held);
             if let Some(a) = c.abilities.get_mut(&f) {
                 a.held += 1;
             }

@@ -132,7 +132,7 @@ impl FailedList {
     }
 
     /// Every kept job, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &FailedJob> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &FailedJob> {
         self.jobs.iter()
     }
 

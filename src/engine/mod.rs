@@ -47,14 +47,14 @@ pub use failed::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
 pub use outbox::{Outbox, Shutdown};
 pub use query::{
-    EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, ScheduleStatus,
-    WorkerStatus,
+    EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,
+    ScheduleStatus, WorkerStatus,
 };
 use timers::TimerEvent;
 pub use types::JobCounters;
 pub use types::{
-    Ability, Conn, ConnId, ConnInfo, FuncId, Function, HeldGrab, Job, JobExtra, JobKey, JobList,
-    JobState, NIL, Origin, Rare,
+    Ability, Conn, ConnId, ConnInfo, FuncId, Function, Held, HeldGrab, Job, JobExtra, JobKey,
+    JobList, JobState, NIL, Origin, Rare,
 };
 use types::{BACKGROUND, EXTRA, INDEXED};
 

@@ -41,8 +41,16 @@ pub struct WorkerStatus {
     pub client_id: Bytes,
     /// Registered functions, newest first, as `workers` lists them.
     pub functions: Vec<Bytes>,
-    /// Handles of the jobs it is running, in the order it took them.
-    pub running: Vec<Bytes>,
+    /// The jobs it is running, in the order it took them.
+    pub running: Vec<RunningJob>,
+}
+
+/// A job a worker runs, and since when (the JOB_ASSIGN's time).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningJob {
+    pub handle: Bytes,
+    pub function: Bytes,
+    pub since_ms: u64,
 }
 
 /// A future job waiting for its due time (the console's Jobs view).
@@ -240,12 +248,21 @@ impl Engine {
                     .filter_map(|f| self.functions.get(f).map(|f| f.name.clone()))
                     .collect(),
                 running: {
-                    let mut held: Vec<(u64, usize)> =
-                        c.holding.iter().map(|(k, t)| (*t, *k as usize)).collect();
+                    let mut held: Vec<(u64, u64, usize)> = c
+                        .holding
+                        .iter()
+                        .map(|(k, h)| (h.order, h.since_ms, *k as usize))
+                        .collect();
                     held.sort_unstable();
                     held.into_iter()
-                        .filter_map(|(_, k)| self.jobs.get(k))
-                        .map(|j| Bytes::from(self.by_handle.of(j).to_string()))
+                        .filter_map(|(_, since_ms, k)| {
+                            let j = self.jobs.get(k)?;
+                            Some(RunningJob {
+                                handle: Bytes::from(self.by_handle.of(j).to_string()),
+                                function: self.functions.get(j.func())?.name.clone(),
+                                since_ms,
+                            })
+                        })
                         .collect()
                 },
             })
@@ -432,6 +449,15 @@ mod tests {
         assert_eq!(ws.len(), 1);
         assert_eq!((ws[0].fd, &ws[0].client_id[..]), (21, &b"w1"[..]));
         assert_eq!(ws[0].functions, vec![b("f")]);
+        // The worker took H:q:1 at the GRAB's time: its "since" is the engine's `now` then.
+        assert_eq!(
+            ws[0].running,
+            vec![RunningJob {
+                handle: b("H:q:1"),
+                function: b("f"),
+                since_ms: 1000,
+            }]
+        );
 
         let st = e.job_status(b"H:q:1");
         assert!(st.known && st.running);

@@ -39,6 +39,15 @@ pub struct Ability {
     pub held: u32,
 }
 
+/// A job a worker runs: the order it took it in (its jobs go back in that order) and when it
+/// was handed over (the `now` of the JOB_ASSIGN, for the console's "running for"). One u64
+/// more per running job; the engine reads no clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub order: u64,
+    pub since_ms: u64,
+}
+
 /// The engine's view of one connection.
 #[derive(Debug)]
 pub struct Conn {
@@ -58,8 +67,8 @@ pub struct Conn {
     pub sleeping: bool,
     pub noop_sent: bool,
     pub exceptions: bool,
-    /// Jobs this worker is running, with the order it took them in (`taken`).
-    pub holding: super::FastMap<u32, u64>,
+    /// Jobs this worker is running, with the order it took them in (`taken`) and when.
+    pub holding: super::FastMap<u32, Held>,
     pub taken: u64,
     /// Foreground jobs this client waits for.
     pub attached: super::FastSet<u32>,

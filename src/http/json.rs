@@ -57,7 +57,10 @@ pub fn status(functions: &[FunctionStatus], server: &[(&str, u64)]) -> String {
 }
 
 /// `/workers`: connections that registered functions.
-pub fn workers(list: &[WorkerStatus]) -> String {
+///
+/// `running` lists the handles (as it always has); `jobs` says, per running job, its function,
+/// when it was handed over and for how long it has run (`now_ms` is the loop's time).
+pub fn workers(list: &[WorkerStatus], now_ms: u64) -> String {
     let mut out = String::with_capacity(32 + list.len() * 96);
     let mut o = Obj::new(&mut out);
     array(o.key("workers"), list, |out, w| {
@@ -66,7 +69,14 @@ pub fn workers(list: &[WorkerStatus]) -> String {
             .str("ip", &w.ip)
             .bytes("client_id", &w.client_id);
         array(o.key("functions"), &w.functions, |out, f| bytes(out, f));
-        array(o.key("running"), &w.running, |out, h| bytes(out, h));
+        array(o.key("running"), &w.running, |out, r| bytes(out, &r.handle));
+        array(o.key("jobs"), &w.running, |out, r| {
+            let mut o = Obj::new(out);
+            o.bytes("handle", &r.handle).bytes("function", &r.function);
+            time(&mut o, "since", Some(r.since_ms));
+            o.num("running_ms", now_ms.saturating_sub(r.since_ms));
+            o.end();
+        });
         o.end();
     });
     o.end();
@@ -144,7 +154,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::engine::{JobCounters, JobDetail, JobPhase};
+    use crate::engine::{JobCounters, JobDetail, JobPhase, RunningJob};
 
     fn s(v: &str) -> String {
         let mut o = String::new();
@@ -204,11 +214,16 @@ mod tests {
             ip: "::1".into(),
             client_id: Bytes::from_static(b"-"),
             functions: vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")],
-            running: vec![Bytes::from_static(b"H:x:1")],
+            running: vec![RunningJob {
+                handle: Bytes::from_static(b"H:x:1"),
+                function: Bytes::from_static(b"a"),
+                since_ms: 1_000,
+            }],
         };
         assert_eq!(
-            workers(&[w]),
-            "{\"workers\":[{\"fd\":7,\"ip\":\"::1\",\"client_id\":\"-\",\"functions\":[\"a\",\"b\"],\"running\":[\"H:x:1\"]}]}\n"
+            workers(&[w], 4_500),
+            "{\"workers\":[{\"fd\":7,\"ip\":\"::1\",\"client_id\":\"-\",\"functions\":[\"a\",\"b\"],\"running\":[\"H:x:1\"],\
+             \"jobs\":[{\"handle\":\"H:x:1\",\"function\":\"a\",\"since\":\"1970-01-01T00:00:01Z\",\"running_ms\":3500}]}]}\n"
         );
         let unknown = JobStatus {
             handle: Bytes::from_static(b"H:x:9"),

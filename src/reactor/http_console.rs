@@ -1,6 +1,6 @@
 //! The console's requests on the HTTP listener (`crate::http::console` makes the bodies):
 //! the embedded files, the JSON only the console reads, its actions (cancel a job, operate a
-//! schedule entry: checked here, where the peer's address is known; each refusal logged and
+//! schedule entry, retry or drop a failed job: checked here, where the peer's address is known; each refusal logged and
 //! counted), and the job-rate ring the loop feeds once a turn.
 
 use log::{info, warn};
@@ -9,6 +9,7 @@ use super::Server;
 use crate::engine::{CancelRefused, ScheduleOpError};
 use crate::http::console::action::{self, Action};
 use crate::http::console::{self, Page, api};
+use crate::http::failed_ops::FailedOp;
 use crate::http::json;
 use crate::http::metrics;
 use crate::http::parse::SiteHeaders;
@@ -38,7 +39,7 @@ impl Server {
             Page::Asset(i) => console::asset(i),
             Page::Server => {
                 let process = metrics::read_process();
-                let journal = self.journal_metrics().map(|j| (j.total_bytes, j.live_jobs));
+                let journal = self.journal_metrics();
                 let (slots, open) = self.http.rates.slots();
                 let body = api::server(&api::Facts {
                     version: env!("CARGO_PKG_VERSION"),
@@ -49,7 +50,11 @@ impl Server {
                     totals: self.engine.totals(),
                     connections: self.conns.len(),
                     rss_bytes: process.as_ref().map(|p| p.resident_bytes),
-                    journal,
+                    journal: journal.as_ref(),
+                    failed: self.engine.failed_list(),
+                    // Not clustered: no leader line. The cluster glue (src/cluster) puts the
+                    // leader's name here when this server is one of a cluster.
+                    leader: None,
                     rates: (&slots, open),
                     actions: self.console_may_act(idx),
                 });
@@ -58,6 +63,9 @@ impl Server {
             Page::Future => {
                 let (total, jobs) = self.engine.future_jobs(api::FUTURE_SHOWN);
                 console::guarded(Reply::json(200, api::future(total, &jobs)))
+            }
+            Page::Failed => {
+                console::guarded(Reply::json(200, api::failed(self.engine.failed_list())))
             }
         }
     }
@@ -83,6 +91,8 @@ impl Server {
         let reply = match act {
             Action::Cancel(handle) => self.console_cancel(&handle, &peer, now),
             Action::Schedule { op, id } => self.console_schedule(op, &id, &peer, now),
+            Action::Retry(handle) => self.console_failed(FailedOp::Retry, &handle, &peer, now),
+            Action::Drop(handle) => self.console_failed(FailedOp::Drop, &handle, &peer, now),
         };
         console::guarded(reply)
     }
@@ -103,6 +113,17 @@ impl Server {
                 "the job is running on a worker; only the worker can end it",
             ),
         }
+    }
+
+    /// Retry or drop a failed job: the operation `POST /failed/HANDLE/retry` and `DELETE
+    /// /failed/HANDLE` do, with its answer.
+    fn console_failed(&mut self, op: FailedOp, handle: &[u8], peer: &str, now: u64) -> Reply {
+        let reply = self.http_failed_op(op, handle, now);
+        if reply.status == 200 {
+            let shown = String::from_utf8_lossy(handle);
+            info!("console: {op:?} failed job {shown}, asked by {peer}");
+        }
+        reply
     }
 
     fn console_schedule(&mut self, op: ScheduleOp, id: &[u8], peer: &str, now: u64) -> Reply {

@@ -407,7 +407,12 @@ impl Server {
     }
 
     /// `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
-    fn http_failed_op(&mut self, op: failed_ops::FailedOp, handle: &[u8], now: u64) -> Reply {
+    pub(super) fn http_failed_op(
+        &mut self,
+        op: failed_ops::FailedOp,
+        handle: &[u8],
+        now: u64,
+    ) -> Reply {
         use crate::engine::FailedSelector;
         let listed = self
             .engine
@@ -443,7 +448,10 @@ impl Server {
                 ];
                 Reply::json(200, json::status(&self.engine.function_statuses(), &server))
             }
-            Endpoint::Workers => Reply::json(200, json::workers(&self.engine.worker_statuses())),
+            Endpoint::Workers => Reply::json(
+                200,
+                json::workers(&self.engine.worker_statuses(), self.turn_now),
+            ),
             Endpoint::Job(handle) => {
                 let s = self.engine.job_status(handle);
                 Reply::json(if s.known { 200 } else { 404 }, json::job(&s))

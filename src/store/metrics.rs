@@ -17,6 +17,8 @@ pub struct FsyncHistogram {
     pub count: u64,
     pub sum_us: u64,
     pub max_us: u64,
+    /// The latest fsync's latency (the console's overview shows it); 0 before the first.
+    pub last_us: u64,
 }
 
 impl FsyncHistogram {
@@ -27,6 +29,7 @@ impl FsyncHistogram {
         self.count += 1;
         self.sum_us = self.sum_us.saturating_add(us);
         self.max_us = self.max_us.max(us);
+        self.last_us = us;
     }
 }
 
@@ -47,4 +50,24 @@ pub struct JournalMetrics {
     /// Writes and fsyncs that failed (disk full, I/O error).
     pub write_errors: u64,
     pub fsync: FsyncHistogram,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_histogram_keeps_the_last_latency() {
+        let mut h = FsyncHistogram::default();
+        assert_eq!((h.count, h.last_us), (0, 0));
+        h.observe(3_000);
+        h.observe(120);
+        assert_eq!(
+            (h.count, h.sum_us, h.max_us, h.last_us),
+            (2, 3_120, 3_000, 120)
+        );
+        assert_eq!(h.buckets[0], 0);
+        assert_eq!(h.buckets[1], 1, "120 us is in the 250 us bucket");
+        assert_eq!(h.buckets[5], 1, "3 ms is in the 5 ms bucket");
+    }
 }

@@ -5,8 +5,8 @@ Usage: console_browser.py BASE_URL OUT_DIR
 The server (started by tests/browser_console.rs) has: 3 background jobs queued for
 `console.q`, 2 for a function named `<img src=x onerror=alert(1)>`, a worker `console-worker`
 running one `console.work` job, a future job for `console.later` due in 2100, and a schedules
-file with `console.tick` and `nightly.backup`. Prints one line per check; exits non-zero on the
-first failure. Saves screenshots into OUT_DIR.
+file with `console.tick` and `nightly.backup`. Prints one line per check and the path of each
+screenshot (saved into OUT_DIR); exits non-zero on the first failure.
 """
 import os
 import sys
@@ -61,6 +61,12 @@ def ok(msg):
     print("ok:", msg, flush=True)
 
 
+def shot(d, name):
+    path = os.path.join(OUT, name)
+    d.save_screenshot(path)
+    print("screenshot:", path, flush=True)
+
+
 d = chromium()
 try:
     d.get(BASE + "/")
@@ -98,7 +104,7 @@ try:
     wait(d, "rate chart bars", lambda: d.execute_script(
         "return [...document.querySelectorAll('#rates rect.submitted')].some(r => +r.getAttribute('height') > 0);"))
     ok("the rate chart shows the submissions")
-    d.save_screenshot(os.path.join(OUT, "console-overview.png"))
+    shot(d, "console-overview.png")
 
     # Keyboard: Tab reaches the navigation, Enter opens a view.
     body = d.find_element(By.TAG_NAME, "body")
@@ -136,7 +142,7 @@ try:
     press("pause:")
     wait(d, "the entry shows paused", lambda: tick_row()[3] == "paused")
     ok("paused console.tick from its row")
-    d.save_screenshot(os.path.join(OUT, "console-schedules.png"))
+    shot(d, "console-schedules.png")
     press("resume:")
     wait(d, "the entry shows active", lambda: tick_row()[3] == "active")
     ok("resumed it")
@@ -162,7 +168,7 @@ try:
     box.send_keys(handle, Keys.ENTER)
     wait(d, "job lookup", lambda: "future" in d.find_element(By.ID, "job").text)
     ok(f"future job {handle} due {fut[0]!r}, looked up by handle")
-    d.save_screenshot(os.path.join(OUT, "console-jobs.png"))
+    shot(d, "console-jobs.png")
 
     # Cancel it from its row, by keyboard: the button is reachable and Enter presses it.
     d.execute_script(
@@ -182,7 +188,7 @@ try:
     wide = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth;")
     assert wide <= 1, f"the page is {wide} px wider than a phone screen"
     ok("readable on a 390 px screen")
-    d.save_screenshot(os.path.join(OUT, "console-phone.png"))
+    shot(d, "console-phone.png")
 
     # No Content-Security-Policy violation, no script error.
     # (A 404 for the looked-up job after it was cancelled is the answer the page expects.)

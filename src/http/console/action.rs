@@ -1,7 +1,9 @@
-//! The console's actions: cancel a queued or future job (the admin line `cancel job`), and run
+//! The console's actions: cancel a queued or future job (the admin line `cancel job`), run
 //! now, skip the next run of, pause or resume a schedule entry (`run|skip|pause|resume schedule
-//! ID`). POSTs to `/ui/api/cancel` (body: the handle) and `/ui/api/schedule` (body: the word
-//! and the entry's id, `pause nightly`), served only when they prove they come from the
+//! ID`), and retry or drop a failed job (`retry|drop failed HANDLE`, the same operations as
+//! `POST /failed/HANDLE/retry` and `DELETE /failed/HANDLE`). POSTs to `/ui/api/cancel`,
+//! `/ui/api/retry` and `/ui/api/drop` (body: the handle) and `/ui/api/schedule` (body: the
+//! word and the entry's id, `pause nightly`), served only when they prove they come from the
 //! console's own page, and only to a loopback peer (the listener has no authentication, so
 //! nothing that changes a job is offered to the network).
 //!
@@ -24,7 +26,14 @@ const MAX_BODY: usize = 256;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     Cancel(Bytes),
-    Schedule { op: ScheduleOp, id: Bytes },
+    /// Queue a failed job again.
+    Retry(Bytes),
+    /// Forget a failed job.
+    Drop(Bytes),
+    Schedule {
+        op: ScheduleOp,
+        id: Bytes,
+    },
 }
 
 /// Why an action was refused (403), for the log and `gearman_http_refused_total`.
@@ -55,9 +64,13 @@ fn bad(message: &str) -> Option<Result<Action, Reply>> {
 
 /// The action a console path names, if it names one (`None`: not an action path).
 pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Reply>> {
-    if path != b"ui/api/cancel" && path != b"ui/api/schedule" {
-        return None;
-    }
+    let one_handle: Option<fn(Bytes) -> Action> = match path {
+        b"ui/api/cancel" => Some(Action::Cancel),
+        b"ui/api/retry" => Some(Action::Retry),
+        b"ui/api/drop" => Some(Action::Drop),
+        b"ui/api/schedule" => None,
+        _ => return None,
+    };
     if !post {
         return Some(Err(
             Reply::text(405, "console actions are POSTs").header("Allow", "POST")
@@ -67,8 +80,8 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
     if body.is_empty() || body.len() > MAX_BODY || crate::proto::names::has_control(body) {
         return bad("the body must be one line of at most 256 bytes, no control characters");
     }
-    if path == b"ui/api/cancel" {
-        return Some(Ok(Action::Cancel(Bytes::copy_from_slice(body))));
+    if let Some(make) = one_handle {
+        return Some(Ok(make(Bytes::copy_from_slice(body))));
     }
     let (word, id) = body.split_at(body.iter().position(|&b| b == b' ').unwrap_or(body.len()));
     let id = id.trim_ascii();
@@ -115,6 +128,16 @@ mod tests {
         assert_eq!(status(action(b"ui/api/cancel", true, b"")), 400);
         assert_eq!(status(action(b"ui/api/cancel", true, b"H:x\x001")), 400);
         assert_eq!(status(action(b"ui/api/cancel", true, &[b'h'; 257])), 400);
+        assert_eq!(
+            action(b"ui/api/retry", true, b"H:x:2"),
+            Some(Ok(Action::Retry(Bytes::from_static(b"H:x:2"))))
+        );
+        assert_eq!(
+            action(b"ui/api/drop", true, b"H:x:3\r\n"),
+            Some(Ok(Action::Drop(Bytes::from_static(b"H:x:3"))))
+        );
+        assert_eq!(status(action(b"ui/api/retry", false, b"H:x:2")), 405);
+        assert_eq!(status(action(b"ui/api/drop", true, b"")), 400);
         assert_eq!(
             action(b"ui/api/schedule", true, b"Pause nightly-backup"),
             Some(Ok(Action::Schedule {

@@ -1,9 +1,12 @@
-//! The JSON only the console asks for: `/ui/api/server` (server facts and the job-rate ring)
-//! and `/ui/api/future` (future jobs with their due time), from data the reactor passes in.
+//! The JSON only the console asks for: `/ui/api/server` (server facts and the job-rate ring),
+//! `/ui/api/future` (future jobs with their due time) and `/ui/api/failed` (the newest failed
+//! jobs, their texts cut to a preview), from data the reactor passes in. Every answer is
+//! bounded whatever the server holds: a page polls it every second.
 
 use super::rates::{SLOT_MS, Slot};
-use crate::engine::{EngineTotals, FutureJob};
+use crate::engine::{EngineTotals, FailedJob, FailedList, FutureJob};
 use crate::http::json::{Obj, array, time};
+use crate::store::JournalMetrics;
 
 /// What `/ui/api/server` shows.
 pub struct Facts<'a> {
@@ -15,8 +18,13 @@ pub struct Facts<'a> {
     /// Open connections, HTTP ones (this one) included.
     pub connections: usize,
     pub rss_bytes: Option<u64>,
-    /// The journal's size on disk and the jobs it holds, with `--data-dir`.
-    pub journal: Option<(u64, u64)>,
+    /// The journal's size, jobs and fsyncs, with `--data-dir`.
+    pub journal: Option<&'a JournalMetrics>,
+    /// The failed list (counted per function for the overview).
+    pub failed: &'a FailedList,
+    /// The cluster's leader, when this server is one of a cluster: the slot the cluster glue
+    /// (src/cluster) fills. `None` (not clustered) shows no leader line.
+    pub leader: Option<&'a str>,
     /// The rate ring's slots, oldest first, and the last (open) slot's start.
     pub rates: (&'a [Slot], u64),
     /// The asking peer may use the console's actions (on loopback; under --acl, granted admin).
@@ -43,16 +51,24 @@ pub fn server(f: &Facts<'_>) -> String {
     .bool("draining", t.draining)
     .opt_num("rss_bytes", f.rss_bytes)
     .bool("actions", f.actions);
+    o.opt_str("leader", f.leader);
     match f.journal {
         None => {
             o.key("journal").push_str("null");
         }
-        Some((bytes, jobs)) => {
+        Some(m) => {
             let mut j = Obj::new(o.key("journal"));
-            j.num("bytes", bytes).num("jobs", jobs);
+            j.num("bytes", m.total_bytes)
+                .num("jobs", m.live_jobs)
+                .num("fsyncs", m.fsync.count)
+                .opt_num(
+                    "last_fsync_us",
+                    (m.fsync.count > 0).then_some(m.fsync.last_us),
+                );
             j.end();
         }
     }
+    failed_counts(o.key("failed"), f.failed);
     {
         let (slots, open_ms) = f.rates;
         let mut r = Obj::new(o.key("rates"));
@@ -71,6 +87,82 @@ pub fn server(f: &Facts<'_>) -> String {
         }
         r.end();
     }
+    o.end();
+    out.push('\n');
+    out
+}
+
+/// How many functions the overview's failed counts name (the most failed first); the rest are
+/// summed in `other`.
+pub const FAILED_FUNCTIONS_SHOWN: usize = 100;
+
+/// `{"total":N,"functions":[{"function":F,"count":C},...],"other":O}`.
+fn failed_counts(out: &mut String, failed: &FailedList) {
+    let mut by: Vec<(&[u8], usize)> = Vec::new();
+    let mut index = crate::engine::FastMap::<&[u8], usize>::default();
+    for j in failed.iter() {
+        let i = *index.entry(&j.func[..]).or_insert_with(|| {
+            by.push((&j.func[..], 0));
+            by.len() - 1
+        });
+        by[i].1 += 1;
+    }
+    by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown = by.len().min(FAILED_FUNCTIONS_SHOWN);
+    let other: usize = by[shown..].iter().map(|x| x.1).sum();
+    let mut o = Obj::new(out);
+    o.num("total", failed.len());
+    array(o.key("functions"), &by[..shown], |out, (f, n)| {
+        let mut o = Obj::new(out);
+        o.bytes("function", f).num("count", n);
+        o.end();
+    });
+    o.num("other", other);
+    o.end();
+}
+
+/// How many failed jobs `/ui/api/failed` lists (the newest); `total` says how many are kept.
+pub const FAILED_SHOWN: usize = 100;
+/// The longest workload preview, in bytes (`workload_bytes` gives the whole size).
+pub const WORKLOAD_PREVIEW: usize = 200;
+/// The longest error text shown, in bytes (`error_bytes` gives the whole size).
+pub const ERROR_PREVIEW: usize = 1000;
+
+/// At most `max` bytes of `b`, not ending inside a UTF-8 character (bytes that are not UTF-8
+/// become U+FFFD when written).
+fn preview(b: &[u8], max: usize) -> &[u8] {
+    if b.len() <= max {
+        return b;
+    }
+    let cut = &b[..max];
+    match std::str::from_utf8(cut) {
+        Err(e) if e.error_len().is_none() => &cut[..e.valid_up_to()],
+        _ => cut,
+    }
+}
+
+/// `/ui/api/failed`: the newest `FAILED_SHOWN` failed jobs, newest first, each with a preview
+/// of its workload and error.
+pub fn failed(list: &FailedList) -> String {
+    let jobs: Vec<&FailedJob> = list.iter().rev().take(FAILED_SHOWN).collect();
+    let mut out = String::with_capacity(64 + jobs.len() * (WORKLOAD_PREVIEW + 256));
+    let mut o = Obj::new(&mut out);
+    o.num("total", list.len());
+    array(o.key("jobs"), &jobs, |out, j| {
+        let mut o = Obj::new(out);
+        o.bytes("handle", &j.handle)
+            .bytes("function", &j.func)
+            .bytes("unique", preview(&j.unique, WORKLOAD_PREVIEW))
+            .bytes("workload", preview(&j.data, WORKLOAD_PREVIEW))
+            .num("workload_bytes", j.data.len())
+            .bytes("error", preview(&j.error, ERROR_PREVIEW))
+            .num("error_bytes", j.error.len())
+            .num("attempts", j.attempts);
+        time(&mut o, "first_failure", Some(j.first_ms));
+        time(&mut o, "last_failure", Some(j.last_ms));
+        o.opt_str("entry", j.entry.as_deref());
+        o.end();
+    });
     o.end();
     out.push('\n');
     out
@@ -102,6 +194,20 @@ mod tests {
 
     use super::*;
 
+    fn failed_job(handle: &str, func: &[u8], data: Vec<u8>, error: Vec<u8>) -> FailedJob {
+        FailedJob {
+            handle: Bytes::from(handle.to_string()),
+            func: Bytes::copy_from_slice(func),
+            unique: Bytes::from_static(b"u"),
+            data: Bytes::from(data),
+            error: Bytes::from(error),
+            attempts: 1,
+            first_ms: 1_000,
+            last_ms: 2_000,
+            entry: None,
+        }
+    }
+
     #[test]
     fn server_shape() {
         let slots = [
@@ -112,6 +218,17 @@ mod tests {
             },
             Slot::default(),
         ];
+        let mut journal = JournalMetrics {
+            total_bytes: 100,
+            live_jobs: 3,
+            ..JournalMetrics::default()
+        };
+        journal.fsync.observe(1_500);
+        journal.fsync.observe(420);
+        let mut failed = FailedList::new(10, 0);
+        for (h, f) in [("H:x:1", "b"), ("H:x:2", "a"), ("H:x:3", "b")] {
+            failed.push(failed_job(h, f.as_bytes(), vec![], b"e".to_vec()));
+        }
         let body = server(&Facts {
             version: "1.2.3",
             now_ms: 10_000,
@@ -124,7 +241,9 @@ mod tests {
             },
             connections: 5,
             rss_bytes: Some(4096),
-            journal: Some((100, 3)),
+            journal: Some(&journal),
+            failed: &failed,
+            leader: None,
             rates: (&slots, 10_000),
             actions: true,
         });
@@ -133,10 +252,15 @@ mod tests {
             "{\"version\":\"1.2.3\",\"now\":\"1970-01-01T00:00:10Z\",\
              \"started\":\"1970-01-01T00:00:04Z\",\"uptime_seconds\":6,\"connections\":5,\
              \"workers\":2,\"functions\":0,\"jobs\":4,\"running\":1,\"schedules\":0,\
-             \"draining\":false,\"rss_bytes\":4096,\"actions\":true,\"journal\":{\"bytes\":100,\"jobs\":3},\
+             \"draining\":false,\"rss_bytes\":4096,\"actions\":true,\"leader\":null,\
+             \"journal\":{\"bytes\":100,\"jobs\":3,\"fsyncs\":2,\"last_fsync_us\":420},\
+             \"failed\":{\"total\":3,\"functions\":[{\"function\":\"b\",\"count\":2},\
+             {\"function\":\"a\",\"count\":1}],\"other\":0},\
              \"rates\":{\"slot_seconds\":10,\"last_slot_start\":\"1970-01-01T00:00:10Z\",\
              \"submitted\":[3,0],\"completed\":[2,0],\"failed\":[1,0]}}\n"
         );
+        let empty = FailedList::new(10, 0);
+        let quiet = JournalMetrics::default();
         let none = server(&Facts {
             version: "x",
             now_ms: 0,
@@ -145,12 +269,105 @@ mod tests {
             connections: 0,
             rss_bytes: None,
             journal: None,
+            failed: &empty,
+            leader: Some("node-b"),
             rates: (&[], 0),
             actions: false,
         });
         assert!(none.contains("\"uptime_seconds\":null"));
         assert!(none.contains("\"journal\":null"));
+        assert!(none.contains("\"leader\":\"node-b\""));
+        assert!(none.contains("\"failed\":{\"total\":0,\"functions\":[],\"other\":0}"));
         assert!(none.contains("\"last_slot_start\":null,\"submitted\":[]"));
+        let no_fsync_yet = server(&Facts {
+            journal: Some(&quiet),
+            failed: &empty,
+            leader: None,
+            rates: (&[], 0),
+            version: "x",
+            now_ms: 0,
+            started_ms: None,
+            totals: EngineTotals::default(),
+            connections: 0,
+            rss_bytes: None,
+            actions: false,
+        });
+        assert!(no_fsync_yet.contains("\"fsyncs\":0,\"last_fsync_us\":null"));
+    }
+
+    #[test]
+    fn failed_counts_are_bounded() {
+        let mut failed = FailedList::new(1000, 0);
+        for i in 0..FAILED_FUNCTIONS_SHOWN + 5 {
+            let f = format!("f{i:03}");
+            failed.push(failed_job(
+                &format!("H:x:{i}"),
+                f.as_bytes(),
+                vec![],
+                b"e".to_vec(),
+            ));
+        }
+        failed.push(failed_job("H:x:a", b"f000", vec![], b"e".to_vec()));
+        let mut out = String::new();
+        failed_counts(&mut out, &failed);
+        assert!(
+            out.starts_with("{\"total\":106,\"functions\":[{\"function\":\"f000\",\"count\":2},")
+        );
+        assert_eq!(out.matches("\"count\"").count(), FAILED_FUNCTIONS_SHOWN);
+        assert!(out.ends_with("],\"other\":5}"), "{out}");
+    }
+
+    #[test]
+    fn failed_list_is_newest_first_bounded_and_cut() {
+        let mut list = FailedList::new(1000, 0);
+        // A workload of 3-byte characters, cut inside one; an error with control bytes and
+        // HTML; binary data.
+        let long = "\u{20ac}".repeat(100).into_bytes();
+        list.push(failed_job(
+            "H:x:1",
+            b"<img src=x onerror=alert(1)>",
+            long.clone(),
+            b"line 1\nline 2\x00<b>".to_vec(),
+        ));
+        list.push(failed_job(
+            "H:x:2",
+            b"f",
+            vec![0xff, 0xfe, b'a'],
+            vec![b'e'; 5000],
+        ));
+        let body = failed(&list);
+        let v: Vec<&str> = body.split("{\"handle\":").collect();
+        assert_eq!(v.len(), 3);
+        assert!(v[0].starts_with("{\"total\":2,\"jobs\":["));
+        assert!(v[1].starts_with("\"H:x:2\""), "newest first");
+        assert!(v[1].contains("\"workload\":\"\u{fffd}\u{fffd}a\",\"workload_bytes\":3"));
+        assert!(v[1].contains(&format!(
+            "\"error\":\"{}\",\"error_bytes\":5000",
+            "e".repeat(ERROR_PREVIEW)
+        )));
+        // 200 bytes end inside the 67th euro sign: 66 whole ones are shown.
+        let shown = format!(
+            "\"workload\":\"{}\",\"workload_bytes\":300",
+            "\u{20ac}".repeat(66)
+        );
+        assert!(v[2].contains(&shown), "{}", v[2]);
+        assert!(v[2].contains("\"function\":\"<img src=x onerror=alert(1)>\""));
+        assert!(
+            v[2].contains("\"error\":\"line 1\\nline 2\\u0000<b>\""),
+            "{}",
+            v[2]
+        );
+        for i in 3..FAILED_SHOWN + 10 {
+            list.push(failed_job(&format!("H:x:{i}"), b"f", vec![], b"e".to_vec()));
+        }
+        let body = failed(&list);
+        assert!(body.starts_with(&format!("{{\"total\":{},", FAILED_SHOWN + 9)));
+        assert_eq!(body.matches("\"handle\"").count(), FAILED_SHOWN);
+        assert!(body.contains(&format!("\"handle\":\"H:x:{}\"", FAILED_SHOWN + 9)));
+        assert!(
+            !body.contains("\"handle\":\"H:x:1\""),
+            "the oldest is not shown"
+        );
     }
 
     #[test]

@@ -101,8 +101,13 @@
     dl.replaceChildren(frag);
   }
 
+  // A refusal (403: the server's ACL does not grant this viewer `status`) is said plainly on
+  // the page, not taken for a server that does not answer.
+  class Denied extends Error {}
+
   async function get(path) {
     const r = await fetch(path, { cache: "no-store", headers: { Accept: "application/json" } });
+    if (r.status === 403) throw new Denied((await r.text()).trim() || "forbidden");
     if (!r.ok && r.status !== 404) throw new Error(path + ": " + r.status);
     const text = await r.text();
     return { status: r.status, text: text, json: JSON.parse(text) };
@@ -113,6 +118,10 @@
     if (lastBody[key] === text) return false;
     lastBody[key] = text;
     return true;
+  }
+
+  function ms(us) {
+    return us === null || us === undefined ? "—" : us < 1000 ? us + " µs" : (us / 1000).toFixed(us < 10000 ? 2 : 1) + " ms";
   }
 
   // ---- Overview ----
@@ -130,7 +139,10 @@
       ["Schedules", s.schedules],
       ["Memory (RSS)", size(s.rss_bytes)],
       ["Journal", s.journal ? size(s.journal.bytes) : "none", s.journal ? s.journal.jobs + " jobs held" : "no --data-dir"],
-    ].concat(s.draining ? [["State", "draining"]] : []));
+      ["Last fsync", s.journal ? ms(s.journal.last_fsync_us) : "—", s.journal ? s.journal.fsyncs + " fsyncs" : "no --data-dir"],
+      ["Failed (kept)", s.failed.total, "failed jobs kept for retry; see Jobs"],
+    ].concat(s.leader ? [["Leader", s.leader, "the cluster's leader"]] : [])
+      .concat(s.draining ? [["State", "draining"]] : []));
     chart(s.rates);
   }
 
@@ -168,7 +180,8 @@
     svg.replaceChildren(frag);
   }
 
-  function renderFunctions(st) {
+  function renderFunctions(st, sv) {
+    const kept = new Map(sv.failed.functions.map((x) => [x.function, x.count]));
     const rows = st.functions.map((f) => {
       const tr = el("tr");
       const p = f.priority;
@@ -181,16 +194,18 @@
         cell(f.counters.completed, "n"),
         cell(f.counters.failed + f.counters.exceptions, f.counters.failed + f.counters.exceptions ? "n bad" : "n",
           f.counters.failed + " failed, " + f.counters.exceptions + " exceptions, " + f.counters.retried + " retried"),
+        cell(kept.get(f.name) || 0, kept.get(f.name) ? "n bad" : "n", "in the failed list, ready to retry"),
       );
       return tr;
     });
-    fill($("functions").tBodies[0], rows, 7, "no functions yet");
+    fill($("functions").tBodies[0], rows, 8, "no functions yet");
   }
 
   async function overview() {
     const [st, sv] = await Promise.all([get("/status"), get("/ui/api/server")]);
-    if (changed("status", st.text)) renderFunctions(st.json);
-    if (changed("server", sv.text)) renderServer(sv.json);
+    const a = changed("status", st.text), b = changed("server", sv.text);
+    if (a || b) renderFunctions(st.json, sv.json);
+    if (b) renderServer(sv.json);
   }
 
   // ---- Schedules ----
@@ -264,9 +279,24 @@
   }
 
   // ---- Workers ----
+  // Each running job: its handle and function, for how long (the server's count, so the
+  // viewer's clock does not matter), since when on hover.
+  function runningCell(w) {
+    if (!w.jobs.length) return cell("idle", "empty");
+    const td = el("td");
+    for (const j of w.jobs) {
+      const d = el("div", "job");
+      const since = new Date(j.since);
+      d.title = j.function + ", since " + local(since) + " (" + j.since + ")";
+      d.append(el("span", null, j.handle), " ", el("span", "age", "for " + duration(Math.floor(j.running_ms / 1000))));
+      td.append(d);
+    }
+    return td;
+  }
+
   async function workers() {
     const r = await get("/workers");
-    if (!changed("workers", r.text)) return;
+    // Ages move every second even when nothing else does: redrawn each time.
     const rows = r.json.workers.map((w) => {
       const tr = el("tr");
       tr.append(
@@ -274,7 +304,7 @@
         cell(w.ip),
         cell(w.client_id),
         cell(w.functions.join(", ")),
-        cell(w.running.length ? w.running.join(", ") : "idle", w.running.length ? "" : "empty"),
+        runningCell(w),
       );
       return tr;
     });
@@ -310,7 +340,11 @@
         method: "POST", cache: "no-store", body: body,
         headers: { "X-Gearwheel-Console": "1", "Content-Type": "text/plain" },
       });
-      $(note).textContent = r.ok ? done : (await r.text()).trim();
+      let why = r.ok ? "" : (await r.text()).trim();
+      // The failed-job operations answer in JSON.
+      try { why = JSON.parse(why).error || why; } catch (e) { /* text */ }
+      if (r.status === 403) why = "Not allowed: " + why;
+      $(note).textContent = r.ok ? done : why;
     } catch (e) {
       $(note).textContent = String(e);
     }
@@ -326,11 +360,42 @@
     return b;
   }
 
+  // The newest failed jobs: error text and a workload preview, Retry and Drop on each row.
+  function renderFailed(r) {
+    const list = r.json;
+    $("failed-count").textContent = "(" + list.total + (list.total > list.jobs.length ? ", newest " + list.jobs.length + " shown" : "") + ")";
+    const rows = list.jobs.map((x) => {
+      const tr = el("tr");
+      const act = el("td", "actions");
+      if (canAct) {
+        act.append(
+          button("Retry", "retry failed job " + x.handle, (b) =>
+            post("/ui/api/retry", x.handle, b, "failed-note", "Queued " + x.handle + " again.")),
+          button("Drop", "drop failed job " + x.handle, (b) =>
+            post("/ui/api/drop", x.handle, b, "failed-note", "Dropped " + x.handle + ".")));
+      }
+      const cut = (n, shown) => n > new TextEncoder().encode(shown).length ? " …(" + size(n) + ")" : "";
+      tr.append(
+        timeCell(x.last_failure),
+        cell(x.function),
+        cell(x.handle, null, "unique: " + x.unique + (x.entry ? ", schedule entry " + x.entry : "")),
+        cell(x.attempts, "n"),
+        cell(x.error + cut(x.error_bytes, x.error), "error"),
+        cell(x.workload + cut(x.workload_bytes, x.workload), "preview"),
+        act,
+      );
+      return tr;
+    });
+    fill($("failed-list").tBodies[0], rows, 7, "no failed jobs");
+  }
+
   async function jobs() {
-    const work = [get("/ui/api/future")];
+    const work = [get("/ui/api/future"), get("/ui/api/failed")];
     if (lookedUp) work.push(get("/jobs/" + encodeURIComponent(lookedUp)));
-    const [f, j] = await Promise.all(work);
+    const [f, fl, j] = await Promise.all(work);
     if (j) renderJob(j);
+    const failedTable = $("failed-list");
+    if (changed("failed", fl.text) || !failedTable.contains(document.activeElement)) renderFailed(fl);
     const table = $("future-list");
     // Keep a focused button where it is unless the list changed.
     if (!changed("future", f.text) && table.contains(document.activeElement)) return;
@@ -362,13 +427,22 @@
     if (document.hidden) return;
     inflight = true;
     const live = $("live");
+    const denied = $("denied");
     try {
       await RENDER[view]();
       live.textContent = "live";
       live.className = "ok";
       live.title = "updated " + new Date().toLocaleTimeString();
+      denied.hidden = true;
     } catch (e) {
-      live.textContent = "no answer; retrying";
+      if (e instanceof Denied) {
+        live.textContent = "not allowed";
+        denied.textContent = "This server does not let you see this view (403: " + e.message +
+          "). Under --acl, the console's views need the status operation and its buttons admin.";
+        denied.hidden = false;
+      } else {
+        live.textContent = "no answer; retrying";
+      }
       live.className = "down";
       live.title = String(e);
     } finally {
@@ -409,5 +483,5 @@
     $("version").textContent = "gearwheel " + r.json.version;
     lastBody = {};
     show();
-  }, show);
+  }, () => show());
 })();

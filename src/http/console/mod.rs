@@ -3,8 +3,9 @@
 //! no framework and nothing fetched from elsewhere; the page polls the JSON endpoints and
 //! inserts every value as text. `--no-console` turns it off.
 //!
-//! - `api`: the JSON only the console asks for (server facts, future jobs).
-//! - `action`: cancelling a job from the page (POST, CSRF-checked, loopback only).
+//! - `api`: the JSON only the console asks for (server facts, future jobs, failed jobs).
+//! - `action`: the page's buttons: cancel a job, operate a schedule entry, retry or drop a
+//!   failed job (POSTs, CSRF-checked, loopback only).
 //! - `rates`: the fixed ring of job counts behind the rate chart.
 
 pub mod action;
@@ -59,6 +60,8 @@ pub enum Page {
     Server,
     /// `/ui/api/future`: future jobs, soonest first.
     Future,
+    /// `/ui/api/failed`: the newest failed jobs, with previews.
+    Failed,
 }
 
 /// Is this (decoded, without its leading `/`) path the console's? `/` and everything under
@@ -82,6 +85,7 @@ pub fn page(path: &[u8]) -> Result<Page, Reply> {
     match path {
         b"ui/api/server" => Ok(Page::Server),
         b"ui/api/future" => Ok(Page::Future),
+        b"ui/api/failed" => Ok(Page::Failed),
         _ => Err(Reply::text(404, "no such page in the console")),
     }
 }
@@ -126,6 +130,7 @@ mod tests {
         assert_eq!(page(b"ui/console.js"), Ok(Page::Asset(2)));
         assert_eq!(page(b"ui/api/server"), Ok(Page::Server));
         assert_eq!(page(b"ui/api/future"), Ok(Page::Future));
+        assert_eq!(page(b"ui/api/failed"), Ok(Page::Failed));
         assert_eq!(page(b"ui/nope").unwrap_err().status, 404);
         assert!(owns(b"") && owns(b"ui") && owns(b"ui/x"));
         assert!(!owns(b"uix") && !owns(b"status") && !owns(b"reverse"));

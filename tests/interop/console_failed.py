@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Retry and drop failed jobs from gearwheel's console, and watch a worker's job age, in
+headless Chromium (selenium + chromedriver).
+
+Usage: console_failed.py BASE_URL GEARMAN_HOST:PORT OUT_DIR
+The server (started by tests/browser_console.rs) has two failed jobs of `console.flaky`: the
+older with the workload `retry me` and the error "disk full on /var", the newer with a 3000-byte
+workload and an error that is HTML; a worker `console-worker` runs one `console.work` job.
+Prints one line per check and the path of each screenshot; exits non-zero on the first failure.
+"""
+import os
+import re
+import socket
+import struct
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+BASE, GEARMAN, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
+HOSTILE = "<img src=x onerror=alert(1)>"
+CAN_DO, GRAB_JOB, JOB_ASSIGN, NO_JOB, NOOP, SET_CLIENT_ID = 1, 9, 11, 10, 6, 22
+
+
+def chromium():
+    o = webdriver.ChromeOptions()
+    o.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+              "--window-size=1280,900", "--force-color-profile=srgb"):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # An explicit driver: selenium-manager would try the network.
+    svc = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(options=o, service=svc)
+
+
+def wait(d, what, cond, secs=5.0):
+    try:
+        return WebDriverWait(d, secs, poll_frequency=0.05).until(lambda _: cond())
+    except TimeoutException:
+        raise SystemExit(f"FAIL: {what} (within {secs} s)")
+
+
+def rows(d, table):
+    # Read in one script: the page rebuilds its tables as data changes.
+    return d.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map("
+        "tr => [...tr.cells].map(td => td.textContent));", f"#{table} tbody tr")
+
+
+def ok(msg):
+    print("ok:", msg, flush=True)
+
+
+def shot(d, name):
+    path = os.path.join(OUT, name)
+    d.save_screenshot(path)
+    print("screenshot:", path, flush=True)
+
+
+class Worker:
+    """A Gearman worker over a raw socket: the job it takes stays running until it leaves."""
+
+    def __init__(self, addr, client_id, func):
+        host, port = addr.rsplit(":", 1)
+        self.s = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
+        self.send(SET_CLIENT_ID, client_id.encode())
+        self.send(CAN_DO, func.encode())
+
+    def send(self, ptype, *args):
+        body = b"\0".join(args)
+        self.s.sendall(b"\0REQ" + struct.pack(">II", ptype, len(body)) + body)
+
+    def read(self):
+        head = self.exact(12)
+        assert head[:4] == b"\0RES", head
+        ptype, n = struct.unpack(">II", head[4:])
+        return ptype, self.exact(n).split(b"\0")
+
+    def exact(self, n):
+        buf = b""
+        while len(buf) < n:
+            more = self.s.recv(n - len(buf))
+            if not more:
+                raise SystemExit("FAIL: the server closed the worker's connection")
+            buf += more
+        return buf
+
+    def grab(self):
+        self.send(GRAB_JOB)
+        while True:
+            ptype, args = self.read()
+            if ptype == JOB_ASSIGN:
+                return args[0].decode(), args[2]
+            if ptype != NOOP:
+                return None
+
+
+def failed_rows(d):
+    return [r for r in rows(d, "failed-list") if len(r) > 1]
+
+
+def press(d, handle, label):
+    d.execute_script(
+        "[...document.querySelectorAll('#failed-list tbody tr')]"
+        ".find(tr => tr.cells[2].textContent === arguments[0])"
+        ".querySelector('button[title^=\"' + arguments[1] + '\"]').click();", handle, label)
+
+
+d = chromium()
+try:
+    d.get(BASE + "/#jobs")
+    wait(d, "two failed jobs listed", lambda: len(failed_rows(d)) == 2)
+    newer, older = failed_rows(d)
+    assert older[1] == "console.flaky" and older[4] == "disk full on /var", older
+    assert older[5] == "retry me", older
+    # The newer one's error is HTML shown as text; its 3000-byte workload is a cut preview.
+    assert newer[4] == HOSTILE, newer
+    assert newer[5].startswith("\u20ac" * 60) and newer[5].endswith("…(2.9 KiB)"), newer[5]
+    assert d.execute_script("return document.querySelectorAll('main img').length;") == 0
+    try:
+        d.switch_to.alert
+        raise SystemExit("FAIL: an alert opened: the error text ran as HTML")
+    except NoAlertPresentException:
+        pass
+    ok(f"failed jobs listed newest first with error text and workload preview: {older[2]}, {newer[2]}")
+    shot(d, "console-failed.png")
+
+    # Retry the older one: it leaves the list, a new job is queued, a worker runs it.
+    retried = older[2]
+    press(d, retried, "retry failed job")
+    wait(d, "the retried job leaves the failed list",
+         lambda: [r[2] for r in failed_rows(d)] == [newer[2]])
+    wait(d, "the page says so", lambda: "Queued " + retried + " again." in d.find_element(By.ID, "failed-note").text)
+    ok(f"retried {retried} from its row: it left the failed list")
+    w = Worker(GEARMAN, "console-retrier", "console.flaky")
+    got = w.grab()
+    assert got is not None, "no job for console.flaky after the retry"
+    handle, data = got
+    assert data == b"retry me", data
+    ok(f"a worker took the retried job as {handle} with its workload")
+
+    # The Workers view shows it running, and for how long; the age moves.
+    d.find_element(By.ID, "nav-workers").click()
+
+    def running(client):
+        r = next((r for r in rows(d, "worker-list") if len(r) > 2 and r[2] == client), None)
+        return r[4] if r else ""
+
+    wait(d, "the retrier runs the job", lambda: running("console-retrier").startswith(handle + " for "))
+    first = running("console-retrier")
+    wait(d, "its age grows", lambda: re.search(r"for ([1-9]\d*) s$", running("console-retrier")), 6.0)
+    ok(f"worker console-retrier shows {first!r}, then {running('console-retrier')!r}")
+    held = running("console-worker")
+    assert re.match(r"H:\S+ for \d+ (s|min \d+ s)$", held), held
+    title = d.execute_script(
+        "return [...document.querySelectorAll('#worker-list tbody tr')]"
+        ".find(tr => tr.cells[2].textContent === 'console-worker').querySelector('.job').title;")
+    assert title.startswith("console.work, since "), title
+    ok(f"worker console-worker shows {held!r} ({title})")
+    shot(d, "console-workers.png")
+
+    # Drop the other one from its row, by keyboard.
+    d.find_element(By.ID, "nav-jobs").click()
+    wait(d, "the failed list again", lambda: len(failed_rows(d)) == 1)
+    dropped = newer[2]
+    d.execute_script(
+        "[...document.querySelectorAll('#failed-list tbody tr')]"
+        ".find(tr => tr.cells[2].textContent === arguments[0])"
+        ".querySelector('button[title^=\"drop failed job\"]').focus();", dropped)
+    assert d.switch_to.active_element.text == "Drop", d.switch_to.active_element.get_attribute("outerHTML")
+    d.switch_to.active_element.send_keys("\n")
+    wait(d, "the failed list is empty", lambda: rows(d, "failed-list") == [["no failed jobs"]])
+    wait(d, "the page says so", lambda: "Dropped " + dropped + "." in d.find_element(By.ID, "failed-note").text)
+    wait(d, "the count says 0", lambda: d.find_element(By.ID, "failed-count").text == "(0)")
+    ok(f"dropped {dropped} from its row")
+    shot(d, "console-failed-empty.png")
+
+    bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not bad, bad
+    ok("no CSP violation or script error in the browser log")
+finally:
+    d.quit()
