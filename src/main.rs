@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Some(Command::Admin(a)) => ExitCode::from(gearwheel::cli::admin::run(a)),
         Some(Command::Check(a)) => check(a),
         Some(Command::ImportCrontab(a)) => ExitCode::from(gearwheel::cli::import_crontab::run(a)),
+        Some(Command::Schedules(a)) => ExitCode::from(gearwheel::cli::schedules::run(a)),
         None => {
             eprintln!(
                 "gearwheel: no command given; try `gearwheel serve --help` (or work, submit, admin)"

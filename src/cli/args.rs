@@ -29,6 +29,7 @@ pub enum Command {
     Admin(super::AdminArgs),
     Check(CheckArgs),
     ImportCrontab(super::import_crontab::ImportCrontabArgs),
+    Schedules(super::schedules::SchedulesArgs),
 }
 
 #[derive(FromArgs, Debug)]

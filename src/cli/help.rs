@@ -12,6 +12,7 @@ pub const SEE_ALSO: &[(&str, &str, &str)] = &[
     ("submit", "gearwheel(1)", "docs/clients.md"),
     ("admin", "gearwheel(1)", "docs/clients.md"),
     ("check", "gearwheel-schedules(5)", "docs/schedules.md"),
+    ("schedules", "gearwheel(1)", "docs/cluster.md"),
     (
         "import-crontab",
         "gearwheel(1)",

@@ -1,4 +1,4 @@
-//! The client-side commands, `work`, `submit`, `admin` and `import-crontab`: their flags and
+//! The client-side commands, `work`, `submit`, `admin`, `import-crontab` and `schedules`: their flags and
 //! what they do, on top of the blocking library in `client`. They never touch the engine or
 //! the reactor; each returns the process exit code.
 //!
@@ -12,6 +12,7 @@ mod crontab_words;
 mod escape;
 pub mod help;
 pub mod import_crontab;
+pub mod schedules;
 pub mod submit;
 pub mod table;
 pub mod work;

@@ -121,6 +121,7 @@ fn connect(endpoints: &[String], timeout: Duration) -> Result<Link, Error> {
                         reader: ResponseReader::new(MAX_MESSAGE),
                     });
                 }
+                Err(e) if addr.to_string() == *host => why.push(format!("{host}: {e}")),
                 Err(e) => why.push(format!("{host} ({addr}): {e}")),
             }
         }

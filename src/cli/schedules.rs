@@ -1,0 +1,209 @@
+//! `gearwheel schedules push FILE --etcd URL` and `gearwheel schedules show --etcd URL`: the
+//! schedules file of a whole cluster, stored in etcd where every server of the cluster loads
+//! it (docs/cluster.md). The file is checked exactly as a reload checks it before it is
+//! stored, so a file a server would refuse never reaches the fleet.
+
+use std::path::PathBuf;
+
+use argh::FromArgs;
+
+use super::{EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, say};
+use crate::client::duration::parse_duration;
+use crate::client::etcd::{Client, Error};
+use crate::cluster::etcd::{self as etcd, Reply, Request};
+use crate::schedule::{Zone, check};
+
+/// The largest file pushed: etcd refuses a request over 1.5 MiB by default.
+pub const MAX_FILE: usize = 1 << 20;
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// The schedules file of a cluster of servers, stored in etcd.
+#[argh(
+    subcommand,
+    name = "schedules",
+    example = "gearwheel schedules push /etc/gearwheel/schedules.cron --etcd http://10.0.0.1:2379",
+    example = "gearwheel schedules show --etcd http://10.0.0.1:2379,http://10.0.0.2:2379",
+    note = "Exit codes: 0 done, 1 etcd refused the request (or nothing was pushed yet, for \
+            show), 2 bad flags or an invalid file (its errors as FILE:LINE:COL: message), 3 \
+            etcd could not be reached."
+)]
+pub struct SchedulesArgs {
+    #[argh(subcommand)]
+    pub command: SchedulesCommand,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+#[argh(subcommand)]
+pub enum SchedulesCommand {
+    Push(PushArgs),
+    Show(ShowArgs),
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Check a schedules file as a reload would and store it in etcd: every server of the
+/// cluster loads it.
+#[argh(subcommand, name = "push")]
+pub struct PushArgs {
+    /// the schedules file
+    #[argh(positional)]
+    pub file: PathBuf,
+    /// etcd client URLs, http://HOST:PORT (comma-separated or repeated; the first that
+    /// answers is used)
+    #[argh(option)]
+    pub etcd: Vec<String>,
+    /// the cluster's name, as the servers' --cluster (default gearwheel)
+    #[argh(option, default = "String::from(\"gearwheel\")")]
+    pub cluster: String,
+    /// the default time zone of the entries, as the servers' --timezone (default local)
+    #[argh(option)]
+    pub tz: Option<String>,
+    /// give up on etcd after this long (default 5s)
+    #[argh(option, default = "String::from(\"5s\")")]
+    pub timeout: String,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Print the schedules file stored in etcd for the cluster.
+#[argh(subcommand, name = "show")]
+pub struct ShowArgs {
+    /// etcd client URLs, http://HOST:PORT (comma-separated or repeated)
+    #[argh(option)]
+    pub etcd: Vec<String>,
+    /// the cluster's name, as the servers' --cluster (default gearwheel)
+    #[argh(option, default = "String::from(\"gearwheel\")")]
+    pub cluster: String,
+    /// give up on etcd after this long (default 5s)
+    #[argh(option, default = "String::from(\"5s\")")]
+    pub timeout: String,
+}
+
+pub fn run(a: SchedulesArgs) -> u8 {
+    match a.command {
+        SchedulesCommand::Push(p) => push(p),
+        SchedulesCommand::Show(s) => show(s),
+    }
+}
+
+/// The etcd client the flags describe, or the exit code of a bad flag.
+fn client(cmd: &str, urls: &[String], cluster: &str, timeout: &str) -> Result<Client, u8> {
+    let usage = |e: String| {
+        say(cmd, e);
+        EXIT_USAGE
+    };
+    if urls.is_empty() {
+        return Err(usage("--etcd URL is required".into()));
+    }
+    let endpoints = etcd::endpoints(urls).map_err(usage)?;
+    etcd::check_cluster_name(cluster).map_err(usage)?;
+    let timeout = parse_duration(timeout).map_err(|e| usage(format!("--timeout: {e}")))?;
+    if timeout.is_zero() {
+        return Err(usage("--timeout must be more than zero".into()));
+    }
+    Ok(Client::new(endpoints, timeout))
+}
+
+fn failed(cmd: &str, e: Error) -> u8 {
+    say(cmd, &e);
+    match e {
+        Error::Unreachable(_) | Error::Io(_) | Error::Timeout(_) => EXIT_UNREACHABLE,
+        Error::Etcd(_) => EXIT_FAILED,
+    }
+}
+
+fn push(a: PushArgs) -> u8 {
+    const CMD: &str = "schedules push";
+    let mut c = match client(CMD, &a.etcd, &a.cluster, &a.timeout) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let zone = match Zone::parse(a.tz.as_deref().unwrap_or("local")) {
+        Ok(z) => z,
+        Err(e) => {
+            say(CMD, format!("--tz: {e}"));
+            return EXIT_USAGE;
+        }
+    };
+    let name = a.file.display().to_string();
+    let text = match read_bounded(&a.file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let (report, ok) = check::check(&name, &text, &zone, 0, chrono::Utc::now());
+    if !ok {
+        eprint!("{report}");
+        say(CMD, "not pushed: the file has errors");
+        return EXIT_USAGE;
+    }
+    let key = etcd::schedules_key(&a.cluster);
+    let req = Request::Put {
+        key: key.clone(),
+        value: text.into_bytes(),
+        lease: 0,
+    };
+    match c.call(&req) {
+        Ok(Reply::Put { revision }) => {
+            print!("{report}");
+            println!(
+                "pushed to {} at revision {revision}",
+                String::from_utf8_lossy(&key)
+            );
+            0
+        }
+        Ok(other) => failed(CMD, Error::Etcd(unexpected(other))),
+        Err(e) => failed(CMD, e),
+    }
+}
+
+fn show(a: ShowArgs) -> u8 {
+    const CMD: &str = "schedules show";
+    let mut c = match client(CMD, &a.etcd, &a.cluster, &a.timeout) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let key = etcd::schedules_key(&a.cluster);
+    match c.call(&Request::Get { key: key.clone() }) {
+        Ok(Reply::Range { kvs, .. }) => match kvs.into_iter().next() {
+            Some(kv) => {
+                print!("{}", String::from_utf8_lossy(&kv.value));
+                0
+            }
+            None => {
+                say(
+                    CMD,
+                    format!(
+                        "nothing pushed for cluster {:?} ({} is absent)",
+                        a.cluster,
+                        String::from_utf8_lossy(&key)
+                    ),
+                );
+                EXIT_FAILED
+            }
+        },
+        Ok(other) => failed(CMD, Error::Etcd(unexpected(other))),
+        Err(e) => failed(CMD, e),
+    }
+}
+
+fn unexpected(r: Reply) -> etcd::EtcdError {
+    etcd::EtcdError::Malformed(format!("an unexpected reply: {r:?}"))
+}
+
+/// The file as UTF-8 text, refused past [`MAX_FILE`] without reading it all.
+fn read_bounded(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() > MAX_FILE {
+        return Err(format!(
+            "larger than {} KiB, more than etcd takes in one request",
+            MAX_FILE >> 10
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".into())
+}
