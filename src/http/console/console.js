@@ -86,7 +86,15 @@
       frag.append(tr);
     }
     for (const r of rows) frag.append(r);
+    // A keyboard user's focus stays on the same button (its title names the row) when the
+    // table is redrawn under it.
+    const had = document.activeElement;
+    const keep = had && had.tagName === "BUTTON" && tbody.contains(had) ? had.title : null;
     tbody.replaceChildren(frag);
+    if (keep) {
+      const again = [...tbody.querySelectorAll("button")].find((b) => b.title === keep);
+      if (again) again.focus();
+    }
   }
 
   function facts(dl, pairs) {
