@@ -125,3 +125,48 @@ fn failed_jobs_retried_and_dropped_in_chromium() {
     assert!(stdout.contains("ok: dropped"), "{stdout}");
     assert!(stdout.contains("ok: no CSP violation"), "{stdout}");
 }
+
+#[test]
+fn the_console_under_an_acl_in_chromium() {
+    if !need(BROWSER) {
+        return;
+    }
+    let dir = TempDir::new("console-acl");
+    let no_status = dir.path("no-status.acl");
+    std::fs::write(
+        &no_status,
+        "addr:127.0.0.0/8 submit,work *\naddr:::1 submit,work *\n",
+    )
+    .unwrap();
+    let status_only = dir.path("status-only.acl");
+    std::fs::write(
+        &status_only,
+        "addr:127.0.0.0/8 submit,work,status *\naddr:::1 submit,work,status *\n",
+    )
+    .unwrap();
+    let a = HttpServer::start(&["--acl", no_status.to_str().unwrap()]);
+    let b = HttpServer::start(&["--acl", status_only.to_str().unwrap()]);
+    let mut c = b.gearman();
+    let mut w = b.gearman();
+    w.can_do(&["console.flaky"]);
+    let h = c.submit(t::SUBMIT_JOB_BG, "console.flaky", "a", b"x");
+    w.send_req(t::GRAB_JOB, &[]);
+    w.expect(t::JOB_ASSIGN);
+    w.send_req(t::WORK_EXCEPTION, &[h.as_bytes(), b"no"]);
+    w.send_req(t::GRAB_JOB, &[]);
+    w.expect(t::NO_JOB);
+
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let stdout = run(
+        "console_denied.py",
+        Command::new("python3")
+            .arg(script("console_denied.py"))
+            .arg(format!("http://{}", a.http))
+            .arg(format!("http://{}", b.http))
+            .arg(&out),
+        None,
+        120,
+    );
+    print!("{stdout}");
+    assert!(stdout.contains("ok: no script error"), "{stdout}");
+}
