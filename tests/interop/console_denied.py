@@ -8,44 +8,13 @@ STATUS_ONLY_URL: one that grants submit, work and status but not admin, with one
 `console.flaky`: the views show, and no button is offered. Prints one line per check and the
 path of each screenshot; exits non-zero on the first failure.
 """
-import os
 import sys
 
-from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+
+from console_page import chromium, ok, shot, wait
 
 NO_STATUS, STATUS_ONLY, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
-
-
-def chromium():
-    o = webdriver.ChromeOptions()
-    o.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-              "--window-size=1280,900", "--force-color-profile=srgb"):
-        o.add_argument(a)
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    svc = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
-    return webdriver.Chrome(options=o, service=svc)
-
-
-def wait(d, what, cond, secs=5.0):
-    try:
-        return WebDriverWait(d, secs, poll_frequency=0.05).until(lambda _: cond())
-    except TimeoutException:
-        raise SystemExit(f"FAIL: {what} (within {secs} s)")
-
-
-def ok(msg):
-    print("ok:", msg, flush=True)
-
-
-def shot(d, name):
-    path = os.path.join(OUT, name)
-    d.save_screenshot(path)
-    print("screenshot:", path, flush=True)
 
 
 d = chromium()
@@ -57,14 +26,14 @@ try:
     assert "status" in denied.text and "not granted" in denied.text, denied.text
     assert d.find_element(By.ID, "live").text == "not allowed", d.find_element(By.ID, "live").text
     ok(f"refused views are said plainly: {denied.text!r}")
-    shot(d, "console-denied.png")
+    shot(d, OUT, "console-denied.png")
 
     d.get(STATUS_ONLY + "/#jobs")
     wait(d, "the failed job listed", lambda: "console.flaky" in d.find_element(By.ID, "failed-list").text)
     assert not d.find_element(By.ID, "denied").is_displayed()
     assert d.execute_script("return document.querySelectorAll('main button:not([type=submit])').length;") == 0
     ok("with status but not admin the views show and no button is offered")
-    shot(d, "console-status-only.png")
+    shot(d, OUT, "console-status-only.png")
     # The browser logs the 403s of the first page as network errors; nothing else.
     bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"
            and not (e.get("source") == "network" and "403" in e.get("message", ""))]

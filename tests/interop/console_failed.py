@@ -8,58 +8,18 @@ older with the workload `retry me` and the error "disk full on /var", the newer 
 workload and an error that is HTML; a worker `console-worker` runs one `console.work` job.
 Prints one line per check and the path of each screenshot; exits non-zero on the first failure.
 """
-import os
 import re
 import socket
 import struct
 import sys
-import time
 
-from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException, TimeoutException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+
+from console_page import chromium, ok, ran_as_text, rows, shot, wait
 
 BASE, GEARMAN, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 HOSTILE = "<img src=x onerror=alert(1)>"
 CAN_DO, GRAB_JOB, JOB_ASSIGN, NO_JOB, NOOP, SET_CLIENT_ID = 1, 9, 11, 10, 6, 22
-
-
-def chromium():
-    o = webdriver.ChromeOptions()
-    o.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-              "--window-size=1280,900", "--force-color-profile=srgb"):
-        o.add_argument(a)
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    # An explicit driver: selenium-manager would try the network.
-    svc = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
-    return webdriver.Chrome(options=o, service=svc)
-
-
-def wait(d, what, cond, secs=5.0):
-    try:
-        return WebDriverWait(d, secs, poll_frequency=0.05).until(lambda _: cond())
-    except TimeoutException:
-        raise SystemExit(f"FAIL: {what} (within {secs} s)")
-
-
-def rows(d, table):
-    # Read in one script: the page rebuilds its tables as data changes.
-    return d.execute_script(
-        "return [...document.querySelectorAll(arguments[0])].map("
-        "tr => [...tr.cells].map(td => td.textContent));", f"#{table} tbody tr")
-
-
-def ok(msg):
-    print("ok:", msg, flush=True)
-
-
-def shot(d, name):
-    path = os.path.join(OUT, name)
-    d.save_screenshot(path)
-    print("screenshot:", path, flush=True)
 
 
 class Worker:
@@ -121,14 +81,9 @@ try:
     # The newer one's error is HTML shown as text; its 3000-byte workload is a cut preview.
     assert newer[4] == HOSTILE, newer
     assert newer[5].startswith("\u20ac" * 60) and newer[5].endswith("…(2.9 KiB)"), newer[5]
-    assert d.execute_script("return document.querySelectorAll('main img').length;") == 0
-    try:
-        d.switch_to.alert
-        raise SystemExit("FAIL: an alert opened: the error text ran as HTML")
-    except NoAlertPresentException:
-        pass
+    ran_as_text(d, "the error text")
     ok(f"failed jobs listed newest first with error text and workload preview: {older[2]}, {newer[2]}")
-    shot(d, "console-failed.png")
+    shot(d, OUT, "console-failed.png")
 
     # Retry the older one: it leaves the list, a new job is queued, a worker runs it.
     retried = older[2]
@@ -162,7 +117,7 @@ try:
         ".find(tr => tr.cells[2].textContent === 'console-worker').querySelector('.job').title;")
     assert title.startswith("console.work, since "), title
     ok(f"worker console-worker shows {held!r} ({title})")
-    shot(d, "console-workers.png")
+    shot(d, OUT, "console-workers.png")
 
     # Drop the other one from its row, by keyboard.
     d.find_element(By.ID, "nav-jobs").click()
@@ -178,7 +133,7 @@ try:
     wait(d, "the page says so", lambda: "Dropped " + dropped + "." in d.find_element(By.ID, "failed-note").text)
     wait(d, "the count says 0", lambda: d.find_element(By.ID, "failed-count").text == "(0)")
     ok(f"dropped {dropped} from its row")
-    shot(d, "console-failed-empty.png")
+    shot(d, OUT, "console-failed-empty.png")
 
     bad = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert not bad, bad
