@@ -182,6 +182,24 @@ pub struct ServeArgs {
     /// (default 100)
     #[argh(option, default = "100")]
     pub acl_metric_identities: usize,
+    /// join a cluster through etcd: its client URLs, http://HOST:PORT, comma-separated or
+    /// repeated; every server loads the schedules file and only the elected leader fires it
+    #[argh(option)]
+    pub etcd: Vec<String>,
+    /// the cluster's name: its keys live under gearwheel/NAME/ in etcd (default gearwheel)
+    #[argh(option)]
+    pub cluster: Option<String>,
+    /// seconds of the etcd lease that keeps this server a member (and the leader): a dead
+    /// leader is replaced this long after it stopped (default 5)
+    #[argh(option, default = "5")]
+    pub etcd_lease_ttl: u64,
+    /// milliseconds an etcd request may go unanswered before the connection is dropped and
+    /// made again (default 2000)
+    #[argh(option, default = "2000")]
+    pub etcd_request_timeout: u64,
+    /// largest etcd reply (or watch message) accepted, in bytes (default 4 MiB)
+    #[argh(option, default = "4 << 20")]
+    pub etcd_max_message: usize,
     /// accepted and ignored: gearwheel runs one thread
     #[argh(option, short = 't')]
     pub threads: Option<String>,
@@ -237,6 +255,56 @@ pub struct Config {
     pub http: Option<HttpConfig>,
     /// `--acl`, `--protected-mode` and the denial bounds.
     pub access: crate::access::AccessConfig,
+    /// `--etcd` and friends: the cluster this server joins, if any.
+    pub cluster: Option<ClusterConfig>,
+}
+
+/// `--etcd`, `--cluster`, `--etcd-lease-ttl`, ...: resolved at start (no DNS in a turn).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// Each etcd endpoint: its `host:port` (the Host header) and address, in the order given.
+    pub endpoints: Vec<(String, SocketAddr)>,
+    pub name: String,
+    pub lease_ttl_secs: u64,
+    pub request_timeout_ms: u64,
+    pub max_message: usize,
+}
+
+/// The cluster settings from the serve flags (`None` without `--etcd`).
+fn cluster_config(a: &ServeArgs) -> Result<Option<ClusterConfig>, String> {
+    if a.etcd.is_empty() {
+        if a.cluster.is_some() {
+            return Err("--cluster needs --etcd".into());
+        }
+        return Ok(None);
+    }
+    let mut endpoints = Vec::new();
+    for hostport in crate::cluster::etcd::endpoints(&a.etcd)? {
+        let addr = resolve(&hostport, 2379)
+            .map_err(|e| format!("--etcd {hostport}: {e}"))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("--etcd {hostport}: resolves to nothing"))?;
+        endpoints.push((hostport, addr));
+    }
+    let name = a.cluster.clone().unwrap_or_else(|| "gearwheel".into());
+    crate::cluster::etcd::check_cluster_name(&name)?;
+    if !(1..=3600).contains(&a.etcd_lease_ttl) {
+        return Err("--etcd-lease-ttl must be 1 to 3600 seconds".into());
+    }
+    if a.etcd_request_timeout < 100 {
+        return Err("--etcd-request-timeout must be at least 100 ms".into());
+    }
+    if a.etcd_max_message < 64 << 10 {
+        return Err("--etcd-max-message must be at least 65536 bytes".into());
+    }
+    Ok(Some(ClusterConfig {
+        endpoints,
+        name,
+        lease_ttl_secs: a.etcd_lease_ttl,
+        request_timeout_ms: a.etcd_request_timeout,
+        max_message: a.etcd_max_message,
+    }))
 }
 
 /// The HTTP listener's settings.
@@ -390,7 +458,7 @@ pub fn split_equals(args: impl IntoIterator<Item = String>) -> Vec<String> {
     out
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its whole length and gethostname NUL-terminates within it.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
@@ -546,6 +614,7 @@ impl Config {
             },
         };
         let http = http_config(&a, &listen)?;
+        let cluster = cluster_config(&a)?;
         if a.repair && a.data_dir.is_none() {
             return Err("--repair needs --data-dir".into());
         }
@@ -605,6 +674,7 @@ impl Config {
                 metric_identities: a.acl_metric_identities,
                 denials_logged_per_second: a.acl_denials_logged_per_second,
             },
+            cluster,
         })
     }
 }

@@ -13,6 +13,8 @@
 //! - `json`: the small JSON writer the HTTP bodies and the alert workloads share.
 //! - `cluster`: several servers, one schedule: the etcd v3 JSON gateway codec (`cluster::etcd`).
 //! - `access`: identities and the `--acl` file's rules (the engine gate's access check).
+//! - `cluster`: several servers on one etcd: the pure etcd conversation (election, lease,
+//!   claims of schedule runs) and its codec; the reactor owns its sockets.
 //! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
 //!   resident set; `plural`: counts with their noun.
 //! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.

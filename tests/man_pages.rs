@@ -355,9 +355,13 @@ fn documented_defaults_are_the_code_defaults() {
     for (flags, cell) in flag_rows() {
         let values: Vec<&str> = cell.split(", ").collect();
         for (i, flag) in flags.iter().enumerate() {
-            // `--http-*` settings exist only with an HTTP listener.
+            // `--http-*` settings exist only with an HTTP listener, `--cluster` and `--etcd-*`
+            // only with `--etcd`.
             let base: Vec<&str> = if flag.starts_with("--http-") && flag != "--http-port" {
                 vec!["--http-port", "8080"]
+            } else if flag == "--cluster" || flag.starts_with("--etcd-") {
+                // The cluster's settings exist only with `--etcd`.
+                vec!["--etcd", "http://127.0.0.1:2379"]
             } else {
                 vec![]
             };

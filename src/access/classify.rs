@@ -78,6 +78,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::ShowScheduled
         | A::ShowSchedules
         | A::ShowJournal
+        | A::ShowCluster
         | A::ShowFailed(_)
         | A::ShowRetries
         | A::ShowTimeouts
@@ -120,6 +121,7 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Schedules
             | Endpoint::Failed
             | Endpoint::Metrics
+            | Endpoint::Cluster
             | Endpoint::Console(Page::Server | Page::Future | Page::Failed) => status,
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),

@@ -286,7 +286,8 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
         View::Schedules => {
             let rows = tsv(lines);
             // Columns only ever come at the end: a server before the marks sends ten, one
-            // before the run history thirteen, one before retries fifteen.
+            // before the run history thirteen, one before retries fifteen, one before
+            // clusters sixteen.
             let headers = [
                 "ID",
                 "SPEC",
@@ -304,9 +305,11 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
                 "LAST-ERROR",
                 "RECENT-RUNS",
                 "RETRYING",
+                "LEADER",
             ];
             let width = rows.first().map_or(headers.len(), Vec::len);
-            if [10, 13, 15, headers.len()].contains(&width) && rows.iter().all(|r| r.len() == width)
+            if [10, 13, 15, 16, headers.len()].contains(&width)
+                && rows.iter().all(|r| r.len() == width)
             {
                 table::render(&headers[..width], &rows)
             } else {
@@ -617,5 +620,9 @@ mod tests {
         let t = render(View::Schedules, &l(&[&row]), 0);
         assert!(t.contains(" RETRYING\n"), "{t}");
         assert!(t.ends_with("5ms failed         2\n"), "{t}");
+        let row = format!("{row}\t127.0.0.1:4730");
+        let t = render(View::Schedules, &l(&[&row]), 0);
+        assert!(t.contains(" LEADER\n"), "{t}");
+        assert!(t.ends_with(" 127.0.0.1:4730\n"), "{t}");
     }
 }

@@ -185,9 +185,12 @@ impl Engine {
                     Err(e) => e.admin_reply(),
                 }
             }
-            // The journal, the schedules file and the ACL belong to the loop, which answers
-            // these lines itself (reactor/admin.rs); an engine on its own has none of them.
-            AdminCommand::ShowJournal | AdminCommand::ReloadSchedules | AdminCommand::ReloadAcl => {
+            // The journal, the schedules file, the ACL and the cluster belong to the loop, which
+            // answers these lines itself (reactor/admin.rs); an engine on its own has none.
+            AdminCommand::ShowJournal
+            | AdminCommand::ShowCluster
+            | AdminCommand::ReloadSchedules
+            | AdminCommand::ReloadAcl => {
                 Bytes::from_static(b"ERR NOT_SUPPORTED Answered+by+the+server+loop\r\n")
             }
             AdminCommand::CancelJob(handle) => match self.cancel_job(&handle, now, out) {

@@ -4,6 +4,7 @@
 
 mod admin;
 mod alerts;
+mod cluster_runs;
 mod dispatch;
 mod durable;
 mod failed;
@@ -42,6 +43,7 @@ use crate::schedule::{SchedSpec, Zone};
 use crate::timer::{TimerKey, Timers};
 
 pub use admin::CancelRefused;
+pub use cluster_runs::RunClaim;
 pub use durable::{Durable, FinishKind, RestoredJob};
 pub use failed::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;

@@ -14,6 +14,8 @@ pub struct Outbox {
     /// Indexes in `replies` of the replies that may wait for the next reply to the same
     /// connection (see `push_lazy`), ascending.
     pub lazy: Vec<usize>,
+    /// Due schedule runs of a clustered server, waiting for their claim (cluster_runs.rs).
+    pub claims: Vec<super::RunClaim>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

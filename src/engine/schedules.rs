@@ -72,6 +72,13 @@ pub(crate) struct Schedules {
     generation: u64,
     warned_clock: bool,
     rng: u64,
+    /// Runs are claimed from the cluster before they are made (`--etcd`).
+    pub(super) clustered: bool,
+    /// The cluster's leader, for `show schedules` (`-` when not clustered or unknown).
+    pub(super) leader: Option<String>,
+    /// When the file was last loaded: a new cluster leader counts an entry the cluster has
+    /// no run of as due since then.
+    pub(super) loaded_ms: u64,
     /// Last runs and counters read back from the journal, waiting for the entries to be
     /// loaded. Entries no longer in the file stay here, unused (at most one per entry the
     /// journal knows), in case a reload brings them back.
@@ -259,6 +266,7 @@ impl Engine {
             }
         }
         self.schedules.generation += 1;
+        self.schedules.loaded_ms = now;
         self.schedules.rng ^= now | 1;
         self.schedules.by_id.clear();
         let mut report = LoadReport::default();
@@ -484,7 +492,7 @@ impl Engine {
 
     /// At start: the runs of a `catchup=none` entry that fell while the server was down are
     /// skipped; count them, and say so in one line.
-    fn count_missed_while_down(&mut self, slot: usize, now: u64, out: &mut Outbox) {
+    pub(super) fn count_missed_while_down(&mut self, slot: usize, now: u64, out: &mut Outbox) {
         let st = &self.schedules.entries[slot];
         let Some(last) = st.history.last_run_ms.max(st.history.seen_ms) else {
             return;
@@ -516,7 +524,7 @@ impl Engine {
 
     /// Make up the last run missed since the entry last ran, once, unless older than its
     /// deadline.
-    fn catch_up(&mut self, slot: usize, now: u64, out: &mut Outbox) {
+    pub(super) fn catch_up(&mut self, slot: usize, now: u64, out: &mut Outbox) {
         let st = &self.schedules.entries[slot];
         // From the latest time dealt with: a run skipped, dropped, or missed while paused
         // (`resume` marks its time as seen) is not made up.
@@ -568,8 +576,19 @@ impl Engine {
         self.run_entry(slot, missed, now, out);
     }
 
-    /// Make one run of the entry's timing, unless the operator asked to skip it.
+    /// A run of the entry's timing is due: in a cluster it is claimed first (the reactor
+    /// answers with `claim_granted`), else it is made at once.
     fn run_entry(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
+        if self.schedules.clustered {
+            let claim = self.claim_for(slot, nominal, now);
+            out.claims.push(claim);
+            return;
+        }
+        self.make_run(slot, nominal, now, out);
+    }
+
+    /// Make one run of the entry's timing, unless the operator asked to skip it.
+    pub(super) fn make_run(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
         if self.schedules.entries[slot].history.marks.skip_next {
             let st = &mut self.schedules.entries[slot];
             let h = &mut st.history;
@@ -702,7 +721,7 @@ impl Engine {
             let h = &st.history;
             let _ = writeln!(
                 s,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 st.id,
                 st.entry.spec,
                 st.entry.function,
@@ -717,7 +736,9 @@ impl Engine {
                 super::schedule_ops::marks_columns(h),
                 h.last_error.as_deref().unwrap_or("-"),
                 h.recent.column(),
-                pending.get(&st.id).copied().unwrap_or(0)
+                pending.get(&st.id).copied().unwrap_or(0),
+                // The server that fires it: the cluster's leader (`--etcd`), else `-`.
+                self.schedules.leader.as_deref().unwrap_or("-")
             );
         }
         s.push_str(".\n");

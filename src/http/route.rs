@@ -26,6 +26,8 @@ pub enum Endpoint {
     Failed,
     Metrics,
     Healthz,
+    /// `/cluster`: the cluster's members, leader and lease (`--etcd`).
+    Cluster,
     /// The console's page, files and JSON (`super::console`).
     Console(Page),
 }
@@ -192,6 +194,7 @@ pub fn route(head: &Head, body: Bytes) -> Route {
             b"schedules" => Some(Endpoint::Schedules),
             b"metrics" => Some(Endpoint::Metrics),
             b"healthz" => Some(Endpoint::Healthz),
+            b"cluster" => Some(Endpoint::Cluster),
             n if n.starts_with(b"jobs/") => {
                 let handle = &n[5..];
                 if handle.is_empty() {

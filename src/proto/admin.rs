@@ -14,6 +14,8 @@ pub enum AdminCommand {
     ShowScheduled,
     ShowSchedules,
     ShowJournal,
+    /// `show cluster`: the cluster's members, leader and lease (answered by the loop).
+    ShowCluster,
     /// `reload schedules`: read the schedules file again.
     ReloadSchedules,
     /// `reload acl`: read the `--acl` file again.
@@ -173,6 +175,7 @@ impl AdminCommand {
                 (Some(a), _) if word_eq(a, "scheduled") => AdminCommand::ShowScheduled,
                 (Some(a), _) if word_eq(a, "schedules") => AdminCommand::ShowSchedules,
                 (Some(a), _) if word_eq(a, "journal") => AdminCommand::ShowJournal,
+                (Some(a), _) if word_eq(a, "cluster") => AdminCommand::ShowCluster,
                 (Some(a), f) if word_eq(a, "failed") => AdminCommand::ShowFailed(f.cloned()),
                 (Some(a), _) if word_eq(a, "retries") => AdminCommand::ShowRetries,
                 (Some(a), _) if word_eq(a, "timeouts") => AdminCommand::ShowTimeouts,
@@ -344,6 +347,7 @@ mod tests {
         assert_eq!(p("show scheduled"), AdminCommand::ShowScheduled);
         assert_eq!(p("show schedules"), AdminCommand::ShowSchedules);
         assert_eq!(p("show journal"), AdminCommand::ShowJournal);
+        assert_eq!(p("show cluster"), AdminCommand::ShowCluster);
         assert_eq!(p("show failed"), AdminCommand::ShowFailed(None));
         assert_eq!(p("show FAILED f"), AdminCommand::ShowFailed(Some(b("f"))));
         assert_eq!(p("retry failed all"), AdminCommand::RetryFailed(b("all")));

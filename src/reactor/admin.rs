@@ -18,6 +18,10 @@ impl Server {
         }
         let reply = match cmd {
             AdminCommand::ShowJournal => self.journal_listing(),
+            AdminCommand::ShowCluster => match &self.cluster {
+                Some(l) => crate::cluster::view::listing(&l.machine.status(l.mono())),
+                None => "ERR NOT_CLUSTERED this+server+runs+without+--etcd\r\n".into(),
+            },
             AdminCommand::ReloadSchedules => match self.reload_schedules(now) {
                 Ok(n) => format!("OK {n}\n"),
                 Err(e) => format!("ERR SCHEDULE_ERROR {}\r\n", e.replace(' ', "+")),

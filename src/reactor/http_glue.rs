@@ -476,8 +476,18 @@ impl Server {
                     journal: journal.as_ref(),
                     failed: Some(self.engine.failed_list()),
                 });
+                let mut body = body;
+                if let Some(l) = &self.cluster {
+                    crate::cluster::view::metrics(&l.machine.status(l.mono()), &mut body);
+                }
                 Reply::new(200, Some(response::PROMETHEUS), body)
             }
+            Endpoint::Cluster => match &self.cluster {
+                Some(l) => {
+                    Reply::json(200, crate::cluster::view::json(&l.machine.status(l.mono())))
+                }
+                None => Reply::text(404, "this server runs without --etcd"),
+            },
             Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
             Endpoint::Console(page) => self.http_console(idx, *page),

@@ -5,6 +5,7 @@
 mod admin;
 mod conn;
 mod deadlines;
+mod etcd_link;
 mod gate;
 mod http_conn;
 mod http_console;
@@ -109,6 +110,8 @@ pub struct Server {
     deadlines: deadlines::Deadlines,
     /// The ACL, protected mode and the denials counted (gate.rs).
     access: gate::Gate,
+    /// The connections to etcd and the cluster machine (`--etcd`), if clustered.
+    cluster: Option<etcd_link::EtcdLink>,
 }
 
 impl Server {
@@ -126,7 +129,11 @@ impl Server {
             listeners.push(l);
         }
         let http = http_glue::HttpGlue::bind(&config, &poll)?;
-        let engine = Engine::new(config.engine.clone());
+        let mut engine = Engine::new(config.engine.clone());
+        let cluster = config.cluster.as_ref().map(|c| {
+            engine.set_clustered(true);
+            etcd_link::EtcdLink::new(c, etcd_link::member_id(local_addrs[0]))
+        });
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
         let output = output_bound::OutputBound::new(config.max_total_output);
         let access = gate::Gate::new(config.access.clone());
@@ -163,6 +170,7 @@ impl Server {
             output,
             deadlines: deadlines::Deadlines::default(),
             access,
+            cluster,
         })
     }
 
@@ -181,6 +189,7 @@ impl Server {
         let now = SystemClock.now_ms();
         let file = read_schedules(&path, &self.config.engine.zone)?;
         let n = file.entries.len();
+        self.cluster_schedules(&file.entries);
         if self.journal.is_none() {
             let last = crate::schedule::file::Catchup::Last;
             for e in file.entries.iter().filter(|e| e.catchup == last) {
@@ -200,19 +209,32 @@ impl Server {
     /// Read the schedules file again. A file with any error leaves the running schedule as it
     /// is; every error is logged and the first is returned.
     fn reload_schedules(&mut self, now: u64) -> Result<usize, String> {
-        let Some(path) = self.schedules_path.clone() else {
-            return Err("no schedules file (start with --schedules FILE)".into());
+        let pushed = self.cluster.as_ref().and_then(|l| l.pushed.clone());
+        // A file pushed through etcd stays the running one until the next push.
+        let (name, read) = match (pushed, &self.schedules_path) {
+            (Some(text), _) => (
+                "the schedules file pushed to etcd".to_string(),
+                crate::schedule::file::parse(&text, &self.config.engine.zone)
+                    .map_err(|e| e.iter().map(|e| format!("pushed schedules:{e}")).collect()),
+            ),
+            (None, Some(path)) => (
+                path.display().to_string(),
+                read_schedules(path, &self.config.engine.zone),
+            ),
+            (None, None) => {
+                return Err("no schedules file (start with --schedules FILE)".into());
+            }
         };
-        match read_schedules(&path, &self.config.engine.zone) {
+        match read {
             Ok(file) => {
                 let n = file.entries.len();
+                self.cluster_schedules(&file.entries);
                 let kept = self
                     .engine
                     .load_schedules(file, now, false, &mut self.outbox)
                     .kept;
                 info!(
-                    "reloaded {}: {}, next run kept for {kept}",
-                    path.display(),
+                    "reloaded {name}: {}, next run kept for {kept}",
                     crate::plural::count(n as u64, "entry", "entries")
                 );
                 Ok(n)
@@ -221,10 +243,7 @@ impl Server {
                 for e in &errors {
                     error!("{e}");
                 }
-                error!(
-                    "reload of {} refused; the running schedule is unchanged",
-                    path.display()
-                );
+                error!("reload of {name} refused; the running schedule is unchanged");
                 Err(errors.into_iter().next().unwrap_or_default())
             }
         }
@@ -269,10 +288,12 @@ impl Server {
             }
             for ev in events.iter() {
                 match ev.token() {
+                    etcd_link::ETCD_UNARY | etcd_link::ETCD_WATCH => self.etcd_event(ev.token()),
                     SIGNAL_TOKEN => {
                         if let Some(exit) = self.on_signals(now) {
                             // Whatever this turn already made durable is written first.
                             self.close_journal();
+                            self.cluster_resign();
                             return Ok(exit);
                         }
                     }
@@ -299,6 +320,7 @@ impl Server {
             }
             self.engine.on_time(now, &mut self.outbox);
             self.on_deadlines(now);
+            self.cluster_turn(now);
             self.resume_paused(now);
             // The replies `hand_on` kept for the turn's end.
             self.pending_writes.append(&mut self.deferred);
@@ -311,6 +333,7 @@ impl Server {
             if let Some(exit) = self.check_shutdown(now) {
                 self.flush_all();
                 self.close_journal();
+                self.cluster_resign();
                 return Ok(exit);
             }
         }
@@ -340,6 +363,7 @@ impl Server {
             self.journal_deadline(),
             self.idle_trim.deadline(),
             self.output.deadline(),
+            self.cluster_sleep(now),
             self.corked
                 .iter()
                 .map(|&(_, since)| since.min(now) + LAZY_HOLD_MS)

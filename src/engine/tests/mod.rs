@@ -121,6 +121,7 @@ impl World {
 
 mod admin;
 mod alerts;
+mod cluster_runs;
 mod failed;
 mod functions;
 mod future;

@@ -1,0 +1,729 @@
+//! The etcd conversation as a pure state machine: a lease kept alive, a member key, the
+//! election, the watch, and the claim of each schedule run. Events in (replies, a tick with
+//! `now`, links up and down), requests out; it never sees a socket or a job.
+//!
+//! Time here is the loop's monotonic milliseconds (`now`), never the wall clock: the lease is
+//! judged by how long ago etcd last confirmed it, and a wall clock that steps must not make an
+//! expired lease look alive. Wall time appears only inside claims (scheduled times).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+mod claims;
+mod watch;
+
+use super::etcd::{Compare, EtcdError, Kv, Op, Reply, Request, Txn};
+use super::records::{Member, RunRecord};
+use super::types::*;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Purpose {
+    Grant,
+    KeepAlive {
+        lease: i64,
+    },
+    PutMember,
+    Campaign,
+    /// The new leader reads every entry's last claimed run.
+    LoadRuns,
+    /// The leader rewrites its key's value (a new digest), fenced.
+    PublishLeader,
+    /// After the watch starts: the leader, the members and the pushed schedules file.
+    ReadState,
+    Claim {
+        ask: ClaimAsk,
+        tries: u8,
+    },
+    /// The leader forgets the record of an entry no longer in its file.
+    DeleteRun,
+}
+
+struct InFlight {
+    purpose: Purpose,
+    sent: u64,
+    /// The clock epoch it was sent in (see `observe`).
+    epoch: u32,
+}
+
+/// Who holds the leader key.
+#[derive(Clone, Debug)]
+struct LeaderView {
+    member: Member,
+    create_revision: i64,
+}
+
+#[derive(Clone, Debug)]
+struct CachedRun {
+    record: RunRecord,
+    mod_revision: i64,
+}
+
+pub struct Machine {
+    s: Settings,
+    prefix: String,
+    unary_up: bool,
+    watch_up: bool,
+    queue: VecDeque<Purpose>,
+    in_flight: Option<InFlight>,
+    lease: Option<i64>,
+    /// The lease is taken as alive until this (monotonic ms): etcd's TTL counted from when
+    /// the last successful keepalive was SENT, minus a margin.
+    valid_until: u64,
+    /// The latest `now` seen: a clock that went back makes the lease unsure.
+    last_now: u64,
+    next_keepalive: u64,
+    member_put: bool,
+    want_campaign: bool,
+    next_campaign: u64,
+    leader: Option<LeaderView>,
+    /// Some while this server is the leader and may claim runs: its key's create revision.
+    fence: Option<i64>,
+    /// The runs were read since this server became the leader (claims wait for it).
+    runs_loaded: bool,
+    runs: HashMap<String, CachedRun>,
+    members: BTreeMap<String, Member>,
+    /// This server's schedules file: its digest and per-entry digests.
+    me: Member,
+    entry_ids: Vec<String>,
+    /// The `P/schedules` revision last handed on.
+    schedules_revision: i64,
+    /// Run keys to delete (entries not in the leader's file).
+    stale_runs: Vec<String>,
+    /// Whether the lease was valid at the last tick (to log the change once).
+    was_valid: bool,
+    /// This server stopped firing as the leader because its lease went unconfirmed: its
+    /// refusals say so (a follower's are quiet) until the lease is confirmed or another
+    /// server leads.
+    safety_stopped: bool,
+    differing: Vec<String>,
+    /// Bumped when the clock goes back: replies to requests sent before do not confirm the
+    /// lease.
+    epoch: u32,
+    stats: Stats,
+}
+
+impl Machine {
+    pub fn new(s: Settings) -> Machine {
+        let prefix = format!("gearwheel/{}/", s.cluster);
+        let me = Member {
+            id: s.id.clone(),
+            addr: s.id.clone(),
+            ..Member::default()
+        };
+        Machine {
+            s,
+            prefix,
+            unary_up: false,
+            watch_up: false,
+            queue: VecDeque::new(),
+            in_flight: None,
+            lease: None,
+            valid_until: 0,
+            last_now: 0,
+            next_keepalive: 0,
+            member_put: false,
+            want_campaign: false,
+            next_campaign: 0,
+            leader: None,
+            fence: None,
+            runs_loaded: false,
+            runs: HashMap::new(),
+            members: BTreeMap::new(),
+            me,
+            entry_ids: Vec::new(),
+            schedules_revision: 0,
+            stale_runs: Vec::new(),
+            was_valid: false,
+            safety_stopped: false,
+            differing: Vec::new(),
+            epoch: 0,
+            stats: Stats::default(),
+        }
+    }
+
+    fn key(&self, rest: &str) -> Vec<u8> {
+        format!("{}{rest}", self.prefix).into_bytes()
+    }
+
+    fn run_key(&self, entry: &str) -> Vec<u8> {
+        self.key(&format!("runs/{entry}"))
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        self.s.ttl_secs.max(1) as u64 * 1000
+    }
+
+    /// The lease is confirmed well enough to act as the leader.
+    fn lease_ok(&self, now: u64) -> bool {
+        self.lease.is_some() && now < self.valid_until
+    }
+
+    /// Whether this server may fire runs now.
+    pub fn is_leader(&self, now: u64) -> bool {
+        self.fence.is_some() && self.runs_loaded && self.lease_ok(now)
+    }
+
+    /// This server's schedules file changed: its digests (published in its member key and,
+    /// when leader, in the leader key) and its entry ids (the leader forgets other records).
+    pub fn set_schedules(&mut self, digest: String, entries: String, ids: Vec<String>) {
+        self.me.digest = digest;
+        self.me.entries = entries;
+        self.entry_ids = ids;
+        self.compare_with_leader();
+        if self.member_put {
+            self.member_put = false;
+        }
+        if self.fence.is_some() {
+            self.enqueue(Purpose::PublishLeader);
+            self.collect_stale_runs();
+        }
+    }
+
+    /// The earliest time the machine wants a tick.
+    pub fn next_deadline(&self) -> Option<u64> {
+        let mut d: Option<u64> = None;
+        let mut at = |t: u64| d = Some(d.map_or(t, |x| x.min(t)));
+        if let Some(f) = &self.in_flight {
+            at(f.sent + self.s.request_timeout_ms);
+        }
+        // Only times that lead to an action: a deadline in the past that acts on nothing
+        // would spin the loop.
+        if self.unary_up && self.lease.is_some() {
+            if !self.pending(|p| matches!(p, Purpose::KeepAlive { .. })) {
+                at(self.next_keepalive);
+            }
+            if self.fence.is_none()
+                && self.member_put
+                && self.lease_ok(self.last_now)
+                && !self.pending(|p| *p == Purpose::Campaign)
+            {
+                at(self.next_campaign);
+            }
+        }
+        if self.lease.is_some() && self.was_valid {
+            at(self.valid_until);
+        }
+        d
+    }
+
+    /// A link came up (connected) or went down (closed, failed).
+    pub fn link(&mut self, link: Link, up: bool, now: u64, out: &mut Output) {
+        self.observe(now, out);
+        match (link, up) {
+            (Link::Unary, true) => {
+                self.unary_up = true;
+                // Confirm the lease at once: how long we were away is unknown.
+                self.next_keepalive = now;
+            }
+            (Link::Unary, false) => {
+                self.unary_up = false;
+                if let Some(f) = self.in_flight.take() {
+                    self.stats.request_errors += 1;
+                    self.lost(f.purpose, "the connection to etcd closed", out);
+                }
+                for p in std::mem::take(&mut self.queue) {
+                    self.lost(p, "no connection to etcd", out);
+                }
+            }
+            (Link::Watch, true) => {
+                self.watch_up = true;
+                out.send.push((
+                    Link::Watch,
+                    Request::Watch {
+                        key: self.prefix.clone().into_bytes(),
+                        prefix: true,
+                        start_revision: 0,
+                    },
+                ));
+            }
+            (Link::Watch, false) => self.watch_up = false,
+        }
+        self.advance(now, out);
+    }
+
+    /// The loop's timer: keepalives, campaigns, request timeouts, the lease's validity.
+    pub fn tick(&mut self, now: u64, out: &mut Output) {
+        self.observe(now, out);
+        if let Some(f) = &self.in_flight {
+            if now >= f.sent + self.s.request_timeout_ms {
+                log::warn!(
+                    "cluster: etcd did not answer within {} ms; reconnecting",
+                    self.s.request_timeout_ms
+                );
+                out.reset.push(Link::Unary);
+                self.link(Link::Unary, false, now, out);
+                return;
+            }
+        }
+        self.advance(now, out);
+    }
+
+    /// Check the lease against the clock: stop firing the moment it can no longer be
+    /// trusted (its TTL ran out by the local clock, or the clock went back).
+    fn observe(&mut self, now: u64, _out: &mut Output) {
+        if now < self.last_now && self.lease.is_some() {
+            log::warn!(
+                "cluster: the clock went back {} ms; the lease counts as unconfirmed until etcd renews it",
+                self.last_now - now
+            );
+            self.valid_until = 0;
+            self.next_keepalive = now;
+            self.next_campaign = now;
+            // A request sent before the step says nothing in the new time base.
+            self.epoch += 1;
+            if let Some(f) = &mut self.in_flight {
+                f.sent = now;
+            }
+        }
+        if now < self.last_now {
+            self.last_now = now;
+        }
+        self.last_now = self.last_now.max(now);
+        let valid = self.lease_ok(now);
+        if self.was_valid && !valid {
+            if self.fence.is_some() {
+                self.stats.safety_stops += 1;
+                self.safety_stopped = true;
+                log::error!(
+                    "cluster: the etcd lease could not be renewed within its TTL ({} s); this server stops firing schedules until etcd confirms it (safety before liveness)",
+                    self.s.ttl_secs
+                );
+            } else {
+                log::warn!("cluster: the etcd lease could not be renewed in time");
+            }
+            self.step_down();
+        }
+        self.was_valid = valid;
+    }
+
+    fn step_down(&mut self) {
+        self.fence = None;
+        self.runs_loaded = false;
+    }
+
+    /// Queue what the state calls for, then send the next unary request if none is in flight.
+    fn advance(&mut self, now: u64, out: &mut Output) {
+        if !self.unary_up {
+            return;
+        }
+        match self.lease {
+            None => {
+                if !self.pending(|p| *p == Purpose::Grant) {
+                    self.member_put = false;
+                    self.enqueue(Purpose::Grant);
+                }
+            }
+            Some(lease) => {
+                if now >= self.next_keepalive
+                    && !self.pending(|p| matches!(p, Purpose::KeepAlive { .. }))
+                {
+                    self.enqueue(Purpose::KeepAlive { lease });
+                    self.next_keepalive = now + (self.ttl_ms() / 3).max(1);
+                }
+                if self.lease_ok(now) {
+                    if !self.member_put && !self.pending(|p| *p == Purpose::PutMember) {
+                        self.enqueue(Purpose::PutMember);
+                    }
+                    if self.fence.is_none() && now >= self.next_campaign {
+                        self.want_campaign = true;
+                    }
+                    if self.member_put
+                        && self.fence.is_none()
+                        && self.want_campaign
+                        && !self.pending(|p| *p == Purpose::Campaign)
+                    {
+                        self.want_campaign = false;
+                        self.next_campaign = now + (self.ttl_ms() / 3).max(1);
+                        self.enqueue(Purpose::Campaign);
+                    }
+                    if self.fence.is_some()
+                        && !self.runs_loaded
+                        && !self.pending(|p| *p == Purpose::LoadRuns)
+                    {
+                        self.enqueue(Purpose::LoadRuns);
+                    }
+                }
+            }
+        }
+        self.send_next(now, out);
+    }
+
+    fn pending(&self, f: impl Fn(&Purpose) -> bool) -> bool {
+        self.in_flight.as_ref().is_some_and(|x| f(&x.purpose)) || self.queue.iter().any(f)
+    }
+
+    fn enqueue(&mut self, p: Purpose) {
+        // Lease upkeep goes before claims: a keepalive stuck behind claims could let the
+        // lease lapse.
+        if matches!(p, Purpose::KeepAlive { .. } | Purpose::Grant) {
+            self.queue.push_front(p);
+        } else {
+            self.queue.push_back(p);
+        }
+    }
+
+    fn send_next(&mut self, now: u64, out: &mut Output) {
+        while self.in_flight.is_none() && self.unary_up {
+            let Some(p) = self.queue.pop_front() else {
+                return;
+            };
+            if let Some(req) = self.request_for(&p, now, out) {
+                out.send.push((Link::Unary, req));
+                self.in_flight = Some(InFlight {
+                    purpose: p,
+                    sent: now,
+                    epoch: self.epoch,
+                });
+            }
+        }
+    }
+
+    /// The request for a purpose, built when it is sent (a claim compares the revision read
+    /// last, which an earlier claim may have changed). `None`: nothing to send (a claim
+    /// decided without etcd).
+    fn request_for(&mut self, p: &Purpose, now: u64, out: &mut Output) -> Option<Request> {
+        let leader_key = self.key("leader");
+        let member_key = self.key(&format!("members/{}", self.s.id));
+        Some(match p {
+            Purpose::Grant => Request::LeaseGrant {
+                ttl_secs: self.s.ttl_secs,
+            },
+            Purpose::KeepAlive { lease } => Request::LeaseKeepAlive { lease: *lease },
+            Purpose::PutMember => Request::Put {
+                key: member_key,
+                value: self.me.to_json(),
+                lease: self.lease?,
+            },
+            Purpose::Campaign => Request::Txn(Txn {
+                compare: vec![Compare::CreateRevision {
+                    key: leader_key.clone(),
+                    revision: 0,
+                }],
+                success: vec![
+                    Op::Put {
+                        key: leader_key.clone(),
+                        value: self.me.to_json(),
+                        lease: self.lease?,
+                    },
+                    Op::Get {
+                        key: leader_key.clone(),
+                    },
+                ],
+                failure: vec![Op::Get { key: leader_key }],
+            }),
+            Purpose::PublishLeader => {
+                let fence = self.fence?;
+                Request::Txn(Txn {
+                    compare: vec![Compare::CreateRevision {
+                        key: leader_key.clone(),
+                        revision: fence,
+                    }],
+                    success: vec![Op::Put {
+                        key: leader_key,
+                        value: self.me.to_json(),
+                        lease: self.lease?,
+                    }],
+                    failure: vec![],
+                })
+            }
+            Purpose::LoadRuns => Request::GetPrefix {
+                prefix: self.key("runs/"),
+            },
+            Purpose::ReadState => Request::Txn(Txn {
+                compare: vec![],
+                success: vec![
+                    Op::Get { key: leader_key },
+                    Op::GetPrefix {
+                        prefix: self.key("members/"),
+                    },
+                    Op::Get {
+                        key: self.key("schedules"),
+                    },
+                ],
+                failure: vec![],
+            }),
+            Purpose::DeleteRun => {
+                let id = self.stale_runs.pop()?;
+                let fence = self.fence?;
+                Request::Txn(Txn {
+                    compare: vec![Compare::CreateRevision {
+                        key: leader_key,
+                        revision: fence,
+                    }],
+                    success: vec![Op::Delete {
+                        key: self.run_key(&id),
+                    }],
+                    failure: vec![],
+                })
+            }
+            Purpose::Claim { ask, .. } => {
+                if let Err(r) = self.precheck(ask, now) {
+                    self.decide(ask.clone(), Err(r), out);
+                    return None;
+                }
+                let fence = self.fence?;
+                let key = self.run_key(&ask.entry);
+                let revision = self.runs.get(&ask.entry).map_or(0, |c| c.mod_revision);
+                let record = RunRecord {
+                    nominal_ms: ask.nominal_ms,
+                    leader: self.s.id.clone(),
+                    fence,
+                    server: self.s.id.clone(),
+                    unique: ask.unique.clone(),
+                    until_ms: ask.until_ms,
+                };
+                Request::Txn(Txn {
+                    compare: vec![
+                        Compare::CreateRevision {
+                            key: leader_key.clone(),
+                            revision: fence,
+                        },
+                        Compare::ModRevision {
+                            key: key.clone(),
+                            revision,
+                        },
+                    ],
+                    success: vec![Op::Put {
+                        key: key.clone(),
+                        value: record.to_json(),
+                        lease: 0,
+                    }],
+                    failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
+                })
+            }
+        })
+    }
+
+    /// A request's answer will never come.
+    fn lost(&mut self, p: Purpose, why: &str, out: &mut Output) {
+        match p {
+            Purpose::Claim { ask, .. } => self.decide(ask, Err(Refusal::Unknown(why.into())), out),
+            // Re-read on the next success: we may or may not hold the key.
+            Purpose::Campaign => self.want_campaign = true,
+            Purpose::PutMember => self.member_put = false,
+            _ => {}
+        }
+    }
+
+    /// A reply (or an error) on a link.
+    pub fn reply(
+        &mut self,
+        link: Link,
+        reply: Result<Reply, EtcdError>,
+        now: u64,
+        out: &mut Output,
+    ) {
+        self.observe(now, out);
+        match link {
+            Link::Watch => self.watch_reply(reply, out),
+            Link::Unary => {
+                let Some(f) = self.in_flight.take() else {
+                    log::warn!("cluster: an etcd reply nobody asked for; reconnecting");
+                    out.reset.push(Link::Unary);
+                    self.link(Link::Unary, false, now, out);
+                    return;
+                };
+                let took = now.saturating_sub(f.sent);
+                self.stats.requests += 1;
+                self.stats.latency_sum_ms += took;
+                self.stats.latency_max_ms = self.stats.latency_max_ms.max(took);
+                match reply {
+                    Ok(r) => self.unary_reply(f, r, now, out),
+                    Err(e) => {
+                        self.stats.request_errors += 1;
+                        self.unary_error(f.purpose, e, out);
+                    }
+                }
+            }
+        }
+        self.advance(now, out);
+    }
+
+    fn unary_error(&mut self, p: Purpose, e: EtcdError, out: &mut Output) {
+        let text = e.to_string();
+        if text.contains("lease not found") {
+            log::warn!("cluster: etcd no longer knows this server's lease; taking a new one");
+            self.lease_gone();
+        } else {
+            log::warn!("cluster: etcd answered an error: {text}");
+        }
+        self.lost(p, &text, out);
+    }
+
+    /// etcd says the lease ended: so did the member key and any leader key it held.
+    fn lease_gone(&mut self) {
+        self.lease = None;
+        self.valid_until = 0;
+        self.member_put = false;
+        if self.fence.is_some() {
+            log::error!("cluster: this server's lease ended; it is no longer the leader");
+        }
+        self.step_down();
+        self.was_valid = false;
+    }
+
+    fn unary_reply(&mut self, f: InFlight, r: Reply, now: u64, out: &mut Output) {
+        match (f.purpose, r) {
+            (Purpose::Grant, Reply::LeaseGranted { lease, ttl_secs }) => {
+                log::info!("cluster: lease {lease:x} granted ({ttl_secs} s)");
+                self.lease = Some(lease);
+                self.safety_stopped = false;
+                if f.epoch == self.epoch {
+                    self.valid_until = f.sent + self.valid_ms(ttl_secs);
+                }
+                self.was_valid = self.lease_ok(now);
+                self.next_keepalive = f.sent + (self.ttl_ms() / 3).max(1);
+                self.member_put = false;
+            }
+            (Purpose::KeepAlive { lease }, Reply::LeaseKeptAlive { ttl_secs, .. }) => {
+                if self.lease != Some(lease) {
+                    return;
+                }
+                if ttl_secs <= 0 {
+                    log::warn!("cluster: lease {lease:x} expired in etcd; taking a new one");
+                    self.lease_gone();
+                    return;
+                }
+                let was_ok = self.lease_ok(now);
+                if f.epoch == self.epoch {
+                    self.valid_until = self.valid_until.max(f.sent + self.valid_ms(ttl_secs));
+                }
+                self.was_valid = self.lease_ok(now);
+                if !was_ok && self.was_valid {
+                    log::warn!("cluster: etcd confirmed the lease again");
+                    self.want_campaign = true;
+                    self.safety_stopped = false;
+                }
+            }
+            (Purpose::PutMember, Reply::Put { .. }) => {
+                self.member_put = true;
+                self.members.insert(self.s.id.clone(), self.me.clone());
+                self.want_campaign = true;
+            }
+            (Purpose::Campaign, Reply::Txn { ranges, .. }) => {
+                let kv = ranges.last().and_then(|r| r.first()).cloned();
+                self.campaign_result(kv, now);
+            }
+            (Purpose::PublishLeader, Reply::Txn { succeeded, .. }) => {
+                if !succeeded && self.fence.is_some() {
+                    self.fence_lost();
+                }
+            }
+            (Purpose::LoadRuns, Reply::Range { kvs, .. }) => {
+                if self.fence.is_none() {
+                    return;
+                }
+                self.runs.clear();
+                for kv in &kvs {
+                    self.cache_run(kv);
+                }
+                self.runs_loaded = true;
+                self.stats.leaderships += 1;
+                let records: Vec<(String, u64)> = self
+                    .runs
+                    .iter()
+                    .map(|(id, c)| (id.clone(), c.record.nominal_ms))
+                    .collect();
+                log::warn!(
+                    "cluster: this server ({}) is the leader now (fence {}); it fires the schedules",
+                    self.s.id,
+                    self.fence.unwrap_or(0)
+                );
+                out.takeover = Some(records);
+                self.collect_stale_runs();
+            }
+            (Purpose::ReadState, Reply::Txn { ranges, .. }) => {
+                let mut it = ranges.into_iter();
+                let leader = it.next().and_then(|r| r.into_iter().next());
+                self.leader_seen(leader.as_ref());
+                if let Some(members) = it.next() {
+                    self.members.clear();
+                    for kv in &members {
+                        let m = Member::parse(&kv.value);
+                        if !m.id.is_empty() {
+                            self.members.insert(m.id.clone(), m);
+                        }
+                    }
+                }
+                if let Some(kv) = it.next().and_then(|r| r.into_iter().next()) {
+                    self.schedules_seen(&kv, out);
+                }
+            }
+            (Purpose::DeleteRun, Reply::Txn { .. }) => {
+                if !self.stale_runs.is_empty() {
+                    self.enqueue(Purpose::DeleteRun);
+                }
+            }
+            (
+                Purpose::Claim { ask, tries },
+                Reply::Txn {
+                    succeeded,
+                    revision,
+                    ranges,
+                },
+            ) => self.claim_result(ask, tries, succeeded, revision, ranges, now, out),
+            (p, r) => {
+                log::warn!("cluster: unexpected etcd reply {r:?} to {p:?}");
+                self.lost(p, "unexpected reply", out);
+            }
+        }
+    }
+
+    fn valid_ms(&self, ttl_secs: i64) -> u64 {
+        // The margin covers a local clock running slower than etcd's and the time the
+        // keepalive took to reach etcd: a tenth of the TTL, at least 300 ms.
+        let ttl = ttl_secs.max(1) as u64 * 1000;
+        ttl - (ttl / 10).max(300).min(ttl / 2)
+    }
+
+    fn campaign_result(&mut self, kv: Option<Kv>, now: u64) {
+        self.leader_seen(kv.as_ref());
+        let Some(kv) = kv else {
+            // No key even after the txn: try again soon.
+            self.want_campaign = true;
+            return;
+        };
+        let mine =
+            self.lease.is_some_and(|l| l == kv.lease) && Member::parse(&kv.value).id == self.s.id;
+        if mine && self.lease_ok(now) && self.fence != Some(kv.create_revision) {
+            self.fence = Some(kv.create_revision);
+            self.runs_loaded = false;
+        }
+    }
+
+    fn fence_lost(&mut self) {
+        self.stats.fence_failures += 1;
+        log::error!(
+            "cluster: etcd says this server no longer holds the leader key (fence {}); it stops firing",
+            self.fence.unwrap_or(0)
+        );
+        self.step_down();
+        self.want_campaign = true;
+    }
+
+    /// A copy of the state for `show cluster`, `/cluster` and /metrics.
+    pub fn status(&self, now: u64) -> Status {
+        Status {
+            cluster: self.s.cluster.clone(),
+            id: self.s.id.clone(),
+            leader: self.leader.as_ref().map(|l| l.member.id.clone()),
+            is_leader: self.is_leader(now),
+            fence: self.fence,
+            leader_revision: self.leader.as_ref().map(|l| l.create_revision),
+            lease_left_ms: self.lease.map(|_| self.valid_until.saturating_sub(now)),
+            reachable: self.unary_up && self.lease_ok(now),
+            members: self.members.values().cloned().collect(),
+            differing: self.differing.clone(),
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// The leader's lease id, for a graceful shutdown's revoke.
+    pub fn lease(&self) -> Option<i64> {
+        self.lease
+    }
+
+    /// The leader's id, if known.
+    pub fn leader_id(&self) -> Option<&str> {
+        self.leader.as_ref().map(|l| l.member.id.as_str())
+    }
+}

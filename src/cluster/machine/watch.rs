@@ -1,0 +1,126 @@
+//! The watch on the cluster's keys: who leads (a deleted leader key starts the failover),
+//! who is a member, the run records, a pushed schedules file, and the comparison of this
+//! server's schedules digests with the leader's.
+
+use super::*;
+use crate::cluster::etcd::WatchEvent;
+
+impl Machine {
+    pub(super) fn leader_seen(&mut self, kv: Option<&Kv>) {
+        self.leader = kv.map(|kv| LeaderView {
+            member: Member::parse(&kv.value),
+            create_revision: kv.create_revision,
+        });
+        if self
+            .leader
+            .as_ref()
+            .is_some_and(|l| l.member.id != self.s.id)
+        {
+            self.safety_stopped = false;
+        }
+        match &self.leader {
+            None => self.want_campaign = true,
+            Some(l) if self.fence.is_some() && Some(l.create_revision) != self.fence => {
+                self.fence_lost()
+            }
+            Some(_) => {}
+        }
+        self.compare_with_leader();
+    }
+
+    /// Name the entries whose definition differs from the leader's (once per change).
+    pub(super) fn compare_with_leader(&mut self) {
+        let Some(l) = &self.leader else { return };
+        if l.member.id == self.s.id || l.member.digest.is_empty() || self.me.digest.is_empty() {
+            self.differing.clear();
+            return;
+        }
+        if l.member.digest == self.me.digest {
+            self.differing.clear();
+            return;
+        }
+        let differing = crate::cluster::digest::differing(&self.me.entries, &l.member.entries);
+        if differing != self.differing {
+            log::warn!(
+                "cluster: this server's schedules file differs from the leader's ({}): {}",
+                l.member.id,
+                if differing.is_empty() {
+                    "(the same entries, other file-wide settings)".to_string()
+                } else {
+                    differing.join(", ")
+                }
+            );
+            self.differing = differing;
+        }
+    }
+
+    pub(super) fn schedules_seen(&mut self, kv: &Kv, out: &mut Output) {
+        if kv.mod_revision <= self.schedules_revision {
+            return;
+        }
+        self.schedules_revision = kv.mod_revision;
+        match String::from_utf8(kv.value.clone()) {
+            Ok(text) => out.schedules_text = Some(text),
+            Err(_) => log::error!("cluster: the pushed schedules file is not UTF-8; ignored"),
+        }
+    }
+
+    pub(super) fn watch_reply(&mut self, reply: Result<Reply, EtcdError>, out: &mut Output) {
+        match reply {
+            Ok(Reply::WatchCreated { .. }) => {
+                // What happened before the watch began is read once.
+                if !self.pending(|p| *p == Purpose::ReadState) {
+                    self.enqueue(Purpose::ReadState);
+                }
+            }
+            Ok(Reply::WatchEvents { events, .. }) => {
+                for ev in events {
+                    self.watch_event(ev, out);
+                }
+            }
+            Ok(Reply::WatchCanceled { reason, .. }) => {
+                log::warn!("cluster: etcd cancelled the watch ({reason}); watching again");
+                out.reset.push(Link::Watch);
+                self.watch_up = false;
+            }
+            Ok(other) => log::warn!("cluster: unexpected reply on the watch: {other:?}"),
+            Err(e) => {
+                log::warn!("cluster: the watch failed: {e}; watching again");
+                out.reset.push(Link::Watch);
+                self.watch_up = false;
+            }
+        }
+    }
+
+    pub(super) fn watch_event(&mut self, ev: WatchEvent, out: &mut Output) {
+        let key = String::from_utf8_lossy(&ev.kv.key).into_owned();
+        let Some(rest) = key.strip_prefix(&self.prefix) else {
+            return;
+        };
+        if rest == "leader" {
+            if ev.deleted {
+                if self.fence.is_some() {
+                    self.fence_lost();
+                }
+                self.leader_seen(None);
+                // Campaign now, not at the next periodic try: this is the failover.
+                self.next_campaign = 0;
+            } else {
+                self.leader_seen(Some(&ev.kv));
+            }
+        } else if let Some(id) = rest.strip_prefix("members/") {
+            if ev.deleted {
+                self.members.remove(id);
+            } else {
+                let m = Member::parse(&ev.kv.value);
+                self.members.insert(id.to_string(), m);
+            }
+        } else if rest.starts_with("runs/") {
+            if !ev.deleted {
+                self.cache_run(&ev.kv);
+            }
+        } else if rest == "schedules" && !ev.deleted {
+            self.schedules_seen(&ev.kv, out);
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The values the cluster keeps under `gearwheel/{cluster}/` (leader, members, runs): their
+//! JSON text both ways. Written with crate::json, read with serde_json; a value that does
+//! not parse is treated as absent fields, never as a panic (another version may write more).
+
+use crate::json::Obj;
+
+/// `P/leader` and `P/members/{id}`: who a server is and which schedules file it runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Member {
+    pub id: String,
+    /// Its Gearman listen address (`host:port`), the name operators know it by.
+    pub addr: String,
+    /// The digest of its schedules file (see digest.rs).
+    pub digest: String,
+    /// Per-entry digests, `id=digest` joined by spaces (only in the leader's value), so that
+    /// followers can name the entries that differ.
+    pub entries: String,
+}
+
+impl Member {
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut s = String::new();
+        let mut o = Obj::new(&mut s);
+        o.str("id", &self.id)
+            .str("addr", &self.addr)
+            .str("digest", &self.digest)
+            .str("entries", &self.entries)
+            .str("version", env!("CARGO_PKG_VERSION"));
+        o.end();
+        s.into_bytes()
+    }
+
+    pub fn parse(value: &[u8]) -> Member {
+        let v: serde_json::Value = serde_json::from_slice(value).unwrap_or_default();
+        let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        Member {
+            id: s("id"),
+            addr: s("addr"),
+            digest: s("digest"),
+            entries: s("entries"),
+        }
+    }
+}
+
+/// `P/runs/{entry}`: the last claimed run of an entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunRecord {
+    /// Its scheduled time (unix ms). A run is claimed only if later than this.
+    pub nominal_ms: u64,
+    /// The leader that claimed it and its fence.
+    pub leader: String,
+    pub fence: i64,
+    /// The server whose queue holds the run's jobs, and their unique (overlap=skip).
+    pub server: String,
+    pub unique: String,
+    /// Until when the run blocks an `overlap=skip` entry on another server (unix ms; 0 =
+    /// it does not block: the entry has no `timeout=`).
+    pub until_ms: u64,
+}
+
+impl RunRecord {
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut s = String::new();
+        let mut o = Obj::new(&mut s);
+        o.num("nominal", self.nominal_ms)
+            .str("leader", &self.leader)
+            .num("fence", self.fence)
+            .str("server", &self.server)
+            .str("unique", &self.unique)
+            .num("until", self.until_ms);
+        o.end();
+        s.into_bytes()
+    }
+
+    pub fn parse(value: &[u8]) -> Option<RunRecord> {
+        let v: serde_json::Value = serde_json::from_slice(value).ok()?;
+        let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        let n = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+        Some(RunRecord {
+            nominal_ms: v.get("nominal")?.as_u64()?,
+            leader: s("leader"),
+            fence: v.get("fence").and_then(|x| x.as_i64()).unwrap_or(0),
+            server: s("server"),
+            unique: s("unique"),
+            until_ms: n("until"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_garbage_is_harmless() {
+        let r = RunRecord {
+            nominal_ms: 1_700_000_000_000,
+            leader: "a:1".into(),
+            fence: 7,
+            server: "a:1".into(),
+            unique: "nightly".into(),
+            until_ms: 0,
+        };
+        assert_eq!(RunRecord::parse(&r.to_json()), Some(r));
+        assert_eq!(RunRecord::parse(b"{\"x\":1}"), None);
+        assert_eq!(RunRecord::parse(b"\xff{"), None);
+        let m = Member {
+            id: "a:1".into(),
+            addr: "a:1".into(),
+            digest: "d".into(),
+            entries: "x=1 y=2".into(),
+        };
+        assert_eq!(Member::parse(&m.to_json()), m);
+        assert_eq!(Member::parse(b"nonsense"), Member::default());
+    }
+}

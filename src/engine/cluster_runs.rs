@@ -1,0 +1,110 @@
+//! Schedule runs on a server of a cluster (`--etcd`): a due run is not made at once but
+//! handed out as a claim; the reactor has the cluster machine claim it in etcd and answers
+//! with `claim_granted` or `claim_refused`. A server that becomes the leader is told each
+//! entry's last claimed run and applies the entry's own catch-up rules. The engine never
+//! sees etcd; the cluster machine never sees a job.
+
+use std::rc::Rc;
+
+use super::{Engine, Outbox};
+use crate::schedule::cron::Timing;
+use crate::schedule::file::{Catchup, Overlap};
+
+/// A due run waiting for its claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunClaim {
+    pub entry: Rc<str>,
+    /// Its scheduled time (unix ms).
+    pub nominal_ms: u64,
+    /// `overlap=skip`: another server's run still going blocks it.
+    pub overlap_skip: bool,
+    /// The unique its jobs get (overlap=skip), for the other servers to see.
+    pub unique: String,
+    /// Until when this run blocks the entry on other servers: now plus the entry's
+    /// `timeout=` (0 without one: nothing says when it ends, so it does not block).
+    pub until_ms: u64,
+}
+
+impl Engine {
+    /// Claim runs from the cluster before making them (on) or make them at once (off).
+    pub fn set_clustered(&mut self, on: bool) {
+        self.schedules.clustered = on;
+    }
+
+    /// The cluster's leader changed (for `show schedules`).
+    pub fn set_cluster_leader(&mut self, leader: Option<String>) {
+        self.schedules.leader = leader;
+    }
+
+    pub(super) fn claim_for(&self, slot: usize, nominal: u64, now: u64) -> RunClaim {
+        let st = &self.schedules.entries[slot];
+        let skip = st.entry.overlap == Overlap::Skip;
+        RunClaim {
+            entry: Rc::clone(&st.id),
+            nominal_ms: nominal,
+            overlap_skip: skip,
+            unique: if skip {
+                st.entry.id.clone()
+            } else {
+                String::new()
+            },
+            until_ms: st.entry.timeout_ms.map_or(0, |t| now.saturating_add(t)),
+        }
+    }
+
+    /// The cluster claimed the run: make it (its jobs are queued here).
+    pub fn claim_granted(&mut self, entry: &str, nominal: u64, now: u64, out: &mut Outbox) {
+        match self.schedules.by_id.get(entry) {
+            Some(&slot) => self.make_run(slot, nominal, now, out),
+            None => log::warn!(
+                "schedule {entry}: claimed run at {} dropped: the entry is no longer loaded",
+                super::rfc3339(nominal)
+            ),
+        }
+    }
+
+    /// The cluster did not grant the run. `quiet`: the usual case of a follower (it is not
+    /// the leader), logged at DEBUG only.
+    pub fn claim_refused(&mut self, entry: &str, nominal: u64, why: &str, quiet: bool) {
+        let level = if quiet {
+            log::Level::Debug
+        } else {
+            log::Level::Warn
+        };
+        log::log!(
+            level,
+            "schedule {entry}: run at {} not made: {why}",
+            super::rfc3339(nominal)
+        );
+    }
+
+    /// This server became the cluster's leader. `records` holds the last claimed scheduled
+    /// time of each entry the cluster knows: runs missed since then (while no server was the
+    /// leader) are made up once for `catchup=last` entries (unless older than `deadline=`)
+    /// and counted as missed for the others, exactly as after a restart of one server.
+    pub fn cluster_takeover(&mut self, records: &[(String, u64)], now: u64, out: &mut Outbox) {
+        for (id, nominal) in records {
+            if let Some(&slot) = self.schedules.by_id.get(id.as_str()) {
+                let h = &mut self.schedules.entries[slot].history;
+                h.seen_ms = h.seen_ms.max(Some(*nominal));
+            }
+        }
+        let loaded = self.schedules.loaded_ms;
+        for slot in 0..self.schedules.entries.len() {
+            let st = &mut self.schedules.entries[slot];
+            if st.history.marks.paused || matches!(st.entry.timing, Timing::Reboot) {
+                continue;
+            }
+            // An entry the cluster never ran (its first time fell in the failover) is due
+            // since this server loaded it.
+            let h = &mut st.history;
+            if h.last_run_ms.is_none() && h.seen_ms.is_none() {
+                h.seen_ms = Some(loaded);
+            }
+            match st.entry.catchup {
+                Catchup::Last => self.catch_up(slot, now, out),
+                Catchup::None => self.count_missed_while_down(slot, now, out),
+            }
+        }
+    }
+}

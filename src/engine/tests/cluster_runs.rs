@@ -1,0 +1,83 @@
+//! A clustered engine: due runs become claims, only granted ones queue jobs, and a takeover
+//! makes up one missed run of a catchup=last entry, never two.
+
+use super::*;
+use crate::schedule::file::parse;
+
+/// 2026-11-22T06:37:30Z
+const T0: u64 = 1_795_329_450_000;
+
+fn clustered(text: &str) -> World {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        zone: Zone::Utc,
+        ..EngineConfig::default()
+    });
+    w.now = T0 - 5_000;
+    w.e.set_clustered(true);
+    let file = parse(text, &Zone::Utc).unwrap();
+    w.e.load_schedules(file, w.now, true, &mut w.out);
+    w.out.replies.clear();
+    w
+}
+
+fn queued(w: &mut World, f: &str) -> u32 {
+    let c = w.conn();
+    let status = w.admin(c, "status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{f}\t")))
+        .and_then(|rest| rest.split('\t').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_due_run_is_claimed_and_queued_only_when_granted() {
+    let mut w = clustered("@every 10s beat id=hb overlap=allow -- {time}\n");
+    w.now = T0;
+    w.e.on_time(w.now, &mut w.out);
+    let claims = std::mem::take(&mut w.out.claims);
+    assert_eq!(claims.len(), 1);
+    assert_eq!(&*claims[0].entry, "hb");
+    assert_eq!(claims[0].nominal_ms, T0);
+    assert_eq!(queued(&mut w, "beat"), 0, "nothing queued before the claim");
+    w.e.claim_refused("hb", T0, "this server is not the leader", true);
+    assert_eq!(queued(&mut w, "beat"), 0);
+    w.now = T0 + 10_000;
+    w.e.on_time(w.now, &mut w.out);
+    let claims = std::mem::take(&mut w.out.claims);
+    w.e.claim_granted("hb", claims[0].nominal_ms, w.now, &mut w.out);
+    assert_eq!(queued(&mut w, "beat"), 1);
+    // A grant for an entry a reload removed queues nothing.
+    w.e.claim_granted("gone", T0, w.now, &mut w.out);
+    assert_eq!(queued(&mut w, "beat"), 1);
+}
+
+#[test]
+fn a_takeover_makes_up_one_missed_run_of_catchup_last_and_counts_the_others() {
+    let mut w = clustered(
+        "@every 10s beat id=last catchup=last overlap=allow -- {time}\n\
+         @every 10s beat id=none overlap=allow -- {time}\n\
+         @every 10s beat id=new catchup=last overlap=allow -- {time}\n",
+    );
+    // The file was loaded at T0 - 5 s; the last leader claimed T0 - 40 s of two entries;
+    // this server takes over at T0 + 5 s.
+    w.now = T0 + 5_000;
+    let records = vec![
+        ("last".to_string(), T0 - 40_000),
+        ("none".to_string(), T0 - 40_000),
+    ];
+    w.e.cluster_takeover(&records, w.now, &mut w.out);
+    let claims = std::mem::take(&mut w.out.claims);
+    assert_eq!(claims.len(), 2, "{claims:?}");
+    assert_eq!(&*claims[0].entry, "last");
+    assert_eq!(claims[0].nominal_ms, T0, "the latest missed time, once");
+    // `new` never ran in the cluster: its time since the load (T0) is made up too.
+    assert_eq!(&*claims[1].entry, "new");
+    assert_eq!(claims[1].nominal_ms, T0);
+    let c = w.conn();
+    let listing = w.admin(c, "show schedules");
+    let none = listing.lines().find(|l| l.starts_with("none\t")).unwrap();
+    let skips: u64 = none.split('\t').nth(9).unwrap().parse().unwrap();
+    assert_eq!(skips, 4, "T0-30 s .. T0 missed: {none}");
+}

@@ -1,0 +1,264 @@
+//! A cluster on loopback for the tests and the failover bench: gearwheel servers joined to
+//! one etcd (tests/support/etcd.rs), and a worker per server that records each `tick`
+//! workload with the server and the moment it arrived.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::common::{Conn, Server, t};
+pub use crate::support::etcd::Etcd;
+
+/// etcd grants at least 3 s (three election timeouts), so ask for that.
+pub const TTL: &str = "3";
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A directory for a test's files, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn tempdir(name: &str) -> TempDir {
+    let d = std::env::temp_dir().join(format!(
+        "gearwheel-cluster-{name}-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    TempDir(d)
+}
+
+/// What the workers saw: (server generation, workload, when it arrived).
+pub type Seen = Arc<Mutex<Vec<(usize, String, Instant)>>>;
+
+/// A worker on one server: takes `tick` jobs and records their workload, until the server
+/// goes away.
+pub fn worker(addr: std::net::SocketAddr, generation: usize, seen: Seen) {
+    thread::spawn(move || {
+        let Ok(stream) = std::net::TcpStream::connect(addr) else {
+            return;
+        };
+        drop(stream);
+        let mut c = Conn::connect(addr);
+        c.send_req(t::CAN_DO, &[b"tick"]);
+        loop {
+            c.send_req(t::GRAB_JOB, &[]);
+            let p = match c.try_read_packet() {
+                Ok(p) => p,
+                Err(_) => return,
+            };
+            match p.ptype {
+                t::NO_JOB => {
+                    c.send_req(t::PRE_SLEEP, &[]);
+                    loop {
+                        match c.try_read_packet() {
+                            Ok(p) if p.ptype == t::NOOP => break,
+                            Ok(_) => {}
+                            Err(e) if e == "EOF" || e.contains("reset") => return,
+                            Err(_) => break, // the 5 s read timeout: grab again
+                        }
+                    }
+                }
+                t::JOB_ASSIGN => {
+                    let args = p.args();
+                    let handle = args[0].to_vec();
+                    let data =
+                        String::from_utf8_lossy(args.get(2).copied().unwrap_or(b"")).to_string();
+                    seen.lock()
+                        .unwrap()
+                        .push((generation, data, Instant::now()));
+                    c.send_req(t::WORK_COMPLETE, &[&handle, b""]);
+                }
+                _ => {}
+            }
+        }
+    });
+}
+
+pub fn schedules(dir: &Path) -> PathBuf {
+    let f = dir.join("schedules.cron");
+    std::fs::write(
+        &f,
+        "CRON_TZ=UTC\n\
+         @every 1s tick id=second overlap=allow catchup=last -- second {time}\n\
+         */1 * * * * tick id=minute overlap=allow catchup=last -- minute {time}\n",
+    )
+    .unwrap();
+    f
+}
+
+pub struct Cluster {
+    pub url: String,
+    pub file: PathBuf,
+    pub servers: Vec<Option<Server>>,
+    pub generations: usize,
+    pub seen: Seen,
+    /// The generation of the server in each slot.
+    by_slot: Vec<usize>,
+}
+
+impl Cluster {
+    pub fn new(etcd: &Etcd, dir: &Path, n: usize) -> Cluster {
+        Cluster::new_with(etcd, dir, n, TTL)
+    }
+
+    /// `n` servers with this lease TTL.
+    pub fn new_with(etcd: &Etcd, dir: &Path, n: usize, ttl: &str) -> Cluster {
+        let mut c = Cluster {
+            url: etcd.url(),
+            file: schedules(dir),
+            servers: Vec::new(),
+            generations: 0,
+            seen: Arc::default(),
+            by_slot: Vec::new(),
+        };
+        for _ in 0..n {
+            let s = c.start_with(ttl);
+            c.servers.push(Some(s));
+            c.by_slot.push(c.generations);
+        }
+        c
+    }
+
+    /// Start a server again in slot `i` (after `kill9`).
+    pub fn restart(&mut self, i: usize, ttl: &str) {
+        let s = self.start_with(ttl);
+        self.servers[i] = Some(s);
+        self.by_slot[i] = self.generations;
+    }
+
+    /// The worker generation of the server in slot `i` (to tell its runs from others').
+    pub fn generation_of(&self, i: usize) -> usize {
+        self.by_slot[i]
+    }
+
+    pub fn start(&mut self) -> Server {
+        self.start_with(TTL)
+    }
+
+    /// A server with this lease TTL.
+    pub fn start_with(&mut self, ttl: &str) -> Server {
+        let s = Server::start(&[
+            "--etcd",
+            &self.url,
+            "--cluster",
+            "test",
+            "--etcd-lease-ttl",
+            ttl,
+            "--etcd-request-timeout",
+            "1000",
+            "--schedules",
+            self.file.to_str().unwrap(),
+        ]);
+        self.generations += 1;
+        worker(s.addr, self.generations, Arc::clone(&self.seen));
+        s
+    }
+
+    /// The index of the server whose `show cluster` says it is the leader, waiting for one
+    /// (a frozen server that does not answer is passed over).
+    pub fn leader(&self, secs: u64) -> usize {
+        let end = Instant::now() + Duration::from_secs(secs);
+        loop {
+            for (i, s) in self.servers.iter().enumerate() {
+                let Some(s) = s else { continue };
+                if show_cluster(s).is_some_and(|l| l.contains("role\tleader\n")) {
+                    return i;
+                }
+            }
+            assert!(Instant::now() < end, "no leader within {secs} s");
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Each workload seen and how often.
+    pub fn counts(&self) -> HashMap<String, usize> {
+        let mut m = HashMap::new();
+        for (_, w, _) in self.seen.lock().unwrap().iter() {
+            *m.entry(w.clone()).or_insert(0) += 1;
+        }
+        m
+    }
+
+    pub fn assert_no_time_twice(&self) {
+        let twice: Vec<(String, usize)> =
+            self.counts().into_iter().filter(|(_, n)| *n > 1).collect();
+        assert!(twice.is_empty(), "scheduled times run twice: {twice:?}");
+    }
+
+    /// The `@every 1s` times seen, as unix seconds, sorted.
+    pub fn seconds(&self) -> Vec<i64> {
+        let mut v: Vec<i64> = self
+            .counts()
+            .keys()
+            .filter_map(|w| w.strip_prefix("second "))
+            .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp())
+            .collect();
+        v.sort();
+        v
+    }
+
+    pub fn kill9(&mut self, i: usize) {
+        if let Some(mut s) = self.servers[i].take() {
+            s.signal(libc::SIGKILL);
+            s.wait_exit(5).expect("killed");
+        }
+    }
+}
+
+/// `show cluster` of one server, or `None` if it does not answer within a second.
+pub fn show_cluster(s: &Server) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect_timeout(&s.addr, Duration::from_secs(1)).ok()?;
+    c.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    c.write_all(b"show cluster\n").ok()?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.ends_with(b".\n") {
+        let n = c.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8(got).ok()
+}
+
+pub fn next_rand(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// The gaps in a run of seconds: (after, missing count).
+pub fn gaps(secs: &[i64]) -> Vec<(i64, i64)> {
+    secs.windows(2)
+        .filter(|w| w[1] - w[0] > 1)
+        .map(|w| (w[0], w[1] - w[0] - 1))
+        .collect()
+}
