@@ -42,7 +42,7 @@ pub(crate) struct Plan {
 }
 
 const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, schedules, \
-                     journal, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
+                     journal, cluster, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
                      maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
                      failed [FUNC], retry|drop failed HANDLE|FUNC|all, retries, \
                      retry FUNC N BACKOFF[..MAX], shutdown [graceful], or any \
@@ -62,7 +62,7 @@ fn short_form(words: &[String]) -> Vec<String> {
         ["show", "unique", "jobs"] => keep(3, "unique"),
         [
             "show",
-            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "failed" | "retries"),
+            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "cluster" | "failed" | "retries"),
             ..,
         ] => keep(2, w),
         ["cancel", "job", _] => keep(2, "cancel"),
@@ -119,6 +119,7 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
         "scheduled" => arity(0, "no arguments").and(list("show scheduled", View::Scheduled)),
         "schedules" => arity(0, "no arguments").and(list("show schedules", View::Schedules)),
         "journal" => arity(0, "no arguments").and(list("show journal", View::Pairs)),
+        "cluster" => arity(0, "no arguments").and(list("show cluster", View::Lines)),
         "failed" => match rest {
             [] => list("show failed", View::Failed),
             [f] => list(&format!("show failed {f}"), View::Failed),
@@ -443,6 +444,8 @@ mod tests {
         assert_eq!(p("unique"), Ok(("show unique jobs".into(), true)));
         assert_eq!(p("scheduled"), Ok(("show scheduled".into(), true)));
         assert_eq!(p("schedules"), Ok(("show schedules".into(), true)));
+        assert_eq!(p("cluster"), Ok(("show cluster".into(), true)));
+        assert_eq!(p("show cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("failed"), Ok(("show failed".into(), true)));
         assert_eq!(p("retries"), Ok(("show retries".into(), true)));
         assert_eq!(
