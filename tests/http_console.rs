@@ -127,6 +127,7 @@ fn workers_show_the_job_they_run() {
     w.send_req(t::GRAB_JOB, &[]);
     w.expect(t::JOB_ASSIGN);
     let body = s.get("/workers").text();
+    assert!(body.contains("\"identity\":\"addr:127.0.0.1\","), "{body}");
     assert!(
         body.contains(&format!(
             "\"running\":[\"{handle}\"],\"jobs\":[{{\"handle\":\"{handle}\",\"function\":\"slow\",\"since\":\""

@@ -36,6 +36,7 @@ impl FunctionStatus {
 /// One connection that registered at least one function (`workers`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerStatus {
+    pub id: super::ConnId,
     pub fd: i32,
     pub ip: String,
     pub client_id: Bytes,
@@ -43,6 +44,9 @@ pub struct WorkerStatus {
     pub functions: Vec<Bytes>,
     /// The jobs it is running, in the order it took them.
     pub running: Vec<RunningJob>,
+    /// Who the gate knows it as (`addr:IP`, `cn:NAME`): the reactor fills it in, the engine
+    /// never sees identities.
+    pub identity: Option<String>,
 }
 
 /// A job a worker runs, and since when (the JOB_ASSIGN's time).
@@ -239,6 +243,7 @@ impl Engine {
             .flatten()
             .filter(|c| !c.abilities.is_empty())
             .map(|c| WorkerStatus {
+                id: c.id,
                 fd: c.info.fd,
                 ip: c.info.ip.clone(),
                 client_id: c.client_id.clone(),
@@ -265,6 +270,7 @@ impl Engine {
                         })
                         .collect()
                 },
+                identity: None,
             })
             .collect()
     }

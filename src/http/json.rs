@@ -67,6 +67,7 @@ pub fn workers(list: &[WorkerStatus], now_ms: u64) -> String {
         let mut o = Obj::new(out);
         o.num("fd", w.fd)
             .str("ip", &w.ip)
+            .opt_str("identity", w.identity.as_deref())
             .bytes("client_id", &w.client_id);
         array(o.key("functions"), &w.functions, |out, f| bytes(out, f));
         array(o.key("running"), &w.running, |out, r| bytes(out, &r.handle));
@@ -210,6 +211,10 @@ mod tests {
     #[test]
     fn workers_job_and_schedules_shapes() {
         let w = WorkerStatus {
+            id: crate::engine::ConnId {
+                index: 3,
+                generation: 1,
+            },
             fd: 7,
             ip: "::1".into(),
             client_id: Bytes::from_static(b"-"),
@@ -219,10 +224,11 @@ mod tests {
                 function: Bytes::from_static(b"a"),
                 since_ms: 1_000,
             }],
+            identity: Some("cn:worker-1".into()),
         };
         assert_eq!(
             workers(&[w], 4_500),
-            "{\"workers\":[{\"fd\":7,\"ip\":\"::1\",\"client_id\":\"-\",\"functions\":[\"a\",\"b\"],\"running\":[\"H:x:1\"],\
+            "{\"workers\":[{\"fd\":7,\"ip\":\"::1\",\"identity\":\"cn:worker-1\",\"client_id\":\"-\",\"functions\":[\"a\",\"b\"],\"running\":[\"H:x:1\"],\
              \"jobs\":[{\"handle\":\"H:x:1\",\"function\":\"a\",\"since\":\"1970-01-01T00:00:01Z\",\"running_ms\":3500}]}]}\n"
         );
         let unknown = JobStatus {

@@ -448,10 +448,17 @@ impl Server {
                 ];
                 Reply::json(200, json::status(&self.engine.function_statuses(), &server))
             }
-            Endpoint::Workers => Reply::json(
-                200,
-                json::workers(&self.engine.worker_statuses(), self.turn_now),
-            ),
+            Endpoint::Workers => {
+                let mut list = self.engine.worker_statuses();
+                for w in &mut list {
+                    w.identity = self
+                        .conns
+                        .get(w.id.index as usize)
+                        .filter(|c| c.id == w.id)
+                        .map(|c| c.access.identity.to_string());
+                }
+                Reply::json(200, json::workers(&list, self.turn_now))
+            }
             Endpoint::Job(handle) => {
                 let s = self.engine.job_status(handle);
                 Reply::json(if s.known { 200 } else { 404 }, json::job(&s))

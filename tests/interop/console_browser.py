@@ -113,8 +113,8 @@ try:
     d.find_element(By.ID, "nav-workers").click()
     wait(d, "worker listed", lambda: any("console-worker" in r for r in rows(d, "worker-list")))
     w = next(r for r in rows(d, "worker-list") if "console-worker" in r)
-    assert "console.work" in w[3] and w[4].startswith("H:"), w
-    ok(f"worker console-worker runs {w[4]}")
+    assert "console.work" in w[4] and w[5].startswith("H:") and w[2].startswith("addr:"), w
+    ok(f"worker console-worker ({w[2]}) runs {w[5]}")
 
     d.find_element(By.ID, "nav-jobs").click()
     wait(d, "future job listed", lambda: any("console.later" in r for r in rows(d, "future-list")))

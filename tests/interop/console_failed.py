@@ -103,8 +103,8 @@ try:
     d.find_element(By.ID, "nav-workers").click()
 
     def running(client):
-        r = next((r for r in rows(d, "worker-list") if len(r) > 2 and r[2] == client), None)
-        return r[4] if r else ""
+        r = next((r for r in rows(d, "worker-list") if len(r) > 3 and r[3] == client), None)
+        return r[5] if r else ""
 
     wait(d, "the retrier runs the job", lambda: running("console-retrier").startswith(handle + " for "))
     first = running("console-retrier")
@@ -114,7 +114,7 @@ try:
     assert re.match(r"H:\S+ for \d+ (s|min \d+ s)$", held), held
     title = d.execute_script(
         "return [...document.querySelectorAll('#worker-list tbody tr')]"
-        ".find(tr => tr.cells[2].textContent === 'console-worker').querySelector('.job').title;")
+        ".find(tr => tr.cells[3].textContent === 'console-worker').querySelector('.job').title;")
     assert title.startswith("console.work, since "), title
     ok(f"worker console-worker shows {held!r} ({title})")
     shot(d, OUT, "console-workers.png")

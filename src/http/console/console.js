@@ -310,13 +310,14 @@
       tr.append(
         cell(w.fd, "n"),
         cell(w.ip),
+        cell(w.identity || "—", null, "who the server's access list knows it as"),
         cell(w.client_id),
         cell(w.functions.join(", ")),
         runningCell(w),
       );
       return tr;
     });
-    fill($("worker-list").tBodies[0], rows, 5, "no workers connected");
+    fill($("worker-list").tBodies[0], rows, 6, "no workers connected");
   }
 
   // ---- Jobs ----
