@@ -181,6 +181,9 @@ fn show_cluster_http_and_metrics_name_the_leader() {
     ] {
         assert!(body.contains(&part), "{part} in {body}");
     }
+    // The console's overview names the leader.
+    let facts = s.get("/ui/api/server").text();
+    assert!(facts.contains(&format!("\"leader\":\"{me}\"")), "{facts}");
     let metrics = s.get("/metrics").text();
     for line in [
         "gearwheel_cluster_leader 1\n",

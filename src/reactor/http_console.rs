@@ -40,6 +40,7 @@ impl Server {
             Page::Server => {
                 let process = metrics::read_process();
                 let journal = self.journal_metrics();
+                let cluster = self.cluster.as_ref().map(|l| l.machine.status(l.mono()));
                 let (slots, open) = self.http.rates.slots();
                 let body = api::server(&api::Facts {
                     version: env!("CARGO_PKG_VERSION"),
@@ -52,9 +53,8 @@ impl Server {
                     rss_bytes: process.as_ref().map(|p| p.resident_bytes),
                     journal: journal.as_ref(),
                     failed: self.engine.failed_list(),
-                    // Not clustered: no leader line. The cluster glue (src/cluster) puts the
-                    // leader's name here when this server is one of a cluster.
-                    leader: None,
+                    // Not clustered, or no leader known: no leader line.
+                    leader: cluster.as_ref().and_then(|c| c.leader.as_deref()),
                     rates: (&slots, open),
                     actions: self.console_may_act(idx),
                 });

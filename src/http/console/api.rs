@@ -22,8 +22,8 @@ pub struct Facts<'a> {
     pub journal: Option<&'a JournalMetrics>,
     /// The failed list (counted per function for the overview).
     pub failed: &'a FailedList,
-    /// The cluster's leader, when this server is one of a cluster: the slot the cluster glue
-    /// (src/cluster) fills. `None` (not clustered) shows no leader line.
+    /// The cluster's leader, when this server is one of a cluster (`--etcd`) and a leader is
+    /// known; `None` shows no leader line.
     pub leader: Option<&'a str>,
     /// The rate ring's slots, oldest first, and the last (open) slot's start.
     pub rates: (&'a [Slot], u64),
