@@ -15,6 +15,10 @@ pub struct Member {
     /// Per-entry digests, `id=digest` joined by spaces (only in the leader's value), so that
     /// followers can name the entries that differ.
     pub entries: String,
+    /// Which start of the process this is (Settings::boot): a run record names it, so that
+    /// a server that restarted under the same address is not taken for the one whose run it
+    /// recorded (that run died with the old process).
+    pub boot: String,
 }
 
 impl Member {
@@ -25,6 +29,7 @@ impl Member {
             .str("addr", &self.addr)
             .str("digest", &self.digest)
             .str("entries", &self.entries)
+            .str("boot", &self.boot)
             .str("version", env!("CARGO_PKG_VERSION"));
         o.end();
         s.into_bytes()
@@ -38,6 +43,7 @@ impl Member {
             addr: s("addr"),
             digest: s("digest"),
             entries: s("entries"),
+            boot: s("boot"),
         }
     }
 }
@@ -56,6 +62,12 @@ pub struct RunRecord {
     /// Until when the run blocks an `overlap=skip` entry on another server (unix ms; 0 =
     /// it does not block: the entry has no `timeout=`).
     pub until_ms: u64,
+    /// The `boot` of the server that queued the run (see Member::boot).
+    pub boot: String,
+    /// overlap=skip: `Some(false)` while the run's jobs go on, `Some(true)` once the server
+    /// that queued them saw them all end. `None`: written by a version that never marks a
+    /// run done, so only `until` says when it ends.
+    pub done: Option<bool>,
 }
 
 impl RunRecord {
@@ -67,7 +79,11 @@ impl RunRecord {
             .num("fence", self.fence)
             .str("server", &self.server)
             .str("unique", &self.unique)
-            .num("until", self.until_ms);
+            .num("until", self.until_ms)
+            .str("boot", &self.boot);
+        if let Some(done) = self.done {
+            o.bool("done", done);
+        }
         o.end();
         s.into_bytes()
     }
@@ -83,6 +99,8 @@ impl RunRecord {
             server: s("server"),
             unique: s("unique"),
             until_ms: n("until"),
+            boot: s("boot"),
+            done: v.get("done").and_then(|x| x.as_bool()),
         })
     }
 }
@@ -100,8 +118,12 @@ mod tests {
             server: "a:1".into(),
             unique: "nightly".into(),
             until_ms: 0,
+            boot: "1-2".into(),
+            done: Some(false),
         };
-        assert_eq!(RunRecord::parse(&r.to_json()), Some(r));
+        assert_eq!(RunRecord::parse(&r.to_json()), Some(r.clone()));
+        let old = RunRecord { done: None, ..r };
+        assert_eq!(RunRecord::parse(&old.to_json()), Some(old));
         assert_eq!(RunRecord::parse(b"{\"x\":1}"), None);
         assert_eq!(RunRecord::parse(b"\xff{"), None);
         let m = Member {
@@ -109,6 +131,7 @@ mod tests {
             addr: "a:1".into(),
             digest: "d".into(),
             entries: "x=1 y=2".into(),
+            boot: "1-2".into(),
         };
         assert_eq!(Member::parse(&m.to_json()), m);
         assert_eq!(Member::parse(b"nonsense"), Member::default());

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::etcd::{Compare, EtcdError, Kv, Op, Reply, Request, WatchEvent};
 use super::machine::Machine;
+use super::records::RunRecord;
 use super::types::*;
 
 const T0: u64 = 1_000_000;
@@ -254,6 +255,7 @@ impl Net {
                     ttl_secs: 5,
                     request_timeout_ms: 2000,
                     max_pending_claims: 16,
+                    boot: format!("boot{i}"),
                 }),
                 unary: false,
                 watch: false,
@@ -652,6 +654,113 @@ fn overlap_skip_holds_across_servers_until_the_runs_time_limit() {
     n.m.claim(b, now, &mut n.out);
     net.settle();
     assert_eq!(net.nodes[1].granted.len(), 1);
+}
+
+fn skip_ask(entry: &str, nominal: u64) -> ClaimAsk {
+    ClaimAsk {
+        overlap_skip: true,
+        unique: entry.into(),
+        ..ask(entry, nominal)
+    }
+}
+
+impl Net {
+    fn claim_ask(&mut self, i: usize, a: ClaimAsk) {
+        let now = self.now;
+        let n = &mut self.nodes[i];
+        n.m.claim(a, now, &mut n.out);
+        self.settle();
+    }
+
+    fn run_ended(&mut self, i: usize, entry: &str, nominal: u64) {
+        let now = self.now;
+        let n = &mut self.nodes[i];
+        n.m.run_ended(entry, nominal, now, &mut n.out);
+        self.settle();
+    }
+
+    fn record(&self, entry: &str) -> RunRecord {
+        let key = format!("gearwheel/t/runs/{entry}").into_bytes();
+        RunRecord::parse(&self.etcd.kv[&key].value).unwrap()
+    }
+}
+
+#[test]
+fn overlap_skip_without_time_limit_holds_until_the_run_is_marked_done_or_its_server_is_gone() {
+    let mut net = Net::new(2);
+    // No timeout=: `until` is 0, the record alone says the run goes on.
+    net.claim_ask(0, skip_ask("sync", WALL));
+    assert_eq!(net.nodes[0].granted, vec![("sync".to_string(), WALL)]);
+    assert_eq!(net.record("sync").done, Some(false));
+    // Node 0 loses the leadership (its lease ends) but lives on, its run still going.
+    let lease = net.nodes[0].m.lease().unwrap();
+    net.etcd.revoke(lease);
+    net.run_for(2_000, 100);
+    assert_eq!(net.leaders(), vec![1]);
+    assert_eq!(net.nodes[1].m.status(net.now).members.len(), 2);
+    // Hours later the old run still blocks the new leader.
+    net.claim_ask(1, skip_ask("sync", WALL + 3_600_000));
+    assert_eq!(
+        net.nodes[1].refused.last().unwrap().2,
+        Refusal::Busy {
+            server: "127.0.0.1:4730".into()
+        }
+    );
+    // The end of another run (an older time) marks nothing.
+    net.run_ended(0, "sync", WALL - 1000);
+    assert_eq!(net.record("sync").done, Some(false));
+    // Node 0's jobs end: it marks its record done, though it no longer leads.
+    net.run_ended(0, "sync", WALL);
+    let r = net.record("sync");
+    assert_eq!((r.done, r.nominal_ms), (Some(true), WALL));
+    net.claim_ask(1, skip_ask("sync", WALL + 3_600_000));
+    assert_eq!(
+        net.nodes[1].granted,
+        vec![("sync".to_string(), WALL + 3_600_000)]
+    );
+    assert_eq!(net.record("sync").server, "127.0.0.1:4731");
+    // Node 1 dies with its run going: once its member key is gone, it blocks no one.
+    net.kill(1);
+    net.run_for(5_100, 100);
+    assert_eq!(net.leaders(), vec![0]);
+    net.claim_ask(0, skip_ask("sync", WALL + 7_200_000));
+    assert_eq!(
+        net.nodes[0].granted.last(),
+        Some(&("sync".to_string(), WALL + 7_200_000))
+    );
+}
+
+#[test]
+fn a_late_mark_never_overwrites_a_newer_claim() {
+    let mut net = Net::new(2);
+    let mut a = skip_ask("sync", WALL);
+    a.until_ms = WALL + 60_000;
+    net.claim_ask(0, a);
+    let lease = net.nodes[0].m.lease().unwrap();
+    net.etcd.revoke(lease);
+    net.run_for(2_000, 100);
+    assert_eq!(net.leaders(), vec![1]);
+    // Past the old run's time limit the new leader claims; the old run then ends.
+    net.claim_ask(1, skip_ask("sync", WALL + 61_000));
+    assert_eq!(net.nodes[1].granted.len(), 1);
+    net.run_ended(0, "sync", WALL);
+    let r = net.record("sync");
+    assert_eq!(
+        (r.server.as_str(), r.nominal_ms, r.done),
+        ("127.0.0.1:4731", WALL + 61_000, Some(false))
+    );
+}
+
+#[test]
+fn a_mark_owed_while_etcd_is_away_is_sent_when_it_is_back() {
+    let mut net = Net::new(2);
+    net.claim_ask(0, skip_ask("sync", WALL));
+    net.etcd.down = true;
+    net.run_for(1_000, 100);
+    net.run_ended(0, "sync", WALL);
+    net.etcd.down = false;
+    net.run_for(3_000, 100);
+    assert_eq!(net.record("sync").done, Some(true));
 }
 
 #[test]

@@ -30,6 +30,9 @@ pub struct Settings {
     pub request_timeout_ms: u64,
     /// Claims waiting for the unary connection at most; more are refused.
     pub max_pending_claims: usize,
+    /// Names this start of the process (unique per start: the reactor uses the pid and the
+    /// start time), so that run records of an earlier start of the same server are known.
+    pub boot: String,
 }
 
 /// A due run the engine asks to fire.

@@ -52,10 +52,31 @@ impl Engine {
         }
     }
 
-    /// The cluster claimed the run: make it (its jobs are queued here).
+    /// The cluster claimed the run: make it (its jobs are queued here). For overlap=skip,
+    /// the cluster is told when the entry's jobs here have all ended (`runs_ended`), so that
+    /// its record stops blocking the entry on other servers.
     pub fn claim_granted(&mut self, entry: &str, nominal: u64, now: u64, out: &mut Outbox) {
         match self.schedules.by_id.get(entry) {
-            Some(&slot) => self.make_run(slot, nominal, now, out),
+            Some(&slot) => {
+                let started = self.make_run(slot, nominal, now, out);
+                let st = &self.schedules.entries[slot];
+                if st.entry.overlap == Overlap::Skip {
+                    let id = Rc::clone(&st.id);
+                    // Counted per entry, not per run: a run skipped because the last one is
+                    // still going here ends with that one.
+                    let open = self
+                        .schedules
+                        .cluster_open
+                        .entry(Rc::clone(&id))
+                        .or_default();
+                    open.0 = nominal;
+                    open.1 += started;
+                    if open.1 == 0 {
+                        self.schedules.cluster_open.remove(&id);
+                        out.runs_ended.push((id, nominal));
+                    }
+                }
+            }
             None => log::warn!(
                 "schedule {entry}: claimed run at {} dropped: the entry is no longer loaded",
                 super::rfc3339(nominal)
@@ -105,6 +126,22 @@ impl Engine {
                 Catchup::Last => self.catch_up(slot, now, out),
                 Catchup::None => self.count_missed_while_down(slot, now, out),
             }
+        }
+    }
+}
+
+impl Engine {
+    /// A job of a scheduled run ended for good (not requeued, not retried): the last one of
+    /// a clustered overlap=skip entry ends its claimed run.
+    pub(super) fn cluster_job_ended(&mut self, entry: &Rc<str>, out: &mut Outbox) {
+        let Some(open) = self.schedules.cluster_open.get_mut(entry) else {
+            return;
+        };
+        open.1 = open.1.saturating_sub(1);
+        if open.1 == 0 {
+            let nominal = open.0;
+            self.schedules.cluster_open.remove(entry);
+            out.runs_ended.push((Rc::clone(entry), nominal));
         }
     }
 }

@@ -16,6 +16,9 @@ pub struct Outbox {
     pub lazy: Vec<usize>,
     /// Due schedule runs of a clustered server, waiting for their claim (cluster_runs.rs).
     pub claims: Vec<super::RunClaim>,
+    /// Claimed overlap=skip runs of this server whose jobs all ended (entry, scheduled ms):
+    /// the cluster marks their records done (cluster_runs.rs).
+    pub runs_ended: Vec<(std::rc::Rc<str>, u64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -69,10 +69,15 @@ impl Engine {
             outcome: o,
             manual: origin.manual,
         });
+        let ended = (record.is_some() && !origin.manual).then(|| Rc::clone(&origin.entry));
         // Given back by workers that left, plus failed attempts before a retry (retries.rs).
         let retries = self.extra(k).map_or(0, |e| e.retries) + self.prior_failures(k).0;
         let failure = outcome.failure(retries);
-        let Some(&slot) = self.schedules.by_id.get(&origin.entry) else {
+        let slot = self.schedules.by_id.get(&origin.entry).copied();
+        if let Some(entry) = ended {
+            self.cluster_job_ended(&entry, out);
+        }
+        let Some(slot) = slot else {
             return;
         };
         let h = &mut self.schedules.entries[slot].history;

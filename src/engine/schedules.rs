@@ -76,6 +76,9 @@ pub(crate) struct Schedules {
     pub(super) clustered: bool,
     /// The cluster's leader, for `show schedules` (`-` when not clustered or unknown).
     pub(super) leader: Option<String>,
+    /// Clustered overlap=skip entries with jobs of claimed runs still going here: the latest
+    /// claimed scheduled time and the jobs left (cluster_runs.rs).
+    pub(super) cluster_open: HashMap<Rc<str>, (u64, usize)>,
     /// When the file was last loaded: a new cluster leader counts an entry the cluster has
     /// no run of as due since then.
     pub(super) loaded_ms: u64,
@@ -587,8 +590,15 @@ impl Engine {
         self.make_run(slot, nominal, now, out);
     }
 
-    /// Make one run of the entry's timing, unless the operator asked to skip it.
-    pub(super) fn make_run(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
+    /// Make one run of the entry's timing, unless the operator asked to skip it. Returns how
+    /// many jobs it started.
+    pub(super) fn make_run(
+        &mut self,
+        slot: usize,
+        nominal: u64,
+        now: u64,
+        out: &mut Outbox,
+    ) -> usize {
         if self.schedules.entries[slot].history.marks.skip_next {
             let st = &mut self.schedules.entries[slot];
             let h = &mut st.history;
@@ -601,7 +611,7 @@ impl Engine {
                 rfc3339(nominal)
             );
             self.journal_history(slot);
-            return;
+            return 0;
         }
         let run = self.inject_run(slot, nominal, now, false, out);
         let skipped = run.skipped;
@@ -632,6 +642,7 @@ impl Engine {
                 handles.join(" ")
             );
         }
+        handles.len()
     }
 
     /// Inject one run's jobs (one per fan-out index), those whose previous job is still

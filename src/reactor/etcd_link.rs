@@ -74,6 +74,7 @@ impl EtcdLink {
             ttl_secs: c.lease_ttl_secs as i64,
             request_timeout_ms: c.request_timeout_ms,
             max_pending_claims: 4096,
+            boot: boot_id(),
         });
         EtcdLink {
             endpoints: c.endpoints.clone(),
@@ -332,6 +333,9 @@ impl Server {
             };
             l.machine.claim(ask, now, &mut out);
         }
+        for (entry, nominal) in self.outbox.runs_ended.drain(..) {
+            l.machine.run_ended(&entry, nominal, now, &mut out);
+        }
         l.out = out;
         l.drive(self.poll.registry(), now);
         let decisions = std::mem::take(&mut l.out.decisions);
@@ -455,4 +459,13 @@ impl EtcdLink {
             }
         }
     }
+}
+
+/// Names this start of the process for the cluster's run records: the pid and the start time
+/// (a restarted server under the same address gets another).
+fn boot_id() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("{}-{ms}", std::process::id())
 }

@@ -24,12 +24,7 @@ impl Machine {
                 });
             }
             let r = &c.record;
-            // Another live server's run of this entry still within its time limit.
-            if ask.overlap_skip
-                && r.server != self.s.id
-                && r.until_ms > ask.wall_ms
-                && self.members.contains_key(&r.server)
-            {
+            if ask.overlap_skip && r.server != self.s.id && self.still_going(r, ask.wall_ms) {
                 return Err(Refusal::Busy {
                     server: r.server.clone(),
                 });
@@ -84,14 +79,17 @@ impl Machine {
         out: &mut Output,
     ) {
         if succeeded {
-            let record = RunRecord {
-                nominal_ms: ask.nominal_ms,
-                leader: self.s.id.clone(),
-                fence: self.fence.unwrap_or(0),
-                server: self.s.id.clone(),
-                unique: ask.unique.clone(),
-                until_ms: ask.until_ms,
-            };
+            let record = self.claim_record(&ask, self.fence.unwrap_or(0));
+            if ask.overlap_skip {
+                self.own.insert(
+                    ask.entry.clone(),
+                    OwnRun {
+                        record: record.clone(),
+                        revision,
+                        ended: false,
+                    },
+                );
+            }
             self.runs.insert(
                 ask.entry.clone(),
                 CachedRun {
@@ -130,6 +128,103 @@ impl Machine {
             ask,
             tries: tries + 1,
         });
+    }
+
+    /// The record this server writes when it claims a run.
+    pub(super) fn claim_record(&self, ask: &ClaimAsk, fence: i64) -> RunRecord {
+        RunRecord {
+            nominal_ms: ask.nominal_ms,
+            leader: self.s.id.clone(),
+            fence,
+            server: self.s.id.clone(),
+            unique: ask.unique.clone(),
+            until_ms: ask.until_ms,
+            boot: self.s.boot.clone(),
+            done: ask.overlap_skip.then_some(false),
+        }
+    }
+
+    /// Whether another server's recorded run still blocks an overlap=skip run (wall ms).
+    /// Only a live member's run can still be going, and only in the same start of that
+    /// server (a restart ended it); then it goes on until the server marks it done, or
+    /// until its `timeout=` (`until`) if it has one.
+    fn still_going(&self, r: &RunRecord, wall: u64) -> bool {
+        let Some(m) = self.members.get(&r.server) else {
+            return false;
+        };
+        if !r.boot.is_empty() && m.boot != r.boot {
+            return false;
+        }
+        let in_time = r.until_ms > wall;
+        match r.done {
+            Some(true) => false,
+            Some(false) => r.until_ms == 0 || in_time,
+            None => in_time,
+        }
+    }
+
+    /// The engine saw every job of this server's run of `entry` at `nominal` end: its
+    /// record is marked done (now, or when etcd can be reached again).
+    pub fn run_ended(&mut self, entry: &str, nominal: u64, now: u64, out: &mut Output) {
+        self.observe(now, out);
+        if let Some(o) = self.own.get_mut(entry) {
+            if o.record.nominal_ms == nominal {
+                o.ended = true;
+            }
+        }
+        self.advance(now, out);
+    }
+
+    pub(super) fn enqueue_finishes(&mut self) {
+        let owed: Vec<String> = self
+            .own
+            .iter()
+            .filter(|(e, o)| {
+                o.ended
+                    && !self.pending(|p| matches!(p, Purpose::FinishRun { entry } if entry == *e))
+            })
+            .map(|(e, _)| e.clone())
+            .collect();
+        for entry in owed {
+            self.enqueue(Purpose::FinishRun { entry });
+        }
+    }
+
+    pub(super) fn finish_result(&mut self, entry: &str, succeeded: bool, revision: i64) {
+        let Some(o) = self.own.remove(entry) else {
+            return;
+        };
+        if !succeeded {
+            // A newer claim replaced the record: that one is not this server's to mark.
+            log::debug!("cluster: the run record of {entry} changed before it was marked done");
+            return;
+        }
+        if self
+            .runs
+            .get(entry)
+            .is_none_or(|c| c.mod_revision <= o.revision)
+        {
+            let record = RunRecord {
+                done: Some(true),
+                ..o.record
+            };
+            self.runs.insert(
+                entry.to_string(),
+                CachedRun {
+                    record,
+                    mod_revision: revision,
+                },
+            );
+        }
+    }
+
+    /// etcd answered the mark with an error: give it up rather than retry without end; the
+    /// record then blocks the entry elsewhere while this server lives (or until `until`).
+    pub(super) fn finish_failed(&mut self, p: &Purpose, why: &str) {
+        if let Purpose::FinishRun { entry } = p {
+            self.own.remove(entry);
+            log::warn!("cluster: the run record of {entry} could not be marked done: {why}");
+        }
     }
 
     pub(super) fn cache_run(&mut self, kv: &Kv) {

@@ -35,6 +35,10 @@ enum Purpose {
     },
     /// The leader forgets the record of an entry no longer in its file.
     DeleteRun,
+    /// This server's overlap=skip run of the entry ended: mark its record done.
+    FinishRun {
+        entry: String,
+    },
 }
 
 struct InFlight {
@@ -55,6 +59,16 @@ struct LeaderView {
 struct CachedRun {
     record: RunRecord,
     mod_revision: i64,
+}
+
+/// An overlap=skip run this server claimed and queued, until its record is marked done.
+#[derive(Clone, Debug)]
+struct OwnRun {
+    record: RunRecord,
+    /// The record's revision as this server wrote it: the mark is written only over it.
+    revision: i64,
+    /// Its jobs all ended (the engine said so): the mark is owed.
+    ended: bool,
 }
 
 pub struct Machine {
@@ -80,6 +94,8 @@ pub struct Machine {
     /// The runs were read since this server became the leader (claims wait for it).
     runs_loaded: bool,
     runs: HashMap<String, CachedRun>,
+    /// This server's overlap=skip runs not yet marked done in etcd, by entry.
+    own: HashMap<String, OwnRun>,
     members: BTreeMap<String, Member>,
     /// This server's schedules file: its digest and per-entry digests.
     me: Member,
@@ -107,6 +123,7 @@ impl Machine {
         let me = Member {
             id: s.id.clone(),
             addr: s.id.clone(),
+            boot: s.boot.clone(),
             ..Member::default()
         };
         Machine {
@@ -127,6 +144,7 @@ impl Machine {
             fence: None,
             runs_loaded: false,
             runs: HashMap::new(),
+            own: HashMap::new(),
             members: BTreeMap::new(),
             me,
             entry_ids: Vec::new(),
@@ -305,6 +323,7 @@ impl Machine {
         if !self.unary_up {
             return;
         }
+        self.enqueue_finishes();
         match self.lease {
             None => {
                 if !self.pending(|p| *p == Purpose::Grant) {
@@ -463,14 +482,7 @@ impl Machine {
                 let fence = self.fence?;
                 let key = self.run_key(&ask.entry);
                 let revision = self.runs.get(&ask.entry).map_or(0, |c| c.mod_revision);
-                let record = RunRecord {
-                    nominal_ms: ask.nominal_ms,
-                    leader: self.s.id.clone(),
-                    fence,
-                    server: self.s.id.clone(),
-                    unique: ask.unique.clone(),
-                    until_ms: ask.until_ms,
-                };
+                let record = self.claim_record(ask, fence);
                 Request::Txn(Txn {
                     compare: vec![
                         Compare::CreateRevision {
@@ -488,6 +500,29 @@ impl Machine {
                         lease: 0,
                     }],
                     failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
+                })
+            }
+            Purpose::FinishRun { entry } => {
+                let o = self.own.get(entry).filter(|o| o.ended)?;
+                let key = self.run_key(entry);
+                let record = RunRecord {
+                    done: Some(true),
+                    ..o.record.clone()
+                };
+                // Not fenced by the leader key: a server that lost the leadership still
+                // owns its run's record, and the revision compare keeps it from writing
+                // over any newer claim.
+                Request::Txn(Txn {
+                    compare: vec![Compare::ModRevision {
+                        key: key.clone(),
+                        revision: o.revision,
+                    }],
+                    success: vec![Op::Put {
+                        key,
+                        value: record.to_json(),
+                        lease: 0,
+                    }],
+                    failure: vec![],
                 })
             }
         })
@@ -540,6 +575,7 @@ impl Machine {
 
     fn unary_error(&mut self, p: Purpose, e: EtcdError, out: &mut Output) {
         let text = e.to_string();
+        self.finish_failed(&p, &text);
         if text.contains("lease not found") {
             log::warn!("cluster: etcd no longer knows this server's lease; taking a new one");
             self.lease_gone();
@@ -661,8 +697,17 @@ impl Machine {
                     ranges,
                 },
             ) => self.claim_result(ask, tries, succeeded, revision, ranges, now, out),
+            (
+                Purpose::FinishRun { entry },
+                Reply::Txn {
+                    succeeded,
+                    revision,
+                    ..
+                },
+            ) => self.finish_result(&entry, succeeded, revision),
             (p, r) => {
                 log::warn!("cluster: unexpected etcd reply {r:?} to {p:?}");
+                self.finish_failed(&p, "unexpected reply");
                 self.lost(p, "unexpected reply", out);
             }
         }

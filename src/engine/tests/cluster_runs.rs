@@ -81,3 +81,61 @@ fn a_takeover_makes_up_one_missed_run_of_catchup_last_and_counts_the_others() {
     let skips: u64 = none.split('\t').nth(9).unwrap().parse().unwrap();
     assert_eq!(skips, 4, "T0-30 s .. T0 missed: {none}");
 }
+
+#[test]
+fn an_overlap_skip_run_is_reported_ended_when_all_its_jobs_end_for_good() {
+    let mut w = clustered(
+        "@every 10s sync id=sync overlap=skip fanout=2 -- {time}\n\
+         @every 10s beat id=hb overlap=allow -- {time}\n",
+    );
+    w.now = T0;
+    w.e.on_time(w.now, &mut w.out);
+    for c in std::mem::take(&mut w.out.claims) {
+        w.e.claim_granted(&c.entry, c.nominal_ms, w.now, &mut w.out);
+    }
+    assert_eq!(queued(&mut w, "sync"), 2);
+    assert!(w.out.runs_ended.is_empty(), "its jobs are queued");
+    let wk = w.conn();
+    w.can_do(wk, "sync");
+    let (h1, _) = w.grab(wk).unwrap();
+    let (h2, _) = w.grab(wk).unwrap();
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h1,
+            data: b("ok"),
+        },
+    );
+    assert!(w.out.runs_ended.is_empty(), "one of its two jobs goes on");
+    // The next run starts job #0 again; #1 is skipped (still going): the entry's claimed
+    // run ends when every job of it here has ended.
+    w.now = T0 + 10_000;
+    w.e.on_time(w.now, &mut w.out);
+    for c in std::mem::take(&mut w.out.claims) {
+        w.e.claim_granted(&c.entry, c.nominal_ms, w.now, &mut w.out);
+    }
+    assert!(w.out.runs_ended.is_empty());
+    w.req(
+        wk,
+        Request::WorkFail {
+            handle: h2,
+            after_handle: b(""),
+        },
+    );
+    assert!(w.out.runs_ended.is_empty(), "the new job #0 is queued");
+    let (h3, _) = w.grab(wk).unwrap();
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h3,
+            data: b("ok"),
+        },
+    );
+    let ended: Vec<(String, u64)> = w
+        .out
+        .runs_ended
+        .drain(..)
+        .map(|(e, n)| (e.to_string(), n))
+        .collect();
+    assert_eq!(ended, vec![("sync".to_string(), T0 + 10_000)]);
+}
