@@ -5,17 +5,13 @@
 //! (GEARWHEEL_BENCH_TTL overrides it). Without `--bench` (a smoke run) it kills twice.
 //! Needs /usr/bin/etcd (Debian etcd-server); without it, it says so and does nothing.
 
-#[path = "../tests/cluster_support/mod.rs"]
-mod cluster_support;
-#[path = "../tests/common/mod.rs"]
-mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cluster_support::{Cluster, Etcd, next_rand, tempdir};
+use support::cluster::{Cluster, Etcd, next_rand, tempdir};
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");

@@ -5,15 +5,11 @@
 //! GEARWHEEL_REQUIRE_INTEROP=1. Every test saves screenshots under target/tmp and prints their
 //! paths; with GEARWHEEL_BLESS=1 the overview is also written to docs/console.png.
 
-mod common;
-mod http_support;
-mod interop_support;
+mod support;
 
 use std::process::Command;
 
-use common::t;
-use http_support::HttpServer;
-use interop_support::*;
+use support::*;
 
 #[test]
 fn the_console_in_chromium() {

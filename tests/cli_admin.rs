@@ -1,14 +1,12 @@
 //! `gearwheel admin` against the real server: each command's table, `--raw`, errors and exit
 //! codes; and `gearwheel submit --in/--at` showing up in `admin scheduled` until it is due.
 
-mod cli_support;
-mod common;
+mod support;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cli_support::*;
-use common::Server;
 use gearwheel::client::SubmitKind;
+use support::*;
 
 fn admin(s: &Server, args: &[&str]) -> Out {
     let addr = s.addr.to_string();
@@ -192,7 +190,7 @@ fn a_future_job_shows_in_scheduled_until_it_is_due() {
     assert!(raw.starts_with(&format!("{handle}\tlater\tu9\t")) && raw.ends_with("\n.\n"));
 
     // Due: it leaves the wheel and waits in the queue.
-    wait_for(5, "the job to come due", || {
+    wait_until(5, "the job to come due", || {
         ok(&s, &["scheduled"]).lines().count() == 1
     });
     assert_eq!(status_of(&s, "later"), Some((1, 0, 0)));
@@ -247,7 +245,7 @@ fn shutdown_graceful_stops_the_server() {
 
 #[test]
 fn the_admin_protocols_own_command_names_work() {
-    let dir = temp_dir("admin-names");
+    let dir = TempDir::new("admin-names");
     let s = Server::start(&["--data-dir", dir.to_str().unwrap()]);
     let h = client(&s)
         .submit(SubmitKind::NormalBg, b"q", b"u-1", b"x")

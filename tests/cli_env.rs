@@ -1,13 +1,11 @@
 //! The client commands find their server the way the Gearman tools do: `-s`, else
 //! $GEARMAN_SERVERS, else $GEARMAN_SERVER, else 127.0.0.1 on $GEARMAND_PORT (as `serve`).
 
-mod cli_support;
-mod common;
+mod support;
 
 use std::process::Command;
 
-use cli_support::*;
-use common::Server;
+use support::*;
 
 /// `gearwheel ARGS` with exactly these server variables set (the others removed).
 fn gw_env(args: &[&str], vars: &[(&str, &str)], stdin: Option<&[u8]>) -> Out {
@@ -19,7 +17,7 @@ fn gw_env(args: &[&str], vars: &[(&str, &str)], stdin: Option<&[u8]>) -> Out {
     for (k, v) in vars {
         c.env(k, v);
     }
-    run(&mut c, stdin, 10)
+    run_out(&mut c, stdin, 10)
 }
 
 #[test]
@@ -49,7 +47,7 @@ fn admin_submit_and_work_honour_gearmand_port_and_gearman_servers() {
     assert_eq!(status_of(&s, "envjob").map(|t| t.0), Some(1));
 
     // A bare host takes $GEARMAND_PORT; $GEARMAN_SERVERS wins over $GEARMAN_SERVER.
-    let _w = Bg::spawn(
+    let _w = Proc::gearwheel(
         &["work", "-f", "envwork", "--", "cat"],
         &[
             ("GEARMAN_SERVERS", "127.0.0.1"),

@@ -2,12 +2,11 @@
 //! 80-column terminal and ends by naming the man page and the document to read, both of
 //! which exist in the repository.
 
-mod cli_support;
-mod common;
+mod support;
 
 use std::path::Path;
 
-use cli_support::gw;
+use support::*;
 
 fn help(args: &[&str]) -> String {
     let mut a = args.to_vec();

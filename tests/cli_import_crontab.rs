@@ -5,16 +5,14 @@
 //! as computed by an independent crontab matcher written here (every minute of the year in
 //! release builds; windows around month ends and DST changes in debug builds).
 
-mod cli_support;
-mod common;
+mod support;
 
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Datelike, Duration, NaiveDateTime, TimeZone, Timelike, Utc};
-use cli_support::*;
-use common::Server;
 use gearwheel::schedule::Zone;
 use gearwheel::schedule::file::{Entry, parse};
+use support::*;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/crontab");
 
@@ -33,7 +31,7 @@ fn import(args: &[&str]) -> Out {
 
 /// The output passes `gearwheel check` as a process.
 fn check_passes(text: &str) {
-    let dir = temp_dir("import");
+    let dir = TempDir::new("import");
     let p = dir.join("out.cron");
     std::fs::write(&p, text).unwrap();
     let o = gw(&["check", p.to_str().unwrap(), "--tz", "UTC"], None, 20);
@@ -382,7 +380,7 @@ fn stdin_and_check_and_a_real_server_take_the_result() {
             .starts_with("# gearwheel schedules imported from stdin (host web1)")
     );
 
-    let dir = temp_dir("import-serve");
+    let dir = TempDir::new("import-serve");
     let p = dir.join("imported.cron");
     std::fs::write(&p, &o.stdout).unwrap();
     let s = Server::start(&["--schedules", p.to_str().unwrap()]);
@@ -414,7 +412,7 @@ fn a_worker_line_from_the_comments_runs_the_command_with_crons_stdin() {
     let script = format!("exec {BIN} work -s {} -f web1.cat {line}", s.addr);
     let mut c = std::process::Command::new("/bin/sh");
     c.args(["-c", &script]);
-    let _worker = Bg::from_command(c);
+    let _worker = Proc::spawn("gearwheel work", &mut c, None);
     wait_workers(&s, "web1.cat", 1);
     let r = gw(
         &["submit", "-s", &s.addr.to_string(), "-f", "web1.cat", ""],

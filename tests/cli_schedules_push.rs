@@ -2,18 +2,14 @@
 //! cluster reads it and read back byte for byte; an invalid one is refused with the same
 //! errors as `gearwheel check` and stores nothing; an etcd that is away is named.
 
-mod cli_support;
-mod common;
-mod interop_support;
 mod support;
 
 use std::time::Duration;
 
-use cli_support::gw;
 use gearwheel::client::etcd::Client;
 use gearwheel::cluster::etcd::{Reply, Request};
-use interop_support::{TempDir, need};
 use support::etcd::Etcd;
+use support::*;
 
 const GOOD: &str =
     "CRON_TZ=UTC\n@every 10s heartbeat\n*/5 * * * * cleanup.tmp -- {\"at\":\"{time}\"}\n";

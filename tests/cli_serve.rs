@@ -2,14 +2,13 @@
 //! still reaches the caller's exit code, `-u` drops privileges after binding (as root; skipped
 //! otherwise), and READY=1 reaches $NOTIFY_SOCKET.
 
-mod cli_support;
-mod common;
+mod support;
 
 use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use cli_support::*;
+use support::*;
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -73,7 +72,7 @@ fn pid_from(path: &std::path::Path) -> i32 {
 
 #[test]
 fn daemon_detaches_and_writes_its_own_pid() {
-    let dir = temp_dir("daemon");
+    let dir = TempDir::new("daemon");
     let pid_file = dir.join("gearwheel.pid");
     let log = dir.join("server.log");
     let mut cmd = Command::new(BIN);
@@ -82,7 +81,7 @@ fn daemon_detaches_and_writes_its_own_pid() {
         .arg(&pid_file)
         .arg("-l")
         .arg(&log);
-    let o = run(&mut cmd, None, 10);
+    let o = run_out(&mut cmd, None, 10);
     // The started process returns once the daemon listens.
     assert!(o.status.success(), "{o:?}");
     let addr = listening_addr(&o.stderr);
@@ -102,7 +101,7 @@ fn daemon_detaches_and_writes_its_own_pid() {
     assert_eq!(fd0, std::path::PathBuf::from("/dev/null"));
     assert_eq!(getpid(addr), format!("OK {pid}"));
     // The log file (opened before the chdir) got the start lines.
-    wait_for(5, "the log file", || {
+    wait_until(5, "the log file", || {
         std::fs::read_to_string(&log).is_ok_and(|l| l.contains("Listening on"))
     });
     // SIGTERM stops it and the pid file goes away.
@@ -110,7 +109,7 @@ fn daemon_detaches_and_writes_its_own_pid() {
     unsafe {
         libc::kill(pid, libc::SIGTERM);
     }
-    wait_for(5, "the daemon to exit", || !alive(pid));
+    wait_until(5, "the daemon to exit", || !alive(pid));
     assert!(!pid_file.exists());
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -133,7 +132,7 @@ fn user_flag_drops_privileges_after_binding() {
         eprintln!("SKIP: -u needs root to switch users");
         return;
     }
-    let s = common::Server::start_args(&[
+    let s = support::Server::start_args(&[
         "serve",
         "-L",
         "127.0.0.1:0",
@@ -144,7 +143,7 @@ fn user_flag_drops_privileges_after_binding() {
     ]);
     let pid = s.child.id() as i32;
     let nobody = ids_of_user("nobody");
-    wait_for(5, "the switch to nobody", || {
+    wait_until(5, "the switch to nobody", || {
         ids(pid, "Uid:") == vec![nobody.0; 4]
     });
     assert_eq!(ids(pid, "Gid:"), vec![nobody.1; 4]);
@@ -158,7 +157,7 @@ fn daemon_as_nobody_on_a_privileged_port() {
         eprintln!("SKIP: -u needs root to switch users");
         return;
     }
-    let dir = temp_dir("daemon-user");
+    let dir = TempDir::new("daemon-user");
     let pid_file = dir.join("pid");
     // A free port below 1024: only root could bind it.
     let port = (600..1000)
@@ -178,7 +177,7 @@ fn daemon_as_nobody_on_a_privileged_port() {
         "--pid-file",
     ])
     .arg(&pid_file);
-    let o = run(&mut cmd, None, 10);
+    let o = run_out(&mut cmd, None, 10);
     assert!(o.status.success(), "{o:?}");
     let pid = pid_from(&pid_file);
     let _kill = Daemon(pid);
@@ -201,7 +200,7 @@ fn ids_of_user(name: &str) -> (u32, u32) {
 
 #[test]
 fn ready_reaches_the_notify_socket() {
-    let dir = temp_dir("notify");
+    let dir = TempDir::new("notify");
     let path = dir.join("notify.sock");
     let sock = UnixDatagram::bind(&path).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(10)))
@@ -234,10 +233,10 @@ fn lines_with(log: &str, needle: &str) -> usize {
 
 #[test]
 fn stderr_says_each_thing_once_in_utc() {
-    let dir = temp_dir("log-once");
+    let dir = TempDir::new("log-once");
     let file = dir.join("one.cron");
     std::fs::write(&file, "@hourly tidy\n").unwrap();
-    let s = common::Server::start_args(&[
+    let s = support::Server::start_args(&[
         "serve",
         "-p",
         "0",
@@ -280,7 +279,7 @@ fn stderr_says_each_thing_once_in_utc() {
 
 #[test]
 fn the_in_memory_warning_shows_at_the_default_log_level() {
-    let s = common::Server::start_args(&["serve", "-p", "0"]);
+    let s = support::Server::start_args(&["serve", "-p", "0"]);
     let log = s.log();
     assert!(
         log.contains("gearwheel: no --data-dir: the queue is in memory"),

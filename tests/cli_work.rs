@@ -2,16 +2,14 @@
 //! failures, timeouts, concurrency, graceful stop, requeue after a worker dies, reconnecting,
 //! and the PHP client against a `gearwheel work` worker.
 
-mod cli_support;
-mod common;
+mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cli_support::*;
-use common::Server;
 use gearwheel::client::SubmitKind;
 use gearwheel::proto::PacketType;
+use support::*;
 
 fn submit(s: &Server, args: &[&str], stdin: Option<&[u8]>) -> Out {
     let addr = s.addr.to_string();
@@ -23,7 +21,7 @@ fn submit(s: &Server, args: &[&str], stdin: Option<&[u8]>) -> Out {
 #[test]
 fn tr_worker_serves_submit() {
     let s = Server::start(&[]);
-    let w = worker(&s, "up", &[], &["tr", "a-z", "A-Z"]);
+    let w = work_process(&s, "up", &[], &["tr", "a-z", "A-Z"]);
     let o = submit(&s, &["-f", "up", "hello"], None);
     assert_eq!((o.code(), o.stdout.as_str()), (Some(0), "HELLO"), "{o:?}");
     // "-" and no data both read stdin.
@@ -34,7 +32,7 @@ fn tr_worker_serves_submit() {
     // The worker logs one line per job: function, handle, exit status, duration.
     w.wait_log("status=exit:0", 5);
     let line = w
-        .log()
+        .stderr()
         .lines()
         .find(|l| l.contains("function=up"))
         .unwrap()
@@ -48,7 +46,7 @@ fn tr_worker_serves_submit() {
 #[test]
 fn the_environment_names_the_job() {
     let s = Server::start(&[]);
-    let _w = worker(
+    let _w = work_process(
         &s,
         "env",
         &[],
@@ -67,7 +65,7 @@ fn the_environment_names_the_job() {
 #[test]
 fn a_failing_command_is_an_exception_with_its_status() {
     let s = Server::start(&[]);
-    let w = worker(
+    let w = work_process(
         &s,
         "bad",
         &[],
@@ -93,7 +91,7 @@ fn a_failing_command_is_an_exception_with_its_status() {
 #[test]
 fn a_command_past_the_timeout_is_killed_and_reported() {
     let s = Server::start(&[]);
-    let w = worker(&s, "slow", &["--timeout", "1s"], &["sleep", "10"]);
+    let w = work_process(&s, "slow", &["--timeout", "1s"], &["sleep", "10"]);
     let start = Instant::now();
     let o = submit(&s, &["-f", "slow", "x"], None);
     let took = start.elapsed();
@@ -113,10 +111,10 @@ fn a_command_past_the_timeout_is_killed_and_reported() {
 #[test]
 fn concurrency_runs_jobs_at_the_same_time() {
     let s = Server::start(&[]);
-    let dir = temp_dir("overlap");
+    let dir = TempDir::new("overlap");
     let log = dir.join("times");
     let log_s = log.to_str().unwrap().to_string();
-    let _w = worker_env(
+    let _w = work_process_env(
         &s,
         "par",
         &["-c", "2"],
@@ -131,7 +129,7 @@ fn concurrency_runs_jobs_at_the_same_time() {
     let addr = s.addr.to_string();
     let clients: Vec<_> = ["a", "b"]
         .iter()
-        .map(|d| Bg::spawn(&["submit", "-s", &addr, "-f", "par", d], &[]))
+        .map(|d| Proc::gearwheel(&["submit", "-s", &addr, "-f", "par", d], &[]))
         .collect();
     let mut outs = Vec::new();
     for mut c in clients {
@@ -139,7 +137,7 @@ fn concurrency_runs_jobs_at_the_same_time() {
         outs.push(c.stdout());
     }
     outs.sort();
-    assert_eq!(outs, vec!["a\n", "b\n"]);
+    assert_eq!(outs, vec!["a", "b"]);
     let text = std::fs::read_to_string(&log).unwrap();
     let times = |kind: &str| -> Vec<u128> {
         text.lines()
@@ -160,11 +158,11 @@ fn concurrency_runs_jobs_at_the_same_time() {
 fn one_slot_runs_one_job_at_a_time_over_two_servers() {
     let s1 = Server::start(&[]);
     let s2 = Server::start(&[]);
-    let dir = temp_dir("serial");
+    let dir = TempDir::new("serial");
     let log = dir.join("times");
     let log_s = log.to_str().unwrap().to_string();
     let (a1, a2) = (s1.addr.to_string(), s2.addr.to_string());
-    let _w = Bg::spawn(
+    let _w = Proc::gearwheel(
         &[
             "work",
             "-s",
@@ -182,8 +180,8 @@ fn one_slot_runs_one_job_at_a_time_over_two_servers() {
     );
     wait_workers(&s1, "one", 1);
     wait_workers(&s2, "one", 1);
-    let c1 = Bg::spawn(&["submit", "-s", &a1, "-f", "one", "x"], &[]);
-    let c2 = Bg::spawn(&["submit", "-s", &a2, "-f", "one", "y"], &[]);
+    let c1 = Proc::gearwheel(&["submit", "-s", &a1, "-f", "one", "x"], &[]);
+    let c2 = Proc::gearwheel(&["submit", "-s", &a2, "-f", "one", "y"], &[]);
     for mut c in [c1, c2] {
         assert_eq!(c.wait_exit(10).map(|s| s.success()), Some(true));
     }
@@ -196,10 +194,10 @@ fn one_slot_runs_one_job_at_a_time_over_two_servers() {
 #[test]
 fn sigterm_lets_the_running_job_finish_and_takes_no_more() {
     let s = Server::start(&[]);
-    let mut w = worker(&s, "job", &[], &["sh", "-c", "sleep 1; cat"]);
+    let mut w = work_process(&s, "job", &[], &["sh", "-c", "sleep 1; cat"]);
     let addr = s.addr.to_string();
-    let mut submitter = Bg::spawn(&["submit", "-s", &addr, "-f", "job", "payload"], &[]);
-    wait_for(5, "the job to run", || {
+    let mut submitter = Proc::gearwheel(&["submit", "-s", &addr, "-f", "job", "payload"], &[]);
+    wait_until(5, "the job to run", || {
         status_of(&s, "job").is_some_and(|(_, running, _)| running == 1)
     });
     w.signal(libc::SIGTERM);
@@ -210,19 +208,19 @@ fn sigterm_lets_the_running_job_finish_and_takes_no_more() {
         .unwrap();
     let h = String::from_utf8_lossy(&h).into_owned();
     assert_eq!(submitter.wait_exit(10).map(|s| s.success()), Some(true));
-    assert_eq!(submitter.stdout(), "payload\n");
+    assert_eq!(submitter.stdout(), "payload");
     let st = w.wait_exit(10).expect("worker exits");
-    assert!(st.success(), "{st:?}\n{}", w.log());
+    assert!(st.success(), "{st:?}\n{}", w.stderr());
     assert_eq!(status_of(&s, "job"), Some((1, 0, 0)), "{h} stays queued");
 }
 
 #[test]
 fn a_worker_killed_mid_job_leads_to_a_requeue() {
     let s = Server::start(&[]);
-    let dir = temp_dir("requeue");
+    let dir = TempDir::new("requeue");
     let pidfile = dir.join("pid");
     let pid_s = pidfile.to_str().unwrap().to_string();
-    let mut first = worker_env(
+    let mut first = work_process_env(
         &s,
         "rq",
         &[],
@@ -230,16 +228,16 @@ fn a_worker_killed_mid_job_leads_to_a_requeue() {
         &[("PIDFILE", &pid_s)],
     );
     let addr = s.addr.to_string();
-    let mut client = Bg::spawn(&["submit", "-s", &addr, "-f", "rq", "again"], &[]);
-    wait_for(5, "the first worker to start the job", || {
+    let mut client = Proc::gearwheel(&["submit", "-s", &addr, "-f", "rq", "again"], &[]);
+    wait_until(5, "the first worker to start the job", || {
         std::fs::read_to_string(&pidfile).is_ok_and(|p| p.ends_with('\n'))
     });
-    let _second = worker(&s, "rq", &[], &["sh", "-c", "printf 'second:'; cat"]);
+    let _second = work_process(&s, "rq", &[], &["sh", "-c", "printf 'second:'; cat"]);
     wait_workers(&s, "rq", 2);
     first.signal(libc::SIGKILL);
     first.wait_exit(5).expect("killed");
     assert_eq!(client.wait_exit(10).map(|s| s.success()), Some(true));
-    assert_eq!(client.stdout(), "second:again\n");
+    assert_eq!(client.stdout(), "second:again");
     let orphan: i32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()
@@ -257,7 +255,7 @@ fn the_worker_reconnects_when_the_server_comes_back() {
     let s = Server::start(&[]);
     let port = s.port().to_string();
     let addr = s.addr.to_string();
-    let w = worker(&s, "rc", &[], &["tr", "a-z", "A-Z"]);
+    let w = work_process(&s, "rc", &[], &["tr", "a-z", "A-Z"]);
     drop(s);
     w.wait_log(&format!("{addr}: the server closed the connection"), 5);
     let s = Server::start_args(&["serve", "-p", &port, "--verbose", "INFO"]);
@@ -265,19 +263,19 @@ fn the_worker_reconnects_when_the_server_comes_back() {
     let o = submit(&s, &["-f", "rc", "back"], None);
     assert_eq!(o.stdout, "BACK", "{o:?}");
     assert!(
-        w.log().contains(&format!("connected to {addr}")),
+        w.stderr().contains(&format!("connected to {addr}")),
         "{}",
-        w.log()
+        w.stderr()
     );
 }
 
 #[test]
 fn background_submit_prints_the_handle_and_the_job_runs() {
     let s = Server::start(&[]);
-    let dir = temp_dir("bg");
+    let dir = TempDir::new("bg");
     let out = dir.join("out");
     let out_s = out.to_str().unwrap().to_string();
-    let _w = worker_env(
+    let _w = work_process_env(
         &s,
         "bg",
         &[],
@@ -295,7 +293,7 @@ fn background_submit_prints_the_handle_and_the_job_runs() {
         handle.starts_with("H:") && !handle.contains(' '),
         "{handle}"
     );
-    wait_for(5, "the background job", || {
+    wait_until(5, "the background job", || {
         std::fs::read_to_string(&out).is_ok_and(|s| s == "queued")
     });
     let _ = std::fs::remove_dir_all(dir);
@@ -327,22 +325,12 @@ fn submit_reports_bad_flags_and_unreachable_servers() {
 
 #[test]
 fn php_client_against_a_gearwheel_worker() {
-    let have = common::have("php")
-        && Command::new("php")
-            .arg("-m")
-            .output()
-            .map(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .any(|l| l.trim() == "gearman")
-            })
-            .unwrap_or(false);
-    if !common::require(have, "php-cli with the gearman extension (php-gearman)") {
+    if !need("php-cli with the gearman extension (php-gearman)") {
         return;
     }
     let s = Server::start(&[]);
-    let _up = worker(&s, "up", &[], &["tr", "a-z", "A-Z"]);
-    let _bad = worker(&s, "bad", &[], &["sh", "-c", "echo nope >&2; exit 4"]);
+    let _up = work_process(&s, "up", &[], &["tr", "a-z", "A-Z"]);
+    let _bad = work_process(&s, "bad", &[], &["sh", "-c", "echo nope >&2; exit 4"]);
     let code = format!(
         r#"
         $c = new GearmanClient();
@@ -356,7 +344,7 @@ fn php_client_against_a_gearwheel_worker() {
         "#,
         port = s.port()
     );
-    let o = run(Command::new("php").arg("-r").arg(code), None, 20);
+    let o = run_out(Command::new("php").arg("-r").arg(code), None, 20);
     assert!(o.status.success(), "{o:?}");
     let lines: Vec<&str> = o.stdout.lines().collect();
     assert_eq!(lines[0], "up HELLO PHP SUCCESS", "{o:?}");

@@ -1,8 +1,6 @@
 //! The etcd gateway codec (src/cluster/etcd/) against a real etcd started on loopback:
 //! every request the cluster uses, its replies and errors, over blocking sockets.
 
-mod common;
-mod interop_support;
 mod support;
 
 use std::io::{Read, Write};
@@ -14,8 +12,8 @@ use gearwheel::cluster::etcd::{
     Compare, EtcdError, Kv, Op, Reply, Request, RequestKind, ResponseReader, Txn, WatchEvent,
     encode,
 };
-use interop_support::need;
 use support::etcd::Etcd;
+use support::need;
 
 const T: Duration = Duration::from_secs(10);
 

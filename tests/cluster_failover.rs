@@ -6,20 +6,16 @@
 //! SIGSTOP past its lease must not fire when it wakes; etcd stopped and started again.
 //! A missing etcd skips (a failure under GEARWHEEL_REQUIRE_INTEROP=1).
 
-mod cluster_support;
-mod common;
-mod http_support;
-mod interop_support;
 mod support;
 
 use std::thread;
 use std::time::Duration;
 
-use cluster_support::{Cluster, Etcd, gaps, next_rand, tempdir};
+use support::cluster::{Cluster, Etcd, gaps, next_rand, tempdir};
 use support::etcd::ETCD;
 
 fn have_etcd() -> bool {
-    interop_support::need(ETCD)
+    support::need(ETCD)
 }
 
 #[test]
@@ -39,7 +35,7 @@ fn killing_the_leader_ten_times_never_runs_a_time_twice() {
         // A random moment: 0 to 1.5 s into a second, after the new leader settled.
         thread::sleep(Duration::from_millis(1500 + next_rand(&mut seed) % 1500));
         cl.kill9(l);
-        cl.restart(l, cluster_support::TTL);
+        cl.restart(l, support::cluster::TTL);
     }
     cl.leader(15);
     thread::sleep(Duration::from_secs(3));
@@ -151,14 +147,14 @@ fn show_cluster_http_and_metrics_name_the_leader() {
     }
     let dir = tempdir("view");
     let etcd = Etcd::start();
-    let file = cluster_support::schedules(&dir);
-    let s = http_support::HttpServer::start(&[
+    let file = support::cluster::schedules(&dir);
+    let s = support::HttpServer::start(&[
         "--etcd",
         &etcd.url(),
         "--cluster",
         "view",
         "--etcd-lease-ttl",
-        cluster_support::TTL,
+        support::cluster::TTL,
         "--schedules",
         file.to_str().unwrap(),
     ]);
@@ -211,18 +207,18 @@ fn a_follower_with_another_schedules_file_names_the_entries_that_differ() {
     }
     let dir = tempdir("digest");
     let etcd = Etcd::start();
-    let mine = cluster_support::schedules(&dir);
+    let mine = support::cluster::schedules(&dir);
     let other = dir.join("other.cron");
     let text = std::fs::read_to_string(&mine).unwrap();
     std::fs::write(&other, text.replace("minute {time}", "minute at {time}")).unwrap();
     let start = |file: &std::path::Path| {
-        common::Server::start(&[
+        support::Server::start(&[
             "--etcd",
             &etcd.url(),
             "--cluster",
             "digest",
             "--etcd-lease-ttl",
-            cluster_support::TTL,
+            support::cluster::TTL,
             "--schedules",
             file.to_str().unwrap(),
         ])

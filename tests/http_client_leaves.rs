@@ -3,15 +3,12 @@
 //! descriptor are released, and the job is given up as a Gearman client's would be (a queued one
 //! is dropped). A background submission followed by a half-close is still answered.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
 
-use common::t;
-use http_support::*;
+use support::*;
 
 fn open_fds(s: &HttpServer) -> usize {
     std::fs::read_dir(format!("/proc/{}/fd", s.server.child.id()))
@@ -21,15 +18,12 @@ fn open_fds(s: &HttpServer) -> usize {
 
 /// Wait until `/status` shows no job and `conns` connections (the /status request's included).
 fn wait_left(s: &HttpServer, what: &str, conns: usize) {
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
+    poll(10, what, || {
         let body = s.get("/status").text();
-        if body.contains("\"jobs\":0,") && body.contains(&format!("\"connections\":{conns},")) {
-            return;
-        }
-        assert!(Instant::now() < end, "{what}: /status is {body}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        let left =
+            body.contains("\"jobs\":0,") && body.contains(&format!("\"connections\":{conns},"));
+        if left { Ok(()) } else { Err(body) }
+    });
 }
 
 fn get_gone() -> Vec<u8> {
@@ -61,26 +55,26 @@ fn closes_that_come_later_or_behind_pipelined_bytes_or_as_a_reset_are_noticed() 
     // The close after a pause.
     let mut c = TcpStream::connect(s.http).unwrap();
     c.write_all(&get_gone()).unwrap();
-    wait_status(&s, "the job queued", |b| b.contains("\"jobs\":1,"));
+    wait_status_json(&s, "the job queued", |b| b.contains("\"jobs\":1,"));
     c.write_all(b"0123456789 and then a close").unwrap();
     drop(c);
     wait_left(&s, "a later close", 1);
     // Behind more pipelined bytes than the server reads while a job waits.
     let mut c = TcpStream::connect(s.http).unwrap();
     c.write_all(&get_gone()).unwrap();
-    wait_status(&s, "the job queued", |b| b.contains("\"jobs\":1,"));
+    wait_status_json(&s, "the job queued", |b| b.contains("\"jobs\":1,"));
     let _ = c.write_all(&vec![b'x'; 100 * 1024]);
     drop(c);
     wait_left(&s, "a close behind 100 KiB", 1);
     // A reset (SO_LINGER 0).
     let c = TcpStream::connect(s.http).unwrap();
     (&c).write_all(&get_gone()).unwrap();
-    wait_status(&s, "the job queued", |b| b.contains("\"jobs\":1,"));
+    wait_status_json(&s, "the job queued", |b| b.contains("\"jobs\":1,"));
     let l = libc::linger {
         l_onoff: 1,
         l_linger: 0,
     };
-    common::set_socket_option(&c, libc::SO_LINGER, &l);
+    support::set_socket_option(&c, libc::SO_LINGER, &l);
     drop(c);
     wait_left(&s, "a reset", 1);
 }
@@ -88,14 +82,14 @@ fn closes_that_come_later_or_behind_pipelined_bytes_or_as_a_reset_are_noticed() 
 #[test]
 fn a_running_job_whose_client_left_finishes_unreported() {
     let s = HttpServer::start(&[]);
-    let mut w = worker(&s, "gone");
+    let mut w = worker(&s.server, &["gone"]);
     let mut c = TcpStream::connect(s.http).unwrap();
     let mut bytes = get_gone();
     bytes.extend_from_slice(b"0123456789");
     c.write_all(&bytes).unwrap();
     let (handle, _) = grab(&mut w);
     drop(c);
-    wait_status(&s, "the client gone", |b| b.contains("\"connections\":2,"));
+    wait_status_json(&s, "the client gone", |b| b.contains("\"connections\":2,"));
     w.send_req(t::WORK_COMPLETE, &[handle.as_bytes(), b"nobody reads this"]);
     // The worker hears nothing back, and can go on.
     w.send_req(t::ECHO_REQ, &[b"still fine"]);
@@ -118,5 +112,5 @@ fn a_background_submission_with_a_half_close_is_still_answered() {
     assert_eq!(r.status, 200);
     assert_eq!(r.header("X-Gearman-Command"), Some("JOB_CREATED"));
     h.expect_eof();
-    wait_status(&s, "the job kept", |b| b.contains("\"jobs\":1,"));
+    wait_status_json(&s, "the job kept", |b| b.contains("\"jobs\":1,"));
 }

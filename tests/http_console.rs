@@ -4,11 +4,9 @@
 //! (cancel, schedule operations, retry and drop a failed job) need the page's proof, nothing
 //! under `/ui/` submits a job, and `--no-console` turns it all into 404.
 
-mod common;
-mod http_support;
+mod support;
 
-use common::t;
-use http_support::*;
+use support::*;
 
 const CSP_SCRIPT: &str = "script-src 'self'";
 
@@ -191,7 +189,7 @@ fn the_journal_facts_say_the_last_fsync() {
 #[test]
 fn failed_jobs_are_listed_retried_and_dropped_from_the_console() {
     let s = HttpServer::start(&["--job-handle-prefix", "H:c"]);
-    let mut w = worker(&s, "flaky");
+    let mut w = worker(&s.server, &["flaky"]);
     let mut c = s.gearman();
     let long = "\u{20ac}".repeat(1000);
     let mut handles = Vec::new();
@@ -362,8 +360,7 @@ fn no_console_no_action() {
 
 #[test]
 fn operating_a_schedule_entry_from_the_console() {
-    let dir = std::env::temp_dir().join(format!("gearwheel-console-sched-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("console-sched");
     let file = dir.join("schedules");
     std::fs::write(&file, "0 3 * * *    nightly.backup\n").unwrap();
     let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);

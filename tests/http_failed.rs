@@ -1,14 +1,12 @@
 //! `GET /failed`, `POST /failed/HANDLE/retry` and `DELETE /failed/HANDLE` over real sockets,
 //! and the failed list's metrics; a GET or a foreign page changes nothing.
 
-mod common;
-mod http_support;
+mod support;
 
-use common::t;
-use http_support::*;
+use support::*;
 
 /// Submit a background job for `func` and have a real worker fail it with `exception`.
-fn fail_one(s: &HttpServer, w: &mut common::Conn, func: &str, unique: &str, exception: &str) {
+fn fail_one(s: &HttpServer, w: &mut support::Conn, func: &str, unique: &str, exception: &str) {
     let mut c = s.gearman();
     let h = c.submit(t::SUBMIT_JOB_BG, func, unique, b"the workload");
     let (got, _) = grab(w);
@@ -21,7 +19,7 @@ fn fail_one(s: &HttpServer, w: &mut common::Conn, func: &str, unique: &str, exce
 #[test]
 fn the_failed_list_is_read_retried_and_deleted_over_http() {
     let s = HttpServer::start(&["--job-handle-prefix", "H:h"]);
-    let mut w = worker(&s, "f");
+    let mut w = worker(&s.server, &["f"]);
     fail_one(&s, &mut w, "f", "one", "boom \"quoted\"");
     fail_one(&s, &mut w, "f", "two", "second");
 
@@ -88,7 +86,7 @@ fn the_failed_list_is_read_retried_and_deleted_over_http() {
 #[test]
 fn metrics_show_the_list_and_its_drops_by_function() {
     let s = HttpServer::start(&["--keep-failed", "1"]);
-    let mut w = worker(&s, "resize");
+    let mut w = worker(&s.server, &["resize"]);
     fail_one(&s, &mut w, "resize", "a", "x");
     fail_one(&s, &mut w, "resize", "b", "y");
     let m = s.get("/metrics").text();

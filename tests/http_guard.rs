@@ -3,10 +3,9 @@
 //! not the server's own. Scripts and curl (the listen address as Host, no Origin, no
 //! Sec-Fetch-Site) are served as ever. Every refusal is logged and counted in /metrics.
 
-mod common;
-mod http_support;
+mod support;
 
-use http_support::*;
+use support::*;
 
 /// A request with exactly these headers (no Host unless given).
 fn raw(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {

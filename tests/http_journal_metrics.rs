@@ -2,19 +2,16 @@
 //! errors and the fsync latency histogram move with the work done; without `--data-dir` they
 //! are absent.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{Conn, require, t};
-use http_support::*;
+use support::*;
 
 fn samples(text: &str) -> HashMap<String, f64> {
     text.lines()
@@ -26,13 +23,8 @@ fn samples(text: &str) -> HashMap<String, f64> {
         .collect()
 }
 
-fn data_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "gearwheel-journal-metrics-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn data_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("journal-metrics-{name}"))
 }
 
 fn scrape(s: &HttpServer) -> (String, HashMap<String, f64>) {

@@ -1,14 +1,12 @@
 //! `/metrics` after known work: the values match what was done, and the text parses with the
 //! Prometheus project's own parser (python `prometheus_client`, when installed; CI installs it).
 
-mod common;
-mod http_support;
+mod support;
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
 
-use common::{require, t};
-use http_support::*;
+use support::*;
 
 /// `name{labels}` -> value, from the text format (our own simple reading; the python parser
 /// below is the strict check).
@@ -52,7 +50,7 @@ for fam in text_string_to_metric_families(sys.stdin.read()):
 #[test]
 fn metrics_match_the_work_done() {
     let s = HttpServer::start(&[]);
-    let mut w = worker(&s, "m");
+    let mut w = worker(&s.server, &["m"]);
     let mut client = s.gearman();
     client.send_req(t::OPTION_REQ, &[b"exceptions"]);
     client.expect(t::OPTION_RES);
@@ -69,7 +67,7 @@ fn metrics_match_the_work_done() {
         client.read_packet();
     }
     // 1 retried: a worker dies holding a job; then 2 queued (1 high) and 1 future.
-    let mut dying = worker(&s, "m");
+    let mut dying = worker(&s.server, &["m"]);
     client.submit(t::SUBMIT_JOB_BG, "m", "", b"r");
     grab(&mut dying);
     drop(dying);
@@ -142,8 +140,7 @@ fn metrics_match_the_work_done() {
 
 #[test]
 fn schedule_metrics_and_odd_function_names() {
-    let dir = std::env::temp_dir().join(format!("gearwheel-http-metrics-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("http-metrics");
     let sched = dir.join("s.cron");
     std::fs::write(&sched, "0 3 * * * backup id=nightly -- go\n").unwrap();
     let s = HttpServer::start(&["--schedules", sched.to_str().unwrap()]);
@@ -165,14 +162,14 @@ fn schedule_metrics_and_odd_function_names() {
 #[test]
 fn held_grabs_are_counted_by_outcome() {
     let s = HttpServer::start(&["--grab-wait", "300"]);
-    let mut w = worker(&s, "hg");
+    let mut w = worker(&s.server, &["hg"]);
     let mut client = s.gearman();
     let h = client.submit(t::SUBMIT_JOB_BG, "hg", "", b"1");
     let (h2, _) = grab(&mut w);
     assert_eq!(h, h2);
     // Job end and GRAB together: the GRAB waits, and the next submit ends the wait.
-    let mut bytes = common::req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
-    bytes.extend(common::req(t::GRAB_JOB_UNIQ, &[]));
+    let mut bytes = support::req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
+    bytes.extend(support::req(t::GRAB_JOB_UNIQ, &[]));
     w.send(&bytes);
     w.expect_silence(50);
     client.submit(t::SUBMIT_JOB_BG, "hg", "", b"2");
@@ -180,8 +177,8 @@ fn held_grabs_are_counted_by_outcome() {
     assert_eq!(p.ptype, t::JOB_ASSIGN_UNIQ, "{p:?}");
     let h = String::from_utf8(p.args()[0].to_vec()).unwrap();
     // This time nothing comes: NO_JOB at the deadline.
-    let mut bytes = common::req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
-    bytes.extend(common::req(t::GRAB_JOB_UNIQ, &[]));
+    let mut bytes = support::req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
+    bytes.extend(support::req(t::GRAB_JOB_UNIQ, &[]));
     w.send(&bytes);
     w.expect(t::NO_JOB);
     let m = samples(&s.get("/metrics").text());

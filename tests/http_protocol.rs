@@ -1,14 +1,12 @@
 //! HTTP/1.x over real sockets: keep-alive, pipelining, HTTP/1.0, every error status, limits
 //! and timeouts (truncated request, huge header, slow header), and the read-only endpoints.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use common::t;
-use http_support::*;
+use support::*;
 
 #[test]
 fn keep_alive_serves_many_requests_on_one_connection() {
@@ -39,7 +37,7 @@ fn keep_alive_serves_many_requests_on_one_connection() {
 #[test]
 fn pipelined_requests_are_answered_in_order() {
     let s = HttpServer::start(&[]);
-    let mut w = worker(&s, "work");
+    let mut w = worker(&s.server, &["work"]);
     let mut h = s.connect();
     // A foreground job first: the requests behind it wait for it.
     let mut all = request("POST", "/work", &[], b"first");
@@ -66,7 +64,7 @@ fn pipelined_requests_are_answered_in_order() {
     // GET of an unknown path submits to that function (gearmand); nobody works on it, so
     // this one waits. HEAD /status comes after it.
     h.expect_silence(150);
-    let mut w2 = worker(&s, "nosuch/endpoint/but/a/function");
+    let mut w2 = worker(&s.server, &["nosuch/endpoint/but/a/function"]);
     let (h4, _) = grab(&mut w2);
     w2.send_req(t::WORK_COMPLETE, &[h4.as_bytes(), b"four"]);
     assert_eq!(h.read().text(), "four");
@@ -290,7 +288,7 @@ fn http_connections_count_against_max_connections() {
     d.set_timeout(Duration::from_secs(2));
     d.send(&request("GET", "/healthz", &[], b""));
     assert!(d.try_read().is_err(), "the fourth connection is refused");
-    let mut g = common::Conn::connect(s.server.addr);
+    let mut g = support::Conn::connect(s.server.addr);
     g.send_req(t::ECHO_REQ, &[b"x"]);
     assert!(g.try_read_packet().is_err(), "Gearman too");
     drop(a);
@@ -301,8 +299,7 @@ fn http_connections_count_against_max_connections() {
 
 #[test]
 fn read_only_endpoints() {
-    let dir = std::env::temp_dir().join(format!("gearwheel-http-sched-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("http-sched");
     let sched = dir.join("s.cron");
     std::fs::write(&sched, "@every 1h tick -- x\n0 3 * * * nightly -- {time}\n").unwrap();
     let s = HttpServer::start(&["--schedules", sched.to_str().unwrap()]);
@@ -360,7 +357,7 @@ fn read_only_endpoints() {
 #[test]
 fn expect_continue_and_chunked_bodies() {
     let s = HttpServer::start(&[]);
-    let mut w = worker(&s, "echo");
+    let mut w = worker(&s.server, &["echo"]);
     let mut h = s.connect();
     h.send(
         b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -378,7 +375,7 @@ fn expect_continue_and_chunked_bodies() {
 #[test]
 fn during_a_graceful_shutdown_http_serves_health_and_metrics_only() {
     let mut s = HttpServer::start(&[]);
-    let mut w = worker(&s, "long");
+    let mut w = worker(&s.server, &["long"]);
     let mut h = s.connect();
     h.send(&request("POST", "/long", &[], b""));
     let (handle, _) = grab(&mut w);

@@ -2,25 +2,22 @@
 //! JSON, to the entry's `on_failure=` function, where a worker grabs it; the failure shows at
 //! the end of `show schedules` and in `/schedules` (`last_error`, `recent_runs`).
 
-mod common;
-mod http_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use common::t;
-use http_support::*;
+use support::*;
 
 /// A schedules file of its own per test (`name`): tests run in parallel.
-fn schedules_file(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("gearwheel-alerts-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("s.cron");
+fn schedules_file(name: &str, text: &str) -> (TempDir, std::path::PathBuf) {
+    let dir = TempDir::new(&format!("alerts-{name}"));
+    let p = dir.path("s.cron");
     std::fs::write(&p, text).unwrap();
-    p
+    (dir, p)
 }
 
 /// Grab one job of the functions `w` can do, sleeping on PRE_SLEEP until one comes.
-fn grab(w: &mut common::Conn, within: Duration) -> (String, Vec<u8>) {
+fn grab(w: &mut support::Conn, within: Duration) -> (String, Vec<u8>) {
     let end = Instant::now() + within;
     loop {
         if let Some((h, _, _, data)) = w.grab_uniq() {
@@ -34,7 +31,7 @@ fn grab(w: &mut common::Conn, within: Duration) -> (String, Vec<u8>) {
 
 #[test]
 fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
-    let file = schedules_file("throws", "ON_FAILURE=alert\n@every 1s backup -- full\n");
+    let (_dir, file) = schedules_file("throws", "ON_FAILURE=alert\n@every 1s backup -- full\n");
     let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
     let mut worker = s.gearman();
     worker.can_do(&["backup"]);
@@ -85,7 +82,7 @@ fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
 
 #[test]
 fn a_run_past_its_timeout_alerts_and_its_late_result_is_refused() {
-    let file = schedules_file("timeout", "@every 1s hang timeout=1s on_failure=alert\n");
+    let (_dir, file) = schedules_file("timeout", "@every 1s hang timeout=1s on_failure=alert\n");
     let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
     let mut worker = s.gearman();
     worker.can_do(&["hang"]);

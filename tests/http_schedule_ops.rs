@@ -1,19 +1,17 @@
 //! `POST /schedules/ID/run|skip|pause|resume` over real sockets: each changes the entry as its
 //! admin line does and answers with the entry; other methods and foreign pages are refused.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::time::Duration;
 
-use http_support::*;
+use support::*;
 
-fn schedules_file(text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("gearwheel-http-ops-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("s.cron");
+fn schedules_file(text: &str) -> (TempDir, std::path::PathBuf) {
+    let dir = TempDir::new("http-ops");
+    let p = dir.path("s.cron");
     std::fs::write(&p, text).unwrap();
-    p
+    (dir, p)
 }
 
 fn post(s: &HttpServer, path: &str) -> Resp {
@@ -22,7 +20,8 @@ fn post(s: &HttpServer, path: &str) -> Resp {
 
 #[test]
 fn post_runs_skips_pauses_and_resumes_an_entry() {
-    let file = schedules_file("@every 1s tick overlap=allow\n0 3 * * * nightly -- for {id}\n");
+    let (_dir, file) =
+        schedules_file("@every 1s tick overlap=allow\n0 3 * * * nightly -- for {id}\n");
     let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
     let mut admin = s.gearman();
 
@@ -36,7 +35,7 @@ fn post_runs_skips_pauses_and_resumes_an_entry() {
         "{body}"
     );
     // Nothing fires while paused: the jobs queued stay as many as at the pause.
-    let tick_total = |a: &mut common::Conn| {
+    let tick_total = |a: &mut support::Conn| {
         a.admin("status", true)
             .lines()
             .find_map(|l| l.strip_prefix("tick\t"))
@@ -63,7 +62,7 @@ fn post_runs_skips_pauses_and_resumes_an_entry() {
     let r = post(&s, "/schedules/nightly/run");
     assert_eq!(r.status, 409, "{}", r.text());
     assert!(r.text().contains(&format!("\"running\":\"{handle}\"")));
-    let mut w = worker(&s, "nightly");
+    let mut w = worker(&s.server, &["nightly"]);
     let (h, data) = grab(&mut w);
     assert_eq!(
         (h.as_str(), &data[..]),
@@ -82,7 +81,7 @@ fn post_runs_skips_pauses_and_resumes_an_entry() {
     let r = post(&s, "/schedules/tick/resume");
     assert_eq!(r.status, 200);
     assert!(r.text().contains("\"paused\":false"));
-    let mut tw = worker(&s, "tick");
+    let mut tw = worker(&s.server, &["tick"]);
     grab(&mut tw); // tick runs again
 
     // Unknown entries, unknown operations, other methods.

@@ -2,18 +2,16 @@
 //! headers) but with honest status codes: a raw Gearman worker on the other side sends
 //! WORK_DATA, WORK_STATUS, WORK_COMPLETE, WORK_FAIL and WORK_EXCEPTION.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::time::Duration;
 
-use common::t;
-use http_support::*;
+use support::*;
 
 #[test]
 fn foreground_job_gathers_data_and_status_then_completes() {
     let s = HttpServer::start(&[]);
-    let mut w = worker(&s, "rev");
+    let mut w = worker(&s.server, &["rev"]);
     let mut h = s.connect();
     h.send(&request("POST", "/rev", &[], b"hello"));
     let (handle, data) = grab(&mut w);
@@ -41,7 +39,7 @@ fn foreground_job_gathers_data_and_status_then_completes() {
 #[test]
 fn worker_failure_and_exception_are_502() {
     let s = HttpServer::start(&[]);
-    let mut w = worker(&s, "f");
+    let mut w = worker(&s.server, &["f"]);
     let mut h = s.connect();
     h.send(&request("POST", "/f", &[], b"1"));
     let (handle, _) = grab(&mut w);
@@ -90,7 +88,7 @@ fn background_submit_answers_at_once_with_the_handle() {
         j.text()
     );
     // A worker gets the workload.
-    let mut w = worker(&s, "later");
+    let mut w = worker(&s.server, &["later"]);
     let (h2, data) = grab(&mut w);
     assert_eq!((h2, data), (handle, b"payload".to_vec()));
 }
@@ -167,7 +165,7 @@ fn priorities_unique_and_get_submissions() {
     );
 
     // GET /FUNCTION submits an empty workload (gearmand); the function name is URL-decoded.
-    let mut w = worker(&s, "get me");
+    let mut w = worker(&s.server, &["get me"]);
     let mut h = s.connect();
     h.send(&request("GET", "/get%20me", &[], b""));
     let (handle, data) = grab(&mut w);
@@ -204,7 +202,7 @@ fn timeout_is_504_and_the_job_goes_on() {
         "{j}"
     );
     // The same connection serves the next request; the late result does not leak into it.
-    let mut w = worker(&s, "slow");
+    let mut w = worker(&s.server, &["slow"]);
     let (h2, _) = grab(&mut w);
     assert_eq!(h2, handle);
     h.send(&request("GET", "/healthz", &[], b""));
@@ -246,18 +244,17 @@ fn a_client_that_leaves_drops_its_queued_foreground_job() {
     {
         let mut h = s.connect();
         h.send(&request("POST", "/gone", &[], b"x"));
-        wait_status(&s, "job queued", |b| {
+        wait_status_json(&s, "job queued", |b| {
             b.contains("\"name\":\"gone\",\"total\":1")
         });
     }
     // With its only job dropped and no worker, the function itself is forgotten.
-    wait_status(&s, "job dropped", |b| !b.contains("\"name\":\"gone\""));
+    wait_status_json(&s, "job dropped", |b| !b.contains("\"name\":\"gone\""));
 }
 
 #[test]
 fn background_http_jobs_are_journaled_like_any_other() {
-    let dir = std::env::temp_dir().join(format!("gearwheel-http-journal-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("http-journal");
     let d = dir.to_str().unwrap();
     let s = HttpServer::start(&["--data-dir", d]);
     let r = s.call(
@@ -275,7 +272,7 @@ fn background_http_jobs_are_journaled_like_any_other() {
     let s = HttpServer::start(&["--data-dir", d]);
     let j = s.get(&format!("/jobs/{handle}"));
     assert_eq!(j.status, 200, "{}", j.text());
-    let mut w = worker(&s, "kept");
+    let mut w = worker(&s.server, &["kept"]);
     let (h, data) = grab(&mut w);
     assert_eq!((h, data), (handle, b"survives".to_vec()));
     drop(s);

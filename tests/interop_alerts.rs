@@ -2,14 +2,12 @@
 //! entry with `retry=2 on_failure=alert`, and a `gearwheel work -f alert -- sh -c 'cat > FILE'`
 //! worker writes the alert it is given to a file, whose JSON is checked field by field.
 
-mod common;
-mod interop_support;
+mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Server, require};
-use interop_support::*;
+use support::*;
 
 #[test]
 fn a_php_worker_that_throws_for_an_entry_alerts_a_gearwheel_work_worker() {
@@ -19,8 +17,7 @@ fn a_php_worker_that_throws_for_an_entry_alerts_a_gearwheel_work_worker() {
     ) {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("gearwheel-interop-alerts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("interop-alerts");
     let file = dir.join("s.cron");
     // An hourly entry, run by hand: the test decides when it runs. `throw` is worker.php's
     // function that answers WORK_EXCEPTION "boom".
@@ -45,7 +42,7 @@ fn a_php_worker_that_throws_for_an_entry_alerts_a_gearwheel_work_worker() {
             .env("ALERT_FILE", &alert_file),
         None,
     );
-    wait_workers(&s, "alert", 1, 10);
+    wait_workers(&s, "alert", 1);
 
     let mut admin = s.connect();
     let reply = admin.admin("run schedule nightly", false);

@@ -7,17 +7,15 @@
 //! replies, prints a bare `OK` as `OK`, and turns `ERR <x> ...` into `Error: <x>` on stderr
 //! (exit status 0).
 
-mod common;
-mod interop_support;
+mod support;
 
 use std::process::Command;
 
-use common::{Server, require, t};
-use interop_support::*;
+use support::*;
 
 fn have_cli() -> bool {
     require(
-        common::have("gearman") && common::have("gearadmin"),
+        support::have("gearman") && support::have("gearadmin"),
         "gearman-tools (gearman, gearadmin)",
     )
 }
@@ -33,7 +31,11 @@ fn gearman(s: &Server, args: &[&str]) -> Command {
 fn gearadmin(s: &Server, args: &[&str]) -> (String, String) {
     let mut c = Command::new("gearadmin");
     c.arg("-p").arg(s.port().to_string()).args(args);
-    let (st, out, err) = run_any("gearadmin", &mut c, None, 5);
+    let Out {
+        status: st,
+        stdout: out,
+        stderr: err,
+    } = run_out(&mut c, None, 5);
     assert!(
         st.success(),
         "gearadmin {args:?} failed: {st}\n{out}\n{err}"
@@ -46,7 +48,7 @@ fn cli_worker(s: &Server, func: &str, cmd: &[&str]) -> Proc {
     let mut args = vec!["-w", "-f", func, "--"];
     args.extend_from_slice(cmd);
     let p = Proc::spawn("gearman worker", &mut gearman(s, &args), None);
-    wait_workers(s, func, 1, 5);
+    wait_workers(s, func, 1);
     p
 }
 
@@ -186,13 +188,13 @@ fn cli_background_jobs_queue_by_priority_and_run_later() {
         ),
         None,
     );
-    let st = worker.wait_exit(8);
+    let st = worker.exited(8);
     assert!(st.success(), "worker: {st}\n{}", worker.describe());
     let ran = std::fs::read_to_string(&out_file).unwrap();
     assert_eq!(ran, "high1\nnormal1\nunique1\nnormal2\nlow1\n");
     let mut c = s.connect();
     // Its jobs done and its worker gone, the function is forgotten.
-    admin_until(&mut c, "status", true, 3, |st| st == ".\n");
+    wait_admin(&mut c, "status", true, 3, |st| st == ".\n");
     assert_eq!(gearadmin(&s, &["--show-jobs"]).0, ".\n");
 }
 
@@ -252,10 +254,10 @@ fn cli_clients_with_same_unique_share_one_job() {
     );
     assert_eq!(c1.finish(5), "FIRST");
     assert_eq!(c2.finish(5), "FIRST");
-    let st = worker.wait_exit(5);
+    let st = worker.exited(5);
     assert!(st.success(), "{}", worker.describe());
     // Its job done and its worker gone, the function is forgotten.
-    admin_until(&mut conn, "status", true, 3, |st| st == ".\n");
+    wait_admin(&mut conn, "status", true, 3, |st| st == ".\n");
 }
 
 #[test]
@@ -348,8 +350,8 @@ fn gearadmin_cancel_job() {
         None,
     );
     let mut conn = s.connect();
-    admin_until(&mut conn, "status", true, 5, |st| {
-        status_of(st, "fgfn") == Some((1, 0, 0))
+    wait_admin(&mut conn, "status", true, 5, |st| {
+        status_row(st, "fgfn") == Some((1, 0, 0))
     });
     let jobs = conn.admin("show jobs", true);
     let fg = jobs
@@ -362,7 +364,7 @@ fn gearadmin_cancel_job() {
         gearadmin(&s, &[&format!("--cancel-job={fg}")]),
         ("OK\n".to_string(), String::new())
     );
-    let st = client.wait_exit(5);
+    let st = client.exited(5);
     assert!(!st.success(), "client should fail\n{}", client.describe());
     assert!(
         format!("{}{}", client.stdout(), client.stderr()).contains("Job failed"),

@@ -7,14 +7,12 @@
 //! it in its own server). tests/interop/epoch_submit.py calls libgearman.so through ctypes.
 //! libgearman sends `FUNC\0<generated UUID>\0EPOCH\0DATA`.
 
-mod common;
-mod interop_support;
+mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Server, require, t};
-use interop_support::*;
+use support::*;
 
 fn have_epoch_client() -> bool {
     require(have_libgearman(), "python3 with libgearman (libgearman8)")
@@ -116,7 +114,7 @@ fn epoch_job_from_libgearman_wakes_sleeping_worker_when_due() {
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     worker.send_req(t::WORK_COMPLETE, &[handle.as_bytes(), b"done"]);
-    admin_until(&mut admin, "status", true, 3, |st| {
+    wait_admin(&mut admin, "status", true, 3, |st| {
         st == "epochfn\t0\t0\t1\n.\n"
     });
 }
@@ -154,11 +152,11 @@ fn epoch_job_from_libgearman_runs_on_gearman_cli_worker_when_due() {
         ]),
         None,
     );
-    wait_workers(&s, "epochcli", 1, 5);
+    wait_workers(&s, "epochcli", 1);
 
     let epoch = epoch_ahead();
     submit_epoch(&s, "epochcli", epoch, "from-libgearman");
-    let st = worker.wait_exit(epoch.saturating_sub(now_f64() as u64) + 4);
+    let st = worker.exited(epoch.saturating_sub(now_f64() as u64) + 4);
     assert!(st.success(), "worker: {st}\n{}", worker.describe());
     let ran = std::fs::read_to_string(&out_file).unwrap();
     let mut lines = ran.lines();

@@ -3,18 +3,14 @@
 //! keep-alive reuse, `Expect: 100-continue` on large bodies, chunked uploads from stdin, and
 //! HTTP/1.0 mode.
 
-mod common;
-mod http_support;
-mod interop_support;
+mod support;
 
 use std::process::Command;
 
-use common::require;
-use http_support::*;
-use interop_support::*;
+use support::*;
 
 fn have_curl() -> bool {
-    require(common::have("curl"), "curl")
+    require(support::have("curl"), "curl")
 }
 
 fn curl(args: &[&str]) -> Command {
@@ -29,7 +25,7 @@ fn gearman_worker(s: &HttpServer, func: &str, cmd: &[&str]) -> Proc {
     let mut args = vec!["-p", port.as_str(), "-w", "-f", func, "--"];
     args.extend_from_slice(cmd);
     let p = Proc::spawn("gearman worker", Command::new("gearman").args(&args), None);
-    wait_workers(&s.server, func, 1, 5);
+    wait_workers(&s.server, func, 1);
     p
 }
 
@@ -182,7 +178,7 @@ fn worker_failures_reach_curl_as_502() {
         "echo disk full >&2; exit 3",
     ]);
     let _w = Proc::spawn("gearwheel work", &mut work, None);
-    wait_workers(&s.server, "throws", 1, 5);
+    wait_workers(&s.server, "throws", 1);
     let out = run(
         "curl exception",
         &mut curl(&["-i", "-d", "x", &format!("{base}/throws")]),

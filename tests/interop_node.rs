@@ -10,11 +10,9 @@
 //! drops that WORK_FAIL, as it does Perl's (the job has ended), so the worker goes on. And
 //! gearmand refuses abraxas's submitJobSched (`ERROR INVALID_COMMAND`).
 
-mod common;
-mod interop_support;
+mod support;
 
-use common::Server;
-use interop_support::*;
+use support::*;
 
 const GEARMANODE: LibProgram = LibProgram {
     program: "node",

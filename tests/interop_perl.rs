@@ -7,11 +7,9 @@
 //! `exceptions => 1`) sends OPTION_REQ exceptions, submits with an empty unique unless `uniq`
 //! is given, and asks for `status\n` in text on a cached connection.
 
-mod common;
-mod interop_support;
+mod support;
 
-use common::{Server, require};
-use interop_support::*;
+use support::*;
 
 fn have_perl() -> bool {
     require(
@@ -73,8 +71,8 @@ fn perl_dispatch_background_runs_in_priority_order() {
         .filter_map(|l| l.strip_prefix("job log ").map(str::to_string))
         .collect();
     assert_eq!(order, ["H1", "H2", "N1", "N2", "L1", "L2"]);
-    admin_until(&mut admin, "status", true, 3, |st| {
-        status_of(st, "log") == Some((0, 0, 1))
+    wait_admin(&mut admin, "status", true, 3, |st| {
+        status_row(st, "log") == Some((0, 0, 1))
     });
 }
 

@@ -7,11 +7,9 @@
 //! SUBMIT_JOB* with a generated UUID unique unless one is given; runTasks() pipelines its
 //! submits newest task first.
 
-mod common;
-mod interop_support;
+mod support;
 
-use common::{Server, require};
-use interop_support::*;
+use support::*;
 
 fn have_php() -> bool {
     require(
@@ -90,8 +88,8 @@ fn php_background_jobs_run_in_priority_order() {
         .filter_map(|l| l.strip_prefix("job log ").map(str::to_string))
         .collect();
     assert_eq!(order, ["H1", "H2", "N1", "N2", "L1", "L2"]);
-    admin_until(&mut admin, "status", true, 3, |st| {
-        status_of(st, "log") == Some((0, 0, 1))
+    wait_admin(&mut admin, "status", true, 3, |st| {
+        status_row(st, "log") == Some((0, 0, 1))
     });
     // The worker's SET_CLIENT_ID shows in `workers`, with its functions newest registration
     // first, as gearmand lists them (pecl sends CAN_DO in reverse order of addFunction).

@@ -7,11 +7,9 @@
 //! `show jobs`, `cancel job H`, `workers`, `version` ...) with a bare `\n` on the same connection
 //! as its binary packets, and tells replies apart by a leading NUL byte.
 
-mod common;
-mod interop_support;
+mod support;
 
-use common::{Server, require};
-use interop_support::*;
+use support::*;
 
 fn have_gear() -> bool {
     require(have_python_gear(), "python3 with the gear package")

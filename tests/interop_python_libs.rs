@@ -12,11 +12,9 @@
 //! clients take for an unknown handle and die of (gearwheel sends the plain handle). And
 //! gearmand refuses aiogear's SUBMIT_JOB_SCHED with an ERROR, which aiogear cannot parse.
 
-mod common;
-mod interop_support;
+mod support;
 
-use common::Server;
-use interop_support::*;
+use support::*;
 
 const PYTHON3_GEARMAN: LibProgram = LibProgram {
     program: "python3",

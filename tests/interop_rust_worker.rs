@@ -10,13 +10,12 @@
 //! with ERROR INVALID_PACKET: either way the crate's worker ends, so this test does not use it.
 //! Any packet other than the ones it expects also ends the worker (its `run` returns the error).
 
-mod common;
-mod interop_support;
+mod support;
 
 use std::net::SocketAddr;
 
-use common::{Conn, Server, t};
 use gearman_worker::WorkerBuilder;
+use support::*;
 
 /// A gearman-worker worker for `reverse` (completes) and `refuse` (fails with a message),
 /// running until its connection ends. The thread's result is the crate's error.
@@ -68,7 +67,7 @@ fn gearman_worker_completes_and_fails_jobs_and_keeps_working() {
     let s = Server::start_args(&["serve", "-p", "0", "--verbose", "DEBUG"]);
     let worker = start_worker(s.addr);
     let mut admin = s.connect();
-    interop_support::admin_until(&mut admin, "workers", true, 10, |w| {
+    support::wait_admin(&mut admin, "workers", true, 10, |w| {
         w.contains("rust-gearman-worker : ") && w.contains("refuse") && w.contains("reverse")
     });
     let mut c = s.connect();

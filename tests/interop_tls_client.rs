@@ -3,17 +3,13 @@
 //! rcgen. A worker and a client each present their own certificate; a client without one, and
 //! a client that does not trust the server's CA, are refused.
 
-mod cli_support;
-mod common;
-mod tls_support;
+mod support;
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cli_support::*;
-use common::Server;
-use tls_support::TestCa;
+use support::*;
 
 /// stunnel in the foreground on a free loopback port, forwarding to `to`; killed on drop.
 struct Stunnel {
@@ -73,7 +69,7 @@ fn stunnel(ca: &TestCa, to: std::net::SocketAddr) -> Stunnel {
 
 #[test]
 fn work_submit_and_admin_over_mutual_tls() {
-    if !common::require(common::have("stunnel4"), "stunnel4") {
+    if !support::require(support::have("stunnel4"), "stunnel4") {
         return;
     }
     let ca = TestCa::new("cli");
@@ -114,10 +110,10 @@ fn work_submit_and_admin_over_mutual_tls() {
         &tls(&wcert, &wkey),
         &["--", "tr", "a-z", "A-Z"],
     );
-    let _w = Bg::spawn(&wargs.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    let _w = Proc::gearwheel(&wargs.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
     let admin = with(&["admin", "-s", &addr], &tls(&ccert, &ckey), &["workers"]);
     let admin: Vec<&str> = admin.iter().map(String::as_str).collect();
-    wait_for(10, "the worker registered over TLS", || {
+    wait_until(10, "the worker registered over TLS", || {
         gw(&admin, None, 10).stdout.contains("up")
     });
 

@@ -8,18 +8,14 @@
 //! Every payload is 100 kB of pseudo-random text reversed by the worker, so a result proves
 //! the bytes crossed TLS both ways intact.
 
-mod common;
-mod interop_support;
-mod tls_support;
+mod support;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Server;
-use interop_support::*;
-use tls_support::TestCa;
+use support::*;
 
 const GEAR: &str = "python3 with the gear package";
 const PERL: &str = "Perl Gearman::Client (libgearman-client-perl)";
@@ -230,7 +226,7 @@ fn python_gear_worker_and_client_each_with_its_own_certificate() {
         &worker,
         "py-worker",
     );
-    wait_workers(&rig.server, "reverse", 1, 10);
+    wait_workers(&rig.server, "reverse", 1);
     let (file, text) = payload(ca.dir(), 1);
     let out = tls_client(
         "python3",
@@ -274,7 +270,7 @@ fn libgearman_cli_on_plaintext_loopback_runs_on_a_tls_worker() {
         &worker,
         "py-worker",
     );
-    wait_workers(&rig.server, "reverse", 1, 10);
+    wait_workers(&rig.server, "reverse", 1);
     let (_, text) = payload(ca.dir(), 2);
     // `gearman -f FUNC` sends stdin as the workload and prints the result.
     let out = run(
@@ -310,7 +306,7 @@ fn libgearman_cli_on_plaintext_loopback_runs_on_a_tls_worker() {
             10,
         );
         if !status.is_empty() || Instant::now() > end {
-            assert_eq!(status_of(&status, "reverse"), Some((0, 0, 1)), "{status}");
+            assert_eq!(status_row(&status, "reverse"), Some((0, 0, 1)), "{status}");
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -334,7 +330,7 @@ fn perl_worker_and_client_each_with_its_own_certificate() {
         &worker,
         "pl-worker",
     );
-    wait_workers(&rig.server, "reverse", 1, 10);
+    wait_workers(&rig.server, "reverse", 1);
     let (file, text) = payload(ca.dir(), 3);
     let out = tls_client(
         "perl",
@@ -396,7 +392,7 @@ fn curl_over_https_with_a_client_certificate() {
         &worker,
         "py-worker",
     );
-    wait_workers(&rig.server, "reverse", 1, 10);
+    wait_workers(&rig.server, "reverse", 1);
     let (file, text) = payload(ca.dir(), 4);
     let curl = |extra: &[&str], path: &str| {
         let mut c = Command::new("curl");
@@ -538,7 +534,7 @@ fn the_openssl_recipe_in_docs_security_md_makes_working_certificates() {
         &as_pair("worker-backup"),
         "worker-backup",
     );
-    wait_workers(&server, "reverse", 1, 10);
+    wait_workers(&server, "reverse", 1);
     let (payload_file, text) = payload(ca.dir(), 5);
     let out = tls_client(
         "python3",

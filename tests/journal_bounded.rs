@@ -2,12 +2,12 @@
 //! while 10,000 future jobs wait the whole time. The directory stays under a stated bound,
 //! although many times that much is written. GEARWHEEL_SOAK=10 makes it 1,000,000 cycles.
 
-mod common;
+mod support;
 use std::io::Write;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use common::{Server, req, t};
+use support::*;
 
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
@@ -23,8 +23,7 @@ fn long_waiting_future_jobs_do_not_make_the_journal_grow() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
     let cycles = 100_000 * scale;
-    let dir = std::env::temp_dir().join(format!("gearwheel-bounded-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("bounded");
     let s = Server::start(&[
         "--data-dir",
         dir.to_str().unwrap(),

@@ -5,17 +5,17 @@
 //! `status` after the restart must show at least the replies counted and at most the submits
 //! sent.
 
-mod common;
+mod support;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Conn, Server, req, t};
+use support::*;
 
 const CLIENTS: usize = 2;
 /// Submits each client would send if nothing stopped it.
@@ -25,10 +25,8 @@ const BATCH: u64 = 64;
 /// Kill once this many JOB_CREATED came back in all.
 const KILL_AFTER: u64 = 5_000;
 
-fn data_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gearwheel-crash-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn data_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("crash-{name}"))
 }
 
 /// TOTAL of `func` in `status` (0 when not listed).
@@ -90,7 +88,7 @@ fn client(s: &Server, no: usize, counts: Arc<Counts>) -> thread::JoinHandle<()> 
 
 fn crash_and_count(fsync: &str) {
     let dir = data_dir(fsync);
-    let args = |dir: &PathBuf| {
+    let args = |dir: &Path| {
         vec![
             "--data-dir".to_string(),
             dir.to_str().unwrap().to_string(),

@@ -2,19 +2,18 @@
 //! `ERROR QUEUE_ERROR` with the reason, the server lives on and says so, and nothing that was
 //! acknowledged is lost.
 
-mod common;
+mod support;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{Conn, Server, t};
+use support::*;
 
 #[test]
 fn a_full_disk_refuses_new_jobs_and_loses_none_it_took() {
-    let dir = std::env::temp_dir().join(format!("gearwheel-full-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("full");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gearwheel"));
     cmd.args([
         "serve",

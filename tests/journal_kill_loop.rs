@@ -4,16 +4,16 @@
 //! runs at least once, no job completed (and acknowledged by a later reply) runs again, and no
 //! job appears that was never submitted. GEARWHEEL_SOAK=N runs N times as many jobs.
 
-mod common;
+mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Conn, Server, req, t};
+use support::*;
 
 const CLIENTS: usize = 4;
 const WINDOW: usize = 32;
@@ -81,10 +81,8 @@ fn submit_some(
     }
 }
 
-fn data_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gearwheel-killloop-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn data_dir() -> TempDir {
+    TempDir::new("killloop")
 }
 
 #[test]

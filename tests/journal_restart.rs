@@ -1,11 +1,10 @@
 //! Time across a restart: a future job keeps its time when the server dies before it, and a
 //! `catchup=last` entry that missed runs while the server was down fires once at start.
 
-mod common;
-use std::path::PathBuf;
+mod support;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{Server, t};
+use support::*;
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -14,10 +13,8 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-fn data_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gearwheel-restart-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn data_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("restart-{name}"))
 }
 
 fn kill9(mut s: Server) {
@@ -77,6 +74,11 @@ fn a_missed_catchup_last_run_fires_once_at_start() {
     ];
     let s = Server::start(&args);
     s.wait_log("schedule tick: run scheduled", 4);
+    // The run is logged mid-turn and written at the turn's end: kill only once it is written.
+    wait_admin(&mut s.connect(), "show journal", true, 5, |o| {
+        o.lines()
+            .any(|l| l.strip_prefix("writes\t").is_some_and(|n| n != "0"))
+    });
     kill9(s);
     // Down for more than two intervals.
     std::thread::sleep(Duration::from_millis(4500));

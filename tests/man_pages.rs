@@ -4,8 +4,7 @@
 //! also checks that every `serve` flag in the code is in docs/operations.md's table with the
 //! default the code really uses, and that groff renders both pages without a warning.
 
-mod common;
-mod man_support;
+mod support;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,7 +13,7 @@ use std::process::{Command, Stdio};
 use argh::FromArgs;
 use gearwheel::cli::args::Cli;
 use gearwheel::config::{Config, ServeArgs};
-use man_support::{Links, blocks, escape, inline, section};
+use support::man::{Links, blocks, escape, inline, section};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -240,7 +239,7 @@ fn man_pages_are_generated_from_docs() {
 
 #[test]
 fn groff_renders_the_pages_without_warnings() {
-    if !common::require(common::have("groff"), "groff (apt-get install groff-base)") {
+    if !support::require(support::have("groff"), "groff (apt-get install groff-base)") {
         return;
     }
     // The pages as generated (the files are compared with them above), so that a run with

@@ -4,18 +4,13 @@
 //! is logged (bounded) and counted. Identities are told apart by the source address: a
 //! connection from 127.0.0.N is `addr:127.0.0.N`.
 
-mod cli_support;
-mod common;
-mod http_support;
 mod support;
 
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Conn, Server, t};
-use http_support::{Http, Resp, http_addr, request};
-use support::{expect_error, expect_error_code, sync};
+use support::*;
 
 /// This machine's own non-loopback address (the source the routing table picks), so a test
 /// can reach a server bound to 0.0.0.0 as a peer from beyond loopback. `None` (with the reason
@@ -81,12 +76,13 @@ addr:127.0.0.5     admin        *
 addr:127.0.0.6     status       *
 ";
 
-fn acl_server(rules: &str, extra: &[&str]) -> (Server, PathBuf) {
-    let dir = cli_support::temp_dir("acl");
+/// The server, its ACL file, and the directory that holds the file (keep it alive).
+fn acl_server(rules: &str, extra: &[&str]) -> (Server, PathBuf, TempDir) {
+    let dir = TempDir::new("acl");
     let path = write_file(&dir, "acl", rules);
     let mut args = vec!["--acl", path.to_str().unwrap()];
     args.extend_from_slice(extra);
-    (Server::start(&args), path)
+    (Server::start(&args), path, dir)
 }
 
 fn submit_bg(c: &mut Conn, func: &str) -> String {
@@ -96,7 +92,7 @@ fn submit_bg(c: &mut Conn, func: &str) -> String {
 
 #[test]
 fn each_operation_is_allowed_and_denied_by_the_acl_over_raw_bytes() {
-    let (s, _) = acl_server(RULES, &[]);
+    let (s, _, _dir) = acl_server(RULES, &[]);
     let mut client = conn_from(&s, "127.0.0.2");
     let mut worker = conn_from(&s, "127.0.0.3");
     let mut reader = conn_from(&s, "127.0.0.4");
@@ -212,7 +208,7 @@ fn each_operation_is_allowed_and_denied_by_the_acl_over_raw_bytes() {
 
 #[test]
 fn reload_acl_swaps_the_rules_atomically_and_sighup_too() {
-    let (s, path) = acl_server("addr:127.0.0.0/8 status *\n", &[]);
+    let (s, path, _dir) = acl_server("addr:127.0.0.0/8 status *\n", &[]);
     let mut c = Conn::connect(s.addr);
     assert_eq!(
         c.admin("reload acl", false),
@@ -254,10 +250,10 @@ fn reload_acl_swaps_the_rules_atomically_and_sighup_too() {
 
 #[test]
 fn a_bad_acl_stops_the_start_and_check_names_line_and_column() {
-    let dir = cli_support::temp_dir("acl-check");
+    let dir = TempDir::new("acl-check");
     let bad = write_file(&dir, "bad", "cn:ops admin *\naddr:10.0.0.0/40 status *\n");
     let good = write_file(&dir, "good", RULES);
-    let out = cli_support::gw(
+    let out = support::gw(
         &["serve", "-p", "0", "--acl", bad.to_str().unwrap()],
         None,
         10,
@@ -268,13 +264,13 @@ fn a_bad_acl_stops_the_start_and_check_names_line_and_column() {
         bad.display()
     );
     assert!(out.stderr.contains(&want), "{out:?}");
-    let out = cli_support::gw(&["check", "--acl", bad.to_str().unwrap()], None, 10);
+    let out = support::gw(&["check", "--acl", bad.to_str().unwrap()], None, 10);
     assert_eq!(out.code(), Some(1), "{out:?}");
     assert_eq!(out.stderr.trim(), want);
-    let out = cli_support::gw(&["check", "--acl", good.to_str().unwrap()], None, 10);
+    let out = support::gw(&["check", "--acl", good.to_str().unwrap()], None, 10);
     assert_eq!(out.code(), Some(0), "{out:?}");
     assert_eq!(out.stdout, format!("{}: 5 rules\n", good.display()));
-    let out = cli_support::gw(&["check"], None, 10);
+    let out = support::gw(&["check"], None, 10);
     assert_eq!(out.code(), Some(2), "{out:?}");
 }
 
@@ -292,7 +288,7 @@ fn curl(args: &[&str]) -> (u16, String) {
 
 #[test]
 fn http_denials_are_403_and_a_bearer_token_is_an_identity() {
-    if !common::require(common::have("curl"), "curl") {
+    if !support::require(support::have("curl"), "curl") {
         return;
     }
     let secret = "tok-8f2e-s3cret";
@@ -303,7 +299,7 @@ fn http_denials_are_403_and_a_bearer_token_is_an_identity() {
          token:ci  status  *\n\
          addr:127.0.0.5  admin  *\n"
     );
-    let dir = cli_support::temp_dir("acl-http");
+    let dir = TempDir::new("acl-http");
     let path = write_file(&dir, "acl", &rules);
     let s = Server::start_args(&[
         "serve",
@@ -395,7 +391,7 @@ fn http_denials_are_403_and_a_bearer_token_is_an_identity() {
 
 #[test]
 fn denials_are_logged_up_to_the_cap_then_summed_up() {
-    let (s, _) = acl_server("addr:127.0.0.9 status *\n", &["--acl-denials-logged", "2"]);
+    let (s, _, _dir) = acl_server("addr:127.0.0.9 status *\n", &["--acl-denials-logged", "2"]);
     let mut c = Conn::connect(s.addr);
     for _ in 0..5 {
         c.send_req(t::SUBMIT_JOB_BG, &[b"f", b"", b"x"]);
@@ -482,7 +478,7 @@ fn protected_mode_refuses_peers_beyond_loopback_without_an_acl() {
         m.text()
     );
     // With an ACL, protected mode steps aside: the ACL decides.
-    let (s, _) = acl_server(&format!("addr:{ip} submit *\n"), &["-L", "0.0.0.0"]);
+    let (s, _, _dir) = acl_server(&format!("addr:{ip} submit *\n"), &["-L", "0.0.0.0"]);
     let mut far = Conn::connect(SocketAddr::new(ip, s.port()));
     submit_bg(&mut far, "f");
 }
@@ -531,7 +527,7 @@ fn without_an_acl_console_actions_are_served_to_loopback_peers_only() {
 
 #[test]
 fn a_flood_of_connections_is_logged_at_a_bounded_rate() {
-    let (s, _) = acl_server(
+    let (s, _, _dir) = acl_server(
         "addr:127.0.0.9 status *\n",
         &["--acl-denials-logged-per-second", "1"],
     );

@@ -1,10 +1,8 @@
 //! The admin text protocol on the binary port: formats, line endings, errors, and text mixed
 //! with binary packets on one connection.
 
-mod common;
 mod support;
 
-use common::{req, t};
 use support::*;
 
 #[test]
@@ -245,7 +243,7 @@ fn getpid_verbose_version() {
 
 #[test]
 fn verbose_reports_the_configured_level() {
-    let s = common::Server::start_args(&["serve", "-p", "0", "--verbose", "warning"]);
+    let s = support::Server::start_args(&["serve", "-p", "0", "--verbose", "warning"]);
     let mut a = s.connect();
     assert_eq!(a.admin("verbose", false), "OK WARNING\n");
 }

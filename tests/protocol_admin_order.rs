@@ -3,20 +3,13 @@
 //! schedules` reads the schedules file, `show journal` the journal), and mixed with binary
 //! packets in one write.
 
-mod common;
+mod support;
 
-use common::{Server, req, t};
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("gearwheel-order-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use support::*;
 
 #[test]
 fn reload_and_show_journal_answer_in_request_order() {
-    let dir = temp_dir("admin");
+    let dir = TempDir::new("admin");
     let sched = dir.join("schedules.cron");
     std::fs::write(&sched, "@every 1h tick\n").unwrap();
     let data = dir.join("data");
@@ -44,7 +37,7 @@ fn reload_and_show_journal_answer_in_request_order() {
 
 #[test]
 fn a_reload_is_seen_by_the_next_line_and_binary_packets_keep_their_place() {
-    let dir = temp_dir("mixed");
+    let dir = TempDir::new("mixed");
     let sched = dir.join("schedules.cron");
     std::fs::write(&sched, "@every 1h tick\n").unwrap();
     let s = Server::start(&["--schedules", sched.to_str().unwrap()]);

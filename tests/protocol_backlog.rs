@@ -1,11 +1,11 @@
 //! 2,000 clients connecting at once are all served promptly (gearmand's backlog of 32 drops
 //! them; ours is 1024 and the loop accepts until the queue is empty).
 
-mod common;
+mod support;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::{Conn, Server, t};
+use support::*;
 
 #[test]
 fn two_thousand_clients_connecting_at_once_are_all_served() {

@@ -1,9 +1,5 @@
-//! The command line, without a running server: bad flags, --version, --help.
-//!
-//! These tests live in their own binary on purpose. Run in the same process as tests that
-//! read sockets through `common::Conn` (5 s SO_RCVTIMEO), the concurrent `Command::output`
-//! calls made such a read fail now and then with "Interrupted system call" (EINTR), which
-//! `Conn` does not retry.
+//! The command line, without a running server: bad flags, --version, --help. Nothing here
+//! needs tests/support: each test runs the binary once with `Command::output`.
 
 use std::process::Command;
 

@@ -1,12 +1,10 @@
 //! Errors over real sockets: gearmand's exact ERROR bytes where the connection stays open,
 //! and our framing errors, which answer an ERROR and then close.
 
-mod common;
 mod support;
 
 use std::net::TcpStream;
 
-use common::{req, t};
 use support::*;
 
 #[test]
@@ -160,7 +158,7 @@ fn too_few_separators_is_invalid_packet_and_the_stream_stays_in_sync() {
 }
 
 /// A framing error: an ERROR with `code`, then the server closes.
-fn expect_error_then_close(c: &mut common::Conn, code: &str) -> String {
+fn expect_error_then_close(c: &mut support::Conn, code: &str) -> String {
     let text = expect_error_code(c, code);
     c.expect_eof();
     text

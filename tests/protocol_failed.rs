@@ -2,8 +2,8 @@
 //! error text, `retry failed` hands the same unique and workload to a worker again, `drop
 //! failed` forgets, and `--keep-failed` bounds the list.
 
-mod common;
-use common::{Server, t};
+mod support;
+use support::*;
 
 fn rows(text: &str) -> Vec<Vec<String>> {
     let body = text
@@ -83,8 +83,7 @@ fn keep_failed_keeps_the_newest() {
 
 #[test]
 fn the_failed_list_survives_kill_9_with_the_journal() {
-    let dir = std::env::temp_dir().join(format!("gearwheel-failed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("failed");
     let args = [
         "--job-handle-prefix",
         "H:j",

@@ -2,11 +2,11 @@
 //! the server unmaps the code it ran and still serves. The timing rules themselves are unit
 //! tests beside `IdleTrim`, with a manual clock.
 
-mod common;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, t};
+use support::*;
 
 /// A server logging at DEBUG, where the trims are logged.
 fn debug_server(extra: &[&str]) -> Server {

@@ -1,10 +1,10 @@
 //! Future jobs over real sockets and real time: EPOCH and SCHED jobs reach a sleeping worker
 //! on time, and `show scheduled` lists them.
 
-mod common;
+mod support;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{Server, t};
+use support::*;
 
 fn now_ms() -> u64 {
     SystemTime::now()

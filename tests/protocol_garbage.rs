@@ -1,11 +1,11 @@
 //! Garbage on the wire: random bytes, random headers with random types and lengths, random
 //! admin lines, from many connections. The server answers or closes each one and stays up.
 
-mod common;
+mod support;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{Server, t};
+use support::*;
 
 #[test]
 fn random_bytes_never_take_the_server_down() {

@@ -1,18 +1,16 @@
 //! `--grab-wait`: a worker's GRAB right after it ended a job waits a moment for the next job
 //! instead of NO_JOB, and what it sent after the GRAB is answered after it, in order.
 
-mod common;
 mod support;
 
 use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
-use common::{Conn, req, t};
 use support::*;
 
 /// A worker that ran one job and then sent WORK_COMPLETE, GRAB_JOB_UNIQ and ECHO_REQ in
 /// one write (libgearman sends the first two together).
-fn complete_grab_echo(s: &common::Server, client: &mut Conn) -> Conn {
+fn complete_grab_echo(s: &support::Server, client: &mut Conn) -> Conn {
     let mut w = worker(s, &["gw"]);
     client.submit(t::SUBMIT_JOB_BG, "gw", "", b"first");
     let (handle, _, _, _) = w.grab_uniq().expect("the first job");
@@ -24,7 +22,7 @@ fn complete_grab_echo(s: &common::Server, client: &mut Conn) -> Conn {
 }
 
 /// A server with `--grab-wait MS`, a client, and a worker left as `complete_grab_echo` leaves it.
-fn held_worker(grab_wait_ms: &str) -> (common::Server, Conn, Conn) {
+fn held_worker(grab_wait_ms: &str) -> (support::Server, Conn, Conn) {
     let s = server(&["--grab-wait", grab_wait_ms]);
     let mut client = s.connect();
     let w = complete_grab_echo(&s, &mut client);

@@ -1,12 +1,10 @@
 //! Jobs over real sockets: every SUBMIT variant, the three GRAB packets and their ASSIGN
 //! replies, WORK_* forwarding, status queries, priorities, coalescing, handles and epochs.
 
-mod common;
 mod support;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, t};
 use support::*;
 
 #[test]
@@ -721,7 +719,7 @@ fn foreground_job_with_one_client_left_still_runs() {
 }
 
 /// Poll GET_STATUS_UNIQUE until the job with `unique` has `n` foreground clients.
-fn wait_clients(c: &mut common::Conn, unique: &str, n: u32) {
+fn wait_clients(c: &mut support::Conn, unique: &str, n: u32) {
     wait_until(4, "the client count", || {
         c.send_req(t::GET_STATUS_UNIQUE, &[unique.as_bytes()]);
         let b = c.expect(t::STATUS_RES_UNIQUE);
@@ -731,7 +729,7 @@ fn wait_clients(c: &mut common::Conn, unique: &str, n: u32) {
     });
 }
 
-fn submit_epoch(c: &mut common::Conn, func: &str, unique: &str, epoch: &str, data: &[u8]) {
+fn submit_epoch(c: &mut support::Conn, func: &str, unique: &str, epoch: &str, data: &[u8]) {
     c.send_req(
         t::SUBMIT_JOB_EPOCH,
         &[func.as_bytes(), unique.as_bytes(), epoch.as_bytes(), data],

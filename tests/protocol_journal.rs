@@ -2,16 +2,13 @@
 //! handles, finished jobs stay finished, the handle counter moves on, schedule runs are
 //! remembered, and damage stops start-up with the file and offset until --repair.
 
-mod common;
-use std::path::PathBuf;
+mod support;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use common::{Server, t};
+use support::*;
 
-fn data_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gearwheel-journal-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn data_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("journal-{name}"))
 }
 
 fn start(dir: &std::path::Path, extra: &[&str]) -> Server {

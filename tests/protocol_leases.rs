@@ -2,15 +2,14 @@
 //! job past the lease loses it (its late result is refused), and the lease survives kill -9
 //! through the journal.
 
-mod common;
+mod support;
 use std::time::{Duration, Instant};
 
-use common::{Server, t};
+use support::*;
 
 #[test]
 fn a_lease_fails_a_held_job_and_survives_a_crash() {
-    let dir = std::env::temp_dir().join(format!("gearwheel-leases-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("leases");
     let args = ["--data-dir", dir.to_str().unwrap()];
     let mut s = Server::start(&args);
     let mut admin = s.connect();

@@ -2,9 +2,9 @@
 //! the read buffer it arrived in, and names of functions nobody uses any more are forgotten.
 //! Memory is read from /proc/PID/status of the real server.
 
-mod common;
+mod support;
 
-use common::{Conn, Server, req, t};
+use support::*;
 
 /// The server's anonymous resident memory (heap and buffers), in kB.
 fn rss_anon_kb(s: &Server) -> u64 {

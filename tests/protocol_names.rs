@@ -4,11 +4,9 @@
 //! characters are refused where they enter (ERROR, HTTP 400); uniques and client ids are
 //! accepted and shown with their control characters escaped.
 
-mod common;
-mod http_support;
+mod support;
 
-use common::{Server, t};
-use http_support::HttpServer;
+use support::*;
 
 #[test]
 fn a_name_that_is_not_utf8_is_shown_as_its_bytes_and_can_be_typed_back() {

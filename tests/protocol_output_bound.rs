@@ -2,15 +2,13 @@
 //! bound all together; they stop being read (or, for output other peers cause, the largest are
 //! closed), everyone else is served meanwhile, and the memory comes back once they leave.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{req, t};
-use http_support::*;
+use support::*;
 
 const MIB: u64 = 1 << 20;
 
@@ -37,7 +35,7 @@ fn rss(s: &HttpServer) -> u64 {
 /// in the server rather than in the kernel.
 fn deaf(addr: std::net::SocketAddr) -> TcpStream {
     let c = TcpStream::connect(addr).unwrap();
-    common::set_socket_option(&c, libc::SO_RCVBUF, &(4096 as libc::c_int));
+    support::set_socket_option(&c, libc::SO_RCVBUF, &(4096 as libc::c_int));
     c
 }
 
@@ -65,14 +63,6 @@ fn peak(ms: u64, mut f: impl FnMut() -> u64) -> u64 {
     top
 }
 
-fn wait_for(what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while !cond() {
-        assert!(Instant::now() < end, "{what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn clients_that_never_read_are_held_at_the_bound_and_others_are_served() {
     let s = HttpServer::start(&["--max-total-output", "4194304"]);
@@ -84,7 +74,7 @@ fn clients_that_never_read_are_held_at_the_bound_and_others_are_served() {
         .iter()
         .map(|c| write_behind(c, echo.clone(), 128))
         .collect();
-    wait_for("connections held", 20, || {
+    wait_until(20, "connections held", || {
         metric(&s, "gearman_output_held_connections") >= 1
     });
     let top = peak(1500, || metric(&s, "gearman_output_buffered_bytes"));
@@ -115,19 +105,19 @@ fn clients_that_never_read_are_held_at_the_bound_and_others_are_served() {
         w.join().unwrap();
     }
     drop(clients);
-    wait_for("the unsent bytes forgotten", 30, || {
+    wait_until(30, "the unsent bytes forgotten", || {
         metric(&s, "gearman_output_buffered_bytes") == 0
             && metric(&s, "gearman_output_held_connections") == 0
     });
     // The trim runs at most once a second and a busy machine delays it: the test is that the
     // memory comes back, not how fast.
-    wait_for("the memory given back", 30, || rss(&s) < base + 8 * MIB);
+    wait_until(30, "the memory given back", || rss(&s) < base + 8 * MIB);
 }
 
 #[test]
 fn output_other_peers_cause_closes_the_largest_holder_past_twice_the_bound() {
     let s = HttpServer::start(&["--max-total-output", "1048576"]);
-    let mut w = worker(&s, "stream");
+    let mut w = worker(&s.server, &["stream"]);
     let client = deaf(s.server.addr);
     (&client)
         .write_all(&req(t::SUBMIT_JOB, &[b"stream", b"", b"go"]))

@@ -3,26 +3,16 @@
 //! short-lived processes with `Command::output` in parallel with socket reads made those
 //! reads fail with EINTR now and then, see the note there.)
 
-mod common;
 mod support;
 
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{Server, t};
 use support::*;
 
 /// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "gearwheel-proto-{name}-{}-{:?}",
-        std::process::id(),
-        Instant::now()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> TempDir {
+    TempDir::new(&format!("proto-{name}"))
 }
 
 #[test]

@@ -2,10 +2,10 @@
 //! its backoff with the same unique and workload, a waiting retry survives kill -9 and runs
 //! once, and the last failure lands in the failed list.
 
-mod common;
+mod support;
 use std::time::{Duration, Instant};
 
-use common::{Conn, Server, t};
+use support::*;
 
 /// Grab a job, waiting (PRE_SLEEP/NOOP) up to `secs`.
 fn grab_within(w: &mut Conn, secs: u64) -> (String, String, Vec<u8>) {
@@ -28,9 +28,7 @@ fn grab_within(w: &mut Conn, secs: u64) -> (String, String, Vec<u8>) {
 
 #[test]
 fn a_failed_run_retries_after_its_backoff_through_kill_9_then_is_kept() {
-    let base = std::env::temp_dir().join(format!("gearwheel-retries-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
+    let base = TempDir::new("retries");
     let file = base.join("s.cron");
     std::fs::write(
         &file,
@@ -108,8 +106,7 @@ fn a_failed_run_retries_after_its_backoff_through_kill_9_then_is_kept() {
 
 #[test]
 fn a_function_retry_policy_survives_kill_9_with_the_journal() {
-    let dir = std::env::temp_dir().join(format!("gearwheel-fretry-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("fretry");
     let args = ["--data-dir", dir.to_str().unwrap(), "--retry", "1"];
     let mut s = Server::start(&args);
     let mut c = s.connect();

@@ -2,17 +2,13 @@
 //! worker, a pause holds through a reload and a kill -9 with the journal, and `resume` starts
 //! the entry again without making up what it missed.
 
-mod common;
-use std::path::PathBuf;
+mod support;
 use std::time::{Duration, Instant};
 
-use common::{Conn, Server, t};
+use support::*;
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gearwheel-ops-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(name: &str) -> TempDir {
+    TempDir::new(&format!("ops-{name}"))
 }
 
 fn start(data: &std::path::Path, file: &std::path::Path) -> Server {
@@ -38,7 +34,8 @@ fn queued(c: &mut Conn, func: &str) -> u64 {
 #[test]
 fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
     let data = dir("data");
-    let file = dir("file").join("s.cron");
+    let file_dir = dir("file");
+    let file = file_dir.join("s.cron");
     std::fs::write(
         &file,
         "@every 1s tick overlap=allow\n0 3 * * * nightly -- night of {time}\n",

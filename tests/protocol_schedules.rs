@@ -1,17 +1,16 @@
 //! The schedules file over real sockets and real time: runs reach a real worker, outcomes show
 //! in `show schedules`, and a broken reload leaves the running schedule alone.
 
-mod common;
+mod support;
 use std::time::{Duration, Instant};
 
-use common::{Conn, Server, t};
+use support::*;
 
-fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("gearwheel-sched-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("schedules.cron");
+fn temp_file(name: &str, text: &str) -> (TempDir, std::path::PathBuf) {
+    let dir = TempDir::new(&format!("sched-{name}"));
+    let p = dir.path("schedules.cron");
     std::fs::write(&p, text).unwrap();
-    p
+    (dir, p)
 }
 
 fn row(c: &mut Conn, id: &str) -> Vec<String> {
@@ -36,7 +35,7 @@ fn work_one(w: &mut Conn, fail: bool) -> Vec<u8> {
 
 #[test]
 fn every_second_runs_three_times_in_three_seconds_with_outcomes() {
-    let path = temp_file("every", "@every 1s tick -- run {time}\n@every 1s bad\n");
+    let (_dir, path) = temp_file("every", "@every 1s tick -- run {time}\n@every 1s bad\n");
     let s = Server::start(&["--schedules", path.to_str().unwrap()]);
     let mut w = s.connect();
     w.can_do(&["tick"]);
@@ -78,7 +77,7 @@ fn every_second_runs_three_times_in_three_seconds_with_outcomes() {
 
 #[test]
 fn a_broken_reload_keeps_the_running_schedule() {
-    let path = temp_file("reload", "@every 1s tick\n");
+    let (_dir, path) = temp_file("reload", "@every 1s tick\n");
     let s = Server::start(&["--schedules", path.to_str().unwrap()]);
     let mut admin = s.connect();
     std::fs::write(&path, "@every 1s tick\n61 * * * * broken\n").unwrap();
@@ -105,7 +104,7 @@ fn a_broken_reload_keeps_the_running_schedule() {
 
 #[test]
 fn a_bad_schedules_file_stops_start_up_with_line_and_column() {
-    let path = temp_file("bad", "# ok\n*/5 * * * * fine\n0 25 * * * broken\n");
+    let (_dir, path) = temp_file("bad", "# ok\n*/5 * * * * fine\n0 25 * * * broken\n");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
         .args(["serve", "-p", "0", "--schedules", path.to_str().unwrap()])
         .output()
@@ -123,7 +122,7 @@ fn a_bad_schedules_file_stops_start_up_with_line_and_column() {
 
 #[test]
 fn check_validates_and_lists_next_runs() {
-    let good = temp_file("check-good", "CRON_TZ=UTC\n0 3 * * * backup\n");
+    let (_dir, good) = temp_file("check-good", "CRON_TZ=UTC\n0 3 * * * backup\n");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
         .args([
             "check",
@@ -142,7 +141,7 @@ fn check_validates_and_lists_next_runs() {
         text.contains("  2026-11-22T03:00:00Z") && text.contains("  2026-11-23T03:00:00Z"),
         "{text}"
     );
-    let bad = temp_file("check-bad", "0 3 * * * a\n* * * * * a\n");
+    let (_dir, bad) = temp_file("check-bad", "0 3 * * * a\n* * * * * a\n");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
         .args(["check", bad.to_str().unwrap()])
         .output()
@@ -157,7 +156,7 @@ fn check_validates_and_lists_next_runs() {
 
 #[test]
 fn a_failed_run_is_a_warning_visible_at_notice_and_warning() {
-    let path = temp_file("warn", "@every 1s flaky\n");
+    let (_dir, path) = temp_file("warn", "@every 1s flaky\n");
     // The README's systemd unit runs with --verbose NOTICE; WARNING is stricter still.
     let s = Server::start_args(&[
         "serve",
@@ -186,7 +185,7 @@ fn a_failed_run_is_a_warning_visible_at_notice_and_warning() {
 
 #[test]
 fn a_schedule_without_workers_warns_once_not_every_run() {
-    let path = temp_file("quiet", "@every 1s nobody\n");
+    let (_dir, path) = temp_file("quiet", "@every 1s nobody\n");
     let s = Server::start(&["--schedules", path.to_str().unwrap()]);
     let mut admin = s.connect();
     // The first run stays queued; the next ones are skipped (overlap=skip).

@@ -1,7 +1,7 @@
 //! A first end-to-end check over real sockets: submit, grab, complete, status.
 
-mod common;
-use common::{Server, t};
+mod support;
+use support::*;
 
 #[test]
 fn submit_grab_complete_round_trip() {

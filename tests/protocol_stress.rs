@@ -1,7 +1,6 @@
 //! Load and limits over real sockets: pipelining, many connections, large packets, many
 //! workers and clients at once, --max-connections and --max-output-buffer.
 
-mod common;
 mod support;
 
 use std::collections::HashSet;
@@ -11,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Conn, req, t};
 use support::*;
 
 #[test]
@@ -181,7 +179,7 @@ struct WorkerPool {
 }
 
 impl WorkerPool {
-    fn start(s: &common::Server, n: usize, funcs: &[&str]) -> WorkerPool {
+    fn start(s: &support::Server, n: usize, funcs: &[&str]) -> WorkerPool {
         let stop = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicUsize::new(0));
         let threads = (0..n)
@@ -202,7 +200,7 @@ impl WorkerPool {
 
     /// Wait for the clients, stop the workers; then every job ran once and none of `rev` is
     /// left on the server.
-    fn finish(self, s: &common::Server, clients: Vec<std::thread::JoinHandle<()>>, jobs: usize) {
+    fn finish(self, s: &support::Server, clients: Vec<std::thread::JoinHandle<()>>, jobs: usize) {
         for c in clients {
             c.join().expect("client thread");
         }

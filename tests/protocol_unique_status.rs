@@ -3,12 +3,10 @@
 //! order, and several functions sharing a unique answer the newest job. Its time per request
 //! is measured in benches/engine.rs (`get_status_unique`), not here.
 
-mod common;
 mod support;
 
 use std::io::Write;
 
-use common::{Conn, req, t};
 use support::*;
 
 /// Write `bytes` from another thread while the caller reads, so neither side's socket buffer

@@ -1,12 +1,10 @@
 //! Workers over real sockets: registration, giving jobs back (death, CANT_DO,
 //! RESET_ABILITIES), retries, CAN_DO_TIMEOUT and the NOOP wake-ups.
 
-mod common;
 mod support;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, t};
 use support::*;
 
 #[test]
@@ -290,7 +288,7 @@ fn sleeping_worker_of_another_function_is_not_woken() {
     w.expect_silence(150);
 }
 
-fn sleepers(s: &common::Server, n: usize, func: &str) -> Vec<Conn> {
+fn sleepers(s: &support::Server, n: usize, func: &str) -> Vec<Conn> {
     let mut ws: Vec<Conn> = (0..n).map(|_| worker(s, &[func])).collect();
     for w in ws.iter_mut() {
         w.send_req(t::PRE_SLEEP, &[]);

@@ -8,12 +8,11 @@
 //! `--nocapture`. With GEARWHEEL_REQUIRE_INTEROP=1 (CI) a missing component fails here too,
 //! all of them named at once.
 
-mod common;
-mod interop_support;
+mod support;
 
 use std::io::Write;
 
-use interop_support::COMPONENTS;
+use support::*;
 
 #[test]
 fn interop_skips_are_named() {
@@ -78,13 +77,18 @@ fn every_skippable_component_is_listed() {
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
-            files.push(p.join("mod.rs"));
+            for e in std::fs::read_dir(&p).unwrap() {
+                files.push(e.unwrap().path());
+            }
         } else if p.extension().is_some_and(|x| x == "rs") {
             files.push(p);
         }
     }
     let mut seen = 0;
-    for f in files.iter().filter(|f| f.is_file()) {
+    for f in files
+        .iter()
+        .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "rs"))
+    {
         let text = std::fs::read_to_string(f).unwrap();
         for call in ["require(", "need("] {
             for (i, _) in text.match_indices(call) {
@@ -102,7 +106,7 @@ fn every_skippable_component_is_listed() {
                 seen += 1;
                 assert!(
                     COMPONENTS.iter().any(|(w, _)| w == what),
-                    "{}: {what:?} is not in interop_support::COMPONENTS",
+                    "{}: {what:?} is not in support::COMPONENTS",
                     f.display()
                 );
             }

@@ -24,5 +24,5 @@ mod stream_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-#[path = "../../tests/tls_support/mod.rs"]
+#[path = "../../tests/support/tls.rs"]
 mod tls_support;

@@ -1,7 +1,6 @@
 //! A cluster on loopback for the tests and the failover bench: gearwheel servers joined to
 //! one etcd (tests/support/etcd.rs), and a worker per server that records each `tick`
 //! workload with the server and the moment it arrived.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -10,8 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{Conn, Server, t};
-pub use crate::support::etcd::Etcd;
+pub use super::etcd::Etcd;
+use super::gearman::{Conn, t};
+use super::server::Server;
+pub use super::tempdir::TempDir;
 
 /// etcd grants at least 3 s (three election timeouts), so ask for that.
 pub const TTL: &str = "3";
@@ -24,31 +25,9 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A directory for a test's files, removed when dropped.
-pub struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A directory for a cluster test's files, removed when dropped.
 pub fn tempdir(name: &str) -> TempDir {
-    let d = std::env::temp_dir().join(format!(
-        "gearwheel-cluster-{name}-{}-{}",
-        std::process::id(),
-        free_port()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    TempDir(d)
+    TempDir::new(&format!("cluster-{name}"))
 }
 
 /// What the workers saw: (server generation, workload, when it arrived).

@@ -1,13 +1,14 @@
-//! Helpers for the HTTP tests: start the server with an HTTP listener on port 0 and learn its
-//! address from the "gearwheel: HTTP listening on ADDR" line, and a small raw HTTP/1.x client
-//! that reads responses byte-exactly (so that keep-alive, pipelining and closes are visible).
-#![allow(dead_code)]
+//! HTTP: start the server with an HTTP listener on port 0 (its address learnt from the
+//! "gearwheel: HTTP listening on ADDR" line), and a small raw HTTP/1.x client that reads
+//! responses byte-exactly (so that keep-alive, pipelining and closes are visible).
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::common::{Conn, Server, t};
+use super::gearman::{Conn, connect, read_more, t};
+use super::server::Server;
+use super::wait::poll;
 
 /// A server with an HTTP listener.
 pub struct HttpServer {
@@ -53,18 +54,13 @@ impl HttpServer {
 /// The HTTP address the server printed.
 pub fn http_addr(server: &Server) -> SocketAddr {
     let prefix = "gearwheel: HTTP listening on ";
-    let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(l) = server.log().lines().find(|l| l.starts_with(prefix)) {
-            return l[prefix.len()..].trim().parse().expect("HTTP address");
+    poll(10, "the HTTP listener", || {
+        let log = server.log();
+        match log.lines().find_map(|l| l.strip_prefix(prefix)) {
+            Some(addr) => Ok(addr.trim().parse().expect("HTTP address")),
+            None => Err(log),
         }
-        assert!(
-            Instant::now() < end,
-            "no HTTP listener; log:\n{}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    })
 }
 
 /// An HTTP/1.1 request with Host and Content-Length (when there is a body or the method is
@@ -119,13 +115,8 @@ pub struct Http {
 
 impl Http {
     pub fn connect(addr: SocketAddr) -> Http {
-        let stream = TcpStream::connect(addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        stream.set_nodelay(true).unwrap();
         Http {
-            stream,
+            stream: connect(addr),
             buf: Vec::new(),
         }
     }
@@ -139,17 +130,7 @@ impl Http {
     }
 
     fn fill(&mut self) -> std::io::Result<usize> {
-        let mut chunk = [0u8; 65536];
-        loop {
-            match self.stream.read(&mut chunk) {
-                Ok(n) => {
-                    self.buf.extend_from_slice(&chunk[..n]);
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        read_more(&mut self.stream, &mut self.buf)
     }
 
     /// Read one response; panics on timeout or EOF.
@@ -249,13 +230,6 @@ fn find(h: &[u8], n: &[u8]) -> Option<usize> {
     h.windows(n.len()).position(|w| w == n)
 }
 
-/// A raw Gearman worker for `func`: registered, with OPTION-less defaults.
-pub fn worker(s: &HttpServer, func: &str) -> Conn {
-    let mut w = s.gearman();
-    w.can_do(&[func]);
-    w
-}
-
 /// Grab a job, waiting (PRE_SLEEP/NOOP) until one comes; returns (handle, data).
 pub fn grab(w: &mut Conn) -> (String, Vec<u8>) {
     loop {
@@ -268,16 +242,11 @@ pub fn grab(w: &mut Conn) -> (String, Vec<u8>) {
 }
 
 /// Wait until `cond` holds for the server's `/status` JSON body (polled).
-pub fn wait_status(s: &HttpServer, what: &str, cond: impl Fn(&str) -> bool) -> String {
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
+pub fn wait_status_json(s: &HttpServer, what: &str, cond: impl Fn(&str) -> bool) -> String {
+    poll(5, what, || {
         let body = s.get("/status").text();
-        if cond(&body) {
-            return body;
-        }
-        assert!(Instant::now() < end, "{what}: /status is {body}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        if cond(&body) { Ok(body) } else { Err(body) }
+    })
 }
 
 /// Check that `text` is valid JSON with python's strict parser (python3 is always there).
@@ -307,7 +276,6 @@ pub fn assert_json(text: &str) {
 
 /// Run a python script that reads Prometheus text on stdin with `prometheus_client`'s parser;
 /// its stdout. Panics if the parser refuses the text.
-#[allow(dead_code)]
 pub fn prometheus_python(script: &str, text: &str) -> String {
     use std::process::{Command, Stdio};
     let mut child = Command::new("python3")

@@ -1,118 +1,9 @@
-//! Test harness shared by the black-box tests: start the real `gearwheel serve` on port 0,
-//! speak raw Gearman bytes to it, and read its log.
-#![allow(dead_code)]
+//! Raw Gearman bytes: the packet type numbers, building requests, and `Conn`, a client
+//! connection that reads packets and admin text replies exactly as the server sends them.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-/// A running server; killed when dropped.
-pub struct Server {
-    pub child: Child,
-    pub addr: SocketAddr,
-    log: Arc<Mutex<String>>,
-}
-
-impl Server {
-    /// Start with default flags plus `extra`.
-    pub fn start(extra: &[&str]) -> Server {
-        let mut args = vec!["serve", "-p", "0", "--verbose", "INFO"];
-        args.extend_from_slice(extra);
-        Server::start_args(&args)
-    }
-
-    /// Start `gearwheel` with exactly these arguments; waits for the "Listening on" line.
-    pub fn start_args(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gearwheel"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start gearwheel");
-        let stderr = child.stderr.take().expect("stderr");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let log2 = Arc::clone(&log);
-        // Drain stderr for the server's whole life so that it never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if !sent {
-                    if let Some(rest) = line.strip_prefix("gearwheel: Listening on ") {
-                        let _ = tx.send(rest.trim().to_string());
-                        sent = true;
-                    }
-                }
-                let mut l = log2.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|_| panic!("server did not start; log:\n{}", log.lock().unwrap()));
-        Server {
-            child,
-            addr: addr.parse().expect("address"),
-            log,
-        }
-    }
-
-    pub fn port(&self) -> u16 {
-        self.addr.port()
-    }
-
-    pub fn connect(&self) -> Conn {
-        Conn::connect(self.addr)
-    }
-
-    /// Everything the server has logged so far.
-    pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// Wait until the log contains `needle` (or panic after `secs`).
-    pub fn wait_log(&self, needle: &str, secs: u64) {
-        let end = Instant::now() + Duration::from_secs(secs);
-        while Instant::now() < end {
-            if self.log().contains(needle) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("log never said {needle:?}; log:\n{}", self.log());
-    }
-
-    /// Wait for the process to exit, up to `secs`.
-    pub fn wait_exit(&mut self, secs: u64) -> Option<std::process::ExitStatus> {
-        let end = Instant::now() + Duration::from_secs(secs);
-        while Instant::now() < end {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return Some(st);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-
-    pub fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as i32, sig);
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::time::Duration;
 
 /// A packet as read from the server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,6 +75,35 @@ pub mod t {
     pub const STATUS_RES_UNIQUE: u32 = 42;
 }
 
+/// A client socket as the tests use it: connected, no Nagle delay, reads time out after 5 s.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    client_socket(TcpStream::connect(addr).expect("connect"))
+}
+
+/// A socket connected elsewhere (from a chosen source address, say) set up like `connect`'s.
+pub fn client_socket(stream: TcpStream) -> TcpStream {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream.set_nodelay(true).unwrap();
+    stream
+}
+
+/// Append what one read gives to `buf` (retrying a read a signal interrupted); 0 at EOF.
+pub fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut chunk = [0u8; 65536];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                return Ok(n);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// A raw connection with a read timeout (5 s by default).
 pub struct Conn {
     pub stream: TcpStream,
@@ -197,12 +117,8 @@ impl Conn {
 
     /// A connection made elsewhere (from a chosen source address, say).
     pub fn from_stream(stream: TcpStream) -> Conn {
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        stream.set_nodelay(true).unwrap();
         Conn {
-            stream,
+            stream: client_socket(stream),
             buf: Vec::new(),
         }
     }
@@ -217,17 +133,7 @@ impl Conn {
     }
 
     fn fill(&mut self) -> std::io::Result<usize> {
-        let mut chunk = [0u8; 65536];
-        loop {
-            match self.stream.read(&mut chunk) {
-                Ok(n) => {
-                    self.buf.extend_from_slice(&chunk[..n]);
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        read_more(&mut self.stream, &mut self.buf)
     }
 
     /// Read one binary packet; panics on timeout or EOF.
@@ -272,6 +178,13 @@ impl Conn {
 
     /// Nothing arrives within `ms` milliseconds.
     pub fn expect_silence(&mut self, ms: u64) {
+        if let Some(p) = self.read_within(ms) {
+            panic!("expected nothing, got {p:?}");
+        }
+    }
+
+    /// Read one packet with a short timeout: `None` if nothing came.
+    pub fn read_within(&mut self, ms: u64) -> Option<Packet> {
         self.stream
             .set_read_timeout(Some(Duration::from_millis(ms)))
             .unwrap();
@@ -279,9 +192,7 @@ impl Conn {
         self.stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
-        if let Ok(p) = r {
-            panic!("expected nothing, got {p:?}");
-        }
+        r.ok()
     }
 
     /// The server closed the connection (after anything already buffered).
@@ -385,28 +296,6 @@ impl Conn {
             other => panic!("unexpected reply to GRAB_JOB_UNIQ: {other} {:?}", p),
         }
     }
-}
-
-/// Is a command on PATH?
-pub fn have(cmd: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
-        .unwrap_or(false)
-}
-
-/// For interop tests: skip (with a printed reason) when a client is missing, unless
-/// GEARWHEEL_REQUIRE_INTEROP=1, where a missing client is a failure.
-pub fn require(ok: bool, what: &str) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var("GEARWHEEL_REQUIRE_INTEROP").as_deref() == Ok("1") {
-        panic!("{what} is not installed, and GEARWHEEL_REQUIRE_INTEROP=1");
-    }
-    eprintln!(
-        "SKIP: {what} is not installed (set GEARWHEEL_REQUIRE_INTEROP=1 to make this a failure)"
-    );
-    false
 }
 
 /// Set a SOL_SOCKET option of a test's own socket (SO_LINGER, SO_RCVBUF, ...).

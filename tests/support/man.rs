@@ -1,7 +1,6 @@
 //! Markdown to roff for the man pages in man/: the subset docs/ is written in (headings,
 //! paragraphs, bullet lists, tables, fenced code, inline code, bold and links), so that the
 //! man pages are generated from docs/ and cannot drift from them. Pure text in, text out.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
