@@ -17,7 +17,7 @@ impl Server {
             return self.refuse(idx, id, Response::text(d.admin_line()), d.closes());
         }
         let reply = match cmd {
-            AdminCommand::ShowJournal => self.journal_listing(),
+            AdminCommand::ShowJournal => self.journal.listing(),
             AdminCommand::ShowCluster => match &self.cluster {
                 Some(l) => crate::cluster::view::listing(&l.machine.status(l.mono())),
                 None => "ERR NOT_CLUSTERED this+server+runs+without+--etcd\r\n".into(),

@@ -39,7 +39,7 @@ impl Server {
             Page::Asset(i) => console::asset(i),
             Page::Server => {
                 let process = metrics::read_process();
-                let journal = self.journal_metrics();
+                let journal = self.journal.metrics();
                 let cluster = self.cluster.as_ref().map(|l| l.machine.status(l.mono()));
                 let (slots, open) = self.http.rates.slots();
                 let body = api::server(&api::Facts {

@@ -472,7 +472,7 @@ impl Server {
                 let process = metrics::read_process();
                 let functions = self.engine.function_statuses();
                 let schedules = self.engine.schedule_statuses();
-                let journal = self.journal_metrics();
+                let journal = self.journal.metrics();
                 let body = metrics::render(&metrics::Input {
                     version: env!("CARGO_PKG_VERSION"),
                     functions: &functions,

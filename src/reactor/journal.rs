@@ -1,16 +1,16 @@
-//! The journal in the loop: open and replay at start, append the engine's durable changes and
-//! commit them once per turn before replies are flushed (group commit), fsync deadlines,
-//! compaction in slices, and the final sync at exit.
+//! The journal in the loop: `JournalDriver`, one value the reactor owns and calls. It opens
+//! and replays at start, appends the engine's durable changes and commits them once per turn
+//! before replies are flushed (group commit), keeps handle numbers reserved ahead in
+//! DIR/HANDLES, knows its fsync deadline, compacts in slices and syncs at exit. Time is passed
+//! in; the engine and the outbox are lent by the reactor for each call.
 
 use std::path::Path;
 
 use bytes::Bytes;
 use log::{error, info, warn};
 
-use super::Server;
-use crate::clock::{Clock, SystemClock};
-use crate::config::Fsync;
-use crate::engine::{Durable, FailedJob, FinishKind, RestoredJob, ScheduleMarks};
+use crate::config::{Config, Fsync};
+use crate::engine::{Durable, Engine, FailedJob, FinishKind, Outbox, RestoredJob, ScheduleMarks};
 use crate::proto::request::Priority;
 use crate::store::{
     self, FinishReason, FsyncHistogram, FsyncMode, JobAdded, Journal, JournalMetrics, Options,
@@ -22,9 +22,21 @@ const COMPACT_SLICE: usize = 1 << 20;
 /// Handle numbers reserved at a time in DIR/HANDLES (`store::write_reserved`).
 const HANDLE_BLOCK: u64 = 1 << 16;
 
-/// What the reactor counts about the journal's commits, for `/metrics`.
+/// The journal as the loop drives it. Without `--data-dir` it holds no journal and every call
+/// is a no-op (a commit drops what the engine reported).
 #[derive(Debug, Default)]
-pub(super) struct JournalCounters {
+pub(super) struct JournalDriver {
+    journal: Option<Journal>,
+    /// The last commit failed; replies wait and the loop retries soon.
+    failing: bool,
+    /// A compaction has more slices to do.
+    compacting: bool,
+    /// Handle numbers below this are reserved in the data directory.
+    handles_reserved: u64,
+    /// Handles of new background jobs in the batch being committed (reused).
+    added: Vec<Bytes>,
+    /// Commits that failed since start.
+    errors: u64,
     /// Commits that wrote records or fsynced.
     commits: u64,
     /// The fsyncs of those commits.
@@ -128,14 +140,20 @@ fn record(d: Durable) -> Record {
     }
 }
 
-impl Server {
-    /// Open (creating) the journal in `dir`, put its jobs back and remember its schedule runs.
-    /// With `repair`, damaged records are dropped first. Returns a line for the log.
-    pub fn open_journal(
+impl JournalDriver {
+    /// Open (creating) the journal in `dir`, put its jobs back into `engine` and remember its
+    /// schedule runs. With `repair`, damaged records are dropped first. Returns a line for the
+    /// log.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn open(
         &mut self,
         dir: &Path,
         fsync: Fsync,
         repair: bool,
+        config: &Config,
+        engine: &mut Engine,
+        outbox: &mut Outbox,
+        now: u64,
     ) -> Result<String, String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create --data-dir {}: {e}", dir.display()))?;
@@ -149,15 +167,14 @@ impl Server {
                 Fsync::EveryMs(ms) => FsyncMode::Every(ms),
                 Fsync::Never => FsyncMode::Never,
             },
-            segment_bytes: self.config.journal_segment_bytes,
-            compact_min_bytes: self.config.journal_compact_min,
+            segment_bytes: config.journal_segment_bytes,
+            compact_min_bytes: config.journal_compact_min,
             ..Options::default()
         };
         let started = std::time::Instant::now();
         // Damage messages name `--repair` themselves; a lock held by a live server or an I/O
         // error must not suggest repairing a journal (issue 16 item 7).
         let (journal, replayed) = Journal::open(dir, opts).map_err(|e| e.to_string())?;
-        let now = SystemClock.now_ms();
         let jobs = replayed.jobs.len();
         let future = replayed
             .jobs
@@ -166,7 +183,7 @@ impl Server {
             .count();
         for r in replayed.jobs {
             let j = r.job;
-            self.engine.restore_job(
+            engine.restore_job(
                 RestoredJob {
                     id: j.id,
                     handle: j.handle,
@@ -182,7 +199,7 @@ impl Server {
                     }),
                 },
                 now,
-                &mut self.outbox,
+                outbox,
             );
         }
         for (func, retries, base_ms, max_ms) in &replayed.func_retries {
@@ -190,7 +207,7 @@ impl Server {
                 base_ms: *base_ms,
                 max_ms: *max_ms,
             };
-            self.engine.restore_retry(
+            engine.restore_retry(
                 func,
                 crate::schedule::backoff::RetryPolicy {
                     retries: *retries,
@@ -199,7 +216,7 @@ impl Server {
             );
         }
         for f in replayed.failed {
-            self.engine.restore_failed(FailedJob {
+            engine.restore_failed(FailedJob {
                 handle: f.handle,
                 func: f.func,
                 unique: f.unique,
@@ -212,21 +229,21 @@ impl Server {
             });
         }
         for (func, ms) in replayed.leases {
-            self.engine.restore_lease(func, ms);
+            engine.restore_lease(func, ms);
         }
         for s in &replayed.schedules {
             let id = String::from_utf8_lossy(&s.entry);
             // A state written before the entry's first run says 0.
             if s.fire_ms > 0 {
-                self.engine.restore_schedule_run(&id, s.fire_ms);
+                engine.restore_schedule_run(&id, s.fire_ms);
             }
             if let Some(c) = s.counters {
-                self.engine.restore_schedule_counters(
+                engine.restore_schedule_counters(
                     &id,
                     (c.seen_ms > 0).then_some(c.seen_ms),
                     [c.runs, c.failures, c.skips],
                 );
-                self.engine.restore_schedule_marks(
+                engine.restore_schedule_marks(
                     &id,
                     ScheduleMarks {
                         paused: c.paused,
@@ -237,12 +254,11 @@ impl Server {
             }
         }
         // Past every journalled job and every handle reserved by an earlier run.
-        self.engine
-            .set_next_handle((replayed.max_id + 1).max(store::read_reserved(dir)));
-        self.reserve_handles(dir)
+        engine.set_next_handle((replayed.max_id + 1).max(store::read_reserved(dir)));
+        self.reserve_handles(engine, dir)
             .map_err(|e| format!("cannot write {}: {e}", store::handles_path(dir).display()))?;
         // Replay wakes nobody yet; the outbox is empty of replies but may hold none anyway.
-        self.outbox.clear_replies();
+        outbox.clear_replies();
         self.journal = Some(journal);
         let count = crate::plural::count;
         Ok(format!(
@@ -257,8 +273,8 @@ impl Server {
     }
 
     /// Make sure the next handles are reserved on disk before any is handed out.
-    fn reserve_handles(&mut self, dir: &Path) -> std::io::Result<()> {
-        let upto = self.engine.next_handle() + HANDLE_BLOCK;
+    fn reserve_handles(&mut self, engine: &Engine, dir: &Path) -> std::io::Result<()> {
+        let upto = engine.next_handle() + HANDLE_BLOCK;
         store::write_reserved(dir, upto)?;
         self.handles_reserved = upto;
         Ok(())
@@ -267,15 +283,15 @@ impl Server {
     /// Append this turn's durable changes and commit them. A failed commit does not hold the
     /// turn's replies back: the new background jobs it could not write are refused (their
     /// JOB_CREATED become QUEUE_ERROR) and the batch is written again next turn.
-    pub(super) fn commit_journal(&mut self, now: u64) {
+    pub(super) fn commit(&mut self, engine: &mut Engine, outbox: &mut Outbox, now: u64) {
         let Some(j) = self.journal.as_mut() else {
             // Nothing is kept without a journal; drop what the engine reported.
-            self.engine.take_durable().for_each(drop);
+            engine.take_durable().for_each(drop);
             return;
         };
         // The handles of this batch's new jobs, in case the write fails.
-        let mut added = std::mem::take(&mut self.journal_added);
-        for d in self.engine.take_durable() {
+        let mut added = std::mem::take(&mut self.added);
+        for d in engine.take_durable() {
             if let Durable::JobAdded { handle, .. } = &d {
                 added.push(handle.clone());
             }
@@ -284,9 +300,9 @@ impl Server {
             }
         }
         // Handles near the end of the reserved block: reserve the next before replying.
-        if self.engine.next_handle() + HANDLE_BLOCK / 2 > self.handles_reserved {
+        if engine.next_handle() + HANDLE_BLOCK / 2 > self.handles_reserved {
             let dir = j.dir().to_path_buf();
-            if let Err(e) = self.reserve_handles(&dir) {
+            if let Err(e) = self.reserve_handles(engine, &dir) {
                 error!("journal: cannot reserve handles in {}: {e}", dir.display());
             }
         }
@@ -299,31 +315,30 @@ impl Server {
         }
         match j.commit(now) {
             Ok(out) => {
-                let counters = &mut self.journal_counters;
                 if out.bytes_written > 0 || out.fsynced {
-                    counters.commits += 1;
+                    self.commits += 1;
                 }
                 if out.fsynced {
-                    counters.fsync.observe(out.fsync_us);
+                    self.fsync.observe(out.fsync_us);
                 }
-                if self.journal_failing {
+                if self.failing {
                     info!("journal: writing again");
-                    self.journal_failing = false;
+                    self.failing = false;
                 }
                 added.clear();
-                self.journal_added = added;
+                self.added = added;
             }
             Err(e) => {
-                self.journal_errors += 1;
-                if !self.journal_failing {
+                self.errors += 1;
+                if !self.failing {
                     error!(
                         "journal: {e}; new background jobs are refused with QUEUE_ERROR until it can write again"
                     );
-                    self.journal_failing = true;
+                    self.failing = true;
                 }
-                self.refuse_unwritten(&added, &e.to_string());
+                self.refuse_unwritten(engine, outbox, &added, &e.to_string());
                 added.clear();
-                self.journal_added = added;
+                self.added = added;
                 // Everything else of the turn may go out: it promises nothing the journal
                 // must hold (the batch stays buffered and is written again next turn).
             }
@@ -332,14 +347,20 @@ impl Server {
 
     /// The journal could not write: the turn's new jobs that no worker has yet are taken
     /// back, and their JOB_CREATED replies become `ERROR QUEUE_ERROR` with the reason.
-    fn refuse_unwritten(&mut self, handles: &[Bytes], reason: &str) {
+    fn refuse_unwritten(
+        &mut self,
+        engine: &mut Engine,
+        outbox: &mut Outbox,
+        handles: &[Bytes],
+        reason: &str,
+    ) {
         if handles.is_empty() {
             return;
         }
-        let refused = self.engine.refuse_jobs(handles);
+        let refused = engine.refuse_jobs(handles);
         // The engine reports their ends; they follow the buffered adds in the journal.
         if let Some(j) = self.journal.as_mut() {
-            for d in self.engine.take_durable() {
+            for d in engine.take_durable() {
                 if let Err(e) = j.append(&record(d)) {
                     error!("journal: {e}");
                 }
@@ -353,7 +374,7 @@ impl Server {
             refused.len()
         );
         let text = format!("Job queue is full: the journal cannot write ({reason})");
-        for (_, r) in self.outbox.replies.iter_mut() {
+        for (_, r) in outbox.replies.iter_mut() {
             if let crate::proto::response::Response::JobCreated { handle } = r {
                 if refused.iter().any(|b| *handle == *b) {
                     *r = crate::proto::response::Response::error("QUEUE_ERROR", text.clone());
@@ -362,22 +383,37 @@ impl Server {
         }
     }
 
-    /// One slice of compaction, if one is due. True while more remains.
-    pub(super) fn compact_journal(&mut self) -> bool {
+    /// One slice of compaction, if one is due (`compacting` says whether more remains).
+    pub(super) fn compact_step(&mut self) {
         let Some(j) = self.journal.as_mut() else {
-            return false;
+            return;
         };
-        match j.compact_step(COMPACT_SLICE) {
+        self.compacting = match j.compact_step(COMPACT_SLICE) {
             Ok(more) => more,
             Err(e) => {
                 warn!("journal: compaction failed and was abandoned: {e}");
                 false
             }
-        }
+        };
+    }
+
+    /// A compaction has more slices to do: the loop must not sleep.
+    pub(super) fn compacting(&self) -> bool {
+        self.compacting
+    }
+
+    /// The last commit failed: replies wait and the loop retries soon.
+    pub(super) fn failing(&self) -> bool {
+        self.failing
+    }
+
+    /// Is there a journal (`--data-dir`)?
+    pub(super) fn enabled(&self) -> bool {
+        self.journal.is_some()
     }
 
     /// `show journal`: one `name\tvalue` line per figure, then `.`.
-    pub(super) fn journal_listing(&self) -> String {
+    pub(super) fn listing(&self) -> String {
         let Some(j) = self.journal.as_ref() else {
             return "ERR NO_JOURNAL The+server+runs+without+--data-dir\r\n".into();
         };
@@ -413,7 +449,7 @@ impl Server {
             ("last_fsync_us", st.last_fsync_us.to_string()),
             (
                 "write_errors",
-                (st.write_errors.max(self.journal_errors)).to_string(),
+                (st.write_errors.max(self.errors)).to_string(),
             ),
             (
                 "compactions",
@@ -436,28 +472,27 @@ impl Server {
     }
 
     /// The journal's numbers for `/metrics`; None without `--data-dir`.
-    pub(super) fn journal_metrics(&self) -> Option<JournalMetrics> {
+    pub(super) fn metrics(&self) -> Option<JournalMetrics> {
         let st = self.journal.as_ref()?.stats();
         Some(JournalMetrics {
             files: st.files as u64,
             live_jobs: st.live_jobs as u64,
             live_bytes: st.live_bytes,
             total_bytes: st.total_bytes,
-            commits: self.journal_counters.commits,
-            write_errors: st.write_errors.max(self.journal_errors),
-            fsync: self.journal_counters.fsync.clone(),
+            commits: self.commits,
+            write_errors: st.write_errors.max(self.errors),
+            fsync: self.fsync.clone(),
         })
     }
 
     /// When the loop must wake for the journal (a pending fsync under `--fsync MS`).
-    pub(super) fn journal_deadline(&self) -> Option<u64> {
+    pub(super) fn deadline(&self) -> Option<u64> {
         self.journal.as_ref().and_then(|j| j.next_fsync_deadline())
     }
 
     /// Write and fsync everything at exit.
-    pub(super) fn close_journal(&mut self) {
-        let now = SystemClock.now_ms();
-        self.commit_journal(now);
+    pub(super) fn close(&mut self, engine: &mut Engine, outbox: &mut Outbox, now: u64) {
+        self.commit(engine, outbox, now);
         if let Some(j) = self.journal.take() {
             if let Err(e) = j.close(now) {
                 error!("journal: closing: {e}");

@@ -89,21 +89,10 @@ pub struct Server {
     draining: bool,
     /// The schedules file, read at start, on SIGHUP and on `reload schedules`.
     schedules_path: Option<PathBuf>,
-    journal: Option<crate::store::Journal>,
-    /// The last commit failed; replies wait and the loop retries soon.
-    journal_failing: bool,
-    /// A compaction has more slices to do.
-    compacting: bool,
+    /// The journal and its group commit (journal.rs).
+    journal: journal::JournalDriver,
     /// `now` of the current loop turn.
     turn_now: u64,
-    /// Handle numbers below this are reserved in the data directory.
-    handles_reserved: u64,
-    /// Handles of new background jobs in the journal batch being committed (reused).
-    journal_added: Vec<bytes::Bytes>,
-    /// Commits that failed since start.
-    journal_errors: u64,
-    /// Commits and fsync latencies of the journal, for /metrics (journal.rs).
-    journal_counters: journal::JournalCounters,
     /// Unsent output of all connections against `--max-total-output` (output_bound.rs).
     output: output_bound::OutputBound,
     /// The reactor's own deadlines (deadlines.rs).
@@ -159,19 +148,33 @@ impl Server {
             signals: None,
             draining: false,
             schedules_path: None,
-            journal: None,
-            journal_failing: false,
-            compacting: false,
+            journal: journal::JournalDriver::default(),
             turn_now: 0,
-            handles_reserved: 0,
-            journal_added: Vec::new(),
-            journal_errors: 0,
-            journal_counters: journal::JournalCounters::default(),
             output,
             deadlines: deadlines::Deadlines::default(),
             access,
             cluster,
         })
+    }
+
+    /// Open (creating) the journal in `dir` and put its jobs and schedule history back into
+    /// the engine (reactor/journal.rs). Returns a line for the log.
+    pub fn open_journal(
+        &mut self,
+        dir: &std::path::Path,
+        fsync: crate::config::Fsync,
+        repair: bool,
+    ) -> Result<String, String> {
+        let now = SystemClock.now_ms();
+        self.journal.open(
+            dir,
+            fsync,
+            repair,
+            &self.config,
+            &mut self.engine,
+            &mut self.outbox,
+            now,
+        )
     }
 
     /// The addresses actually bound (port 0 resolved).
@@ -190,7 +193,7 @@ impl Server {
         let file = read_schedules(&path, &self.config.engine.zone)?;
         let n = file.entries.len();
         self.cluster_schedules(&file.entries);
-        if self.journal.is_none() {
+        if !self.journal.enabled() {
             let last = crate::schedule::file::Catchup::Last;
             for e in file.entries.iter().filter(|e| e.catchup == last) {
                 warn!(
@@ -292,7 +295,7 @@ impl Server {
                     SIGNAL_TOKEN => {
                         if let Some(exit) = self.on_signals(now) {
                             // Whatever this turn already made durable is written first.
-                            self.close_journal();
+                            self.journal.close(&mut self.engine, &mut self.outbox, now);
                             self.cluster_resign();
                             return Ok(exit);
                         }
@@ -329,10 +332,10 @@ impl Server {
             self.finish_turn(now);
             self.output_turn_end(now);
             self.http_sample_rates(now);
-            self.compacting = self.compact_journal();
+            self.journal.compact_step();
             if let Some(exit) = self.check_shutdown(now) {
                 self.flush_all();
-                self.close_journal();
+                self.journal.close(&mut self.engine, &mut self.outbox, now);
                 self.cluster_resign();
                 return Ok(exit);
             }
@@ -345,7 +348,7 @@ impl Server {
         // before the loop first sleeps.
         self.turn == 0
             || !self.revisit.is_empty()
-            || self.compacting
+            || self.journal.compacting()
             || !self.outbox.resumed.is_empty()
     }
 
@@ -353,14 +356,14 @@ impl Server {
         if self.busy() {
             return Some(Duration::ZERO);
         }
-        if self.journal_failing {
+        if self.journal.failing() {
             return Some(Duration::from_millis(100));
         }
         // No deadline: sleep until a socket or a signal wakes us; an idle server never ticks.
         let deadline = [
             self.engine.next_deadline(),
             self.deadlines.next(),
-            self.journal_deadline(),
+            self.journal.deadline(),
             self.idle_trim.deadline(),
             self.output.deadline(),
             self.cluster_sleep(now),

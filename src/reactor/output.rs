@@ -10,7 +10,7 @@ impl Server {
     /// replies to the connection itself wait for the turn's end, as it may have more to say.
     /// Not while changes wait for the journal: one commit per turn.
     pub(super) fn hand_on(&mut self, from: usize, now: u64) {
-        if self.outbox.replies.is_empty() || self.engine.has_durable() || self.journal_failing {
+        if self.outbox.replies.is_empty() || self.engine.has_durable() || self.journal.failing() {
             return;
         }
         self.resume_paused(now);
@@ -30,7 +30,8 @@ impl Server {
     pub(super) fn dispatch(&mut self) {
         // Group commit: this turn's durable changes reach the journal (and, under
         // --fsync always, the disk) before any reply that depends on them is written.
-        self.commit_journal(self.turn_now);
+        self.journal
+            .commit(&mut self.engine, &mut self.outbox, self.turn_now);
         let mut lazy = self.outbox.lazy.drain(..).peekable();
         for (i, (to, r)) in self.outbox.replies.drain(..).enumerate() {
             let is_lazy = lazy.next_if_eq(&i).is_some();
