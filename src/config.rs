@@ -14,6 +14,9 @@ use crate::logger::{self, LogTarget};
 use crate::proto::frame::Limits;
 use crate::schedule::Zone;
 
+mod tls;
+pub use tls::TlsConfig;
+
 #[derive(FromArgs, Debug, Default)]
 /// Run the job server.
 #[argh(subcommand, name = "serve")]
@@ -200,6 +203,25 @@ pub struct ServeArgs {
     /// largest etcd reply (or watch message) accepted, in bytes (default 4 MiB)
     #[argh(option, default = "4 << 20")]
     pub etcd_max_message: usize,
+    /// every listener, Gearman and HTTP, speaks TLS (needs --ssl-certificate and --ssl-key)
+    #[argh(switch)]
+    pub ssl: bool,
+    /// PEM file of the server's TLS certificate chain, leaf first (re-read on SIGHUP)
+    #[argh(option)]
+    pub ssl_certificate: Option<PathBuf>,
+    /// PEM file of the private key of --ssl-certificate (re-read on SIGHUP)
+    #[argh(option)]
+    pub ssl_key: Option<PathBuf>,
+    /// PEM file of a CA: TLS clients must present a certificate it signed (mutual TLS)
+    #[argh(option)]
+    pub ssl_ca_file: Option<PathBuf>,
+    /// a TLS Gearman listener beside the plaintext ones, ADDR or ADDR:PORT (repeatable; port
+    /// --port when not given)
+    #[argh(option)]
+    pub ssl_listen: Vec<String>,
+    /// seconds a TLS client has to finish its handshake before it is closed (default 10)
+    #[argh(option)]
+    pub ssl_handshake_timeout: Option<u64>,
     /// accepted and ignored: gearwheel runs one thread
     #[argh(option, short = 't')]
     pub threads: Option<String>,
@@ -255,6 +277,8 @@ pub struct Config {
     pub http: Option<HttpConfig>,
     /// `--acl`, `--protected-mode` and the denial bounds.
     pub access: crate::access::AccessConfig,
+    /// `--ssl` / `--ssl-listen` and the certificate files, if TLS is on.
+    pub tls: Option<TlsConfig>,
     /// `--etcd` and friends: the cluster this server joins, if any.
     pub cluster: Option<ClusterConfig>,
 }
@@ -615,6 +639,7 @@ impl Config {
         };
         let http = http_config(&a, &listen)?;
         let cluster = cluster_config(&a)?;
+        let tls = tls::tls_config(&a, port, &listen)?;
         if a.repair && a.data_dir.is_none() {
             return Err("--repair needs --data-dir".into());
         }
@@ -675,6 +700,7 @@ impl Config {
                 denials_logged_per_second: a.acl_denials_logged_per_second,
             },
             cluster,
+            tls,
         })
     }
 }

@@ -107,7 +107,15 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
         .data_dir
         .clone()
         .map(|d| (d, config.fsync, config.repair));
-    let mut server = match Server::bind(config) {
+    // The certificate files are read now, so that a bad one stops the start (exit 2).
+    let tls = match gearwheel::reactor::TlsSetup::load(&config) {
+        Ok(t) => t,
+        Err(e) => {
+            logger::announce(Level::Error, &e);
+            return fail(2, detached);
+        }
+    };
+    let mut server = match Server::bind(config, tls) {
         Ok(s) => s,
         Err(e) => {
             logger::announce(Level::Error, &e.to_string());
@@ -200,8 +208,14 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
         // Tests and scripts read this line to learn a port-0 address, so it is always printed.
         logger::announce(Level::Info, &format!("Listening on {a}"));
     }
+    for a in server.ssl_addrs() {
+        logger::announce(Level::Info, &format!("TLS listening on {a}"));
+    }
     for a in server.http_addrs() {
         logger::announce(Level::Info, &format!("HTTP listening on {a}"));
+    }
+    if server.tls_everywhere() {
+        logger::announce(Level::Info, "TLS (--ssl) on every listener, HTTP included");
     }
     log::info!("gearwheel {VERSION} started");
     if let Some(ready) = detached.take() {
@@ -245,6 +259,14 @@ fn absolute_paths(config: &mut Config) -> Result<(), String> {
     }
     if let Some(p) = &mut config.access.acl {
         *p = cwd.join(&*p);
+    }
+    if let Some(t) = &mut config.tls {
+        for p in [&mut t.certificate, &mut t.key]
+            .into_iter()
+            .chain(t.ca_file.as_mut())
+        {
+            *p = cwd.join(&*p);
+        }
     }
     Ok(())
 }

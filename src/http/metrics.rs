@@ -35,6 +35,20 @@ pub struct NetStats {
     pub access_denied: Vec<(String, &'static str, u64)>,
     /// Unsent output against `--max-total-output`.
     pub output: OutputStats,
+    /// TLS connections and handshakes (`None` without `--ssl`/`--ssl-listen`).
+    pub tls: Option<TlsStats>,
+}
+
+/// TLS connections open, and what their handshakes did since start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsStats {
+    pub connections: u64,
+    pub handshakes: u64,
+    /// Failed handshakes by reason (`not_tls`, `no_client_certificate`, `bad_certificate`,
+    /// `alert`, `incompatible`, `closed`, `other`).
+    pub failures: Vec<(&'static str, u64)>,
+    /// Handshakes closed by `--ssl-handshake-timeout`.
+    pub timeouts: u64,
 }
 
 /// Unsent output of all connections and what its bound did.
@@ -540,6 +554,34 @@ pub fn render(input: &Input<'_>) -> String {
             .iter()
             .map(|(i, o, v)| (vec![("identity", i.as_str()), ("operation", *o)], Value::Int(*v))),
     );
+    if let Some(t) = &n.tls {
+        w.single(
+            "gearman_tls_connections",
+            Gauge,
+            "Open TLS connections (Gearman and HTTPS).",
+            t.connections,
+        );
+        w.single(
+            "gearman_tls_handshakes_total",
+            Counter,
+            "TLS handshakes completed since start.",
+            t.handshakes,
+        );
+        w.family(
+            "gearman_tls_handshake_failures_total",
+            Counter,
+            "TLS handshakes that failed, by reason: not_tls (bytes that are not TLS), no_client_certificate and bad_certificate (mutual TLS), alert (the client refused ours), incompatible, closed, other.",
+            t.failures
+                .iter()
+                .map(|(r, v)| (vec![("reason", *r)], Value::Int(*v))),
+        );
+        w.single(
+            "gearman_tls_handshake_timeouts_total",
+            Counter,
+            "TLS connections closed because their handshake did not finish within --ssl-handshake-timeout.",
+            t.timeouts,
+        );
+    }
     let sched = input.schedules;
     let per_entry = |f: fn(&ScheduleStatus) -> Option<Value>| {
         sched
@@ -771,6 +813,12 @@ mod tests {
                 holds: 3,
                 closes: 0,
             },
+            tls: Some(TlsStats {
+                connections: 2,
+                handshakes: 5,
+                failures: vec![("no_client_certificate", 1), ("not_tls", 3)],
+                timeouts: 1,
+            }),
         };
         let process = ProcessStats {
             resident_bytes: 4096,
@@ -840,6 +888,11 @@ mod tests {
             "gearman_jobs_retried_total{function=\"resize\"} 3",
             "gearman_connections{protocol=\"gearman\"} 3",
             "gearman_connections{protocol=\"http\"} 1",
+            "gearman_tls_connections 2",
+            "gearman_tls_handshakes_total 5",
+            "gearman_tls_handshake_failures_total{reason=\"no_client_certificate\"} 1",
+            "gearman_tls_handshake_failures_total{reason=\"not_tls\"} 3",
+            "gearman_tls_handshake_timeouts_total 1",
             "gearman_connections_accepted_total{protocol=\"http\"} 4",
             "gearman_received_bytes_total 1234",
             "gearman_sent_bytes_total 5678",

@@ -84,7 +84,15 @@ pub struct Connection {
     pub output_held: bool,
     /// Who the peer is, for the gate (gate.rs).
     pub access: super::gate::Access,
+    /// The TLS handshake's deadline while it runs (tls_glue.rs).
+    pub handshake: Option<crate::timer::TimerKey>,
 }
+
+/// A TLS session for an accepted connection (none exists in a build without TLS).
+#[cfg(feature = "tls")]
+pub type TlsSession = crate::tls::TlsStream;
+#[cfg(not(feature = "tls"))]
+pub type TlsSession = std::convert::Infallible;
 
 /// What a read pass found.
 #[derive(Debug, PartialEq, Eq)]
@@ -98,16 +106,23 @@ pub enum ReadStatus {
 }
 
 impl Connection {
-    /// A Gearman connection on an accepted socket, registered for readability at `token`.
+    /// A Gearman connection on an accepted socket (over TLS when `tls` is given), registered
+    /// for readability at `token`.
     pub fn accept(
         stream: TcpStream,
         peer: SocketAddr,
         id: ConnId,
-        registry: &Registry,
-        token: Token,
+        (registry, token): (&Registry, Token),
+        tls: Option<TlsSession>,
         access: super::gate::Access,
     ) -> io::Result<Connection> {
-        let mut transport = Transport::plain(stream, peer);
+        let mut transport = match tls {
+            None => Transport::plain(stream, peer),
+            #[cfg(feature = "tls")]
+            Some(session) => Transport::tls(stream, peer, session),
+            #[cfg(not(feature = "tls"))]
+            Some(never) => match never {},
+        };
         transport.register(registry, token)?;
         Ok(Connection {
             id,
@@ -125,6 +140,7 @@ impl Connection {
             counted: 0,
             output_held: false,
             access,
+            handshake: None,
         })
     }
 
@@ -214,6 +230,33 @@ impl Connection {
 
     pub fn set_hung_up(&mut self) {
         self.transport.set_hung_up();
+    }
+
+    pub fn is_tls(&self) -> bool {
+        self.transport.is_tls()
+    }
+
+    /// A TLS handshake is under way.
+    pub fn handshaking(&self) -> bool {
+        self.transport.handshaking()
+    }
+
+    /// The client certificate's name once a TLS handshake is done (`None` without one).
+    pub fn peer_name(&self) -> Option<&str> {
+        self.transport.peer_name()
+    }
+
+    /// A plaintext connection whose first byte is a TLS handshake record's (0x16): a TLS
+    /// client on a plaintext port.
+    pub fn starts_with_tls_handshake(&self) -> bool {
+        !self.is_tls()
+            && self.bytes_in == self.rbuf.len() as u64
+            && self.rbuf.first() == Some(&0x16)
+    }
+
+    /// Why a TLS session failed, as a metrics label.
+    pub fn tls_failure(&self) -> Option<&'static str> {
+        self.transport.failure()
     }
 
     /// Shut our sending side; the peer's bytes may still be read.

@@ -1,6 +1,6 @@
 //! The reactor's own deadlines: what it must do to a connection when time passes (an HTTP
-//! request that does not arrive, an idle keep-alive, a job answer that comes too late), in a
-//! timer wheel of its own (`crate::timer::Timers`, the engine's type, not its wheel). The loop
+//! request that does not arrive, an idle keep-alive, a job answer that comes too late, a TLS
+//! handshake that does not finish), in a timer wheel of its own (`crate::timer::Timers`, the engine's type, not its wheel). The loop
 //! sleeps until the earlier of the two wheels.
 //!
 //! Adding a deadline kind: one variant in `Deadline`, its arm in `Server::on_deadlines`, and
@@ -12,8 +12,6 @@ use crate::timer::{TimerKey, Timers};
 
 /// What a passed deadline means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-// Only HTTP's for now; TLS handshakes and outgoing connections' leases come next.
-#[allow(clippy::enum_variant_names)]
 pub enum Deadline {
     /// An HTTP connection sat idle between requests (`--http-idle-timeout`).
     HttpIdle(ConnId),
@@ -23,6 +21,8 @@ pub enum Deadline {
     HttpJob(ConnId),
     /// A refused HTTP connection drained its client's bytes long enough.
     HttpLinger(ConnId),
+    /// A TLS handshake did not finish within `--ssl-handshake-timeout` (tls_glue.rs).
+    TlsHandshake(ConnId),
 }
 
 /// The wheel of reactor deadlines.

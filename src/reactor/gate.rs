@@ -373,9 +373,7 @@ impl Server {
     /// `FILE:LINE:COL: message`. Says at start what protected mode does.
     pub fn load_acl(&mut self) -> Result<Option<usize>, String> {
         let beyond: Vec<_> = self
-            .local_addrs
-            .iter()
-            .chain(self.http_addrs())
+            .plaintext_addrs()
             .filter(|a| !a.ip().is_loopback())
             .collect();
         let cfg = &self.access.config;

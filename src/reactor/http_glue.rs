@@ -519,6 +519,7 @@ impl Server {
                 r
             },
             output: self.output.stats(),
+            tls: self.tls_stats(),
             ..NetStats::default()
         };
         for (_, c) in &self.conns {
@@ -615,7 +616,8 @@ impl Server {
         let (Deadline::HttpIdle(id)
         | Deadline::HttpRequest(id)
         | Deadline::HttpJob(id)
-        | Deadline::HttpLinger(id)) = what;
+        | Deadline::HttpLinger(id)
+        | Deadline::TlsHandshake(id)) = what;
         let now = now_ms();
         let idx = id.index as usize;
         let Some(c) = self.conns.get_mut(idx) else {

@@ -16,6 +16,7 @@ mod listen;
 mod output;
 mod output_bound;
 mod signals;
+mod tls_glue;
 
 use std::io;
 use std::net::SocketAddr;
@@ -37,6 +38,7 @@ use crate::proto::response::Response;
 
 use conn::{Connection, ReadStatus};
 pub use signals::Signals;
+pub use tls_glue::TlsSetup;
 
 const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
 /// Connection tokens start here; lower tokens are listeners.
@@ -101,11 +103,14 @@ pub struct Server {
     access: gate::Gate,
     /// The connections to etcd and the cluster machine (`--etcd`), if clustered.
     cluster: Option<etcd_link::EtcdLink>,
+    /// TLS listeners, sessions and handshakes (tls_glue.rs).
+    tls: tls_glue::TlsGlue,
 }
 
 impl Server {
-    /// Bind every listen address. Fails if any cannot be bound.
-    pub fn bind(config: Config) -> io::Result<Server> {
+    /// Bind every listen address (`--listen`, then `--ssl-listen`); `tls` is what
+    /// `TlsSetup::load` read. Fails if any cannot be bound.
+    pub fn bind(config: Config, tls: TlsSetup) -> io::Result<Server> {
         let poll = Poll::new()?;
         let mut listeners = Vec::new();
         let mut local_addrs = Vec::new();
@@ -117,6 +122,18 @@ impl Server {
             local_addrs.push(l.local_addr()?);
             listeners.push(l);
         }
+        let ssl_listen = config.tls.iter().flat_map(|t| t.listen.iter());
+        for addr in ssl_listen {
+            let i = listeners.len();
+            let mut l = listen::bind(*addr, config.backlog).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot listen for TLS on {addr}: {e}"))
+            })?;
+            poll.registry()
+                .register(&mut l, Token(i), Interest::READABLE)?;
+            local_addrs.push(l.local_addr()?);
+            listeners.push(l);
+        }
+        let tls = tls_glue::TlsGlue::new(&config, tls);
         let http = http_glue::HttpGlue::bind(&config, &poll)?;
         let mut engine = Engine::new(config.engine.clone());
         let cluster = config.cluster.as_ref().map(|c| {
@@ -154,6 +171,7 @@ impl Server {
             deadlines: deadlines::Deadlines::default(),
             access,
             cluster,
+            tls,
         })
     }
 
@@ -177,9 +195,28 @@ impl Server {
         )
     }
 
-    /// The addresses actually bound (port 0 resolved).
+    /// The `--listen` addresses actually bound (port 0 resolved).
     pub fn local_addrs(&self) -> &[SocketAddr] {
-        &self.local_addrs
+        &self.local_addrs[..self.tls.first_tls_listener.min(self.local_addrs.len())]
+    }
+
+    /// The `--ssl-listen` addresses actually bound.
+    pub fn ssl_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs[self.tls.first_tls_listener.min(self.local_addrs.len())..]
+    }
+
+    /// The listeners that speak plaintext (the ones protected mode guards), HTTP included.
+    fn plaintext_addrs(&self) -> impl Iterator<Item = &SocketAddr> {
+        let https = self.tls.https();
+        let gearman = self.local_addrs.iter().enumerate();
+        let gearman = gearman.filter(|(i, _)| !self.tls.listener_is_tls(*i, false));
+        let http = self.http_addrs().iter().filter(move |_| !https);
+        gearman.map(|(_, a)| a).chain(http)
+    }
+
+    /// `--ssl`: every listener speaks TLS.
+    pub fn tls_everywhere(&self) -> bool {
+        self.tls.https()
     }
 
     /// Load the schedules file for the first time (`@reboot` entries fire, missed runs of
@@ -385,7 +422,10 @@ impl Server {
             let Some((key, what)) = self.deadlines.due(now) else {
                 return;
             };
-            self.http_deadline(key, what);
+            match what {
+                deadlines::Deadline::TlsHandshake(_) => self.tls_deadline(key, what),
+                _ => self.http_deadline(key, what),
+            }
         }
     }
 
@@ -403,6 +443,7 @@ impl Server {
             if self.access.has_acl() {
                 let _ = self.reload_acl(now);
             }
+            self.tls_reload();
         }
         if got.stop {
             info!("stop signal: shutting down");
@@ -487,12 +528,22 @@ impl Server {
             if let Some(k) = &self.config.keepalive {
                 listen::set_keepalive(&stream, k);
             }
+            let session = match self.tls_session(li, http) {
+                Ok(s) => s,
+                Err(e) => {
+                    error!("cannot start TLS with {peer}: {e}");
+                    continue;
+                }
+            };
+            let tls = session.is_some();
             let local = if http {
                 self.http_addrs().get(li - http_glue::HTTP_LISTENER_BASE)
             } else {
                 self.local_addrs.get(li)
             };
+            // Protected mode is for plaintext listeners: a TLS one is not refused by it.
             let access = match local {
+                Some(_) if tls => gate::Access::new(peer.ip(), false),
                 Some(&local) => self.access_for(peer.ip(), local),
                 None => gate::Access::new(peer.ip(), true),
             };
@@ -502,9 +553,8 @@ impl Server {
                 index: idx as u32,
                 generation: self.next_generation.wrapping_add(1),
             };
-            let token = Token(CONN_BASE + idx);
-            let c = match Connection::accept(stream, peer, id, self.poll.registry(), token, access)
-            {
+            let registration = (self.poll.registry(), Token(CONN_BASE + idx));
+            let c = match Connection::accept(stream, peer, id, registration, session, access) {
                 Ok(c) => c,
                 Err(e) => {
                     error!("cannot register connection from {peer}: {e}");
@@ -518,11 +568,24 @@ impl Server {
             };
             entry.insert(c);
             self.engine.connect(id, info);
+            if tls {
+                self.tls_accepted(idx, self.turn_now);
+            }
             self.http_accepted(idx, http);
         }
     }
 
+    /// Read a connection and serve what came; for TLS, then see to its handshake and the
+    /// records the session made.
     fn read_conn(&mut self, idx: usize, now: u64) {
+        let tls = self.conns.get(idx).is_some_and(|c| c.is_tls());
+        self.read_plaintext(idx, now);
+        if tls {
+            self.tls_after_read(idx);
+        }
+    }
+
+    fn read_plaintext(&mut self, idx: usize, now: u64) {
         if self.output_held(idx) {
             return;
         }
@@ -544,6 +607,16 @@ impl Server {
         } else {
             c.fill(&self.config.limits)
         };
+        if c.starts_with_tls_handshake() {
+            // 0x16 never starts a Gearman packet or admin line; as an admin line it would
+            // wait for a newline the TLS client never sends.
+            warn!(
+                "connection {idx} from {}: a TLS handshake on a plaintext Gearman port; closed",
+                c.peer()
+            );
+            self.mark_close(idx);
+            return;
+        }
         self.process_frames(idx, now);
         let Some(c) = self.conns.get_mut(idx) else {
             return;

@@ -138,6 +138,9 @@ impl Server {
                     self.output.forget(c.counted);
                     self.http_closed(&c);
                     self.gate_closed(&c);
+                    if let Some(k) = c.handshake {
+                        self.deadlines.cancel(k);
+                    }
                     c.deregister(self.poll.registry());
                     self.engine.disconnect(c.id, now, &mut self.outbox);
                 }

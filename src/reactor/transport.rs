@@ -1,5 +1,5 @@
-//! A connection's wire, private to `conn.rs`: the socket and what runs over it (plain TCP
-//! now; TLS next), with reading, writing, write interest, half-close, the peer's address and
+//! A connection's wire, private to `conn.rs`: the socket and what runs over it (plain TCP, or
+//! a rustls session over it: `crate::tls::TlsStream`), with reading, writing, write interest, half-close, the peer's address and
 //! (de)registration with mio. Nothing else in the reactor touches the `TcpStream`.
 
 use std::io::{self, Read, Write};
@@ -11,6 +11,9 @@ use mio::{Interest, Registry, Token};
 /// The socket and its protocol layer.
 enum Wire {
     Plain(TcpStream),
+    /// TLS: the codec above sees the same plaintext bytes.
+    #[cfg(feature = "tls")]
+    Tls(TcpStream, Box<crate::tls::TlsStream>),
 }
 
 pub(super) struct Transport {
@@ -33,9 +36,65 @@ impl Transport {
         }
     }
 
+    /// TLS on an accepted socket: the handshake runs as the peer's bytes are read.
+    #[cfg(feature = "tls")]
+    pub(super) fn tls(
+        stream: TcpStream,
+        peer: SocketAddr,
+        session: crate::tls::TlsStream,
+    ) -> Transport {
+        Transport {
+            wire: Wire::Tls(stream, Box::new(session)),
+            peer,
+            write_interest: false,
+            hung_up: false,
+        }
+    }
+
     fn socket(&mut self) -> &mut TcpStream {
         match &mut self.wire {
             Wire::Plain(s) => s,
+            #[cfg(feature = "tls")]
+            Wire::Tls(s, _) => s,
+        }
+    }
+
+    fn socket_ref(&self) -> &TcpStream {
+        match &self.wire {
+            Wire::Plain(s) => s,
+            #[cfg(feature = "tls")]
+            Wire::Tls(s, _) => s,
+        }
+    }
+
+    pub(super) fn is_tls(&self) -> bool {
+        !matches!(self.wire, Wire::Plain(_))
+    }
+
+    /// A TLS session whose handshake has not finished.
+    pub(super) fn handshaking(&self) -> bool {
+        match &self.wire {
+            Wire::Plain(_) => false,
+            #[cfg(feature = "tls")]
+            Wire::Tls(_, t) => t.is_handshaking(),
+        }
+    }
+
+    /// The client certificate's name (CN, else first DNS SAN) after a TLS handshake.
+    pub(super) fn peer_name(&self) -> Option<&str> {
+        match &self.wire {
+            Wire::Plain(_) => None,
+            #[cfg(feature = "tls")]
+            Wire::Tls(_, t) => t.peer_name(),
+        }
+    }
+
+    /// Why a TLS session failed, as a metrics label.
+    pub(super) fn failure(&self) -> Option<&'static str> {
+        match &self.wire {
+            Wire::Plain(_) => None,
+            #[cfg(feature = "tls")]
+            Wire::Tls(_, t) => t.failure(),
         }
     }
 
@@ -72,6 +131,8 @@ impl Transport {
     pub(super) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match &mut self.wire {
             Wire::Plain(s) => s.read(buf),
+            #[cfg(feature = "tls")]
+            Wire::Tls(s, t) => t.read(s, buf),
         }
     }
 
@@ -79,6 +140,8 @@ impl Transport {
     pub(super) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match &mut self.wire {
             Wire::Plain(s) => s.write(data),
+            #[cfg(feature = "tls")]
+            Wire::Tls(s, t) => t.write(s, data),
         }
     }
 
@@ -86,6 +149,8 @@ impl Transport {
     pub(super) fn holds_output(&self) -> bool {
         match &self.wire {
             Wire::Plain(_) => false,
+            #[cfg(feature = "tls")]
+            Wire::Tls(_, t) => t.wants_write(),
         }
     }
 
@@ -93,17 +158,25 @@ impl Transport {
     pub(super) fn flush(&mut self) -> io::Result<()> {
         match &mut self.wire {
             Wire::Plain(_) => Ok(()),
+            #[cfg(feature = "tls")]
+            Wire::Tls(s, t) => t.flush(s),
         }
     }
 
     /// A read shorter than asked means the socket is drained (plain TCP): edge-triggered
-    /// polling raises a new event for what comes later.
+    /// polling raises a new event for what comes later. Not under TLS, where one record's
+    /// plaintext says nothing about what else the socket holds.
     pub(super) fn short_read_drains(&self) -> bool {
         !self.hung_up && matches!(self.wire, Wire::Plain(_))
     }
 
     /// Shut our sending side (after a final answer, while the peer's bytes are drained).
     pub(super) fn shutdown_write(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Wire::Tls(s, t) = &mut self.wire {
+            t.close();
+            let _ = t.flush(s);
+        }
         let _ = self.socket().shutdown(std::net::Shutdown::Write);
     }
 
@@ -112,9 +185,7 @@ impl Transport {
     }
 
     pub(super) fn fd(&self) -> i32 {
-        match &self.wire {
-            Wire::Plain(s) => std::os::fd::AsRawFd::as_raw_fd(s),
-        }
+        std::os::fd::AsRawFd::as_raw_fd(self.socket_ref())
     }
 
     pub(super) fn hung_up(&self) -> bool {

@@ -19,6 +19,8 @@ pub struct TlsStream {
     conn: ServerConnection,
     name: Option<String>,
     handshake_done: bool,
+    /// Why the session failed, as a metrics label (see [`failure_reason`]).
+    failure: Option<&'static str>,
 }
 
 impl TlsStream {
@@ -29,6 +31,7 @@ impl TlsStream {
             conn,
             name: None,
             handshake_done: false,
+            failure: None,
         }
     }
 
@@ -68,6 +71,7 @@ impl TlsStream {
                 Err(e) => return Err(e),
             }
             if let Err(e) = self.conn.process_new_packets() {
+                self.failure = Some(failure_reason(&e));
                 let _ = self.flush(sock);
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -109,8 +113,30 @@ impl TlsStream {
         Ok(())
     }
 
+    /// Why the session failed (`read` gave `InvalidData`), as a short label: `not_tls`,
+    /// `no_client_certificate`, `bad_certificate`, `alert`, `incompatible` or `other`.
+    pub fn failure(&self) -> Option<&'static str> {
+        self.failure
+    }
+
     /// Queues a close_notify (a clean TLS end) for the next flush.
     pub fn close(&mut self) {
         self.conn.send_close_notify();
+    }
+}
+
+/// A failed session's reason as a metrics label: bytes that are not TLS, a client without a
+/// certificate under mutual TLS, a certificate that does not verify, an alert from the peer
+/// (it refused ours), nothing in common, or anything else.
+fn failure_reason(e: &rustls::Error) -> &'static str {
+    use rustls::Error as E;
+    match e {
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } => "not_tls",
+        E::InappropriateHandshakeMessage { .. } => "not_tls",
+        E::NoCertificatesPresented => "no_client_certificate",
+        E::InvalidCertificate(_) => "bad_certificate",
+        E::AlertReceived(_) => "alert",
+        E::PeerIncompatible(_) => "incompatible",
+        _ => "other",
     }
 }

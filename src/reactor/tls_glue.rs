@@ -1,0 +1,202 @@
+//! TLS in the reactor: which listeners speak it (`--ssl`: all; `--ssl-listen`: the extra ones),
+//! a session for each connection they accept, the handshake's deadline and outcome (counted
+//! for /metrics, the peer certificate's name made the connection's identity), and the
+//! certificate files re-read on SIGHUP. The transport (transport.rs) runs the session; the
+//! codec and the engine never see TLS.
+
+use std::collections::BTreeMap;
+
+use log::{info, warn};
+
+use super::Server;
+use super::conn::TlsSession;
+use super::deadlines::Deadline;
+use crate::config::Config;
+use crate::http::metrics::TlsStats;
+use crate::timer::TimerKey;
+
+/// The server's TLS configuration as loaded at start: `load` reads the files, so that a
+/// missing or bad one stops the start with a clear error.
+pub struct TlsSetup {
+    #[cfg(feature = "tls")]
+    server: Option<crate::tls::ServerTls>,
+}
+
+impl TlsSetup {
+    /// Read the certificate, key and CA files that `config` names (nothing without TLS).
+    pub fn load(config: &Config) -> Result<TlsSetup, String> {
+        #[cfg(feature = "tls")]
+        {
+            let server = match &config.tls {
+                Some(t) => Some(crate::tls::ServerTls::load(crate::tls::TlsFiles {
+                    certificate: t.certificate.clone(),
+                    key: t.key.clone(),
+                    ca_file: t.ca_file.clone(),
+                })?),
+                None => None,
+            };
+            Ok(TlsSetup { server })
+        }
+        #[cfg(not(feature = "tls"))]
+        match &config.tls {
+            // Config refuses the flags in such a build; this is the same answer.
+            Some(_) => Err("this gearwheel was built without TLS (cargo feature tls)".into()),
+            None => Ok(TlsSetup {}),
+        }
+    }
+}
+
+/// TLS state shared by the loop: the configuration and what the handshakes did.
+pub(super) struct TlsGlue {
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    setup: TlsSetup,
+    /// `--ssl`: every listener, Gearman and HTTP.
+    everywhere: bool,
+    /// Gearman listeners from this index on are `--ssl-listen` ones.
+    pub(super) first_tls_listener: usize,
+    handshake_timeout_ms: u64,
+    completed: u64,
+    failed: BTreeMap<&'static str, u64>,
+    timeouts: u64,
+}
+
+impl TlsGlue {
+    pub(super) fn new(config: &Config, setup: TlsSetup) -> TlsGlue {
+        let tls = config.tls.as_ref();
+        TlsGlue {
+            setup,
+            everywhere: tls.is_some_and(|t| t.everywhere),
+            first_tls_listener: config.listen.len(),
+            handshake_timeout_ms: tls.map_or(0, |t| t.handshake_timeout.as_millis() as u64),
+            completed: 0,
+            failed: BTreeMap::new(),
+            timeouts: 0,
+        }
+    }
+
+    /// Does Gearman listener `li` (or an HTTP one) speak TLS?
+    pub(super) fn listener_is_tls(&self, li: usize, http: bool) -> bool {
+        self.everywhere || (!http && li >= self.first_tls_listener)
+    }
+
+    /// `--ssl`: the HTTP listeners speak TLS too.
+    pub(super) fn https(&self) -> bool {
+        self.everywhere
+    }
+}
+
+impl Server {
+    /// The TLS session for a connection accepted on listener `li` (`Ok(None)`: plaintext).
+    pub(super) fn tls_session(&self, li: usize, http: bool) -> Result<Option<TlsSession>, String> {
+        if !self.tls.listener_is_tls(li, http) {
+            return Ok(None);
+        }
+        #[cfg(feature = "tls")]
+        {
+            let server = self
+                .tls
+                .setup
+                .server
+                .as_ref()
+                .ok_or("TLS is not configured")?;
+            Ok(Some(crate::tls::TlsStream::new(server.accept()?)))
+        }
+        #[cfg(not(feature = "tls"))]
+        Err("this gearwheel was built without TLS".into())
+    }
+
+    /// A TLS connection was accepted at slot `idx`: its handshake must end in time.
+    pub(super) fn tls_accepted(&mut self, idx: usize, now: u64) {
+        let at = now.saturating_add(self.tls.handshake_timeout_ms);
+        if let Some(c) = self.conns.get_mut(idx) {
+            c.handshake = Some(self.deadlines.arm(at, Deadline::TlsHandshake(c.id)));
+        }
+    }
+
+    /// After a read of TLS connection `idx`: the handshake ended (well: the certificate's
+    /// name becomes the connection's identity; or badly: counted and logged), and records
+    /// the session made (handshake messages, session tickets) go out.
+    pub(super) fn tls_after_read(&mut self, idx: usize) {
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if let Some(key) = c.handshake {
+            if !c.handshaking() {
+                c.handshake = None;
+                self.deadlines.cancel(key);
+                self.tls.completed += 1;
+                let name = c.peer_name().map(str::to_string);
+                info!(
+                    "connection {idx} from {}: TLS handshake done{}",
+                    c.peer(),
+                    name.as_deref()
+                        .map_or(String::new(), |n| format!(", client certificate {n:?}"))
+                );
+                if let Some(n) = name {
+                    c.access.identity = crate::access::Identity::Cn(n);
+                }
+            } else if !c.serving() {
+                c.handshake = None;
+                self.deadlines.cancel(key);
+                let reason = c.tls_failure().unwrap_or("closed");
+                *self.tls.failed.entry(reason).or_default() += 1;
+                warn!(
+                    "connection {idx} from {}: TLS handshake failed ({reason}); closed",
+                    c.peer()
+                );
+                return;
+            }
+        }
+        if c.serving() && c.has_unsent() && !c.write_pending {
+            c.write_pending = true;
+            self.pending_writes.push(idx);
+        }
+    }
+
+    /// A TLS handshake's deadline passed: close the connection if it is still at it.
+    pub(super) fn tls_deadline(&mut self, key: TimerKey, what: Deadline) {
+        let Deadline::TlsHandshake(id) = what else {
+            return;
+        };
+        let idx = id.index as usize;
+        let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+            return;
+        };
+        if c.handshake != Some(key) {
+            return;
+        }
+        c.handshake = None;
+        self.tls.timeouts += 1;
+        warn!(
+            "connection {idx} from {}: no TLS handshake within {} ms (--ssl-handshake-timeout); closed",
+            c.peer(),
+            self.tls.handshake_timeout_ms
+        );
+        self.mark_close(idx);
+    }
+
+    /// SIGHUP: read the certificate, key and CA files again. New connections get the new
+    /// certificate; a bad file keeps the old one, and the log says why.
+    pub(super) fn tls_reload(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Some(server) = self.tls.setup.server.as_mut() {
+            match server.reload() {
+                Ok(()) => info!("SIGHUP: TLS certificate, key and CA files read again"),
+                Err(e) => log::error!(
+                    "SIGHUP: TLS files not reloaded, the current certificate stays: {e}"
+                ),
+            }
+        }
+    }
+
+    /// The TLS numbers for /metrics (`None` without TLS).
+    pub(super) fn tls_stats(&self) -> Option<TlsStats> {
+        self.config.tls.as_ref()?;
+        Some(TlsStats {
+            connections: self.conns.iter().filter(|(_, c)| c.is_tls()).count() as u64,
+            handshakes: self.tls.completed,
+            failures: self.tls.failed.iter().map(|(r, n)| (*r, *n)).collect(),
+            timeouts: self.tls.timeouts,
+        })
+    }
+}
