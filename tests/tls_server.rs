@@ -62,7 +62,7 @@ impl TlsConn {
     fn connect(addr: SocketAddr, tls: &ClientTls) -> TlsConn {
         let tcp = TcpStream::connect(addr).unwrap();
         tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        TlsConn(tls.wrap("127.0.0.1", tcp).unwrap())
+        TlsConn(tls.wrap(&addr.ip().to_string(), tcp).unwrap())
     }
 
     fn send(&mut self, ptype: u32, args: &[&[u8]]) {
@@ -486,4 +486,80 @@ fn tls_flags<'a>(ca: &'a str, cert: &'a str, key: &'a str) -> [&'a str; 7] {
         "--ssl-key",
         key,
     ]
+}
+
+/// This machine's own non-loopback address (the source the routing table picks); `None`,
+/// with the reason printed, on a machine without one.
+fn own_address() -> Option<std::net::IpAddr> {
+    let ip = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map(|a| a.ip());
+    match ip {
+        Ok(ip) if !ip.is_loopback() && !ip.is_unspecified() => Some(ip),
+        other => {
+            eprintln!("SKIP: no non-loopback address to connect from ({other:?})");
+            None
+        }
+    }
+}
+
+#[test]
+fn protected_mode_guards_plaintext_listeners_not_tls_ones() {
+    let Some(ip) = own_address() else {
+        return;
+    };
+    let ca = TestCa::new("srv-protected");
+    let own = ip.to_string();
+    let (c, k) = ca.issue("gearwheel", "gearwheel", &["127.0.0.1", &own]);
+    let cert = (s(&c), s(&k));
+    let server = start(&cert, &["-L", "0.0.0.0", "--ssl-listen", "0.0.0.0:0"]);
+    let tls_port = logged_addr(&server, "TLS listening on ").port();
+    // The start names the plaintext listener only.
+    server.wait_log("protected mode: no --acl", 10);
+    let line = server
+        .log()
+        .lines()
+        .find(|l| l.contains("protected mode: no --acl"))
+        .unwrap()
+        .to_string();
+    assert!(line.contains(&format!(":{}", server.port())), "{line}");
+    assert!(!line.contains(&format!(":{tls_port}")), "{line}");
+    // From beyond loopback: served over TLS, refused in plaintext.
+    let tls = client_tls(&ca.ca(), None);
+    let mut secure = TlsConn::connect(SocketAddr::new(ip, tls_port), &tls);
+    assert_eq!(secure.echo(b"over tls").unwrap(), b"over tls");
+    let mut plain = common::Conn::connect(SocketAddr::new(ip, server.port()));
+    plain.send_req(t::ECHO_REQ, &[b"x"]);
+    let (code, _) = split_error(&plain.expect(t::ERROR));
+    assert_eq!(code, "PROTECTED_MODE");
+}
+
+fn split_error(b: &[u8]) -> (String, String) {
+    let mut it = b.splitn(2, |&c| c == 0);
+    let code = String::from_utf8_lossy(it.next().unwrap_or_default()).to_string();
+    let text = String::from_utf8_lossy(it.next().unwrap_or_default()).to_string();
+    (code, text)
+}
+
+#[test]
+fn the_client_certificate_names_the_connection_for_the_acl() {
+    let ca = TestCa::new("srv-acl");
+    let cert = server_cert(&ca, "gearwheel");
+    let acl = ca.dir().join("acl");
+    std::fs::write(&acl, "cn:reporter  submit,status  report.*\n").unwrap();
+    let server = start(
+        &cert,
+        &["--ssl", "--ssl-ca-file", &s(&ca.ca()), "--acl", &s(&acl)],
+    );
+    let (rc, rk) = ca.issue("reporter", "reporter", &[]);
+    let (oc, ok) = ca.issue("other", "other", &[]);
+    let mut reporter = TlsConn::connect(server.addr, &client_tls(&ca.ca(), Some((&rc, &rk))));
+    reporter.send(t::SUBMIT_JOB_BG, &[b"report.daily", b"", b"x"]);
+    reporter.expect(t::JOB_CREATED);
+    let mut other = TlsConn::connect(server.addr, &client_tls(&ca.ca(), Some((&oc, &ok))));
+    other.send(t::SUBMIT_JOB_BG, &[b"report.daily", b"", b"x"]);
+    let (code, text) = split_error(&other.expect(t::ERROR));
+    assert_eq!(code, "PERMISSION_DENIED", "{text}");
+    server.wait_log("cn:other", 10);
 }

@@ -199,6 +199,9 @@ impl Server {
         } else {
             c.fill_upto(cap)
         };
+        if c.handshake.is_some() {
+            self.tls_handshake_check(idx);
+        }
         self.process_http(idx, now);
         let Some(c) = self.conns.get_mut(idx) else {
             return;

@@ -617,6 +617,9 @@ impl Server {
             self.mark_close(idx);
             return;
         }
+        if c.handshake.is_some() {
+            self.tls_handshake_check(idx);
+        }
         self.process_frames(idx, now);
         let Some(c) = self.conns.get_mut(idx) else {
             return;

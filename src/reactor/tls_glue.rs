@@ -113,43 +113,53 @@ impl Server {
         }
     }
 
-    /// After a read of TLS connection `idx`: the handshake ended (well: the certificate's
-    /// name becomes the connection's identity; or badly: counted and logged), and records
-    /// the session made (handshake messages, session tickets) go out.
+    /// After a read of TLS connection `idx`: the handshake ended (well: see
+    /// `tls_handshake_check`; or badly: counted and logged), and records the session made
+    /// (handshake messages, session tickets) go out.
     pub(super) fn tls_after_read(&mut self, idx: usize) {
+        self.tls_handshake_check(idx);
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
-        if let Some(key) = c.handshake {
-            if !c.handshaking() {
-                c.handshake = None;
-                self.deadlines.cancel(key);
-                self.tls.completed += 1;
-                let name = c.peer_name().map(str::to_string);
-                info!(
-                    "connection {idx} from {}: TLS handshake done{}",
-                    c.peer(),
-                    name.as_deref()
-                        .map_or(String::new(), |n| format!(", client certificate {n:?}"))
-                );
-                if let Some(n) = name {
-                    c.access.identity = crate::access::Identity::Cn(n);
-                }
-            } else if !c.serving() {
-                c.handshake = None;
-                self.deadlines.cancel(key);
-                let reason = c.tls_failure().unwrap_or("closed");
-                *self.tls.failed.entry(reason).or_default() += 1;
-                warn!(
-                    "connection {idx} from {}: TLS handshake failed ({reason}); closed",
-                    c.peer()
-                );
-                return;
-            }
+        if let Some(key) = c.handshake.filter(|_| !c.serving()) {
+            c.handshake = None;
+            self.deadlines.cancel(key);
+            let reason = c.tls_failure().unwrap_or("closed");
+            *self.tls.failed.entry(reason).or_default() += 1;
+            warn!(
+                "connection {idx} from {}: TLS handshake failed ({reason}); closed",
+                c.peer()
+            );
+            return;
         }
         if c.serving() && c.has_unsent() && !c.write_pending {
             c.write_pending = true;
             self.pending_writes.push(idx);
+        }
+    }
+
+    /// Right after a read, before what came is served: if the handshake just ended, the
+    /// client certificate's name becomes the connection's identity (the gate sees it for the
+    /// first request already, which a TLS 1.3 client sends with its Finished).
+    pub(super) fn tls_handshake_check(&mut self, idx: usize) {
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        let Some(key) = c.handshake.filter(|_| !c.handshaking()) else {
+            return;
+        };
+        c.handshake = None;
+        self.deadlines.cancel(key);
+        self.tls.completed += 1;
+        let name = c.peer_name().map(str::to_string);
+        info!(
+            "connection {idx} from {}: TLS handshake done{}",
+            c.peer(),
+            name.as_deref()
+                .map_or(String::new(), |n| format!(", client certificate {n:?}"))
+        );
+        if let Some(n) = name {
+            c.access.identity = crate::access::Identity::Cn(n);
         }
     }
 
