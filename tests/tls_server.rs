@@ -5,19 +5,15 @@
 //! certificate re-read on SIGHUP, and `gearwheel work/submit --ssl` end to end.
 #![cfg(feature = "tls")]
 
-mod cli_support;
-mod common;
-mod tls_support;
+mod support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cli_support::{Bg, gw, wait_for};
-use common::{Server, req, t};
 use gearwheel::tls::{ClientStream, ClientTls};
-use tls_support::TestCa;
+use support::*;
 
 /// The server's certificate: valid for 127.0.0.1 and localhost.
 fn server_cert(ca: &TestCa, cn: &str) -> (String, String) {
@@ -154,7 +150,7 @@ fn a_gearman_round_trip_over_tls() {
 
 #[test]
 fn mutual_tls_requires_a_certificate_from_the_ca() {
-    if !common::require(common::have("curl"), "curl") {
+    if !require(have("curl"), "curl") {
         return;
     }
     let ca = TestCa::new("srv-mtls");
@@ -231,7 +227,7 @@ fn curl(ca: &TestCa, url: &str, identity: Option<(&Path, &Path)>) -> String {
 
 #[test]
 fn https_status_with_curl() {
-    if !common::require(common::have("curl"), "curl") {
+    if !require(have("curl"), "curl") {
         return;
     }
     let ca = TestCa::new("srv-https");
@@ -325,7 +321,7 @@ fn a_tls_client_on_a_plaintext_port_is_closed() {
     server.wait_log("a TLS handshake on a plaintext Gearman port", 10);
     // No slot is left behind: `workers` lists one connection, the one asking.
     let mut plain = server.connect();
-    wait_for(10, "the TLS client's slot to be freed", || {
+    wait_until(10, "the TLS client's slot to be freed", || {
         plain.admin("workers", true).lines().count() == 1
     });
     let mut more = server.connect();
@@ -443,12 +439,12 @@ fn gearwheel_work_and_submit_over_mutual_tls() {
     let mut wargs = vec!["work", "-s", &addr, "-f", "up"];
     wargs.extend(tls_flags(&cafile, &wc, &wk));
     wargs.extend(["--", "tr", "a-z", "A-Z"]);
-    let _worker = Bg::spawn(&wargs, &[]);
+    let _worker = Proc::gearwheel(&wargs, &[]);
     server.wait_log("client certificate \"worker-1\"", 20);
     let mut admin = vec!["admin", "-s", &addr];
     admin.extend(tls_flags(&cafile, &cc, &ck));
     admin.push("workers");
-    wait_for(20, "the worker registered over TLS", || {
+    wait_until(20, "the worker registered over TLS", || {
         gw(&admin, None, 10).stdout.contains("up")
     });
     let mut submit = vec!["submit", "-s", &addr, "-f", "up"];
@@ -529,17 +525,10 @@ fn protected_mode_guards_plaintext_listeners_not_tls_ones() {
     let tls = client_tls(&ca.ca(), None);
     let mut secure = TlsConn::connect(SocketAddr::new(ip, tls_port), &tls);
     assert_eq!(secure.echo(b"over tls").unwrap(), b"over tls");
-    let mut plain = common::Conn::connect(SocketAddr::new(ip, server.port()));
+    let mut plain = Conn::connect(SocketAddr::new(ip, server.port()));
     plain.send_req(t::ECHO_REQ, &[b"x"]);
     let (code, _) = split_error(&plain.expect(t::ERROR));
     assert_eq!(code, "PROTECTED_MODE");
-}
-
-fn split_error(b: &[u8]) -> (String, String) {
-    let mut it = b.splitn(2, |&c| c == 0);
-    let code = String::from_utf8_lossy(it.next().unwrap_or_default()).to_string();
-    let text = String::from_utf8_lossy(it.next().unwrap_or_default()).to_string();
-    (code, text)
 }
 
 #[test]
