@@ -3,16 +3,18 @@
 //! client certificate from a test CA; curl over HTTPS with a client certificate; the
 //! libgearman `gearman` CLI on the plaintext loopback listener of the same server while a TLS
 //! worker runs its job; a client without a certificate refused (TLS 1.2 and 1.3); and the
-//! openssl recipe of docs/security.md making certificates these clients use.
+//! openssl recipe of docs/security.md making certificates these clients use. The server is
+//! gearwheel's own TLS (`--ssl-listen` beside `-L 127.0.0.1`, or `--ssl` for HTTPS) with
+//! `--ssl-ca-file` and an access list granting each certificate's CN only what its test
+//! needs, so a job that runs proves the connection was named by its own certificate.
 //!
 //! Every payload is 100 kB of pseudo-random text reversed by the worker, so a result proves
 //! the bytes crossed TLS both ways intact.
 
 mod support;
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::*;
@@ -23,7 +25,6 @@ const PERL_SSL: &str = "Perl IO::Socket::SSL (libio-socket-ssl-perl)";
 const TOOLS: &str = "gearman-tools (gearman, gearadmin)";
 const CURL: &str = "curl";
 const OPENSSL: &str = "openssl";
-const STUNNEL: &str = "stunnel4";
 
 /// A certificate and its key.
 struct Pair {
@@ -43,97 +44,70 @@ fn pair(ca: &TestCa, file: &str, cn: &str) -> Pair {
     }
 }
 
-/// stunnel in the foreground requiring a client certificate, forwarding to `to`; killed on drop.
-struct Stunnel {
-    child: std::process::Child,
-    port: u16,
-}
+/// Who may do what: each certificate's CN gets exactly what its test needs, so a job that
+/// runs proves the server named the connection by its own certificate. The plaintext
+/// loopback listener's peers (`gearman`, `gearadmin`, the tests' own status polls) submit and
+/// read status.
+const ACL: &str = "\
+cn:py-worker       work           reverse,who
+cn:pl-worker       work           reverse,who
+cn:worker-backup   work           reverse,who
+cn:py-client       submit         reverse,who
+cn:pl-client       submit         reverse,who
+cn:web-1           submit         reverse
+cn:curl-client     submit,status  *
+addr:127.0.0.1     submit,status  *
+";
 
-impl Drop for Stunnel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn stunnel(ca: &Path, cert: &Pair, to: std::net::SocketAddr, tag: &str) -> Stunnel {
-    for _ in 0..5 {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let conf = ca.with_file_name(format!("stunnel-{tag}.conf"));
-        std::fs::write(
-            &conf,
-            format!(
-                "foreground = yes\npid =\n[gearman]\naccept = 127.0.0.1:{port}\nconnect = {to}\n\
-                 cert = {}\nkey = {}\nCAfile = {}\nverify = 2\n",
-                cert.cert,
-                cert.key,
-                s(ca)
-            ),
-        )
-        .unwrap();
-        let child = Command::new("stunnel4")
-            .arg(&conf)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("stunnel4");
-        let mut tunnel = Stunnel { child, port };
-        let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return tunnel;
-            }
-            if let Ok(Some(_)) = tunnel.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    panic!("stunnel4 did not start");
-}
-
-/// gearwheel serving mutual TLS with the CA `ca`: its Gearman TLS port, its HTTPS port when
-/// asked for, and its plaintext loopback listener (`server.addr`).
+/// gearwheel serving mutual TLS (`--ssl-ca-file`) under `ACL`: with `https`, `--ssl` (every
+/// listener, HTTP too: `tls` and `https`); else `--ssl-listen` beside the plaintext
+/// loopback listener `server.addr`.
 struct Rig {
     server: Server,
     tls: u16,
     https: Option<u16>,
-    _front: Vec<Stunnel>,
 }
 
 impl Rig {
-    fn start(ca: &TestCa, server_cert: &Pair, https: bool) -> Rig {
-        let mut args = vec!["-L", "127.0.0.1"];
+    fn start(ca: &Path, server_cert: &Pair, https: bool) -> Rig {
+        let acl = ca.with_file_name("acl");
+        std::fs::write(&acl, ACL).unwrap();
+        let acl = s(&acl);
+        let ca = s(ca);
+        let mut args = vec![
+            "--ssl-certificate",
+            &server_cert.cert,
+            "--ssl-key",
+            &server_cert.key,
+            "--ssl-ca-file",
+            &ca,
+            "--acl",
+            &acl,
+        ];
         if https {
-            args.extend(["--http-port", "0", "--http-listen", "127.0.0.1"]);
+            args.extend(["--ssl", "--http-port", "0"]);
+        } else {
+            args.extend(["-L", "127.0.0.1", "--ssl-listen", "127.0.0.1:0"]);
         }
         let server = Server::start(&args);
-        let gear = stunnel(&ca.ca(), server_cert, server.addr, "gearman");
-        let tls = gear.port;
-        let mut front = vec![gear];
-        let mut https_port = None;
         if https {
-            let h = stunnel(&ca.ca(), server_cert, http_addr(&server), "http");
-            https_port = Some(h.port);
-            front.push(h);
-        }
-        Rig {
-            server,
-            tls,
-            https: https_port,
-            _front: front,
+            Rig {
+                tls: server.port(),
+                https: Some(logged_addr(&server, "HTTP listening on ").port()),
+                server,
+            }
+        } else {
+            Rig {
+                tls: logged_addr(&server, "TLS listening on ").port(),
+                https: None,
+                server,
+            }
         }
     }
 }
 
-/// The HTTP address the server printed.
-fn http_addr(server: &Server) -> std::net::SocketAddr {
-    let prefix = "HTTP listening on ";
+/// The address of the server's log line `PREFIX ADDR`.
+fn logged_addr(server: &Server, prefix: &str) -> std::net::SocketAddr {
     server.wait_log(prefix, 10);
     let log = server.log();
     let line = log.lines().find(|l| l.contains(prefix)).unwrap();
@@ -205,17 +179,13 @@ fn tls_client(
     )
 }
 
-fn have_stunnel() -> bool {
-    need(STUNNEL)
-}
-
 #[test]
 fn python_gear_worker_and_client_each_with_its_own_certificate() {
-    if !(need(GEAR) && have_stunnel()) {
+    if !need(GEAR) {
         return;
     }
     let ca = TestCa::new("gear");
-    let rig = Rig::start(&ca, &server_pair(&ca), false);
+    let rig = Rig::start(&ca.ca(), &server_pair(&ca), false);
     let worker = pair(&ca, "worker", "py-worker");
     let client = pair(&ca, "client", "py-client");
     let mut w = tls_worker(
@@ -256,11 +226,11 @@ fn python_gear_worker_and_client_each_with_its_own_certificate() {
 
 #[test]
 fn libgearman_cli_on_plaintext_loopback_runs_on_a_tls_worker() {
-    if !(need(GEAR) && need(TOOLS) && have_stunnel()) {
+    if !(need(GEAR) && need(TOOLS)) {
         return;
     }
     let ca = TestCa::new("cli-plain");
-    let rig = Rig::start(&ca, &server_pair(&ca), false);
+    let rig = Rig::start(&ca.ca(), &server_pair(&ca), false);
     let worker = pair(&ca, "worker", "py-worker");
     let mut w = tls_worker(
         "python3",
@@ -315,11 +285,11 @@ fn libgearman_cli_on_plaintext_loopback_runs_on_a_tls_worker() {
 
 #[test]
 fn perl_worker_and_client_each_with_its_own_certificate() {
-    if !(need(PERL) && need(PERL_SSL) && have_stunnel()) {
+    if !(need(PERL) && need(PERL_SSL)) {
         return;
     }
     let ca = TestCa::new("perl");
-    let rig = Rig::start(&ca, &server_pair(&ca), false);
+    let rig = Rig::start(&ca.ca(), &server_pair(&ca), false);
     let worker = pair(&ca, "worker", "pl-worker");
     let client = pair(&ca, "client", "pl-client");
     let mut w = tls_worker(
@@ -376,11 +346,11 @@ fn perl_worker_and_client_each_with_its_own_certificate() {
 
 #[test]
 fn curl_over_https_with_a_client_certificate() {
-    if !(need(CURL) && need(GEAR) && have_stunnel()) {
+    if !(need(CURL) && need(GEAR)) {
         return;
     }
     let ca = TestCa::new("curl");
-    let rig = Rig::start(&ca, &server_pair(&ca), true);
+    let rig = Rig::start(&ca.ca(), &server_pair(&ca), true);
     let https = rig.https.unwrap();
     let worker = pair(&ca, "worker", "py-worker");
     let client = pair(&ca, "client", "curl-client");
@@ -392,7 +362,7 @@ fn curl_over_https_with_a_client_certificate() {
         &worker,
         "py-worker",
     );
-    wait_workers(&rig.server, "reverse", 1);
+    // No wait for the worker: the HTTP job waits in the queue until it registers.
     let (file, text) = payload(ca.dir(), 4);
     let curl = |extra: &[&str], path: &str| {
         let mut c = Command::new("curl");
@@ -417,6 +387,10 @@ fn curl_over_https_with_a_client_certificate() {
     let (st, out, err) = curl(&me, "/status");
     assert!(st.success(), "{err}");
     assert!(out.contains("\"reverse\""), "{out}");
+    // Another certificate, another identity: py-client may submit but not read /status.
+    let other = pair(&ca, "py-client", "py-client");
+    let (st, out, err) = curl(&["--cert", &other.cert, "--key", &other.key], "/status");
+    assert!(!st.success() && err.contains("403"), "{out}{err}");
     // Without a client certificate the handshake is refused: no status.
     let (st, out, _) = curl(&[], "/status");
     assert!(!st.success(), "served without a certificate: {out}");
@@ -425,11 +399,11 @@ fn curl_over_https_with_a_client_certificate() {
 
 #[test]
 fn a_client_without_a_certificate_is_refused() {
-    if !(need(GEAR) && have_stunnel()) {
+    if !need(GEAR) {
         return;
     }
     let ca = TestCa::new("bare");
-    let rig = Rig::start(&ca, &server_pair(&ca), false);
+    let rig = Rig::start(&ca.ca(), &server_pair(&ca), false);
     for version in ["TLSv1_2", "TLSv1_3"] {
         let out = run(
             "python3 bare TLS client",
@@ -492,7 +466,7 @@ fn doc_block(heading: &str) -> String {
 
 #[test]
 fn the_openssl_recipe_in_docs_security_md_makes_working_certificates() {
-    if !(need(OPENSSL) && need(GEAR) && have_stunnel()) {
+    if !(need(OPENSSL) && need(GEAR)) {
         return;
     }
     // The recipe runs as written, in bash (it uses process substitution), in a fresh directory.
@@ -510,17 +484,15 @@ fn the_openssl_recipe_in_docs_security_md_makes_working_certificates() {
     );
     assert!(st.success(), "the recipe failed:\n{recipe}\n{err}");
     let file = |n: &str| s(&dir.join(n));
-    // The recipe's server certificate in front of gearwheel, its CA required of clients.
-    let server = Server::start(&["-L", "127.0.0.1"]);
+    // gearwheel with the recipe's server certificate, its CA required of clients.
     let recipe_ca = dir.join("ca.pem");
-    let tunnel = stunnel(
+    let rig = Rig::start(
         &recipe_ca,
         &Pair {
             cert: file("server.pem"),
             key: file("server.key"),
         },
-        server.addr,
-        "recipe",
+        false,
     );
     let as_pair = |n: &str| Pair {
         cert: file(&format!("{n}.pem")),
@@ -529,17 +501,17 @@ fn the_openssl_recipe_in_docs_security_md_makes_working_certificates() {
     let _w = tls_worker(
         "python3",
         "gear_tls.py",
-        tunnel.port,
+        rig.tls,
         &recipe_ca,
         &as_pair("worker-backup"),
         "worker-backup",
     );
-    wait_workers(&server, "reverse", 1);
+    wait_workers(&rig.server, "reverse", 1);
     let (payload_file, text) = payload(ca.dir(), 5);
     let out = tls_client(
         "python3",
         "gear_tls.py",
-        tunnel.port,
+        rig.tls,
         &recipe_ca,
         &as_pair("web-1"),
         "reverse",
