@@ -14,7 +14,13 @@ use crate::logger::{self, LogTarget};
 use crate::proto::frame::Limits;
 use crate::schedule::Zone;
 
+mod cluster;
+mod http;
 mod tls;
+pub use cluster::ClusterConfig;
+use cluster::cluster_config;
+pub use http::HttpConfig;
+use http::http_config;
 pub use tls::TlsConfig;
 
 #[derive(FromArgs, Debug, Default)]
@@ -281,126 +287,6 @@ pub struct Config {
     pub tls: Option<TlsConfig>,
     /// `--etcd` and friends: the cluster this server joins, if any.
     pub cluster: Option<ClusterConfig>,
-}
-
-/// `--etcd`, `--cluster`, `--etcd-lease-ttl`, ...: resolved at start (no DNS in a turn).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClusterConfig {
-    /// Each etcd endpoint: its `host:port` (the Host header) and address, in the order given.
-    pub endpoints: Vec<(String, SocketAddr)>,
-    pub name: String,
-    pub lease_ttl_secs: u64,
-    pub request_timeout_ms: u64,
-    pub max_message: usize,
-}
-
-/// The cluster settings from the serve flags (`None` without `--etcd`).
-fn cluster_config(a: &ServeArgs) -> Result<Option<ClusterConfig>, String> {
-    if a.etcd.is_empty() {
-        if a.cluster.is_some() {
-            return Err("--cluster needs --etcd".into());
-        }
-        return Ok(None);
-    }
-    let mut endpoints = Vec::new();
-    for hostport in crate::cluster::etcd::endpoints(&a.etcd)? {
-        let addr = resolve(&hostport, 2379)
-            .map_err(|e| format!("--etcd {hostport}: {e}"))?
-            .into_iter()
-            .next()
-            .ok_or_else(|| format!("--etcd {hostport}: resolves to nothing"))?;
-        endpoints.push((hostport, addr));
-    }
-    let name = a.cluster.clone().unwrap_or_else(|| "gearwheel".into());
-    crate::cluster::etcd::check_cluster_name(&name)?;
-    if !(1..=3600).contains(&a.etcd_lease_ttl) {
-        return Err("--etcd-lease-ttl must be 1 to 3600 seconds".into());
-    }
-    if a.etcd_request_timeout < 100 {
-        return Err("--etcd-request-timeout must be at least 100 ms".into());
-    }
-    if a.etcd_max_message < 64 << 10 {
-        return Err("--etcd-max-message must be at least 65536 bytes".into());
-    }
-    Ok(Some(ClusterConfig {
-        endpoints,
-        name,
-        lease_ttl_secs: a.etcd_lease_ttl,
-        request_timeout_ms: a.etcd_request_timeout,
-        max_message: a.etcd_max_message,
-    }))
-}
-
-/// The HTTP listener's settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HttpConfig {
-    pub listen: Vec<SocketAddr>,
-    /// A request head (and each stretch of its body) must arrive within this.
-    pub header_timeout: Duration,
-    /// An idle keep-alive connection is closed after this.
-    pub idle_timeout: Duration,
-    /// Names a request's Host may give besides the listen addresses (`--http-allowed-host`,
-    /// names in `--http-listen`, the machine's name).
-    pub allowed_hosts: Vec<String>,
-    /// Serve the console at `/` and `/ui/` (not `--no-console`).
-    pub console: bool,
-}
-
-/// The HTTP listener from `--http-port`, `--http-listen` and the Gearman `listen` addresses.
-fn http_config(a: &ServeArgs, listen: &[SocketAddr]) -> Result<Option<HttpConfig>, String> {
-    if a.http_port.is_none() && a.http_listen.is_empty() {
-        return Ok(None);
-    }
-    // gearmand's HTTP plugin defaults to 8080 as well.
-    let port = a.http_port.unwrap_or(8080);
-    let mut addrs = Vec::new();
-    if a.http_listen.is_empty() {
-        for l in listen {
-            let sa = SocketAddr::new(l.ip(), port);
-            if !addrs.contains(&sa) {
-                addrs.push(sa);
-            }
-        }
-    } else {
-        for l in &a.http_listen {
-            for sa in resolve(l, port)? {
-                if !addrs.contains(&sa) {
-                    addrs.push(sa);
-                }
-            }
-        }
-    }
-    if let Some(same) = addrs.iter().find(|h| h.port() != 0 && listen.contains(h)) {
-        return Err(format!(
-            "the HTTP listener {same} is also a Gearman listener; use another --http-port"
-        ));
-    }
-    let secs = |v: Option<u64>, default: u64, flag: &str| match v.unwrap_or(default) {
-        0 => Err(format!("{flag} must be at least 1 second")),
-        n => Ok(Duration::from_secs(n)),
-    };
-    let mut allowed_hosts = vec![hostname()];
-    for n in &a.http_allowed_host {
-        if crate::http::guard::normal_name(n).is_none() {
-            return Err(format!(
-                "--http-allowed-host {n:?}: not a host name (letters, digits, '-', '.', '_')"
-            ));
-        }
-        allowed_hosts.push(n.clone());
-    }
-    for l in &a.http_listen {
-        let name = l.rsplit_once(':').map_or(l.as_str(), |(n, _)| n);
-        if name.parse::<std::net::IpAddr>().is_err() && !name.starts_with('[') {
-            allowed_hosts.push(name.to_string());
-        }
-    }
-    Ok(Some(HttpConfig {
-        listen: addrs,
-        allowed_hosts,
-        header_timeout: secs(a.http_header_timeout, 10, "--http-header-timeout")?,
-        idle_timeout: secs(a.http_idle_timeout, 60, "--http-idle-timeout")?,
-        console: !a.no_console,
-    }))
 }
 
 /// The account `-u USER` names, looked up when the flags are checked.

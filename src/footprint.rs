@@ -1,6 +1,7 @@
 //! The idle server's resident set: once start-up is over, and again after a quiet spell, code
 //! and constants mapped for work that is done are unmapped from the page tables, and freed heap
-//! goes back to the OS, so that an idle server holds just what its loop touches.
+//! goes back to the OS, so that an idle server holds just what its loop touches. Also the
+//! process's own numbers read from /proc/self for `/metrics` (`read_process`).
 //!
 //! Start-up (argument parsing, logging, schedules, journal replay, the dynamic loader's own
 //! work) touches pages all over the binary and libc, and the kernel's fault-around maps 64 KiB
@@ -160,6 +161,80 @@ pub fn drop_clean_file_pages() -> std::io::Result<usize> {
     Ok(0)
 }
 
+/// The process's own numbers (the standard `process_*` metrics).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProcessStats {
+    pub resident_bytes: u64,
+    pub virtual_bytes: u64,
+    pub open_fds: u64,
+    pub max_fds: Option<u64>,
+    pub cpu_seconds: f64,
+    pub start_time_seconds: f64,
+}
+
+/// Parse /proc/self/stat and the boot time from /proc/stat into process numbers.
+/// `ticks` is the clock-tick rate and `page` the page size.
+pub fn parse_proc_stat(stat: &str, proc_stat: &str, ticks: u64, page: u64) -> Option<ProcessStats> {
+    // The command name is in parentheses and may contain anything, spaces and ')' included:
+    // the fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Field N of proc(5) is f[N - 3].
+    let num = |n: usize| f.get(n - 3)?.parse::<u64>().ok();
+    let ticks = ticks.max(1) as f64;
+    let utime = num(14)?;
+    let stime = num(15)?;
+    let start = num(22)?;
+    let vsize = num(23)?;
+    let rss = num(24)?;
+    let btime = proc_stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    Some(ProcessStats {
+        resident_bytes: rss * page,
+        virtual_bytes: vsize,
+        open_fds: 0,
+        max_fds: None,
+        cpu_seconds: (utime + stime) as f64 / ticks,
+        start_time_seconds: btime as f64 + start as f64 / ticks,
+    })
+}
+
+/// Read this process's numbers from /proc/self (Linux); None where /proc is not there.
+pub fn read_process() -> Option<ProcessStats> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let proc_stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    // SAFETY: sysconf only reads system configuration.
+    let (ticks, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let mut p = parse_proc_stat(
+        &stat,
+        &proc_stat,
+        u64::try_from(ticks).unwrap_or(100),
+        u64::try_from(page).unwrap_or(4096),
+    )?;
+    // The directory listing holds its own descriptor while it is read: not counted.
+    p.open_fds = std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count().saturating_sub(1) as u64)
+        .unwrap_or(0);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0
+        && lim.rlim_cur != libc::RLIM_INFINITY
+    {
+        p.max_fds = Some(lim.rlim_cur);
+    }
+    Some(p)
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +334,19 @@ Anonymous:             0 kB
         let advised = drop_clean_file_pages().unwrap();
         assert!(advised > 0, "the test binary has read-only file mappings");
         assert_eq!(droppable(SMAPS), before);
+    }
+
+    #[test]
+    fn proc_stat_parsing() {
+        let stat = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 1 0 \
+                    5000 10485760 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0";
+        let p = parse_proc_stat(stat, "cpu 1 2 3\nbtime 1700000000\n", 100, 4096).unwrap();
+        assert_eq!(p.resident_bytes, 300 * 4096);
+        assert_eq!(p.virtual_bytes, 10_485_760);
+        assert_eq!(p.cpu_seconds, 2.0);
+        assert_eq!(p.start_time_seconds, 1_700_000_050.0);
+        assert!(parse_proc_stat("garbage", "", 100, 4096).is_none());
+        let live = read_process().unwrap();
+        assert!(live.resident_bytes > 0 && live.open_fds > 0);
     }
 }

@@ -16,7 +16,7 @@
 //! - `cluster`: several servers on one etcd: the pure etcd conversation (election, lease,
 //!   claims of schedule runs) and its codec; the reactor owns its sockets.
 //! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
-//!   resident set; `plural`: counts with their noun.
+//!   resident set and the process's numbers from /proc; `plural`: counts with their noun.
 //! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.
 //! - `client`: a blocking Gearman client/worker library (and a blocking etcd client); `cli`: the `work`, `submit`,
 //!   `admin`, `check` and `import-crontab` commands built on it, and the top-level argv types

@@ -1,15 +1,16 @@
 //! `/metrics` in the Prometheus text exposition format (version 0.0.4), formatted from
 //! numbers passed in: the engine's function and schedule statuses, the reactor's connection
-//! and byte counts, and the process's own numbers from /proc/self.
+//! and byte counts, and the process's own numbers (read by `crate::footprint`).
 //!
 //! Per-function gauges carry the names of the gearman exporter (`gearman_jobs`,
 //! `gearman_jobs_running`, `gearman_jobs_waiting`, `gearman_workers`, and the original
 //! exporter's `gearman_status_total`, `_running`, `_workers`), so dashboards built on it keep
 //! working without the exporter in between.
 
-use std::fmt::Write as _;
-
 use crate::engine::{EngineTotals, FunctionStatus, ScheduleStatus};
+use crate::footprint::ProcessStats;
+
+use super::prometheus::{Kind, Value, Writer};
 use crate::store::{FSYNC_BUCKETS_US, JournalMetrics};
 
 /// The reactor's numbers.
@@ -64,17 +65,6 @@ pub struct OutputStats {
     pub closes: u64,
 }
 
-/// The process's own numbers (the standard `process_*` metrics).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ProcessStats {
-    pub resident_bytes: u64,
-    pub virtual_bytes: u64,
-    pub open_fds: u64,
-    pub max_fds: Option<u64>,
-    pub cpu_seconds: f64,
-    pub start_time_seconds: f64,
-}
-
 /// Everything one scrape shows.
 pub struct Input<'a> {
     pub version: &'a str,
@@ -89,124 +79,7 @@ pub struct Input<'a> {
     pub failed: Option<&'a crate::engine::FailedList>,
 }
 
-/// A label value with `\`, `"` and newlines escaped, as the format requires.
-pub fn escape_label(out: &mut String, v: &str) {
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Gauge,
-    Counter,
-}
-
-/// A number as the format writes it.
-#[derive(Clone, Copy)]
-enum Value {
-    Int(u64),
-    Float(f64),
-}
-
-impl From<u64> for Value {
-    fn from(v: u64) -> Self {
-        Value::Int(v)
-    }
-}
-
-impl From<u32> for Value {
-    fn from(v: u32) -> Self {
-        Value::Int(v.into())
-    }
-}
-
-impl From<f64> for Value {
-    fn from(v: f64) -> Self {
-        Value::Float(v)
-    }
-}
-
-struct Writer {
-    out: String,
-}
-
 impl Writer {
-    /// One metric family: HELP, TYPE and its samples; nothing at all when it has no sample.
-    fn family<L: AsRef<str>>(
-        &mut self,
-        name: &str,
-        kind: Kind,
-        help: &str,
-        samples: impl IntoIterator<Item = (Vec<(&'static str, L)>, Value)>,
-    ) {
-        let mut header = false;
-        for (labels, value) in samples {
-            if !header {
-                header = true;
-                let k = match kind {
-                    Kind::Gauge => "gauge",
-                    Kind::Counter => "counter",
-                };
-                let _ = writeln!(self.out, "# HELP {name} {help}");
-                let _ = writeln!(self.out, "# TYPE {name} {k}");
-            }
-            self.out.push_str(name);
-            if !labels.is_empty() {
-                self.out.push('{');
-                for (i, (k, v)) in labels.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(',');
-                    }
-                    self.out.push_str(k);
-                    self.out.push_str("=\"");
-                    escape_label(&mut self.out, v.as_ref());
-                    self.out.push('"');
-                }
-                self.out.push('}');
-            }
-            let _ = match value {
-                Value::Int(n) => writeln!(self.out, " {n}"),
-                Value::Float(f) => writeln!(self.out, " {f}"),
-            };
-        }
-    }
-
-    fn single(&mut self, name: &str, kind: Kind, help: &str, v: impl Into<Value>) {
-        self.family::<&str>(name, kind, help, [(vec![], v.into())]);
-    }
-
-    /// A histogram without labels: cumulative `_bucket{le}` samples, `_sum` and `_count`.
-    /// `bounds` and `counts` are in seconds and per bucket; `counts` has one more entry
-    /// (+Inf) than `bounds`.
-    fn histogram(
-        &mut self,
-        name: &str,
-        help: &str,
-        bounds: &[f64],
-        counts: &[u64],
-        sum: f64,
-        count: u64,
-    ) {
-        let _ = writeln!(self.out, "# HELP {name} {help}");
-        let _ = writeln!(self.out, "# TYPE {name} histogram");
-        let mut cumulative = 0;
-        for (i, c) in counts.iter().enumerate() {
-            cumulative += c;
-            let _ = match bounds.get(i) {
-                Some(le) => writeln!(self.out, "{name}_bucket{{le=\"{le}\"}} {cumulative}"),
-                None => writeln!(self.out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}"),
-            };
-        }
-        let _ = writeln!(self.out, "{name}_sum {sum}");
-        let _ = writeln!(self.out, "{name}_count {count}");
-    }
-
     /// A per-function family.
     fn per_function(
         &mut self,
@@ -713,70 +586,6 @@ fn journal_families(w: &mut Writer, j: &JournalMetrics) {
     );
 }
 
-/// Parse /proc/self/stat and the boot time from /proc/stat into process numbers.
-/// `ticks` is the clock-tick rate and `page` the page size.
-pub fn parse_proc_stat(stat: &str, proc_stat: &str, ticks: u64, page: u64) -> Option<ProcessStats> {
-    // The command name is in parentheses and may contain anything, spaces and ')' included:
-    // the fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // Field N of proc(5) is f[N - 3].
-    let num = |n: usize| f.get(n - 3)?.parse::<u64>().ok();
-    let ticks = ticks.max(1) as f64;
-    let utime = num(14)?;
-    let stime = num(15)?;
-    let start = num(22)?;
-    let vsize = num(23)?;
-    let rss = num(24)?;
-    let btime = proc_stat
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(0);
-    Some(ProcessStats {
-        resident_bytes: rss * page,
-        virtual_bytes: vsize,
-        open_fds: 0,
-        max_fds: None,
-        cpu_seconds: (utime + stime) as f64 / ticks,
-        start_time_seconds: btime as f64 + start as f64 / ticks,
-    })
-}
-
-/// Read this process's numbers from /proc/self (Linux); None where /proc is not there.
-pub fn read_process() -> Option<ProcessStats> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let proc_stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    // SAFETY: sysconf only reads system configuration.
-    let (ticks, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_CLK_TCK),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    let mut p = parse_proc_stat(
-        &stat,
-        &proc_stat,
-        u64::try_from(ticks).unwrap_or(100),
-        u64::try_from(page).unwrap_or(4096),
-    )?;
-    // The directory listing holds its own descriptor while it is read: not counted.
-    p.open_fds = std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count().saturating_sub(1) as u64)
-        .unwrap_or(0);
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0
-        && lim.rlim_cur != libc::RLIM_INFINITY
-    {
-        p.max_fds = Some(lim.rlim_cur);
-    }
-    Some(p)
-}
-
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
@@ -1012,19 +821,5 @@ mod tests {
             "gearman_schedule_next_run_timestamp_seconds{entry=\"nightly\"} 1700000060\n"
         ));
         assert!(!s.contains("gearman_schedule_last_run_timestamp_seconds"));
-    }
-
-    #[test]
-    fn proc_stat_parsing() {
-        let stat = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 1 0 \
-                    5000 10485760 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0";
-        let p = parse_proc_stat(stat, "cpu 1 2 3\nbtime 1700000000\n", 100, 4096).unwrap();
-        assert_eq!(p.resident_bytes, 300 * 4096);
-        assert_eq!(p.virtual_bytes, 10_485_760);
-        assert_eq!(p.cpu_seconds, 2.0);
-        assert_eq!(p.start_time_seconds, 1_700_000_050.0);
-        assert!(parse_proc_stat("garbage", "", 100, 4096).is_none());
-        let live = read_process().unwrap();
-        assert!(live.resident_bytes > 0 && live.open_fds > 0);
     }
 }

@@ -20,6 +20,7 @@ pub mod job;
 pub mod json;
 pub mod metrics;
 pub mod parse;
+mod prometheus;
 pub mod response;
 pub mod route;
 pub mod schedule_ops;

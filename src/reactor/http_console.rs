@@ -11,7 +11,6 @@ use crate::http::console::action::{self, Action};
 use crate::http::console::{self, Page, api};
 use crate::http::failed_ops::FailedOp;
 use crate::http::json;
-use crate::http::metrics;
 use crate::http::parse::SiteHeaders;
 use crate::http::response::Reply;
 use crate::proto::admin::ScheduleOp;
@@ -38,7 +37,7 @@ impl Server {
         match page {
             Page::Asset(i) => console::asset(i),
             Page::Server => {
-                let process = metrics::read_process();
+                let process = crate::footprint::read_process();
                 let journal = self.journal.metrics();
                 let cluster = self.cluster.as_ref().map(|l| l.machine.status(l.mono()));
                 let (slots, open) = self.http.rates.slots();

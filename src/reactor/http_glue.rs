@@ -472,7 +472,7 @@ impl Server {
             Endpoint::Failed => Reply::json(200, failed_ops::list(self.engine.failed_list())),
             Endpoint::Metrics => {
                 let net = self.net_stats();
-                let process = metrics::read_process();
+                let process = crate::footprint::read_process();
                 let functions = self.engine.function_statuses();
                 let schedules = self.engine.schedule_statuses();
                 let journal = self.journal.metrics();
