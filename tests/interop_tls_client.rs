@@ -76,53 +76,22 @@ fn work_submit_and_admin_over_mutual_tls() {
     let s = Server::start(&[]);
     let tunnel = stunnel(&ca, s.addr);
     let addr = format!("localhost:{}", tunnel.port);
-    let (wcert, wkey) = ca.issue("worker", "worker-1", &[]);
-    let (ccert, ckey) = ca.issue("client", "client-1", &[]);
-    let (cafile, wcert, wkey, ccert, ckey) = (
-        ca.ca().display().to_string(),
-        wcert.display().to_string(),
-        wkey.display().to_string(),
-        ccert.display().to_string(),
-        ckey.display().to_string(),
-    );
-    let tls = |cert: &str, key: &str| -> Vec<String> {
-        [
-            "--ssl",
-            "--ssl-ca-file",
-            &cafile,
-            "--ssl-certificate",
-            cert,
-            "--ssl-key",
-            key,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
-    let with = |head: &[&str], flags: &[String], tail: &[&str]| -> Vec<String> {
-        let mut v: Vec<String> = head.iter().map(|s| s.to_string()).collect();
-        v.extend(flags.iter().cloned());
-        v.extend(tail.iter().map(|s| s.to_string()));
-        v
-    };
-    let wargs = with(
-        &["work", "-s", &addr, "-f", "up"],
-        &tls(&wcert, &wkey),
-        &["--", "tr", "a-z", "A-Z"],
-    );
-    let _w = Proc::gearwheel(&wargs.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
-    let admin = with(&["admin", "-s", &addr], &tls(&ccert, &ckey), &["workers"]);
-    let admin: Vec<&str> = admin.iter().map(String::as_str).collect();
+    let cafile = ca.ca_arg();
+    let (worker, client) = (ca.client("worker-1"), ca.client("client-1"));
+    let mut wargs = vec!["work", "-s", &addr, "-f", "up"];
+    wargs.extend(tls_flags(&cafile, &worker));
+    wargs.extend(["--", "tr", "a-z", "A-Z"]);
+    let _w = Proc::gearwheel(&wargs, &[]);
+    let mut admin = vec!["admin", "-s", &addr];
+    admin.extend(tls_flags(&cafile, &client));
+    admin.push("workers");
     wait_until(10, "the worker registered over TLS", || {
         gw(&admin, None, 10).stdout.contains("up")
     });
 
-    let submit = with(
-        &["submit", "-s", &addr, "-f", "up"],
-        &tls(&ccert, &ckey),
-        &["hello"],
-    );
-    let submit: Vec<&str> = submit.iter().map(String::as_str).collect();
+    let mut submit = vec!["submit", "-s", &addr, "-f", "up"];
+    submit.extend(tls_flags(&cafile, &client));
+    submit.push("hello");
     let o = gw(&submit, None, 20);
     assert_eq!((o.code(), o.stdout.as_str()), (Some(0), "HELLO"), "{o:?}");
 
@@ -143,24 +112,11 @@ fn work_submit_and_admin_over_mutual_tls() {
     assert_ne!(o.code(), Some(0), "{o:?}");
     // A server this client's CA did not sign is not trusted.
     let other = TestCa::new("cli-other");
-    let other_ca = other.ca().display().to_string();
-    let o = gw(
-        &[
-            "admin",
-            "-s",
-            &addr,
-            "--ssl",
-            "--ssl-ca-file",
-            &other_ca,
-            "--ssl-certificate",
-            &ccert,
-            "--ssl-key",
-            &ckey,
-            "status",
-        ],
-        None,
-        10,
-    );
+    let other_ca = other.ca_arg();
+    let mut untrusting = vec!["admin", "-s", &addr];
+    untrusting.extend(tls_flags(&other_ca, &client));
+    untrusting.push("status");
+    let o = gw(&untrusting, None, 10);
     assert_ne!(o.code(), Some(0), "{o:?}");
     assert!(
         o.stderr.contains("certificate") || o.stderr.contains("Certificate"),
@@ -168,7 +124,7 @@ fn work_submit_and_admin_over_mutual_tls() {
     );
     // The flags are checked before any connection.
     let o = gw(
-        &["admin", "-s", &addr, "--ssl-key", &ckey, "status"],
+        &["admin", "-s", &addr, "--ssl-key", &client.key, "status"],
         None,
         10,
     );
@@ -181,7 +137,7 @@ fn work_submit_and_admin_over_mutual_tls() {
             &addr,
             "--ssl",
             "--ssl-certificate",
-            &ccert,
+            &client.cert,
             "status",
         ],
         None,

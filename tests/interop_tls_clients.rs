@@ -26,95 +26,24 @@ const TOOLS: &str = "gearman-tools (gearman, gearadmin)";
 const CURL: &str = "curl";
 const OPENSSL: &str = "openssl";
 
-/// A certificate and its key.
-struct Pair {
-    cert: String,
-    key: String,
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
-
-fn pair(ca: &TestCa, file: &str, cn: &str) -> Pair {
-    let (c, k) = ca.issue(file, cn, &[]);
-    Pair {
-        cert: s(&c),
-        key: s(&k),
-    }
-}
-
 /// Who may do what: each certificate's CN gets exactly what its test needs, so a job that
 /// runs proves the server named the connection by its own certificate. The plaintext
 /// loopback listener's peers (`gearman`, `gearadmin`, the tests' own status polls) submit and
 /// read status.
-const ACL: &str = "\
-cn:py-worker       work           reverse,who
-cn:pl-worker       work           reverse,who
-cn:worker-backup   work           reverse,who
-cn:py-client       submit         reverse,who
-cn:pl-client       submit         reverse,who
-cn:web-1           submit         reverse
-cn:curl-client     submit,status  *
-addr:127.0.0.1     submit,status  *
-";
+const ACL: &[&str] = &[
+    "cn:py-worker       work           reverse,who",
+    "cn:pl-worker       work           reverse,who",
+    "cn:worker-backup   work           reverse,who",
+    "cn:py-client       submit         reverse,who",
+    "cn:pl-client       submit         reverse,who",
+    "cn:web-1           submit         reverse",
+    "cn:curl-client     submit,status  *",
+    "addr:127.0.0.1     submit,status  *",
+];
 
-/// gearwheel serving mutual TLS (`--ssl-ca-file`) under `ACL`: with `https`, `--ssl` (every
-/// listener, HTTP too: `tls` and `https`); else `--ssl-listen` beside the plaintext
-/// loopback listener `server.addr`.
-struct Rig {
-    server: Server,
-    tls: u16,
-    https: Option<u16>,
-}
-
-impl Rig {
-    fn start(ca: &Path, server_cert: &Pair, https: bool) -> Rig {
-        let acl = ca.with_file_name("acl");
-        std::fs::write(&acl, ACL).unwrap();
-        let acl = s(&acl);
-        let ca = s(ca);
-        let mut args = vec![
-            "--ssl-certificate",
-            &server_cert.cert,
-            "--ssl-key",
-            &server_cert.key,
-            "--ssl-ca-file",
-            &ca,
-            "--acl",
-            &acl,
-        ];
-        if https {
-            args.extend(["--ssl", "--http-port", "0"]);
-        } else {
-            args.extend(["-L", "127.0.0.1", "--ssl-listen", "127.0.0.1:0"]);
-        }
-        let server = Server::start(&args);
-        if https {
-            Rig {
-                tls: server.port(),
-                https: Some(logged_addr(&server, "HTTP listening on ").port()),
-                server,
-            }
-        } else {
-            Rig {
-                tls: logged_addr(&server, "TLS listening on ").port(),
-                https: None,
-                server,
-            }
-        }
-    }
-}
-
-/// The address of the server's log line `PREFIX ADDR`.
-fn logged_addr(server: &Server, prefix: &str) -> std::net::SocketAddr {
-    server.wait_log(prefix, 10);
-    let log = server.log();
-    let line = log.lines().find(|l| l.contains(prefix)).unwrap();
-    line[line.find(prefix).unwrap() + prefix.len()..]
-        .trim()
-        .parse()
-        .unwrap()
+/// gearwheel with a certificate from `ca`, requiring client certificates from it, under `ACL`.
+fn start(ca: &TestCa, listen: Listen) -> TlsServer {
+    TlsServer::start(&ca.ca(), &ca.server("gearwheel"), ACL, listen)
 }
 
 /// 100 kB of printable pseudo-random bytes (an LCG seeded by `seed`), written to a file.
@@ -133,50 +62,80 @@ fn payload(dir: &Path, seed: u64) -> (PathBuf, String) {
     (path, text)
 }
 
-fn reversed(s: &str) -> String {
-    s.chars().rev().collect()
-}
-
-/// A TLS worker script (`python3 gear_tls.py` or `perl gearman_tls.pl`) registered as `name`.
-fn tls_worker(
-    interpreter: &str,
-    script_name: &str,
-    port: u16,
-    ca: &Path,
-    p: &Pair,
-    name: &str,
-) -> Proc {
-    let mut w = Proc::spawn(
-        &format!("{interpreter} TLS worker {name}"),
-        Command::new(interpreter)
-            .arg(script(&format!("tls/{script_name}")))
-            .args(["worker", "localhost", &port.to_string()])
-            .args([&p.key, &p.cert, &s(ca), name]),
-        None,
+/// `out` is `text` reversed.
+fn assert_reversed(out: &str, text: &str) {
+    assert_eq!(out.len(), text.len());
+    assert!(
+        out.chars().eq(text.chars().rev()),
+        "the reversed payload differs"
     );
-    w.wait_stdout("ready\n", 20);
-    w
 }
 
-/// A TLS client script submitting `file` to `func`; its output.
-fn tls_client(
-    interpreter: &str,
-    script_name: &str,
-    port: u16,
-    ca: &Path,
-    p: &Pair,
-    func: &str,
-    file: &Path,
-) -> String {
-    run(
-        &format!("{interpreter} TLS client"),
-        Command::new(interpreter)
-            .arg(script(&format!("tls/{script_name}")))
-            .args(["client", "localhost", &port.to_string()])
-            .args([&p.key, &p.cert, &s(ca), func, &s(file)]),
-        None,
-        30,
-    )
+/// A Gearman library over TLS, driven by its script in tests/interop/tls.
+struct Lang {
+    interpreter: &'static str,
+    script: &'static str,
+}
+
+const PY: Lang = Lang {
+    interpreter: "python3",
+    script: "gear_tls.py",
+};
+const PL: Lang = Lang {
+    interpreter: "perl",
+    script: "gearman_tls.pl",
+};
+
+impl Lang {
+    /// A TLS worker registered as `name` (reverse, who), presenting `cert`.
+    fn worker(&self, port: u16, ca: &Path, cert: &CertFiles, name: &str) -> Proc {
+        let interpreter = self.interpreter;
+        let mut w = Proc::spawn(
+            &format!("{interpreter} TLS worker {name}"),
+            Command::new(interpreter)
+                .arg(script(&format!("tls/{}", self.script)))
+                .args(["worker", "localhost", &port.to_string()])
+                .args([&cert.key, &cert.cert, &path_arg(ca), name]),
+            None,
+        );
+        w.wait_stdout("ready\n", 20);
+        w
+    }
+
+    /// A TLS client presenting `cert` submitting `file` to `func`; its output.
+    fn client(&self, port: u16, ca: &Path, cert: &CertFiles, func: &str, file: &Path) -> String {
+        let interpreter = self.interpreter;
+        run(
+            &format!("{interpreter} TLS client"),
+            Command::new(interpreter)
+                .arg(script(&format!("tls/{}", self.script)))
+                .args(["client", "localhost", &port.to_string()])
+                .args([&cert.key, &cert.cert, &path_arg(ca), func, &path_arg(file)]),
+            None,
+            30,
+        )
+    }
+}
+
+/// A worker and a client of `lang`, each with its own certificate (CNs `{tag}-worker` and
+/// `{tag}-client`): the payload seeded by `seed` comes back reversed, and `who` answers the
+/// worker's name. The CA, the server, the worker and the payload file stay for more.
+fn worker_and_client(lang: &Lang, tag: &str, seed: u64) -> (TestCa, TlsServer, Proc, PathBuf) {
+    let ca = TestCa::new(tag);
+    let rig = start(&ca, Listen::Beside);
+    let (worker, client) = (format!("{tag}-worker"), format!("{tag}-client"));
+    let mut w = lang.worker(rig.tls, &ca.ca(), &ca.client(&worker), &worker);
+    wait_workers(&rig.server, "reverse", 1);
+    let (file, text) = payload(ca.dir(), seed);
+    let client = ca.client(&client);
+    let out = lang.client(rig.tls, &ca.ca(), &client, "reverse", &file);
+    assert_reversed(&out, &text);
+    assert_eq!(
+        lang.client(rig.tls, &ca.ca(), &client, "who", &file),
+        worker
+    );
+    w.wait_stdout("job reverse 100000\n", 5);
+    (ca, rig, w, file)
 }
 
 #[test]
@@ -184,44 +143,7 @@ fn python_gear_worker_and_client_each_with_its_own_certificate() {
     if !need(GEAR) {
         return;
     }
-    let ca = TestCa::new("gear");
-    let rig = Rig::start(&ca.ca(), &server_pair(&ca), false);
-    let worker = pair(&ca, "worker", "py-worker");
-    let client = pair(&ca, "client", "py-client");
-    let mut w = tls_worker(
-        "python3",
-        "gear_tls.py",
-        rig.tls,
-        &ca.ca(),
-        &worker,
-        "py-worker",
-    );
-    wait_workers(&rig.server, "reverse", 1);
-    let (file, text) = payload(ca.dir(), 1);
-    let out = tls_client(
-        "python3",
-        "gear_tls.py",
-        rig.tls,
-        &ca.ca(),
-        &client,
-        "reverse",
-        &file,
-    );
-    assert_eq!(out.len(), text.len());
-    assert!(out == reversed(&text), "the reversed payload differs");
-    assert_eq!(
-        tls_client(
-            "python3",
-            "gear_tls.py",
-            rig.tls,
-            &ca.ca(),
-            &client,
-            "who",
-            &file
-        ),
-        "py-worker"
-    );
-    w.wait_stdout("job reverse 100000\n", 5);
+    worker_and_client(&PY, "py", 1);
 }
 
 #[test]
@@ -230,16 +152,8 @@ fn libgearman_cli_on_plaintext_loopback_runs_on_a_tls_worker() {
         return;
     }
     let ca = TestCa::new("cli-plain");
-    let rig = Rig::start(&ca.ca(), &server_pair(&ca), false);
-    let worker = pair(&ca, "worker", "py-worker");
-    let mut w = tls_worker(
-        "python3",
-        "gear_tls.py",
-        rig.tls,
-        &ca.ca(),
-        &worker,
-        "py-worker",
-    );
+    let rig = start(&ca, Listen::Beside);
+    let mut w = PY.worker(rig.tls, &ca.ca(), &ca.client("py-worker"), "py-worker");
     wait_workers(&rig.server, "reverse", 1);
     let (_, text) = payload(ca.dir(), 2);
     // `gearman -f FUNC` sends stdin as the workload and prints the result.
@@ -256,8 +170,7 @@ fn libgearman_cli_on_plaintext_loopback_runs_on_a_tls_worker() {
         Some(text.as_bytes()),
         30,
     );
-    assert_eq!(out.len(), text.len());
-    assert!(out == reversed(&text), "the reversed payload differs");
+    assert_reversed(&out, &text);
     w.wait_stdout("job reverse 100000\n", 5);
     // And gearadmin on the same plaintext listener sees the TLS worker. (gearadmin prints
     // nothing and exits 0 when its short read timeout passes on a loaded machine: ask again.)
@@ -288,59 +201,11 @@ fn perl_worker_and_client_each_with_its_own_certificate() {
     if !(need(PERL) && need(PERL_SSL)) {
         return;
     }
-    let ca = TestCa::new("perl");
-    let rig = Rig::start(&ca.ca(), &server_pair(&ca), false);
-    let worker = pair(&ca, "worker", "pl-worker");
-    let client = pair(&ca, "client", "pl-client");
-    let mut w = tls_worker(
-        "perl",
-        "gearman_tls.pl",
-        rig.tls,
-        &ca.ca(),
-        &worker,
-        "pl-worker",
-    );
-    wait_workers(&rig.server, "reverse", 1);
-    let (file, text) = payload(ca.dir(), 3);
-    let out = tls_client(
-        "perl",
-        "gearman_tls.pl",
-        rig.tls,
-        &ca.ca(),
-        &client,
-        "reverse",
-        &file,
-    );
-    assert_eq!(out.len(), text.len());
-    assert!(out == reversed(&text), "the reversed payload differs");
-    assert_eq!(
-        tls_client(
-            "perl",
-            "gearman_tls.pl",
-            rig.tls,
-            &ca.ca(),
-            &client,
-            "who",
-            &file
-        ),
-        "pl-worker"
-    );
-    w.wait_stdout("job reverse 100000\n", 5);
+    let (ca, rig, _w, file) = worker_and_client(&PL, "pl", 3);
     // Across languages on the same server: a python gear client, a Perl worker.
     if need(GEAR) {
-        let py = pair(&ca, "py-client", "py-client");
-        assert_eq!(
-            tls_client(
-                "python3",
-                "gear_tls.py",
-                rig.tls,
-                &ca.ca(),
-                &py,
-                "who",
-                &file
-            ),
-            "pl-worker"
-        );
+        let py = ca.client("py-client");
+        assert_eq!(PY.client(rig.tls, &ca.ca(), &py, "who", &file), "pl-worker");
     }
 }
 
@@ -350,18 +215,10 @@ fn curl_over_https_with_a_client_certificate() {
         return;
     }
     let ca = TestCa::new("curl");
-    let rig = Rig::start(&ca.ca(), &server_pair(&ca), true);
+    let rig = start(&ca, Listen::All { https: true });
     let https = rig.https.unwrap();
-    let worker = pair(&ca, "worker", "py-worker");
-    let client = pair(&ca, "client", "curl-client");
-    let _w = tls_worker(
-        "python3",
-        "gear_tls.py",
-        rig.tls,
-        &ca.ca(),
-        &worker,
-        "py-worker",
-    );
+    let client = ca.client("curl-client");
+    let _w = PY.worker(rig.tls, &ca.ca(), &ca.client("py-worker"), "py-worker");
     // No wait for the worker: the HTTP job waits in the queue until it registers.
     let (file, text) = payload(ca.dir(), 4);
     let curl = |extra: &[&str], path: &str| {
@@ -372,7 +229,7 @@ fn curl_over_https_with_a_client_certificate() {
             "--max-time",
             "20",
             "--cacert",
-            &s(&ca.ca()),
+            &ca.ca_arg(),
         ])
         .args(extra)
         .arg(format!("https://localhost:{https}{path}"));
@@ -380,15 +237,15 @@ fn curl_over_https_with_a_client_certificate() {
     };
     let me = ["--cert", &client.cert, "--key", &client.key];
     // A job submitted over HTTPS, run by the TLS worker.
-    let data = format!("@{}", s(&file));
+    let data = format!("@{}", path_arg(&file));
     let (st, out, err) = curl(&[&me[..], &["--data-binary", &data]].concat(), "/reverse");
     assert!(st.success(), "{err}");
-    assert!(out == reversed(&text), "the reversed payload differs");
+    assert_reversed(&out, &text);
     let (st, out, err) = curl(&me, "/status");
     assert!(st.success(), "{err}");
     assert!(out.contains("\"reverse\""), "{out}");
     // Another certificate, another identity: py-client may submit but not read /status.
-    let other = pair(&ca, "py-client", "py-client");
+    let other = ca.client("py-client");
     let (st, out, err) = curl(&["--cert", &other.cert, "--key", &other.key], "/status");
     assert!(!st.success() && err.contains("403"), "{out}{err}");
     // Without a client certificate the handshake is refused: no status.
@@ -403,7 +260,7 @@ fn a_client_without_a_certificate_is_refused() {
         return;
     }
     let ca = TestCa::new("bare");
-    let rig = Rig::start(&ca.ca(), &server_pair(&ca), false);
+    let rig = start(&ca, Listen::Beside);
     for version in ["TLSv1_2", "TLSv1_3"] {
         let out = run(
             "python3 bare TLS client",
@@ -413,7 +270,7 @@ fn a_client_without_a_certificate_is_refused() {
                     "bare",
                     "127.0.0.1",
                     &rig.tls.to_string(),
-                    &s(&ca.ca()),
+                    &ca.ca_arg(),
                     version,
                 ]),
             None,
@@ -430,7 +287,7 @@ fn a_client_without_a_certificate_is_refused() {
                 "-connect",
                 &format!("127.0.0.1:{}", rig.tls),
                 "-CAfile",
-                &s(&ca.ca()),
+                &ca.ca_arg(),
                 "-tls1_2",
             ]),
             Some(b"\0REQ\0\0\0\x10\0\0\0\x04ping"),
@@ -438,15 +295,6 @@ fn a_client_without_a_certificate_is_refused() {
         );
         assert!(!out.contains("ECHO") && !out.contains("ping"), "{out}");
         assert!(err.contains("alert") || err.contains("error"), "{err}");
-    }
-}
-
-/// The server's certificate: valid for localhost and 127.0.0.1.
-fn server_pair(ca: &TestCa) -> Pair {
-    let (c, k) = ca.issue("server", "gearwheel", &["localhost", "127.0.0.1"]);
-    Pair {
-        cert: s(&c),
-        key: s(&k),
     }
 }
 
@@ -483,39 +331,19 @@ fn the_openssl_recipe_in_docs_security_md_makes_working_certificates() {
         60,
     );
     assert!(st.success(), "the recipe failed:\n{recipe}\n{err}");
-    let file = |n: &str| s(&dir.join(n));
     // gearwheel with the recipe's server certificate, its CA required of clients.
     let recipe_ca = dir.join("ca.pem");
-    let rig = Rig::start(
+    let rig = TlsServer::start(
         &recipe_ca,
-        &Pair {
-            cert: file("server.pem"),
-            key: file("server.key"),
-        },
-        false,
+        &CertFiles::in_dir(&dir, "server"),
+        ACL,
+        Listen::Beside,
     );
-    let as_pair = |n: &str| Pair {
-        cert: file(&format!("{n}.pem")),
-        key: file(&format!("{n}.key")),
-    };
-    let _w = tls_worker(
-        "python3",
-        "gear_tls.py",
-        rig.tls,
-        &recipe_ca,
-        &as_pair("worker-backup"),
-        "worker-backup",
-    );
+    let worker = CertFiles::in_dir(&dir, "worker-backup");
+    let _w = PY.worker(rig.tls, &recipe_ca, &worker, "worker-backup");
     wait_workers(&rig.server, "reverse", 1);
     let (payload_file, text) = payload(ca.dir(), 5);
-    let out = tls_client(
-        "python3",
-        "gear_tls.py",
-        rig.tls,
-        &recipe_ca,
-        &as_pair("web-1"),
-        "reverse",
-        &payload_file,
-    );
-    assert!(out == reversed(&text), "the reversed payload differs");
+    let web = CertFiles::in_dir(&dir, "web-1");
+    let out = PY.client(rig.tls, &recipe_ca, &web, "reverse", &payload_file);
+    assert_reversed(&out, &text);
 }

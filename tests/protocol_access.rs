@@ -6,29 +6,11 @@
 
 mod support;
 
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::*;
-
-/// This machine's own non-loopback address (the source the routing table picks), so a test
-/// can reach a server bound to 0.0.0.0 as a peer from beyond loopback. `None` (with the reason
-/// printed) on a machine without one.
-fn own_address() -> Option<IpAddr> {
-    // A UDP "connect" sends nothing: it only asks the routing table for a source address.
-    let ip = UdpSocket::bind("0.0.0.0:0")
-        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
-        .and_then(|s| s.local_addr())
-        .map(|a| a.ip());
-    match ip {
-        Ok(ip) if !ip.is_loopback() && !ip.is_unspecified() => Some(ip),
-        other => {
-            eprintln!("SKIP: no non-loopback address to connect from ({other:?})");
-            None
-        }
-    }
-}
 
 /// A TCP connection to `to` from the source address `from` (any port).
 fn stream_from(from: &str, to: SocketAddr) -> TcpStream {

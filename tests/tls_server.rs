@@ -9,39 +9,11 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gearwheel::tls::{ClientStream, ClientTls};
 use support::*;
-
-/// The server's certificate: valid for 127.0.0.1 and localhost.
-fn server_cert(ca: &TestCa, cn: &str) -> (String, String) {
-    let (c, k) = ca.issue(cn, cn, &["127.0.0.1", "localhost"]);
-    (s(&c), s(&k))
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
-
-/// `serve` with `--ssl-certificate`/`--ssl-key` and `extra`.
-fn start(cert: &(String, String), extra: &[&str]) -> Server {
-    let mut args = vec!["--ssl-certificate", &cert.0, "--ssl-key", &cert.1];
-    args.extend_from_slice(extra);
-    Server::start(&args)
-}
-
-/// A line `PREFIX ADDR` of the server's log, as an address.
-fn logged_addr(server: &Server, prefix: &str) -> SocketAddr {
-    server.wait_log(prefix, 10);
-    let log = server.log();
-    let line = log.lines().find(|l| l.contains(prefix)).unwrap();
-    line[line.find(prefix).unwrap() + prefix.len()..]
-        .trim()
-        .parse()
-        .unwrap()
-}
 
 /// A TLS client trusting `ca`, presenting `identity` (certificate, key) when given.
 fn client_tls(ca: &Path, identity: Option<(&Path, &Path)>) -> ClientTls {
@@ -137,8 +109,8 @@ fn round_trip(addr: SocketAddr, worker: &ClientTls, client: &ClientTls) {
 #[test]
 fn a_gearman_round_trip_over_tls() {
     let ca = TestCa::new("srv-rt");
-    let cert = server_cert(&ca, "gearwheel");
-    let server = start(&cert, &["--ssl"]);
+    let cert = ca.server("gearwheel");
+    let server = start_tls(&cert, &["--ssl"]);
     let tls = client_tls(&ca.ca(), None);
     round_trip(server.addr, &tls, &tls);
     let mut c = TlsConn::connect(server.addr, &tls);
@@ -154,10 +126,10 @@ fn mutual_tls_requires_a_certificate_from_the_ca() {
         return;
     }
     let ca = TestCa::new("srv-mtls");
-    let cert = server_cert(&ca, "gearwheel");
-    let server = start(
+    let cert = ca.server("gearwheel");
+    let server = start_tls(
         &cert,
-        &["--ssl", "--ssl-ca-file", &s(&ca.ca()), "--http-port", "0"],
+        &["--ssl", "--ssl-ca-file", &ca.ca_arg(), "--http-port", "0"],
     );
     // No client certificate: refused.
     let mut bare = TlsConn::connect(server.addr, &client_tls(&ca.ca(), None));
@@ -191,7 +163,7 @@ fn mutual_tls_requires_a_certificate_from_the_ca() {
     assert!(metrics.contains("gearman_tls_connections "), "{metrics}");
     // Without a client certificate curl gets nothing.
     let o = std::process::Command::new("curl")
-        .args(["-sS", "--max-time", "10", "--cacert", &s(&ca.ca())])
+        .args(["-sS", "--max-time", "10", "--cacert", &ca.ca_arg()])
         .arg(format!("https://127.0.0.1:{http}/status"))
         .output()
         .unwrap();
@@ -199,7 +171,7 @@ fn mutual_tls_requires_a_certificate_from_the_ca() {
 }
 
 fn http_port(server: &Server) -> u16 {
-    logged_addr(server, "HTTP listening on ").port()
+    http_addr(server).port()
 }
 
 /// `curl` over HTTPS trusting the test CA; the body (curl must succeed).
@@ -211,10 +183,10 @@ fn curl(ca: &TestCa, url: &str, identity: Option<(&Path, &Path)>) -> String {
         "--max-time",
         "10",
         "--cacert",
-        &s(&ca.ca()),
+        &ca.ca_arg(),
     ]);
     if let Some((cert, key)) = identity {
-        c.args(["--cert", &s(cert), "--key", &s(key)]);
+        c.args(["--cert", &path_arg(cert), "--key", &path_arg(key)]);
     }
     let o = c.arg(url).output().expect("curl");
     assert!(
@@ -231,15 +203,15 @@ fn https_status_with_curl() {
         return;
     }
     let ca = TestCa::new("srv-https");
-    let cert = server_cert(&ca, "gearwheel");
-    let server = start(&cert, &["--ssl", "--http-port", "0"]);
+    let cert = ca.server("gearwheel");
+    let server = start_tls(&cert, &["--ssl", "--http-port", "0"]);
     let port = http_port(&server);
     let body = curl(&ca, &format!("https://127.0.0.1:{port}/status"), None);
     assert!(body.contains("\"connections\""), "{body}");
     // TLS 1.2 too (python gear turns 1.3 off).
     let o = std::process::Command::new("curl")
         .args(["-sS", "--fail", "--max-time", "10", "--tls-max", "1.2"])
-        .args(["--cacert", &s(&ca.ca())])
+        .args(["--cacert", &ca.ca_arg()])
         .arg(format!("https://127.0.0.1:{port}/status"))
         .output()
         .unwrap();
@@ -261,8 +233,8 @@ fn https_status_with_curl() {
 #[test]
 fn a_silent_client_is_closed_after_the_handshake_timeout() {
     let ca = TestCa::new("srv-timeout");
-    let cert = server_cert(&ca, "gearwheel");
-    let server = start(&cert, &["--ssl", "--ssl-handshake-timeout", "1"]);
+    let cert = ca.server("gearwheel");
+    let server = start_tls(&cert, &["--ssl", "--ssl-handshake-timeout", "1"]);
     let mut silent = TcpStream::connect(server.addr).unwrap();
     let waited = wait_closed(&mut silent, 20);
     assert!(
@@ -286,9 +258,9 @@ fn a_silent_client_is_closed_after_the_handshake_timeout() {
 #[test]
 fn bytes_that_are_not_tls_on_a_tls_port_are_closed_at_once() {
     let ca = TestCa::new("srv-garbage");
-    let cert = server_cert(&ca, "gearwheel");
+    let cert = ca.server("gearwheel");
     // A long handshake timeout: a close within it is the refusal, not the timeout.
-    let server = start(&cert, &["--ssl", "--ssl-handshake-timeout", "60"]);
+    let server = start_tls(&cert, &["--ssl", "--ssl-handshake-timeout", "60"]);
     let inputs: [&[u8]; 3] = [
         b"status\r\n",
         &req(t::ECHO_REQ, &[b"plaintext gearman"]),
@@ -332,9 +304,9 @@ fn a_tls_client_on_a_plaintext_port_is_closed() {
 #[test]
 fn ssl_listen_beside_a_plaintext_listener() {
     let ca = TestCa::new("srv-listen");
-    let cert = server_cert(&ca, "gearwheel");
-    let server = start(&cert, &["-L", "127.0.0.1", "--ssl-listen", "127.0.0.1:0"]);
-    let tls_addr = logged_addr(&server, "TLS listening on ");
+    let cert = ca.server("gearwheel");
+    let server = start_tls(&cert, &["-L", "127.0.0.1", "--ssl-listen", "127.0.0.1:0"]);
+    let tls_addr = server.listener("TLS listening on ");
     assert_ne!(tls_addr, server.addr);
     // A plaintext client submits; a TLS worker takes the job.
     let tls = client_tls(&ca.ca(), None);
@@ -360,19 +332,19 @@ fn ssl_listen_beside_a_plaintext_listener() {
 #[test]
 fn sighup_reloads_the_certificate_and_a_broken_file_keeps_the_old_one() {
     let ca = TestCa::new("srv-reload");
-    let first = server_cert(&ca, "first");
-    let server = start(&first, &["--ssl"]);
+    let first = ca.server("first");
+    let server = start_tls(&first, &["--ssl"]);
     let tls = client_tls(&ca.ca(), None);
     assert_eq!(TlsConn::connect(server.addr, &tls).server_name(), "first");
     // Rotate: the new certificate and key replace the files' contents.
-    let second = server_cert(&ca, "second");
-    std::fs::copy(&second.0, &first.0).unwrap();
-    std::fs::copy(&second.1, &first.1).unwrap();
+    let second = ca.server("second");
+    std::fs::copy(&second.cert, &first.cert).unwrap();
+    std::fs::copy(&second.key, &first.key).unwrap();
     server.signal(libc::SIGHUP);
     server.wait_log("TLS certificate, key and CA files read again", 10);
     assert_eq!(TlsConn::connect(server.addr, &tls).server_name(), "second");
     // A broken file: the log says why, and the last good certificate stays.
-    std::fs::write(&first.0, "not a certificate\n").unwrap();
+    std::fs::write(&first.cert, "not a certificate\n").unwrap();
     server.signal(libc::SIGHUP);
     server.wait_log("TLS files not reloaded, the current certificate stays", 10);
     assert_eq!(TlsConn::connect(server.addr, &tls).server_name(), "second");
@@ -381,23 +353,35 @@ fn sighup_reloads_the_certificate_and_a_broken_file_keeps_the_old_one() {
 #[test]
 fn start_errors_for_missing_files_and_flag_combinations() {
     let ca = TestCa::new("srv-errors");
-    let cert = server_cert(&ca, "gearwheel");
-    let missing = s(&ca.dir().join("missing.pem"));
+    let cert = ca.server("gearwheel");
+    let missing = path_arg(&ca.dir().join("missing.pem"));
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--ssl"],
             "--ssl needs --ssl-certificate PEM and --ssl-key PEM",
         ),
         (
-            vec!["--ssl-certificate", &cert.0, "--ssl-key", &cert.1],
+            vec!["--ssl-certificate", &cert.cert, "--ssl-key", &cert.key],
             "need --ssl",
         ),
         (
-            vec!["--ssl", "--ssl-certificate", &missing, "--ssl-key", &cert.1],
+            vec![
+                "--ssl",
+                "--ssl-certificate",
+                &missing,
+                "--ssl-key",
+                &cert.key,
+            ],
             "missing.pem",
         ),
         (
-            vec!["--ssl", "--ssl-certificate", &cert.1, "--ssl-key", &cert.1],
+            vec![
+                "--ssl",
+                "--ssl-certificate",
+                &cert.key,
+                "--ssl-key",
+                &cert.key,
+            ],
             "no PEM certificate",
         ),
         (
@@ -406,9 +390,9 @@ fn start_errors_for_missing_files_and_flag_combinations() {
                 "--ssl-listen",
                 "127.0.0.1:0",
                 "--ssl-certificate",
-                &cert.0,
+                &cert.cert,
                 "--ssl-key",
-                &cert.1,
+                &cert.key,
             ],
             "give one or the other",
         ),
@@ -429,26 +413,24 @@ fn start_errors_for_missing_files_and_flag_combinations() {
 #[test]
 fn gearwheel_work_and_submit_over_mutual_tls() {
     let ca = TestCa::new("srv-cli");
-    let cert = server_cert(&ca, "gearwheel");
-    let cafile = s(&ca.ca());
-    let server = start(&cert, &["--ssl", "--ssl-ca-file", &cafile]);
+    let cert = ca.server("gearwheel");
+    let cafile = ca.ca_arg();
+    let server = start_tls(&cert, &["--ssl", "--ssl-ca-file", &cafile]);
     let addr = format!("127.0.0.1:{}", server.port());
-    let (wc, wk): (PathBuf, PathBuf) = ca.issue("worker", "worker-1", &[]);
-    let (cc, ck) = ca.issue("client", "client-1", &[]);
-    let (wc, wk, cc, ck) = (s(&wc), s(&wk), s(&cc), s(&ck));
+    let (worker, client) = (ca.client("worker-1"), ca.client("client-1"));
     let mut wargs = vec!["work", "-s", &addr, "-f", "up"];
-    wargs.extend(tls_flags(&cafile, &wc, &wk));
+    wargs.extend(tls_flags(&cafile, &worker));
     wargs.extend(["--", "tr", "a-z", "A-Z"]);
     let _worker = Proc::gearwheel(&wargs, &[]);
     server.wait_log("client certificate \"worker-1\"", 20);
     let mut admin = vec!["admin", "-s", &addr];
-    admin.extend(tls_flags(&cafile, &cc, &ck));
+    admin.extend(tls_flags(&cafile, &client));
     admin.push("workers");
     wait_until(20, "the worker registered over TLS", || {
         gw(&admin, None, 10).stdout.contains("up")
     });
     let mut submit = vec!["submit", "-s", &addr, "-f", "up"];
-    submit.extend(tls_flags(&cafile, &cc, &ck));
+    submit.extend(tls_flags(&cafile, &client));
     submit.push("hello");
     let o = gw(&submit, None, 20);
     assert_eq!((o.code(), o.stdout.as_str()), (Some(0), "HELLO"), "{o:?}");
@@ -471,35 +453,6 @@ fn gearwheel_work_and_submit_over_mutual_tls() {
     assert_ne!(o.code(), Some(0), "{o:?}");
 }
 
-/// The client commands' flags for mutual TLS.
-fn tls_flags<'a>(ca: &'a str, cert: &'a str, key: &'a str) -> [&'a str; 7] {
-    [
-        "--ssl",
-        "--ssl-ca-file",
-        ca,
-        "--ssl-certificate",
-        cert,
-        "--ssl-key",
-        key,
-    ]
-}
-
-/// This machine's own non-loopback address (the source the routing table picks); `None`,
-/// with the reason printed, on a machine without one.
-fn own_address() -> Option<std::net::IpAddr> {
-    let ip = std::net::UdpSocket::bind("0.0.0.0:0")
-        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
-        .and_then(|s| s.local_addr())
-        .map(|a| a.ip());
-    match ip {
-        Ok(ip) if !ip.is_loopback() && !ip.is_unspecified() => Some(ip),
-        other => {
-            eprintln!("SKIP: no non-loopback address to connect from ({other:?})");
-            None
-        }
-    }
-}
-
 #[test]
 fn protected_mode_guards_plaintext_listeners_not_tls_ones() {
     let Some(ip) = own_address() else {
@@ -508,9 +461,9 @@ fn protected_mode_guards_plaintext_listeners_not_tls_ones() {
     let ca = TestCa::new("srv-protected");
     let own = ip.to_string();
     let (c, k) = ca.issue("gearwheel", "gearwheel", &["127.0.0.1", &own]);
-    let cert = (s(&c), s(&k));
-    let server = start(&cert, &["-L", "0.0.0.0", "--ssl-listen", "0.0.0.0:0"]);
-    let tls_port = logged_addr(&server, "TLS listening on ").port();
+    let cert = CertFiles::new(&c, &k);
+    let server = start_tls(&cert, &["-L", "0.0.0.0", "--ssl-listen", "0.0.0.0:0"]);
+    let tls_port = server.listener("TLS listening on ").port();
     // The start names the plaintext listener only.
     server.wait_log("protected mode: no --acl", 10);
     let line = server
@@ -534,13 +487,13 @@ fn protected_mode_guards_plaintext_listeners_not_tls_ones() {
 #[test]
 fn the_client_certificate_names_the_connection_for_the_acl() {
     let ca = TestCa::new("srv-acl");
-    let cert = server_cert(&ca, "gearwheel");
-    let acl = ca.dir().join("acl");
-    std::fs::write(&acl, "cn:reporter  submit,status  report.*\n").unwrap();
-    let server = start(
-        &cert,
-        &["--ssl", "--ssl-ca-file", &s(&ca.ca()), "--acl", &s(&acl)],
+    let rig = TlsServer::start(
+        &ca.ca(),
+        &ca.server("gearwheel"),
+        &["cn:reporter  submit,status  report.*"],
+        Listen::All { https: false },
     );
+    let server = &rig.server;
     let (rc, rk) = ca.issue("reporter", "reporter", &[]);
     let (oc, ok) = ca.issue("other", "other", &[]);
     let mut reporter = TlsConn::connect(server.addr, &client_tls(&ca.ca(), Some((&rc, &rk))));

@@ -53,14 +53,7 @@ impl HttpServer {
 
 /// The HTTP address the server printed.
 pub fn http_addr(server: &Server) -> SocketAddr {
-    let prefix = "gearwheel: HTTP listening on ";
-    poll(10, "the HTTP listener", || {
-        let log = server.log();
-        match log.lines().find_map(|l| l.strip_prefix(prefix)) {
-            Some(addr) => Ok(addr.trim().parse().expect("HTTP address")),
-            None => Err(log),
-        }
-    })
+    server.listener("HTTP listening on ")
 }
 
 /// An HTTP/1.1 request with Host and Content-Length (when there is a body or the method is

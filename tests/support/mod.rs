@@ -12,7 +12,8 @@
 //! `Http` (http.rs); a test that drives a component outside Rust calls `need`/`require`
 //! with a name listed in `COMPONENTS` (interop.rs), so that it skips with a reason (or fails
 //! under GEARWHEEL_REQUIRE_INTEROP=1); TLS tests make certificates with `TestCa` (tls.rs,
-//! shared with src/tls's unit tests); etcd.rs runs a real etcd
+//! shared with src/tls's unit tests) and serve them with `start_tls` or `TlsServer`
+//! (tls_serve.rs: mutual TLS under an access list); etcd.rs runs a real etcd
 //! (`support::etcd::Etcd`) and cluster.rs servers joined to it (`support::cluster::*`); man.rs is
 //! the markdown-to-roff of tests/man_pages.rs.
 #![allow(dead_code)]
@@ -28,6 +29,7 @@ pub mod protocol;
 pub mod server;
 pub mod tempdir;
 pub mod tls;
+pub mod tls_serve;
 pub mod wait;
 
 // Each test file uses a part of these; the rest is not "unused".
@@ -47,5 +49,7 @@ pub use server::*;
 pub use tempdir::*;
 #[allow(unused_imports)]
 pub use tls::*;
+#[allow(unused_imports)]
+pub use tls_serve::*;
 #[allow(unused_imports)]
 pub use wait::*;

@@ -1,7 +1,8 @@
-//! The server under test: the real `gearwheel serve` on port 0 (a `Proc`), its address learnt
-//! from its "Listening on" line.
+//! The server under test: the real `gearwheel serve` on port 0 (a `Proc`), its addresses learnt
+//! from its "Listening on" lines; and this machine's own address, to reach it from beyond
+//! loopback.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::ops::{Deref, DerefMut};
 use std::process::Command;
 use std::time::Duration;
@@ -27,23 +28,24 @@ impl Server {
     /// Start `gearwheel` with exactly these arguments; waits for the "Listening on" line.
     pub fn start_args(args: &[&str]) -> Server {
         let mut proc = Proc::spawn("gearwheel serve", Command::new(BIN).args(args), None);
-        let prefix = "gearwheel: Listening on ";
         let addr = poll(10, "the server to start", || {
             let log = proc.stderr();
-            // The whole line has arrived once a newline follows it.
-            let line = log
-                .find(prefix)
-                .and_then(|i| log[i + prefix.len()..].split_once('\n'));
-            match line {
-                Some((addr, _)) => Ok(addr.trim().to_string()),
+            match listening_on(&log, "Listening on ") {
+                Some(addr) => Ok(addr),
                 None if !proc.running() => panic!("server exited; log:\n{log}"),
                 None => Err(log),
             }
         });
-        Server {
-            proc,
-            addr: addr.parse().expect("address"),
-        }
+        Server { proc, addr }
+    }
+
+    /// The address of another listener, from its line `gearwheel: WHAT ADDR` (`WHAT` is
+    /// "TLS listening on" or "HTTP listening on"); waits for the line.
+    pub fn listener(&self, what: &str) -> SocketAddr {
+        poll(10, &format!("the server to log {what:?}"), || {
+            let log = self.proc.stderr();
+            listening_on(&log, what).ok_or(log)
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -70,6 +72,32 @@ impl Deref for Server {
 impl DerefMut for Server {
     fn deref_mut(&mut self) -> &mut Proc {
         &mut self.proc
+    }
+}
+
+/// The address on the server's log line `gearwheel: WHAT ADDR`, once the line has arrived whole.
+fn listening_on(log: &str, what: &str) -> Option<SocketAddr> {
+    let prefix = format!("gearwheel: {what}");
+    let at = log.find(&prefix)? + prefix.len();
+    let (addr, _) = log[at..].split_once('\n')?;
+    Some(addr.trim().parse().expect("a listener's address"))
+}
+
+/// This machine's own non-loopback address (the source the routing table picks), so a test
+/// can reach a server bound to 0.0.0.0 as a peer from beyond loopback. `None` (with the reason
+/// printed) on a machine without one.
+pub fn own_address() -> Option<IpAddr> {
+    // A UDP "connect" sends nothing: it only asks the routing table for a source address.
+    let ip = UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map(|a| a.ip());
+    match ip {
+        Ok(ip) if !ip.is_loopback() && !ip.is_unspecified() => Some(ip),
+        other => {
+            eprintln!("SKIP: no non-loopback address to connect from ({other:?})");
+            None
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! A throwaway certificate authority for the TLS tests, made with rcgen at test time (no key
 //! is committed): a CA certificate and the certificates and keys it signs, in a directory
-//! removed when it is dropped. Used by src/tls/tests.rs too (through `#[path]`).
+//! removed when it is dropped, and their paths as command-line arguments (`CertFiles`). Used
+//! by src/tls/tests.rs too (through `#[path]`).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -56,6 +57,52 @@ impl TestCa {
         std::fs::write(&key_path, key.serialize_pem()).unwrap();
         (cert_path, key_path)
     }
+
+    /// The CA's certificate as an argument (`--ssl-ca-file`, `--cacert`).
+    pub fn ca_arg(&self) -> String {
+        path_arg(&self.ca())
+    }
+
+    /// A client's certificate and key with this CN, in the files CN.pem and CN.key.
+    pub fn client(&self, cn: &str) -> CertFiles {
+        let (cert, key) = self.issue(cn, cn, &[]);
+        CertFiles::new(&cert, &key)
+    }
+
+    /// A server's certificate and key with this CN, valid for localhost and 127.0.0.1, in the
+    /// files CN.pem and CN.key.
+    pub fn server(&self, cn: &str) -> CertFiles {
+        let (cert, key) = self.issue(cn, cn, &["localhost", "127.0.0.1"]);
+        CertFiles::new(&cert, &key)
+    }
+}
+
+/// A certificate's and its key's paths, as the arguments of a command line.
+pub struct CertFiles {
+    pub cert: String,
+    pub key: String,
+}
+
+impl CertFiles {
+    pub fn new(cert: &Path, key: &Path) -> CertFiles {
+        CertFiles {
+            cert: path_arg(cert),
+            key: path_arg(key),
+        }
+    }
+
+    /// FILE.pem and FILE.key in `dir` (made by another tool, such as openssl).
+    pub fn in_dir(dir: &Path, file: &str) -> CertFiles {
+        CertFiles::new(
+            &dir.join(format!("{file}.pem")),
+            &dir.join(format!("{file}.key")),
+        )
+    }
+}
+
+/// A path as a command-line argument.
+pub fn path_arg(path: &Path) -> String {
+    path.display().to_string()
 }
 
 impl Drop for TestCa {
