@@ -5,7 +5,7 @@
 
 use super::Operation;
 use crate::http::console::Page;
-use crate::http::route::{Endpoint, Route};
+use crate::http::endpoint::{Endpoint, Route};
 use crate::proto::admin::AdminCommand;
 use crate::proto::request::Request;
 

@@ -1,7 +1,7 @@
-//! The last runs of each schedule entry: a ring of `RUNS_KEPT` records (scheduled time, start,
-//! duration, outcome, manual or not) and the entry's last error text, for `show schedules`,
-//! `/schedules` and the console's strips. Kept in memory across reloads; not journalled (see
-//! docs/schedules.md, "Run history").
+//! What each schedule entry has done: its `History` (counts, the operator's marks, the last
+//! error) with a ring of its last `RUNS_KEPT` runs (scheduled time, start, duration, outcome,
+//! manual or not), for `show schedules`, `/schedules` and the console's strips. The ring is
+//! kept in memory across reloads but not journalled (see docs/schedules.md, "Run history").
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -12,6 +12,60 @@ use super::rfc3339;
 pub const RUNS_KEPT: usize = 20;
 /// An error text kept for an entry is cut to this many characters (one line).
 pub const ERROR_CHARS: usize = 200;
+
+/// What an entry has done so far.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// Scheduled time of the last run made.
+    pub last_run_ms: Option<u64>,
+    pub last_outcome: Option<String>,
+    pub last_duration_ms: Option<u64>,
+    pub runs: u64,
+    pub failures: u64,
+    pub skips: u64,
+    /// The latest scheduled time dealt with, run or skipped: runs missed while the server was
+    /// down are counted after it, so none is counted twice.
+    pub seen_ms: Option<u64>,
+    /// Runs skipped since the last run made, so that a long streak (no worker at all) is
+    /// logged at 1, 10, 100, ... instead of every time.
+    pub skip_streak: u64,
+    /// Runs in a row none of whose jobs started (overlap=skip, queue full): the second one
+    /// means nothing ran for longer than the entry's interval, which alerts `on_failure=`.
+    pub runs_skipped_in_row: u64,
+    /// What the operator set (paused, skip the next run) and whether the last run was manual.
+    pub marks: ScheduleMarks,
+    /// The last runs, oldest first (bounded).
+    pub recent: RunRing,
+    /// Why the last failed, missed or skipped run went wrong (one line, bounded).
+    pub last_error: Option<String>,
+}
+
+/// What the operator set on an entry, and whether its last run was a manual one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScheduleMarks {
+    /// Fires nothing until `resume`; `run schedule` still works.
+    pub paused: bool,
+    /// The next run of its timing is skipped (and counted as a skip).
+    pub skip_next: bool,
+    /// The last run made was a `run schedule`, not one of its timing.
+    pub last_manual: bool,
+}
+
+/// The columns `show schedules` ends with: paused or active, whether the next run is skipped,
+/// and whether the last run was manual.
+pub(super) fn marks_columns(h: &History) -> String {
+    let m = h.marks;
+    format!(
+        "{}\t{}\t{}",
+        if m.paused { "paused" } else { "active" },
+        if m.skip_next { "skip-next" } else { "-" },
+        match (h.last_run_ms, m.last_manual) {
+            (None, _) => "-",
+            (Some(_), true) => "manual",
+            (Some(_), false) => "scheduled",
+        }
+    )
+}
 
 /// How one run ended, or why it never happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,20 +6,8 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::schedules::History;
 use super::{Engine, Outbox, rfc3339};
 use crate::proto::admin::ScheduleOp;
-
-/// What the operator set on an entry, and whether its last run was a manual one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ScheduleMarks {
-    /// Fires nothing until `resume`; `run schedule` still works.
-    pub paused: bool,
-    /// The next run of its timing is skipped (and counted as a skip).
-    pub skip_next: bool,
-    /// The last run made was a `run schedule`, not one of its timing.
-    pub last_manual: bool,
-}
 
 /// Why an operation on an entry did nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,22 +36,6 @@ impl ScheduleOpError {
             ),
         }
     }
-}
-
-/// The columns `show schedules` ends with: paused or active, whether the next run is skipped,
-/// and whether the last run was manual.
-pub(super) fn marks_columns(h: &History) -> String {
-    let m = h.marks;
-    format!(
-        "{}\t{}\t{}",
-        if m.paused { "paused" } else { "active" },
-        if m.skip_next { "skip-next" } else { "-" },
-        match (h.last_run_ms, m.last_manual) {
-            (None, _) => "-",
-            (Some(_), true) => "manual",
-            (Some(_), false) => "scheduled",
-        }
-    )
 }
 
 impl Engine {

@@ -10,8 +10,7 @@ use bytes::Bytes;
 use chrono::DateTime;
 
 use super::handles::KeyRef;
-use super::run_history::{RunOutcome, RunRecord, RunRing};
-use super::schedule_ops::ScheduleMarks;
+use super::run_history::{History, RunOutcome, RunRecord, ScheduleMarks};
 use super::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339};
 use crate::proto::request::{JobBody, Priority};
 use crate::schedule::cron::Timing;
@@ -27,33 +26,6 @@ const CLOCK_RECHECK_MS: u64 = 60_000;
 /// Missed runs are counted one by one up to this many (an every-minute entry down for a
 /// week); beyond, the count says "at least". `@every` is counted exactly whatever the span.
 const MISSED_COUNT_CAP: u64 = 10_000;
-
-/// What an entry has done so far.
-#[derive(Clone, Debug, Default)]
-pub struct History {
-    /// Scheduled time of the last run made.
-    pub last_run_ms: Option<u64>,
-    pub last_outcome: Option<String>,
-    pub last_duration_ms: Option<u64>,
-    pub runs: u64,
-    pub failures: u64,
-    pub skips: u64,
-    /// The latest scheduled time dealt with, run or skipped: runs missed while the server was
-    /// down are counted after it, so none is counted twice.
-    pub seen_ms: Option<u64>,
-    /// Runs skipped since the last run made, so that a long streak (no worker at all) is
-    /// logged at 1, 10, 100, ... instead of every time.
-    pub skip_streak: u64,
-    /// Runs in a row none of whose jobs started (overlap=skip, queue full): the second one
-    /// means nothing ran for longer than the entry's interval, which alerts `on_failure=`.
-    pub runs_skipped_in_row: u64,
-    /// What the operator set (paused, skip the next run) and whether the last run was manual.
-    pub marks: ScheduleMarks,
-    /// The last runs, oldest first (bounded).
-    pub recent: RunRing,
-    /// Why the last failed, missed or skipped run went wrong (one line, bounded).
-    pub last_error: Option<String>,
-}
 
 pub(crate) struct EntryState {
     pub entry: Entry,
@@ -744,7 +716,7 @@ impl Engine {
                 h.runs,
                 h.failures,
                 h.skips,
-                super::schedule_ops::marks_columns(h),
+                super::run_history::marks_columns(h),
                 h.last_error.as_deref().unwrap_or("-"),
                 h.recent.column(),
                 pending.get(&st.id).copied().unwrap_or(0),

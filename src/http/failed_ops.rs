@@ -4,22 +4,13 @@
 
 use bytes::Bytes;
 
+use super::endpoint::{Endpoint, FailedOp, Route};
 use super::json::{self, Obj};
 use super::parse::Method;
 use super::response::Reply;
-use super::route::{Endpoint, Route};
 use crate::engine::FailedList;
 
 const USE: &str = "use GET /failed, POST /failed/HANDLE/retry or DELETE /failed/HANDLE";
-
-/// What an operator does to one failed job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailedOp {
-    /// Queue it again as a new background job.
-    Retry,
-    /// Forget it.
-    Drop,
-}
 
 /// The route for a decoded path (without its leading `/`), or `None` when it is not
 /// a read of `failed` or under `failed/`. A change is a POST or a DELETE only: a link followed or a page

@@ -6,7 +6,8 @@
 //! - `parse`: request heads, bodies (Content-Length and chunked) and their limits.
 //! - `session`: one connection's request framing: pipelining, `Expect: 100-continue`.
 //! - `guard`: who may ask: the Host check against DNS rebinding, browsers' cross-site requests.
-//! - `route`: a request to an endpoint or a job submission (gearmand's `X-Gearman-*` headers).
+//! - `route`: a request to an endpoint or a job submission (gearmand's `X-Gearman-*` headers);
+//!   `endpoint`: the typed routes it returns.
 //! - `job`: a submitted job's engine replies to one HTTP response.
 //! - `failed_ops`: `GET /failed`, `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
 //! - `schedule_ops`: `POST /schedules/ID/run|skip|pause|resume` and its JSON answer.
@@ -14,6 +15,7 @@
 //! - `console`: the console in the browser (embedded page, its JSON, the job-rate ring).
 
 pub mod console;
+pub mod endpoint;
 pub mod failed_ops;
 pub mod guard;
 pub mod job;

@@ -9,65 +9,12 @@
 
 use bytes::Bytes;
 
-use super::console::action::{self, Action};
-use super::console::{self, Page};
+use super::console;
+use super::console::action;
+use super::endpoint::{Endpoint, Route, Submit};
 use super::parse::{Head, HttpError, Method};
 use super::response::Reply;
 use crate::proto::request::{MAX_UNIQUE, Priority};
-
-/// The read-only endpoints.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    Status,
-    Workers,
-    Job(Bytes),
-    Schedules,
-    /// The failed list (`super::failed_ops`).
-    Failed,
-    Metrics,
-    Healthz,
-    /// `/cluster`: the cluster's members, leader and lease (`--etcd`).
-    Cluster,
-    /// The console's page, files and JSON (`super::console`).
-    Console(Page),
-}
-
-/// A job to submit, as gearmand's plugin reads it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Submit {
-    pub func: Bytes,
-    pub unique: Bytes,
-    pub data: Bytes,
-    pub priority: Priority,
-    pub background: bool,
-    /// `X-Gearman-Epoch`: a future job (SUBMIT_JOB_EPOCH), always background.
-    pub epoch: Option<Bytes>,
-    /// `X-Gearman-Timeout` in milliseconds, for a foreground job.
-    pub timeout_ms: Option<u64>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Route {
-    Read {
-        endpoint: Endpoint,
-        head_only: bool,
-    },
-    Submit(Submit),
-    /// `POST /schedules/ID/OP`: run, skip, pause or resume a schedule entry.
-    Schedule {
-        op: crate::proto::admin::ScheduleOp,
-        id: Bytes,
-    },
-    /// `POST /failed/HANDLE/retry` or `DELETE /failed/HANDLE`.
-    Failed {
-        op: super::failed_ops::FailedOp,
-        handle: Bytes,
-    },
-    /// A console action (checked and done by the reactor: it needs the peer's address).
-    Act(Action),
-    /// Answer at once (404, 405, 400 for a bad header value).
-    Reply(Reply),
-}
 
 const ALLOW_SUBMIT: &str = "GET, POST, PUT";
 const ALLOW_READ: &str = "GET, HEAD, POST, PUT";
@@ -299,6 +246,8 @@ pub fn while_draining(route: Route) -> Route {
 mod tests {
     use super::*;
     use crate::http::HttpLimits;
+    use crate::http::console::Page;
+    use crate::http::console::action::Action;
     use crate::http::parse::parse_head;
 
     fn r(raw: &str, body: &str) -> Route {

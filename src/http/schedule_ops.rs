@@ -4,10 +4,10 @@
 
 use bytes::Bytes;
 
+use super::endpoint::Route;
 use super::json::{self, Obj};
 use super::parse::Method;
 use super::response::Reply;
-use super::route::Route;
 use crate::engine::{ScheduleOpError, ScheduleStatus};
 use crate::proto::admin::ScheduleOp;
 

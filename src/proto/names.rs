@@ -9,8 +9,6 @@
 //! not, as gearmand does. Uniques and client ids are only ever shown, and binary ones are
 //! legitimate, so they are accepted and their control characters written as `\xHH`.
 
-use super::request::{Request, RequestError};
-
 /// A byte that would end or split a line-based reply (CR, LF, TAB and the other controls).
 pub fn is_control(b: u8) -> bool {
     b < 0x20 || b == 0x7f
@@ -19,31 +17,6 @@ pub fn is_control(b: u8) -> bool {
 /// Whether `name` holds a control character.
 pub fn has_control(name: &[u8]) -> bool {
     name.iter().any(|&b| is_control(b))
-}
-
-/// The ERROR for a function name with a control character.
-pub fn control_in_name() -> RequestError {
-    RequestError::new(
-        "INVALID_FUNCTION_NAME",
-        "A function name cannot contain control characters (bytes below 0x20, or 0x7f)",
-    )
-}
-
-/// Refuse a request whose function name holds a control character.
-pub fn check_request(req: &Request) -> Result<(), RequestError> {
-    let func = match req {
-        Request::CanDo { func }
-        | Request::CanDoTimeout { func, .. }
-        | Request::SubmitJob { func, .. }
-        | Request::SubmitReduceJob { func, .. }
-        | Request::SubmitJobEpoch { func, .. }
-        | Request::SubmitJobSched { func, .. } => func,
-        _ => return Ok(()),
-    };
-    if has_control(func) {
-        return Err(control_in_name());
-    }
-    Ok(())
 }
 
 /// Append `b` to a text reply: control characters as `\xHH`, every other byte as it is.
@@ -60,22 +33,11 @@ pub fn push_escaped(out: &mut Vec<u8>, b: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
     #[test]
     fn controls_are_escaped_and_other_bytes_kept() {
         let mut v = Vec::new();
         push_escaped(&mut v, b"a\r\nb\tc\x7f\xe9\\");
         assert_eq!(v, b"a\\x0d\\x0ab\\x09c\\x7f\xe9\\");
-    }
-
-    #[test]
-    fn only_function_names_are_checked() {
-        let bad = Bytes::from_static(b"status\r\nshutdown");
-        assert!(check_request(&Request::CanDo { func: bad.clone() }).is_err());
-        assert!(check_request(&Request::CantDo { func: bad.clone() }).is_ok());
-        assert!(check_request(&Request::SetClientId { id: bad }).is_ok());
-        let ok = Bytes::from_static(b"caf\xe9 space");
-        assert!(check_request(&Request::CanDo { func: ok }).is_ok());
     }
 }

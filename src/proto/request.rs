@@ -4,6 +4,7 @@
 use bytes::Bytes;
 
 use super::frame::Frame;
+use super::names::has_control;
 use super::packet::{Magic, PacketType};
 
 /// Job priority. Ordered so that `High < Normal < Low` sorts the most urgent first.
@@ -324,12 +325,37 @@ fn parse_u64(arg: &[u8]) -> Option<u64> {
     std::str::from_utf8(arg).ok()?.parse().ok()
 }
 
+/// The ERROR for a function name with a control character.
+pub fn control_in_name() -> RequestError {
+    RequestError::new(
+        "INVALID_FUNCTION_NAME",
+        "A function name cannot contain control characters (bytes below 0x20, or 0x7f)",
+    )
+}
+
+/// Refuse a request whose function name holds a control character.
+fn check_request(req: &Request) -> Result<(), RequestError> {
+    let func = match req {
+        Request::CanDo { func }
+        | Request::CanDoTimeout { func, .. }
+        | Request::SubmitJob { func, .. }
+        | Request::SubmitReduceJob { func, .. }
+        | Request::SubmitJobEpoch { func, .. }
+        | Request::SubmitJobSched { func, .. } => func,
+        _ => return Ok(()),
+    };
+    if has_control(func) {
+        return Err(control_in_name());
+    }
+    Ok(())
+}
+
 impl Request {
     /// Parse a frame into a request. Only `\0REQ` packets are requests, and a function name
     /// with a control character is refused (see `names`).
     pub fn parse(frame: &Frame) -> Result<Request, RequestError> {
         let req = Request::parse_frame(frame)?;
-        super::names::check_request(&req)?;
+        check_request(&req)?;
         Ok(req)
     }
 
@@ -732,5 +758,15 @@ mod tests {
             Request::parse(&f),
             Err(RequestError::new("INVALID_MAGIC", "Request magic expected"))
         );
+    }
+
+    #[test]
+    fn only_function_names_are_checked() {
+        let bad = Bytes::from_static(b"status\r\nshutdown");
+        assert!(check_request(&Request::CanDo { func: bad.clone() }).is_err());
+        assert!(check_request(&Request::CantDo { func: bad.clone() }).is_ok());
+        assert!(check_request(&Request::SetClientId { id: bad }).is_ok());
+        let ok = Bytes::from_static(b"caf\xe9 space");
+        assert!(check_request(&Request::CanDo { func: ok }).is_ok());
     }
 }

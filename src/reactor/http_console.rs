@@ -9,7 +9,7 @@ use super::Server;
 use crate::engine::{CancelRefused, ScheduleOpError};
 use crate::http::console::action::{self, Action};
 use crate::http::console::{self, Page, api};
-use crate::http::failed_ops::FailedOp;
+use crate::http::endpoint::FailedOp;
 use crate::http::json;
 use crate::http::parse::SiteHeaders;
 use crate::http::response::Reply;

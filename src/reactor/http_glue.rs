@@ -28,11 +28,12 @@ use super::{FRAMES_PER_TURN, Server, listen};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::engine::ConnId;
+use crate::http::endpoint::{Endpoint, FailedOp, Route, Submit};
 use crate::http::job::{JobWait, Progress};
 use crate::http::metrics::{self, NetStats};
 use crate::http::parse::{Method, Version};
 use crate::http::response::{self, Reply};
-use crate::http::route::{self, Endpoint, Route, Submit};
+use crate::http::route;
 use crate::http::session::Next;
 use crate::http::{HttpLimits, failed_ops, json, schedule_ops};
 use crate::proto::request::{JobBody, Request};
@@ -410,12 +411,7 @@ impl Server {
     }
 
     /// `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
-    pub(super) fn http_failed_op(
-        &mut self,
-        op: failed_ops::FailedOp,
-        handle: &[u8],
-        now: u64,
-    ) -> Reply {
+    pub(super) fn http_failed_op(&mut self, op: FailedOp, handle: &[u8], now: u64) -> Reply {
         use crate::engine::FailedSelector;
         let listed = self
             .engine
@@ -425,12 +421,12 @@ impl Server {
         let sel = FailedSelector::Handle(handle);
         let done = match op {
             _ if !listed => Err(false),
-            failed_ops::FailedOp::Retry => {
+            FailedOp::Retry => {
                 let new = self.engine.retry_failed(sel, now, &mut self.outbox);
                 // Nothing queued and still listed: its queue is full.
                 new.into_iter().next().map(Some).ok_or(true)
             }
-            failed_ops::FailedOp::Drop => {
+            FailedOp::Drop => {
                 self.engine.drop_failed(sel);
                 Ok(None)
             }

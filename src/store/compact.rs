@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::file::{self, FILE_HEADER_LEN, FileHeader, Kind};
-use super::journal::{SegInfo, write_all_at};
+use super::file::{self, FILE_HEADER_LEN, FileHeader, Kind, SegInfo, write_all_at};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN};
 use super::{Journal, KEEP_BUF, Record, StoreError};

@@ -1,10 +1,12 @@
-//! Journal files on disk: names, the 32-byte file header, the directory listing, the lock
-//! file and directory fsync. No records and no journal state here.
+//! Journal files on disk: names, the 32-byte file header, a closed file's description
+//! (`SegInfo`), the directory listing, the lock file, directory fsync and positioned writes.
+//! No records and no journal state here.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
@@ -223,6 +225,43 @@ pub(crate) fn lock(dir: &Path) -> Result<DirLock, StoreError> {
         .set_len(0)
         .and_then(|_| writeln!(file, "{}", std::process::id()));
     Ok(DirLock { _file: file })
+}
+
+/// A closed file: the snapshot or a log segment that is no longer appended to.
+#[derive(Clone, Debug)]
+pub(super) struct SegInfo {
+    pub(super) kind: Kind,
+    pub(super) no: u64,
+    pub(super) path: PathBuf,
+    pub(super) len: u64,
+}
+
+impl SegInfo {
+    pub(super) fn id(&self) -> u32 {
+        file_id(self.kind, self.no)
+    }
+}
+
+/// `pwrite` until done, counting the calls; EINTR is retried.
+pub(super) fn write_all_at(
+    f: &File,
+    mut data: &[u8],
+    mut off: u64,
+    calls: &mut u64,
+) -> std::io::Result<()> {
+    while !data.is_empty() {
+        *calls += 1;
+        match f.write_at(data, off) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                data = &data[n..];
+                off += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! back after a failed write or fsync, and starting a new segment.
 
 use std::fs::{File, OpenOptions};
+#[cfg(test)]
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -10,7 +11,7 @@ use std::time::Instant;
 #[cfg(test)]
 use super::compact::Stage;
 use super::compact::{Compaction, remove_leftovers};
-use super::file::{self, FILE_HEADER_LEN, FileHeader, Kind};
+use super::file::{self, FILE_HEADER_LEN, FileHeader, Kind, SegInfo, write_all_at};
 use super::live::LiveSet;
 use super::record;
 use super::replay::{Rebuild, replay_file};
@@ -18,21 +19,6 @@ use super::{
     CommitOutcome, FsyncMode, JournalStats, KEEP_BUF, Options, Record, ReplayStats, Replayed,
     ReplayedJob, ScheduleRun, StoreError,
 };
-
-/// A closed file: the snapshot or a log segment that is no longer appended to.
-#[derive(Clone, Debug)]
-pub(super) struct SegInfo {
-    pub(super) kind: Kind,
-    pub(super) no: u64,
-    pub(super) path: PathBuf,
-    pub(super) len: u64,
-}
-
-impl SegInfo {
-    pub(super) fn id(&self) -> u32 {
-        file::file_id(self.kind, self.no)
-    }
-}
 
 #[derive(Debug, Default)]
 pub(super) struct Counters {
@@ -544,26 +530,4 @@ impl Journal {
         self.start_buffer_with_header();
         Ok(())
     }
-}
-
-/// `pwrite` until done, counting the calls; EINTR is retried.
-pub(super) fn write_all_at(
-    f: &File,
-    mut data: &[u8],
-    mut off: u64,
-    calls: &mut u64,
-) -> std::io::Result<()> {
-    while !data.is_empty() {
-        *calls += 1;
-        match f.write_at(data, off) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                data = &data[n..];
-                off += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
