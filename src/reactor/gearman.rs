@@ -1,0 +1,166 @@
+//! The Gearman read path: a connection's bytes read, frames decoded, requests parsed and passed
+//! through the gate to the engine, up to a fairness budget per turn; paused connections (a held
+//! GRAB) resumed. http_glue.rs is its HTTP counterpart.
+
+use log::{info, warn};
+
+use super::conn::ReadStatus;
+use super::{FRAMES_PER_TURN, Server};
+use crate::proto::admin::AdminCommand;
+use crate::proto::frame::{Incoming, decode};
+use crate::proto::request::Request;
+use crate::proto::response::Response;
+
+impl Server {
+    /// Read a connection and serve what came; for TLS, then see to its handshake and the
+    /// records the session made.
+    pub(super) fn read_conn(&mut self, idx: usize, now: u64) {
+        let tls = self.conns.get(idx).is_some_and(|c| c.is_tls());
+        self.read_plaintext(idx, now);
+        if tls {
+            self.tls_after_read(idx);
+        }
+    }
+
+    pub(super) fn read_plaintext(&mut self, idx: usize, now: u64) {
+        if self.output_held(idx) {
+            return;
+        }
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if c.is_http() {
+            return self.read_http(idx, now);
+        }
+        if !c.serving() {
+            return;
+        }
+        if c.paused {
+            c.read_deferred = true;
+            return;
+        }
+        let status = if c.read_closed() {
+            Ok(ReadStatus::Eof)
+        } else {
+            c.fill(&self.config.limits)
+        };
+        if c.starts_with_tls_handshake() {
+            // 0x16 never starts a Gearman packet or admin line; as an admin line it would
+            // wait for a newline the TLS client never sends.
+            warn!(
+                "connection {idx} from {}: a TLS handshake on a plaintext Gearman port; closed",
+                c.peer()
+            );
+            self.mark_close(idx);
+            return;
+        }
+        if c.handshake.is_some() {
+            self.tls_handshake_check(idx);
+        }
+        self.process_frames(idx, now);
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        match status {
+            Ok(ReadStatus::Drained) => {}
+            Ok(ReadStatus::Capped) => {
+                if c.serving() && !self.revisit.contains(&idx) {
+                    self.revisit.push(idx);
+                }
+            }
+            Ok(ReadStatus::Eof) => {
+                // Answer everything asked before the peer shut its side, then close.
+                c.set_read_closed();
+                if c.paused {
+                    // Frames after a held GRAB are still to be served: on resumption.
+                    c.read_deferred = true;
+                    return;
+                }
+                if self.revisit.contains(&idx) {
+                    return;
+                }
+                c.close_after_flush();
+                if !c.write_pending {
+                    c.write_pending = true;
+                    self.pending_writes.push(idx);
+                }
+            }
+            Err(e) => {
+                info!("connection {idx} read error: {e}");
+                self.mark_close(idx);
+            }
+        }
+    }
+
+    /// Decode and serve up to FRAMES_PER_TURN frames of one connection.
+    pub(super) fn process_frames(&mut self, idx: usize, now: u64) {
+        let mut served = 0;
+        loop {
+            let Some(c) = self.conns.get_mut(idx) else {
+                return;
+            };
+            if !c.serving() || c.paused || c.output_held {
+                return;
+            }
+            if served == FRAMES_PER_TURN {
+                if !self.revisit.contains(&idx) {
+                    self.revisit.push(idx);
+                }
+                return;
+            }
+            let id = c.id;
+            match decode(&mut c.rbuf, &self.config.limits) {
+                Ok(None) => {
+                    c.release_idle_buffer();
+                    return;
+                }
+                Ok(Some(Incoming::Packet(frame))) => match Request::parse(&frame) {
+                    Ok(req) => {
+                        self.enter_packet(idx, id, req, now);
+                        if self.engine.input_paused(id) {
+                            if let Some(c) = self.conns.get_mut(idx) {
+                                c.paused = true;
+                            }
+                            return;
+                        }
+                    }
+                    Err(e) => self.engine.reject(id, e, &mut self.outbox),
+                },
+                Ok(Some(Incoming::Admin(line))) => {
+                    self.admin(idx, id, AdminCommand::parse(&line), now)
+                }
+                Err(e) => {
+                    let reply = match e.error_packet() {
+                        Some((code, text)) => Response::error(code, text),
+                        None => Response::text("ERR LINE_TOO_LONG Admin+line+is+too+long\r\n"),
+                    };
+                    warn!("closing connection {idx}: {e:?}");
+                    self.outbox.push(id, reply);
+                    c.close_after_flush();
+                    c.rbuf.clear();
+                    return;
+                }
+            }
+            served += 1;
+        }
+    }
+
+    /// Serve the connections whose held GRAB the engine answered: what they sent after it is
+    /// in their buffer (served now) or still in the socket (read on the next turn).
+    pub(super) fn resume_paused(&mut self, now: u64) {
+        while let Some(id) = self.outbox.resumed.pop() {
+            let idx = id.index as usize;
+            let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+                continue;
+            };
+            c.paused = false;
+            if std::mem::take(&mut c.read_deferred) {
+                if !self.revisit.contains(&idx) {
+                    self.revisit.push(idx);
+                }
+            } else if !c.rbuf.is_empty() {
+                self.process_frames(idx, now);
+            }
+        }
+    }
+}
