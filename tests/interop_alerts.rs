@@ -29,7 +29,7 @@ fn a_php_worker_that_throws_for_an_entry_alerts_a_gearwheel_work_worker() {
     let alert_file = dir.join("alert.json");
     let _ = std::fs::remove_file(&alert_file);
     let s = Server::start(&["--schedules", file.to_str().unwrap()]);
-    let php = script_worker(&s, "php", "worker.php", 5);
+    let php = PHP_SCRIPTS.worker(&s);
     let _notify = Proc::spawn(
         "gearwheel work -f alert",
         Command::new(env!("CARGO_BIN_EXE_gearwheel"))

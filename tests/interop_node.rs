@@ -31,23 +31,11 @@ const GEARMAN_NODE: LibProgram = LibProgram {
     before_port: &["node/gearman-node.js"],
 };
 
-/// The order in which the worker ran its `log` jobs.
-fn log_order(w: &mut Proc, last: &str) -> Vec<String> {
-    w.wait_stdout(&format!("job log {last}\n"), 10);
-    w.stdout()
-        .lines()
-        .filter_map(|l| l.strip_prefix("job log ").map(str::to_string))
-        .collect()
-}
-
 /// Background jobs of three priorities queued before any worker runs: High first, Low last.
 fn background_order(lib: &LibProgram, names: [&str; 3]) {
     let s = Server::start(&[]);
     lib.client(&s, "background", "");
-    let mut admin = s.connect();
-    assert_eq!(admin.admin("prioritystatus", true), "log\t1\t1\t1\t0\n.\n");
-    let mut w = lib.worker(&s);
-    assert_eq!(log_order(&mut w, names[2]), names);
+    queued_jobs_run_by_priority(&s, 1, |s| lib.worker(s), &names);
 }
 
 #[test]

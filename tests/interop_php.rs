@@ -11,20 +11,8 @@ mod support;
 
 use support::*;
 
-fn have_php() -> bool {
-    require(
-        have_php_gearman(),
-        "php-cli with the gearman extension (php-gearman)",
-    )
-}
-
-fn php_worker(s: &Server) -> Proc {
-    script_worker(s, "php", "worker.php", 5)
-}
-
-fn php_client(s: &Server, scenario: &str, arg: &str) -> String {
-    script_client(s, "php", "client.php", scenario, arg)
-}
+/// The order of the six background `log` jobs of the `background` scenario.
+const ORDER: [&str; 6] = ["H1", "H2", "N1", "N2", "L1", "L2"];
 
 /// What the client's `do` scenario prints against a working worker.
 const PHP_DO: &str = "doNormal lamroNod aiv SUCCESS\n\
@@ -36,24 +24,24 @@ const PHP_DO: &str = "doNormal lamroNod aiv SUCCESS\n\
 
 #[test]
 fn php_do_normal_high_low_exception_fail_data() {
-    if !have_php() {
+    if !PHP_SCRIPTS.present() {
         return;
     }
     let s = Server::start(&[]);
-    let _w = php_worker(&s);
-    assert_eq!(php_client(&s, "ping", ""), "ping true\n");
-    assert_eq!(php_client(&s, "do", ""), PHP_DO);
+    let _w = PHP_SCRIPTS.worker(&s);
+    assert_eq!(PHP_SCRIPTS.client(&s, "ping", ""), "ping true\n");
+    assert_eq!(PHP_SCRIPTS.client(&s, "do", ""), PHP_DO);
 }
 
 #[test]
 fn php_add_tasks_run_tasks_callbacks() {
-    if !have_php() {
+    if !PHP_SCRIPTS.present() {
         return;
     }
     let s = Server::start(&[]);
-    let _w = php_worker(&s);
+    let _w = PHP_SCRIPTS.worker(&s);
     assert_eq!(
-        php_client(&s, "tasks", ""),
+        PHP_SCRIPTS.client(&s, "tasks", ""),
         "runTasks true SUCCESS\n\
          t1 complete:cba\n\
          t2 status:1/2 data:chunk warning:careful status:2/2 complete:done:p\n\
@@ -64,12 +52,12 @@ fn php_add_tasks_run_tasks_callbacks() {
 
 #[test]
 fn php_background_jobs_run_in_priority_order() {
-    if !have_php() {
+    if !PHP_SCRIPTS.present() {
         return;
     }
     let s = Server::start(&[]);
     assert_eq!(
-        php_client(&s, "background", ""),
+        PHP_SCRIPTS.client(&s, "background", ""),
         "doLowBackground L1 SUCCESS handle\n\
          doBackground N1 SUCCESS handle\n\
          doHighBackground H1 SUCCESS handle\n\
@@ -78,16 +66,7 @@ fn php_background_jobs_run_in_priority_order() {
          doHighBackground H2 SUCCESS handle\n\
          distinct 6\n"
     );
-    let mut admin = s.connect();
-    assert_eq!(admin.admin("prioritystatus", true), "log\t2\t2\t2\t0\n.\n");
-    let mut w = php_worker(&s);
-    w.wait_stdout("job log L2\n", 5);
-    let order: Vec<String> = w
-        .stdout()
-        .lines()
-        .filter_map(|l| l.strip_prefix("job log ").map(str::to_string))
-        .collect();
-    assert_eq!(order, ["H1", "H2", "N1", "N2", "L1", "L2"]);
+    let (mut admin, _w) = queued_jobs_run_by_priority(&s, 2, |s| PHP_SCRIPTS.worker(s), &ORDER);
     wait_admin(&mut admin, "status", true, 3, |st| {
         status_row(st, "log") == Some((0, 0, 1))
     });
@@ -104,15 +83,15 @@ fn php_background_jobs_run_in_priority_order() {
 
 #[test]
 fn php_job_status_while_running() {
-    if !have_php() {
+    if !PHP_SCRIPTS.present() {
         return;
     }
     let s = Server::start(&[]);
-    let _w = php_worker(&s);
+    let _w = PHP_SCRIPTS.worker(&s);
     let dir = TempDir::new("php-status");
     let flag = dir.path("release");
     assert_eq!(
-        php_client(&s, "status", flag.to_str().unwrap()),
+        PHP_SCRIPTS.client(&s, "status", flag.to_str().unwrap()),
         "submitted SUCCESS\n\
          jobStatus 1 1 3 7\n\
          jobStatusByUniqueKey 1 1 3 7\n\
@@ -121,18 +100,11 @@ fn php_job_status_while_running() {
     );
 }
 
-/// With a long `--grab-wait` the worker's GRAB after each job waits; every next job must
-/// reach it at once (six jobs in a row would take six seconds if a wait ran to its end), and
-/// the worker must take the late answer to its GRAB in its stride.
+/// A long `--grab-wait` delays no job (see `Scripts::do_under_a_long_grab_wait`).
 #[test]
 fn php_worker_with_a_long_grab_wait() {
-    if !have_php() {
+    if !PHP_SCRIPTS.present() {
         return;
     }
-    let s = Server::start(&["--grab-wait", "1000"]);
-    let _w = php_worker(&s);
-    let start = std::time::Instant::now();
-    assert_eq!(php_client(&s, "do", ""), PHP_DO);
-    let took = start.elapsed();
-    assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
+    PHP_SCRIPTS.do_under_a_long_grab_wait(PHP_DO);
 }

@@ -11,17 +11,8 @@ mod support;
 
 use support::*;
 
-fn have_gear() -> bool {
-    require(have_python_gear(), "python3 with the gear package")
-}
-
-fn gear_worker(s: &Server) -> Proc {
-    script_worker(s, "python3", "gear_worker.py", 10)
-}
-
-fn gear_client(s: &Server, scenario: &str, arg: &str) -> String {
-    script_client(s, "python3", "gear_client.py", scenario, arg)
-}
+/// The order of the six background `log` jobs of the `background` scenario.
+const ORDER: [&str; 6] = ["H1", "H2", "N1", "N2", "L1", "L2"];
 
 /// What the client's `do` scenario prints against a working worker.
 const GEAR_DO: &str = "option exceptions True\n\
@@ -34,22 +25,22 @@ const GEAR_DO: &str = "option exceptions True\n\
 
 #[test]
 fn gear_submit_priorities_status_data_fail_exception() {
-    if !have_gear() {
+    if !GEAR_SCRIPTS.present() {
         return;
     }
     let s = Server::start(&[]);
-    let _w = gear_worker(&s);
-    assert_eq!(gear_client(&s, "do", ""), GEAR_DO);
+    let _w = GEAR_SCRIPTS.worker(&s);
+    assert_eq!(GEAR_SCRIPTS.client(&s, "do", ""), GEAR_DO);
 }
 
 #[test]
 fn gear_background_jobs_run_in_priority_order() {
-    if !have_gear() {
+    if !GEAR_SCRIPTS.present() {
         return;
     }
     let s = Server::start(&[]);
     assert_eq!(
-        gear_client(&s, "background", ""),
+        GEAR_SCRIPTS.client(&s, "background", ""),
         "submitted L1 True\n\
          submitted N1 True\n\
          submitted H1 True\n\
@@ -58,28 +49,19 @@ fn gear_background_jobs_run_in_priority_order() {
          submitted H2 True\n\
          distinct 6\n"
     );
-    let mut admin = s.connect();
-    assert_eq!(admin.admin("prioritystatus", true), "log\t2\t2\t2\t0\n.\n");
-    let mut w = gear_worker(&s);
-    w.wait_stdout("job log L2\n", 5);
-    let order: Vec<String> = w
-        .stdout()
-        .lines()
-        .filter_map(|l| l.strip_prefix("job log ").map(str::to_string))
-        .collect();
-    assert_eq!(order, ["H1", "H2", "N1", "N2", "L1", "L2"]);
+    queued_jobs_run_by_priority(&s, 2, |s| GEAR_SCRIPTS.worker(s), &ORDER);
 }
 
 #[test]
 fn gear_admin_text_mixed_with_binary_on_one_connection() {
-    if !have_gear() {
+    if !GEAR_SCRIPTS.present() {
         return;
     }
     let s = Server::start(&[]);
-    let _w = gear_worker(&s);
+    let _w = GEAR_SCRIPTS.worker(&s);
     let dir = TempDir::new("gear-admin");
     let flag = dir.path("release");
-    let out = gear_client(&s, "admin", flag.to_str().unwrap());
+    let out = GEAR_SCRIPTS.client(&s, "admin", flag.to_str().unwrap());
     let lines: Vec<&str> = out.lines().collect();
     let expect_version = format!("version 'OK {}\\n'", env!("CARGO_PKG_VERSION"));
     assert_eq!(lines.len(), 12, "{out}");
@@ -121,18 +103,11 @@ fn gear_admin_text_mixed_with_binary_on_one_connection() {
     assert_eq!(lines[11], "show jobs '.\\n'");
 }
 
-/// With a long `--grab-wait` the worker's GRAB after each job waits; every next job must
-/// reach it at once (six jobs in a row would take six seconds if a wait ran to its end), and
-/// the worker must take the late answer to its GRAB in its stride.
+/// A long `--grab-wait` delays no job (see `Scripts::do_under_a_long_grab_wait`).
 #[test]
 fn gear_worker_with_a_long_grab_wait() {
-    if !have_gear() {
+    if !GEAR_SCRIPTS.present() {
         return;
     }
-    let s = Server::start(&["--grab-wait", "1000"]);
-    let _w = gear_worker(&s);
-    let start = std::time::Instant::now();
-    assert_eq!(gear_client(&s, "do", ""), GEAR_DO);
-    let took = start.elapsed();
-    assert!(took < std::time::Duration::from_secs(4), "took {took:?}");
+    GEAR_SCRIPTS.do_under_a_long_grab_wait(GEAR_DO);
 }

@@ -58,16 +58,7 @@ fn background_order(lib: &LibProgram, state: &str) {
             .map(|d| format!("submitted {d} {state}True\n"))
             .concat()
     );
-    let mut admin = s.connect();
-    assert_eq!(admin.admin("prioritystatus", true), "log\t1\t1\t1\t0\n.\n");
-    let mut w = lib.worker(&s);
-    w.wait_stdout("job log L1\n", 10);
-    let order: Vec<String> = w
-        .stdout()
-        .lines()
-        .filter_map(|l| l.strip_prefix("job log ").map(str::to_string))
-        .collect();
-    assert_eq!(order, ["H1", "N1", "L1"]);
+    queued_jobs_run_by_priority(&s, 1, |s| lib.worker(s), &["H1", "N1", "L1"]);
 }
 
 /// The admin client (ping, version, status, workers; pygearman also getpid, show jobs and

@@ -78,22 +78,8 @@ fn work_submit_and_admin_over_mutual_tls() {
     let addr = format!("localhost:{}", tunnel.port);
     let cafile = ca.ca_arg();
     let (worker, client) = (ca.client("worker-1"), ca.client("client-1"));
-    let mut wargs = vec!["work", "-s", &addr, "-f", "up"];
-    wargs.extend(tls_flags(&cafile, &worker));
-    wargs.extend(["--", "tr", "a-z", "A-Z"]);
-    let _w = Proc::gearwheel(&wargs, &[]);
-    let mut admin = vec!["admin", "-s", &addr];
-    admin.extend(tls_flags(&cafile, &client));
-    admin.push("workers");
-    wait_until(10, "the worker registered over TLS", || {
-        gw(&admin, None, 10).stdout.contains("up")
-    });
-
-    let mut submit = vec!["submit", "-s", &addr, "-f", "up"];
-    submit.extend(tls_flags(&cafile, &client));
-    submit.push("hello");
-    let o = gw(&submit, None, 20);
-    assert_eq!((o.code(), o.stdout.as_str()), (Some(0), "HELLO"), "{o:?}");
+    let _w = tls_upper_worker(&addr, &cafile, &worker);
+    assert_tls_submit_upper(&addr, &cafile, &client);
 
     // No client certificate: the server's handshake refuses it, and the command says so.
     let o = gw(

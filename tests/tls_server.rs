@@ -418,22 +418,9 @@ fn gearwheel_work_and_submit_over_mutual_tls() {
     let server = start_tls(&cert, &["--ssl", "--ssl-ca-file", &cafile]);
     let addr = format!("127.0.0.1:{}", server.port());
     let (worker, client) = (ca.client("worker-1"), ca.client("client-1"));
-    let mut wargs = vec!["work", "-s", &addr, "-f", "up"];
-    wargs.extend(tls_flags(&cafile, &worker));
-    wargs.extend(["--", "tr", "a-z", "A-Z"]);
-    let _worker = Proc::gearwheel(&wargs, &[]);
+    let _worker = tls_upper_worker(&addr, &cafile, &worker);
     server.wait_log("client certificate \"worker-1\"", 20);
-    let mut admin = vec!["admin", "-s", &addr];
-    admin.extend(tls_flags(&cafile, &client));
-    admin.push("workers");
-    wait_until(20, "the worker registered over TLS", || {
-        gw(&admin, None, 10).stdout.contains("up")
-    });
-    let mut submit = vec!["submit", "-s", &addr, "-f", "up"];
-    submit.extend(tls_flags(&cafile, &client));
-    submit.push("hello");
-    let o = gw(&submit, None, 20);
-    assert_eq!((o.code(), o.stdout.as_str()), (Some(0), "HELLO"), "{o:?}");
+    assert_tls_submit_upper(&addr, &cafile, &client);
     // Without a client certificate the server refuses the command.
     let o = gw(
         &[

@@ -1,11 +1,13 @@
 //! Interop: the registry of components outside Rust that tests drive (each test asks
 //! `need`/`require`, which skip with a printed reason, or fail under
-//! GEARWHEEL_REQUIRE_INTEROP=1), and starting the interop scripts and library programs.
+//! GEARWHEEL_REQUIRE_INTEROP=1), starting the interop scripts and library programs, and the
+//! checks every library's tests make (priority order, a long grab wait).
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::gearman::Conn;
 use super::process::{Proc, have, run};
 use super::server::Server;
 use super::wait::wait_workers;
@@ -176,19 +178,120 @@ pub fn now_f64() -> f64 {
         .as_secs_f64()
 }
 
-/// Start `interpreter SCRIPT PORT` as a worker and wait until it says `ready` and the server
-/// sees it registered for `hold` (every interop worker script registers `hold`).
-pub fn script_worker(server: &Server, interpreter: &str, name: &str, ready_secs: u64) -> Proc {
-    let mut w = Proc::spawn(
-        &format!("{interpreter} worker"),
-        Command::new(interpreter)
-            .arg(script(name))
-            .arg(server.port().to_string()),
-        None,
+/// A Gearman library's worker and client scripts under tests/interop (`INTERPRETER SCRIPT
+/// PORT ...`), and the component (of `COMPONENTS`) that runs them.
+pub struct Scripts {
+    pub component: &'static str,
+    pub interpreter: &'static str,
+    pub worker: &'static str,
+    pub client: &'static str,
+    /// How long its worker may take to say `ready`.
+    pub ready_secs: u64,
+}
+
+/// Perl's Gearman::Client and Gearman::Worker.
+pub const PERL_SCRIPTS: Scripts = Scripts {
+    component: "Perl Gearman::Client (libgearman-client-perl)",
+    interpreter: "perl",
+    worker: "worker.pl",
+    client: "client.pl",
+    ready_secs: 5,
+};
+
+/// PHP's pecl/gearman.
+pub const PHP_SCRIPTS: Scripts = Scripts {
+    component: "php-cli with the gearman extension (php-gearman)",
+    interpreter: "php",
+    worker: "worker.php",
+    client: "client.php",
+    ready_secs: 5,
+};
+
+/// python `gear`.
+pub const GEAR_SCRIPTS: Scripts = Scripts {
+    component: "python3 with the gear package",
+    interpreter: "python3",
+    worker: "gear_worker.py",
+    client: "gear_client.py",
+    ready_secs: 10,
+};
+
+impl Scripts {
+    /// Is the library here? If not, the test skips (see `need`).
+    pub fn present(&self) -> bool {
+        need(self.component)
+    }
+
+    /// Start the worker script and wait until it says `ready` and the server sees it
+    /// registered for `hold` (every interop worker script registers `hold`).
+    pub fn worker(&self, server: &Server) -> Proc {
+        let mut w = Proc::spawn(
+            &format!("{} worker", self.interpreter),
+            Command::new(self.interpreter)
+                .arg(script(self.worker))
+                .arg(server.port().to_string()),
+            None,
+        );
+        w.wait_stdout("ready\n", self.ready_secs);
+        wait_workers(server, "hold", 1);
+        w
+    }
+
+    /// Run the client script's `SCENARIO ARG` to completion and return its stdout.
+    pub fn client(&self, server: &Server, scenario: &str, arg: &str) -> String {
+        run(
+            &format!("{} client {scenario}", self.interpreter),
+            Command::new(self.interpreter)
+                .arg(script(self.client))
+                .arg(server.port().to_string())
+                .arg(scenario)
+                .arg(arg),
+            None,
+            9,
+        )
+    }
+
+    /// With a long `--grab-wait` the worker's GRAB after each job waits; every next job must
+    /// reach it at once (six jobs in a row would take six seconds if a wait ran to its end),
+    /// and the worker must take the late answer to its GRAB in its stride: the client's `do`
+    /// scenario prints `expected` within 4 s.
+    pub fn do_under_a_long_grab_wait(&self, expected: &str) {
+        let s = Server::start(&["--grab-wait", "1000"]);
+        let _w = self.worker(&s);
+        let start = Instant::now();
+        assert_eq!(self.client(&s, "do", ""), expected);
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(4), "took {took:?}");
+    }
+}
+
+/// The data of the `log` jobs a worker ran (every interop worker prints `job log DATA`), in
+/// order, once it has run `last`.
+pub fn log_order(w: &mut Proc, last: &str) -> Vec<String> {
+    w.wait_stdout(&format!("job log {last}\n"), 10);
+    w.stdout()
+        .lines()
+        .filter_map(|l| l.strip_prefix("job log ").map(str::to_string))
+        .collect()
+}
+
+/// Background `log` jobs already queued, `each` of every priority (as `prioritystatus`
+/// shows), run high first and low last by the worker `start` starts: `order`, the data of
+/// its jobs in turn. Returns the admin connection and the worker.
+pub fn queued_jobs_run_by_priority(
+    s: &Server,
+    each: u32,
+    start: impl FnOnce(&Server) -> Proc,
+    order: &[&str],
+) -> (Conn, Proc) {
+    let mut admin = s.connect();
+    assert_eq!(
+        admin.admin("prioritystatus", true),
+        format!("log\t{each}\t{each}\t{each}\t0\n.\n")
     );
-    w.wait_stdout("ready\n", ready_secs);
-    wait_workers(server, "hold", 1);
-    w
+    let mut w = start(s);
+    assert_eq!(log_order(&mut w, order[order.len() - 1]), order);
+    (admin, w)
 }
 
 /// The command line of a library's test program under tests/interop: `program` and the
@@ -237,24 +340,4 @@ impl LibProgram<'_> {
             20,
         )
     }
-}
-
-/// Run `interpreter SCRIPT PORT SCENARIO ARG` to completion and return its stdout.
-pub fn script_client(
-    server: &Server,
-    interpreter: &str,
-    name: &str,
-    scenario: &str,
-    arg: &str,
-) -> String {
-    run(
-        &format!("{interpreter} client {scenario}"),
-        Command::new(interpreter)
-            .arg(script(name))
-            .arg(server.port().to_string())
-            .arg(scenario)
-            .arg(arg),
-        None,
-        9,
-    )
 }

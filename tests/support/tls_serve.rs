@@ -1,11 +1,14 @@
 //! gearwheel serving TLS in the black-box tests: `serve` started with a server certificate
 //! (`start_tls`), or with mutual TLS under an access list written from rules (`TlsServer`,
-//! the ports of its TLS and HTTPS listeners), and the client commands' flags for mutual TLS.
+//! the ports of its TLS and HTTPS listeners), and the client commands (`gearwheel work`,
+//! `admin`, `submit`) over mutual TLS.
 
 use std::path::Path;
 
+use super::process::{Proc, gw};
 use super::server::Server;
 use super::tls::{CertFiles, path_arg};
+use super::wait::wait_until;
 
 /// `serve` with `--ssl-certificate`/`--ssl-key` from `cert`, and `extra`.
 pub fn start_tls(cert: &CertFiles, extra: &[&str]) -> Server {
@@ -73,4 +76,28 @@ pub fn tls_flags<'a>(ca: &'a str, cert: &'a CertFiles) -> [&'a str; 7] {
         "--ssl-key",
         &cert.key,
     ]
+}
+
+/// `gearwheel work -f up -- tr a-z A-Z` over mutual TLS to `addr`, presenting `worker`.
+pub fn tls_upper_worker(addr: &str, ca: &str, worker: &CertFiles) -> Proc {
+    let mut args = vec!["work", "-s", addr, "-f", "up"];
+    args.extend(tls_flags(ca, worker));
+    args.extend(["--", "tr", "a-z", "A-Z"]);
+    Proc::gearwheel(&args, &[])
+}
+
+/// Over mutual TLS to `addr`, presenting `client`: `admin workers` lists the `up` worker
+/// (waited for), then `submit -f up hello` prints HELLO.
+pub fn assert_tls_submit_upper(addr: &str, ca: &str, client: &CertFiles) {
+    let mut admin = vec!["admin", "-s", addr];
+    admin.extend(tls_flags(ca, client));
+    admin.push("workers");
+    wait_until(20, "the worker registered over TLS", || {
+        gw(&admin, None, 10).stdout.contains("up")
+    });
+    let mut submit = vec!["submit", "-s", addr, "-f", "up"];
+    submit.extend(tls_flags(ca, client));
+    submit.push("hello");
+    let o = gw(&submit, None, 20);
+    assert_eq!((o.code(), o.stdout.as_str()), (Some(0), "HELLO"), "{o:?}");
 }
