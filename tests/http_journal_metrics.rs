@@ -5,23 +5,8 @@
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
 use support::*;
-
-fn samples(text: &str) -> HashMap<String, f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (k, v) = l.rsplit_once(' ').expect("sample line");
-            (k.to_string(), v.parse().expect("number"))
-        })
-        .collect()
-}
 
 fn data_dir(name: &str) -> TempDir {
     TempDir::new(&format!("journal-metrics-{name}"))
@@ -31,7 +16,7 @@ fn scrape(s: &HttpServer) -> (String, HashMap<String, f64>) {
     let r = s.get("/metrics");
     assert_eq!(r.status, 200);
     let text = r.text();
-    let m = samples(&text);
+    let m = prometheus_samples(&text);
     (text, m)
 }
 
@@ -43,12 +28,7 @@ fn get(m: &HashMap<String, f64>, text: &str, k: &str) -> f64 {
 /// The text through the Prometheus project's parser (python `prometheus_client`, when
 /// installed): the histogram's family and its samples as it sees them.
 fn python_histogram(text: &str) -> Option<String> {
-    let ok = Command::new("python3")
-        .args(["-c", "import prometheus_client.parser"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !require(ok, "python prometheus_client") {
+    if !need("python prometheus_client") {
         return None;
     }
     let script = r#"
@@ -170,48 +150,11 @@ fn no_journal_families_without_a_data_dir() {
 #[test]
 fn write_errors_are_counted() {
     let dir = data_dir("full");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gearwheel"));
-    cmd.args(["serve", "-p", "0", "--http-port", "0", "--data-dir"])
-        .arg(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    // SAFETY: setrlimit is async-signal-safe and touches only the child.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 64 * 1024,
-                rlim_max: 64 * 1024,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            for prefix in ["gearwheel: Listening on ", "gearwheel: HTTP listening on "] {
-                if let Some(a) = line.strip_prefix(prefix) {
-                    let _ = tx.send((prefix.contains("HTTP"), a.trim().to_string()));
-                }
-            }
-        }
-    });
-    let (mut gearman, mut http) = (None, None);
-    while gearman.is_none() || http.is_none() {
-        let (is_http, a) = rx.recv_timeout(Duration::from_secs(10)).expect("started");
-        let a: std::net::SocketAddr = a.parse().unwrap();
-        if is_http {
-            http = Some(a)
-        } else {
-            gearman = Some(a)
-        }
-    }
-    let mut c = Conn::connect(gearman.unwrap());
+    let s = Server::start_with_file_limit(
+        &["--http-port", "0", "--data-dir", dir.to_str().unwrap()],
+        64 * 1024,
+    );
+    let mut c = s.connect();
     let data = vec![b'x'; 1000];
     let mut refused = false;
     for i in 0..1000 {
@@ -225,15 +168,14 @@ fn write_errors_are_counted() {
         }
     }
     assert!(refused, "the journal filled up");
-    let mut h = Http::connect(http.unwrap());
+    let mut h = Http::connect(http_addr(&s));
     h.send(&request("GET", "/metrics", &[], b""));
     let text = h.read().text();
-    let m = samples(&text);
+    let m = prometheus_samples(&text);
     assert!(
         get(&m, &text, "gearwheel_journal_write_errors_total") >= 1.0,
         "{text}"
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,29 +4,8 @@
 mod support;
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 
 use support::*;
-
-/// `name{labels}` -> value, from the text format (our own simple reading; the python parser
-/// below is the strict check).
-fn samples(text: &str) -> HashMap<String, f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (k, v) = l.rsplit_once(' ').expect("sample line");
-            (k.to_string(), v.parse().expect("number"))
-        })
-        .collect()
-}
-
-fn have_prometheus_client() -> bool {
-    Command::new("python3")
-        .args(["-c", "import prometheus_client.parser"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// Parse with prometheus_client and print `name{sorted labels} value` per sample.
 fn python_parse(text: &str) -> HashMap<String, f64> {
@@ -82,7 +61,7 @@ fn metrics_match_the_work_done() {
     );
     let text = r.text();
     assert!(text.ends_with('\n'));
-    let m = samples(&text);
+    let m = prometheus_samples(&text);
     let v = |k: &str| {
         *m.get(k)
             .unwrap_or_else(|| panic!("no sample {k} in\n{text}"))
@@ -122,10 +101,10 @@ fn metrics_match_the_work_done() {
     assert!(v("process_start_time_seconds") > 1_600_000_000.0);
 
     // The HTTP responses counted so far, then after another scrape.
-    let again = samples(&s.get("/metrics").text());
+    let again = prometheus_samples(&s.get("/metrics").text());
     assert!(again["gearman_http_responses_total{code=\"200\"}"] >= 1.0);
 
-    if require(have_prometheus_client(), "python prometheus_client") {
+    if need("python prometheus_client") {
         let p = python_parse(&text);
         // The python parser names counter samples with _total, labels sorted.
         assert_eq!(p["gearman_jobs_submitted_total{function=\"m\"}"], 7.0);
@@ -147,11 +126,11 @@ fn schedule_metrics_and_odd_function_names() {
     let mut c = s.gearman();
     c.submit(t::SUBMIT_JOB_BG, "we\"ird\\name", "", b"x");
     let text = s.get("/metrics").text();
-    let m = samples(&text);
+    let m = prometheus_samples(&text);
     assert_eq!(m["gearman_schedule_runs_total{entry=\"nightly\"}"], 0.0);
     assert!(m["gearman_schedule_next_run_timestamp_seconds{entry=\"nightly\"}"] > 1.6e9);
     assert_eq!(m["gearman_jobs{function=\"we\\\"ird\\\\name\"}"], 1.0);
-    if require(have_prometheus_client(), "python prometheus_client") {
+    if need("python prometheus_client") {
         let p = python_parse(&text);
         assert_eq!(p["gearman_jobs{function=\"we\"ird\\name\"}"], 1.0);
         assert_eq!(p["gearman_schedule_runs_total{entry=\"nightly\"}"], 0.0);
@@ -181,7 +160,7 @@ fn held_grabs_are_counted_by_outcome() {
     bytes.extend(support::req(t::GRAB_JOB_UNIQ, &[]));
     w.send(&bytes);
     w.expect(t::NO_JOB);
-    let m = samples(&s.get("/metrics").text());
+    let m = prometheus_samples(&s.get("/metrics").text());
     assert_eq!(m["gearwheel_grab_waits_total{outcome=\"assigned\"}"], 1.0);
     assert_eq!(m["gearwheel_grab_waits_total{outcome=\"no_job\"}"], 1.0);
 }

@@ -2,6 +2,7 @@
 //! "gearwheel: HTTP listening on ADDR" line), and a small raw HTTP/1.x client that reads
 //! responses byte-exactly (so that keep-alive, pipelining and closes are visible).
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -265,6 +266,18 @@ pub fn assert_json(text: &str) {
         ),
         Err(e) => eprintln!("SKIP JSON check: python3: {e}"),
     }
+}
+
+/// `name{labels}` -> value, from the Prometheus text format (a simple reading; the python
+/// parser of `prometheus_python` is the strict check).
+pub fn prometheus_samples(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').expect("sample line");
+            (k.to_string(), v.parse().expect("number"))
+        })
+        .collect()
 }
 
 /// Run a python script that reads Prometheus text on stdin with `prometheus_client`'s parser;

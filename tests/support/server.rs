@@ -4,6 +4,7 @@
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::ops::{Deref, DerefMut};
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
 
@@ -20,14 +21,37 @@ pub struct Server {
 impl Server {
     /// Start with default flags plus `extra`.
     pub fn start(extra: &[&str]) -> Server {
-        let mut args = vec!["serve", "-p", "0", "--verbose", "INFO"];
-        args.extend_from_slice(extra);
-        Server::start_args(&args)
+        Server::start_args(&default_args(extra))
+    }
+
+    /// `start`, with every file the server writes limited to `bytes` (RLIMIT_FSIZE: a write
+    /// past it fails with EFBIG, as on a full disk).
+    pub fn start_with_file_limit(extra: &[&str], bytes: u64) -> Server {
+        let mut cmd = Command::new(BIN);
+        cmd.args(default_args(extra));
+        // SAFETY: setrlimit is async-signal-safe and touches only the child.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Server::spawn(&mut cmd)
     }
 
     /// Start `gearwheel` with exactly these arguments; waits for the "Listening on" line.
     pub fn start_args(args: &[&str]) -> Server {
-        let mut proc = Proc::spawn("gearwheel serve", Command::new(BIN).args(args), None);
+        Server::spawn(Command::new(BIN).args(args))
+    }
+
+    fn spawn(cmd: &mut Command) -> Server {
+        let mut proc = Proc::spawn("gearwheel serve", cmd, None);
         let addr = poll(10, "the server to start", || {
             let log = proc.stderr();
             match listening_on(&log, "Listening on ") {
@@ -73,6 +97,13 @@ impl DerefMut for Server {
     fn deref_mut(&mut self) -> &mut Proc {
         &mut self.proc
     }
+}
+
+/// `serve` on port 0, logging at INFO (the "Listening on" lines), then `extra`.
+fn default_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["serve", "-p", "0", "--verbose", "INFO"];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// The address on the server's log line `gearwheel: WHAT ADDR`, once the line has arrived whole.
