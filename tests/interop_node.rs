@@ -1,8 +1,8 @@
 //! Interop with the node Gearman libraries the issue tracker named (issue 16), each as worker
 //! and client of a real gearwheel: gearmanode 0.9.2, abraxas 2.1.10, node-gearman 0.2.2 and
 //! gearman-node 2.0.13, installed by `npm ci` in tests/interop/node (pinned by its lock file).
-//! The programs are tests/interop/node/LIBRARY.js; what each library sends, and its quirks,
-//! are written at the top of each.
+//! The programs are tests/interop/node/LIBRARY.js (their one command line in main.js); what
+//! each library sends, and its quirks, are written at the top of each.
 //!
 //! Against gearmand 1.1.20 the same programs give the same answers except for abraxas: its
 //! worker follows a WORK_EXCEPTION with a WORK_FAIL for the same job, which gearmand answers

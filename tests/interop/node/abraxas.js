@@ -9,8 +9,7 @@
 const fs = require('fs');
 const Gearman = require('abraxas');
 
-const port = Number(process.argv[2]);
-const role = process.argv[3];
+const { port, start } = require('./main');
 
 function connect() {
   const c = Gearman.Client.connect({ host: '127.0.0.1', port, defaultEncoding: 'utf8' });
@@ -138,14 +137,4 @@ async function client(scenario, arg) {
   c.disconnect();
 }
 
-if (role === 'worker') {
-  worker();
-} else if (role === 'client') {
-  client(process.argv[4], process.argv[5]).catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-} else {
-  console.error('usage: node abraxas.js PORT worker|client SCENARIO [ARG]');
-  process.exit(2);
-}
+start(worker, client);

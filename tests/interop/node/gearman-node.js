@@ -10,8 +10,7 @@
 const fs = require('fs');
 const gearman = require('gearman-node');
 
-const port = Number(process.argv[2]);
-const role = process.argv[3];
+const { port, start } = require('./main');
 const options = { host: '127.0.0.1', port };
 
 function worker() {
@@ -87,14 +86,4 @@ async function client(scenario) {
   c.disconnect();
 }
 
-if (role === 'worker') {
-  worker();
-} else if (role === 'client') {
-  client(process.argv[4]).catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-} else {
-  console.error('usage: node gearman-node.js PORT worker|client SCENARIO');
-  process.exit(2);
-}
+start(worker, client);

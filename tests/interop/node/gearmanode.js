@@ -16,8 +16,7 @@ for (const name of ['Client', 'Worker', 'JobServer', 'Job', 'LBStrategy', 'proto
   logger.add(new (require('winston').transports.Console)({ level: 'error', stderrLevels: ['error'] }));
 }
 
-const port = Number(process.argv[2]);
-const role = process.argv[3];
+const { port, start } = require('./main');
 
 function worker() {
   const w = gearmanode.worker({ port, host: '127.0.0.1' });
@@ -106,14 +105,4 @@ async function client(scenario) {
   c.close();
 }
 
-if (role === 'worker') {
-  worker();
-} else if (role === 'client') {
-  client(process.argv[4]).catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-} else {
-  console.error('usage: node gearmanode.js PORT worker|client SCENARIO');
-  process.exit(2);
-}
+start(worker, client);

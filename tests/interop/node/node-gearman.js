@@ -10,8 +10,7 @@
 const fs = require('fs');
 const Gearman = require('node-gearman');
 
-const port = Number(process.argv[2]);
-const role = process.argv[3];
+const { port, start } = require('./main');
 
 function worker() {
   const g = new Gearman('127.0.0.1', port);
@@ -89,14 +88,4 @@ async function client(scenario) {
   g.close();
 }
 
-if (role === 'worker') {
-  worker();
-} else if (role === 'client') {
-  client(process.argv[4]).catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-} else {
-  console.error('usage: node node-gearman.js PORT worker|client SCENARIO');
-  process.exit(2);
-}
+start(worker, client);
