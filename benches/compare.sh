@@ -111,12 +111,7 @@ for mode in $MODES_RUN; do
       start_server "$cfg"
       echo "[$(( $(date +%s) - t_start ))s] $mode #$rep $cfg (port $PORT)" >&2
       # shellcheck disable=SC2046
-      if line=$("$LOAD" --bench $(mode_args "$mode") --port "$PORT" --pid "$SERVER_PID" \
-        --label "$cfg" --timeout 120 | grep '^RESULT'); then
-        echo "${line/RESULT mode=* label=/RESULT mode=$mode label=}" >> "$RAW"
-      else
-        echo "  (no result)" >&2
-      fi
+      bench "$mode" "$cfg" 120 $(mode_args "$mode") >> "$RAW" || true
       cleanup
     done
   done
@@ -157,7 +152,6 @@ echo "gearwheel $("$GW" --version 2>/dev/null | awk '{print $2}') vs $("$GEARMAN
   "$(nproc) cores, $(date -u +%Y-%m-%d), QUICK=$QUICK REPS=$REPS SYNC_REPS=$SYNC_REPS (median)"
 echo "$header"
 echo "$sep"
-has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if has bg; then
   row "bg: jobs/s end to end ($BG_JOBS jobs, 4 clients, 4 workers, window 64)" bg jobs_per_s
   row "bg: submits/s while workers run" bg submits_per_s

@@ -45,9 +45,11 @@ TABLE_ONLY=${TABLE_ONLY:-0}
 RAW=${RAW:-$(mktemp /tmp/gearwheel-durable.XXXXXX)}
 [ "$TABLE_ONLY" = 1 ] || : > "$RAW"
 
-# free_port, start_server, stop_server and GW; cleanup and launch are this script's own
-# (data directories).
+# servers.sh builds, starts (through this script's launch), runs the load and takes
+# medians; cleanup is this script's own (data directories). Without gearmand there is no
+# sqlite configuration.
 . benches/servers.sh
+GEARMAND_CONFIGS='^sqlite$'
 DATA=""
 cleanup() {
   stop_server
@@ -56,20 +58,7 @@ cleanup() {
     DATA=""
   fi
 }
-trap cleanup EXIT
-trap 'cleanup; exit 130' INT TERM
-
-if [ "$TABLE_ONLY" != 1 ]; then
-  echo "building gearwheel (release) and the load generator..." >&2
-  cargo build --release --quiet --bin gearwheel
-  LOAD=$(cargo bench --bench load --no-run --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*\/load-[^"]*\)".*/\1/p' | tail -1)
-  [ -x "$LOAD" ] || { echo "cannot find the load generator binary" >&2; exit 1; }
-fi
-if ! command -v "$GEARMAND" >/dev/null; then
-  echo "gearmand not found: running gearwheel only (apt-get install gearman-job-server)" >&2
-  CONFIGS=$(echo "$CONFIGS" | tr ' ' '\n' | grep -v '^sqlite$' | tr '\n' ' ')
-fi
+prepare
 HAVE_CURL=0
 command -v curl >/dev/null && HAVE_CURL=1
 
@@ -131,8 +120,7 @@ for mode in $MODES_RUN; do
       before="- - -"
       [ "$cfg" != sqlite ] && before=$(journal_counts)
       # shellcheck disable=SC2046
-      if line=$("$LOAD" --bench --mode fill --no-drain $(mode_args "$mode" "$cfg") \
-        --port "$PORT" --pid "$SERVER_PID" --label "$cfg" --timeout 120 | grep '^RESULT'); then
+      if line=$(bench "$mode" "$cfg" 120 --mode fill --no-drain $(mode_args "$mode" "$cfg")); then
         disk=$(du -sb "$DATA" | awk '{print $1}')
         extra="disk_bytes=$disk"
         if [ "$cfg" != sqlite ]; then
@@ -143,9 +131,7 @@ for mode in $MODES_RUN; do
             extra+=" fsync_sum_s=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.6f", b - a }')"
           fi
         fi
-        echo "${line/RESULT mode=* label=/RESULT mode=$mode label=} $extra" >> "$RAW"
-      else
-        echo "  (no result)" >&2
+        echo "$line $extra" >> "$RAW"
       fi
       cleanup
     done
@@ -154,17 +140,9 @@ done
 
 # ---- the table -------------------------------------------------------------------------
 
-values() { # mode config key: one value per run
-  { grep "^RESULT mode=$1 label=$2 " "$RAW" || true; } | tr ' ' '\n' | sed -n "s/^$3=//p"
-}
-
-median_of() {
-  sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]}'
-}
-
 # Derived per-run numbers, then their median.
 derived() { # mode config what
-  { grep "^RESULT mode=$1 label=$2 " "$RAW" || true; } | while read -r l; do
+  results "$1" "$2" | while read -r l; do
     get() { echo "$l" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
     case "$3" in
       disk_per_job) awk -v d="$(get disk_bytes)" -v j="$(get jobs)" 'BEGIN { if (d != "" && j > 0) printf "%.0f\n", d / j }' ;;
@@ -178,10 +156,11 @@ derived() { # mode config what
 cell() { # mode config key
   case "$3" in
     disk_per_job | jobs_per_fsync | jobs_per_commit | fsync_mean_us) derived "$@" ;;
-    *) values "$@" | median_of ;;
+    *) median "$@" ;;
   esac
 }
 
+# Unlike servers.sh's: one decimal, and "-" for a missing value.
 ratio() {
   awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.1f", a / b }'
 }
@@ -224,7 +203,6 @@ if [ "$has_sqlite" = 1 ]; then
   for cfg in $GWS; do header+=" ${cfg#gw-} / sqlite |"; sep+="---:|"; done
 fi
 
-has() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 echo
 echo "gearwheel $("$GW" --version 2>/dev/null | awk '{print $2}') vs $("$GEARMAND" --version 2>/dev/null | grep -m1 gearmand | awk '{print $1, $2}') -t 1," \
   "$(nproc) cores, $(date -u +%Y-%m-%d), QUICK=$QUICK REPS=$REPS (median);" \

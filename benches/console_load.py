@@ -29,6 +29,10 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in benches/
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gearwheel_server  # noqa: E402 (benches/gearwheel_server.py, beside this file)
+
 CONSOLES = int(os.environ.get("CONSOLES", 50))
 REPS = int(os.environ.get("REPS", 3))
 JOBS = int(os.environ.get("JOBS", 100000))
@@ -56,20 +60,7 @@ def load_binary():
 
 
 def start_server():
-    p = subprocess.Popen([BIN, "serve", "-L", "127.0.0.1", "-p", "0", "--http-port", "0"],
-                         stderr=subprocess.PIPE, text=True)
-    gport = hport = None
-    while gport is None or hport is None:
-        line = p.stderr.readline()
-        if not line:
-            sys.exit("the server did not start")
-        m = re.search(r"HTTP listening on .*:(\d+)", line)
-        if m:
-            hport = int(m.group(1))
-        elif (m := re.search(r"[Ll]istening on .*:(\d+)", line)):
-            gport = int(m.group(1))
-    threading.Thread(target=lambda: p.stderr.read(), daemon=True).start()
-    return p, gport, hport
+    return gearwheel_server.start(BIN, "-L", "127.0.0.1")
 
 
 class Consoles:

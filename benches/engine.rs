@@ -91,6 +91,20 @@ impl World {
         }
     }
 
+    /// The worker `wk` grabs the next job and completes it with `PAYLOAD` (the replies in
+    /// between cleared).
+    fn grab_and_complete(&mut self, wk: ConnId) {
+        self.eng
+            .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut self.out);
+        let handle = self.assigned().expect("assigned");
+        self.out.replies.clear();
+        let done = Request::WorkComplete {
+            handle,
+            data: Bytes::from_static(&PAYLOAD),
+        };
+        self.eng.handle(wk, done, NOW, &mut self.out);
+    }
+
     /// The handle of the job just assigned to a worker, if the last reply is an assignment.
     /// As a worker's WORK_* request read off the wire, the handle is a slice of a reused
     /// read buffer (`wire`), so taking it costs no allocation of its own.
@@ -303,19 +317,7 @@ fn main() {
                     // Worker `f` can do function `f`.
                     let wk = w.workers[(j % funcs) % w.workers.len()];
                     w.out.replies.clear();
-                    w.eng
-                        .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
-                    let handle = w.assigned().expect("assigned");
-                    w.out.replies.clear();
-                    w.eng.handle(
-                        wk,
-                        Request::WorkComplete {
-                            handle,
-                            data: Bytes::from_static(&PAYLOAD),
-                        },
-                        NOW,
-                        &mut w.out,
-                    );
+                    w.grab_and_complete(wk);
                     w.out.replies.clear();
                 }
             },
@@ -349,19 +351,7 @@ fn main() {
                     .map(|(to, _)| *to)
                     .expect("a sleeper is woken");
                 w.out.replies.clear();
-                w.eng
-                    .handle(woken, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
-                let handle = w.assigned().expect("assigned");
-                w.out.replies.clear();
-                w.eng.handle(
-                    woken,
-                    Request::WorkComplete {
-                        handle,
-                        data: Bytes::from_static(&PAYLOAD),
-                    },
-                    NOW,
-                    &mut w.out,
-                );
+                w.grab_and_complete(woken);
                 w.eng
                     .handle(woken, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
                 w.eng.handle(woken, Request::PreSleep, NOW, &mut w.out);
@@ -460,15 +450,7 @@ fn main() {
                 };
                 w.eng.handle(w.clients[0], req, NOW, &mut w.out);
                 w.out.replies.clear();
-                w.eng
-                    .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
-                let handle = w.assigned().expect("assigned");
-                w.out.replies.clear();
-                let done = Request::WorkComplete {
-                    handle,
-                    data: Bytes::from_static(&PAYLOAD),
-                };
-                w.eng.handle(wk, done, NOW, &mut w.out);
+                w.grab_and_complete(wk);
                 w.eng
                     .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
                 w.eng.handle(wk, Request::PreSleep, NOW, &mut w.out);

@@ -12,26 +12,18 @@ SECS seconds; then the clients leave and the RSS is read again 2 s later.
 Environment: CLIENTS (40), ECHOES (70), SECS (20), GEARWHEEL (target/release/gearwheel).
 Extra arguments go to `gearwheel serve`.
 """
-import os, re, socket, struct, subprocess, sys, threading, time
+import os, socket, struct, sys, threading, time
+
+sys.dont_write_bytecode = True  # no __pycache__ in benches/
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gearwheel_server  # noqa: E402 (benches/gearwheel_server.py, beside this file)
 
 CLIENTS = int(os.environ.get("CLIENTS", 40))
 ECHOES = int(os.environ.get("ECHOES", 70))
 SECS = float(os.environ.get("SECS", 20))
 BIN = os.environ.get("GEARWHEEL", "target/release/gearwheel")
 
-server = subprocess.Popen([BIN, "serve", "-p", "0", "--http-port", "0", *sys.argv[1:]],
-                          stderr=subprocess.PIPE, text=True)
-gport = hport = None
-while gport is None or hport is None:
-    line = server.stderr.readline()
-    if not line:
-        sys.exit("the server did not start")
-    m = re.search(r"HTTP listening on .*:(\d+)", line)
-    if m:
-        hport = int(m.group(1))
-    elif (m := re.search(r"Listening on .*:(\d+)", line)):
-        gport = int(m.group(1))
-threading.Thread(target=lambda: server.stderr.read(), daemon=True).start()
+server, gport, hport = gearwheel_server.start(BIN, *sys.argv[1:])
 
 def rss_mib():
     with open(f"/proc/{server.pid}/status") as f:

@@ -30,16 +30,11 @@ prepare
 
 t_start=$(date +%s)
 run() { # name config load-args...
-  local name=$1 cfg=$2 line
+  local name=$1 cfg=$2
   shift 2
   start_server "$cfg"
   echo "[$(($(date +%s) - t_start))s] $name $cfg (port $PORT)" >&2
-  if line=$("$LOAD" --bench "$@" --port "$PORT" --pid "$SERVER_PID" --label "$cfg" \
-    --timeout 300 | grep '^RESULT'); then
-    echo "${line/RESULT mode=* label=/RESULT mode=$name label=}" >> "$RAW"
-  else
-    echo "  (no result)" >&2
-  fi
+  bench "$name" "$cfg" 300 "$@" >> "$RAW" || true
   cleanup
 }
 

@@ -54,10 +54,7 @@ fi
 CERTS=$(mktemp -d /tmp/gearwheel-tls-certs.XXXXXX)
 STUNNEL_PID=""
 stop_stunnel() {
-  if [ -n "$STUNNEL_PID" ] && kill -0 "$STUNNEL_PID" 2>/dev/null; then
-    kill "$STUNNEL_PID" 2>/dev/null || true
-    wait "$STUNNEL_PID" 2>/dev/null || true
-  fi
+  stop_pid "$STUNNEL_PID"
   STUNNEL_PID=""
 }
 cleanup() { stop_stunnel; stop_server; }
@@ -79,23 +76,14 @@ CLIENT_TLS=(--tls-ca "$CERTS/ca.pem" --tls-cert "$CERTS/client.pem" --tls-key "$
 
 # ---- servers ---------------------------------------------------------------------------------
 
-wait_port() { # port pid
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.05
-  done
-  return 1
-}
-
-# stunnel4 in front of the server on $BACKEND, on $PORT, requiring a client certificate:
+# stunnel4 in front of the server on $BACKEND, on PORT, requiring a client certificate:
 # the configuration a gearmand user writes (verify = 2: a certificate signed by the CA).
-start_stunnel() {
+start_stunnel() { # port
   cat > "$CERTS/stunnel.conf" <<EOF
 foreground = yes
 pid =
 [gearman]
-accept = 127.0.0.1:$PORT
+accept = 127.0.0.1:$1
 connect = 127.0.0.1:$BACKEND
 cert = $CERTS/server.pem
 key = $CERTS/server.key
@@ -104,41 +92,24 @@ verify = 2
 EOF
   stunnel4 "$CERTS/stunnel.conf" 2>/dev/null &
   STUNNEL_PID=$!
-  wait_port "$PORT" "$STUNNEL_PID"
+  wait_port "$1" "$STUNNEL_PID"
 }
 
-# Start a configuration: sets PORT (where the load goes), SERVER_PID, STUNNEL_PID.
-start_config() {
-  local cfg=$1
-  for _ in 1 2 3 4 5; do
-    PORT=$(free_port)
-    case "$cfg" in
-      gearwheel-tls)
-        "$GW" serve -L 127.0.0.1 -p "$PORT" -l none --ssl "${SERVER_TLS[@]}" 2>/dev/null &
-        SERVER_PID=$! ;;
-      gearwheel)
-        "$GW" serve -L 127.0.0.1 -p "$PORT" -l none 2>/dev/null &
-        SERVER_PID=$! ;;
-      gearwheel-stunnel | gearmand-stunnel)
-        BACKEND=$(free_port)
-        if [ "$cfg" = gearwheel-stunnel ]; then
-          "$GW" serve -L 127.0.0.1 -p "$BACKEND" -l none 2>/dev/null &
-        else
-          "$GEARMAND" -t 1 -L 127.0.0.1 -p "$BACKEND" -l none 2>/dev/null &
-        fi
-        SERVER_PID=$!
-        wait_port "$BACKEND" "$SERVER_PID" && start_stunnel && { sleep 0.2; return; }
-        cleanup; continue ;;
-      gearmand)
-        "$GEARMAND" -t 1 -L 127.0.0.1 -p "$PORT" -l none 2>/dev/null &
-        SERVER_PID=$! ;;
-      *) echo "unknown config $cfg" >&2; exit 1 ;;
-    esac
-    wait_port "$PORT" "$SERVER_PID" && { sleep 0.2; return; }
-    cleanup
-  done
-  echo "$cfg did not start" >&2
-  exit 1
+# servers.sh's start_server launches a configuration through this: sets SERVER_PID and, for
+# the stunnel ones, BACKEND and STUNNEL_PID (stunnel on PORT, where the load goes); fails
+# when the backend or stunnel did not start.
+launch() { # config port
+  case "$1" in
+    gearwheel-tls)
+      "$GW" serve -L 127.0.0.1 -p "$2" -l none --ssl "${SERVER_TLS[@]}" 2>/dev/null &
+      SERVER_PID=$! ;;
+    gearmand) launch_server gearmand-t1 "$2" ;;
+    gearwheel-stunnel | gearmand-stunnel)
+      BACKEND=$(free_port)
+      launch "${1%-stunnel}" "$BACKEND"
+      wait_port "$BACKEND" "$SERVER_PID" && start_stunnel "$2" ;;
+    *) launch_server "$@" ;;
+  esac
 }
 
 tls_flags() { # config: the load generator's TLS flags for it
@@ -160,16 +131,11 @@ for rep in $(seq "$REPS"); do
   for mode in bg handshake; do
     for cfg in $CONFIGS; do
       case "$mode:$cfg" in handshake:gearwheel | handshake:gearmand) continue ;; esac
-      start_config "$cfg"
+      start_server "$cfg"
       echo "[$(( $(date +%s) - t_start ))s] $mode #$rep $cfg (port $PORT)" >&2
       if [ "$mode" = bg ]; then args="--mode bg --jobs $BG_JOBS"; else args="--mode handshake --jobs $HANDSHAKES --clients 4"; fi
       # shellcheck disable=SC2046,SC2086
-      if line=$("$LOAD" --bench $args --port "$PORT" --pid "$SERVER_PID" $(also_pid) \
-        $(tls_flags "$cfg") --label "$cfg" --timeout 120 | grep '^RESULT'); then
-        echo "$line" >> "$RAW"
-      else
-        echo "  (no result)" >&2
-      fi
+      bench "$mode" "$cfg" 120 $args $(also_pid) $(tls_flags "$cfg") >> "$RAW" || true
       cleanup
     done
   done

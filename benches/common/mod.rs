@@ -64,6 +64,18 @@ pub fn alloc_snap() -> AllocSnap {
     }
 }
 
+/// One timed run of `run`: its wall time, and the allocations and bytes allocated meanwhile.
+/// Its result is dropped after the clock and the counters are read.
+fn timed<R>(run: impl FnOnce() -> R) -> (Duration, u64, u64) {
+    let a0 = alloc_snap();
+    let t0 = Instant::now();
+    let r = run();
+    let dt = t0.elapsed();
+    let a1 = alloc_snap();
+    std::hint::black_box(r);
+    (dt, a1.allocs - a0.allocs, a1.bytes - a0.bytes)
+}
+
 /// Resident set size of this process in bytes, from /proc/self/status.
 pub fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -171,15 +183,10 @@ impl Harness {
         let mut bytes = 0u64;
         for _ in 0..self.samples {
             let mut state = setup();
-            let a0 = alloc_snap();
-            let t0 = Instant::now();
-            let r = run(&mut state);
-            let dt = t0.elapsed();
-            let a1 = alloc_snap();
-            std::hint::black_box(r);
+            let (dt, a, b) = timed(|| run(&mut state));
             drop(state);
-            allocs += a1.allocs - a0.allocs;
-            bytes += a1.bytes - a0.bytes;
+            allocs += a;
+            bytes += b;
             times.push(dt);
         }
         self.record(name, ops, times, allocs, bytes);
@@ -201,14 +208,9 @@ impl Harness {
         let mut allocs = 0u64;
         let mut bytes = 0u64;
         for _ in 0..self.samples {
-            let a0 = alloc_snap();
-            let t0 = Instant::now();
-            let r = run(state);
-            let dt = t0.elapsed();
-            let a1 = alloc_snap();
-            std::hint::black_box(r);
-            allocs += a1.allocs - a0.allocs;
-            bytes += a1.bytes - a0.bytes;
+            let (dt, a, b) = timed(|| run(state));
+            allocs += a;
+            bytes += b;
             times.push(dt);
         }
         self.record(name, ops, times, allocs, bytes);
