@@ -30,8 +30,7 @@ import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in benches/
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gearwheel_server  # noqa: E402 (benches/gearwheel_server.py, beside this file)
+import gearwheel_server  # noqa: E402 (beside this file, on the path of a script run)
 
 CONSOLES = int(os.environ.get("CONSOLES", 50))
 REPS = int(os.environ.get("REPS", 3))

@@ -15,8 +15,7 @@ Extra arguments go to `gearwheel serve`.
 import os, socket, struct, sys, threading, time
 
 sys.dont_write_bytecode = True  # no __pycache__ in benches/
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gearwheel_server  # noqa: E402 (benches/gearwheel_server.py, beside this file)
+import gearwheel_server  # noqa: E402 (beside this file, on the path of a script run)
 
 CLIENTS = int(os.environ.get("CLIENTS", 40))
 ECHOES = int(os.environ.get("ECHOES", 70))

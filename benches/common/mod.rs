@@ -175,21 +175,12 @@ impl Harness {
         mut setup: impl FnMut() -> S,
         mut run: impl FnMut(&mut S) -> R,
     ) {
-        if !self.enabled(name) {
-            return;
-        }
-        let mut times = Vec::with_capacity(self.samples);
-        let mut allocs = 0u64;
-        let mut bytes = 0u64;
-        for _ in 0..self.samples {
+        self.sample(name, ops, || {
             let mut state = setup();
-            let (dt, a, b) = timed(|| run(&mut state));
+            let measured = timed(|| run(&mut state));
             drop(state);
-            allocs += a;
-            bytes += b;
-            times.push(dt);
-        }
-        self.record(name, ops, times, allocs, bytes);
+            measured
+        });
     }
 
     /// Time `run` repeatedly on one long-lived state (each sample continues where the last
@@ -201,6 +192,11 @@ impl Harness {
         state: &mut S,
         mut run: impl FnMut(&mut S) -> R,
     ) {
+        self.sample(name, ops, || timed(|| run(state)));
+    }
+
+    /// `samples` runs of `one` (each: its time, allocations and bytes), recorded as `name`.
+    fn sample(&mut self, name: &str, ops: usize, mut one: impl FnMut() -> (Duration, u64, u64)) {
         if !self.enabled(name) {
             return;
         }
@@ -208,7 +204,7 @@ impl Harness {
         let mut allocs = 0u64;
         let mut bytes = 0u64;
         for _ in 0..self.samples {
-            let (dt, a, b) = timed(|| run(state));
+            let (dt, a, b) = one();
             allocs += a;
             bytes += b;
             times.push(dt);
