@@ -23,6 +23,22 @@ fn epoch_ahead() -> u64 {
     now_f64().floor() as u64 + 3
 }
 
+/// `at` (seconds since 1970) is at `epoch` or within the second after it (10 ms early
+/// allowed: two clocks are read).
+fn assert_on_time(at: f64, epoch: u64, what: &str) {
+    let epoch = epoch as f64;
+    assert!(
+        at >= epoch - 0.01,
+        "{what} {:.3} s before its epoch",
+        epoch - at
+    );
+    assert!(
+        at <= epoch + 1.0,
+        "{what} {:.3} s after its epoch",
+        at - epoch
+    );
+}
+
 /// Submit through libgearman; returns the job handle.
 fn submit_epoch(s: &Server, func: &str, epoch: u64, data: &str) -> String {
     let out = run(
@@ -89,16 +105,7 @@ fn epoch_job_from_libgearman_wakes_sleeping_worker_when_due() {
             other => panic!("unexpected packet {other}: {p:?}"),
         }
     };
-    assert!(
-        assigned_at >= epoch as f64 - 0.01,
-        "job assigned {:.3} s before its epoch",
-        epoch as f64 - assigned_at
-    );
-    assert!(
-        assigned_at <= epoch as f64 + 1.0,
-        "job assigned {:.3} s after its epoch",
-        assigned_at - epoch as f64
-    );
+    assert_on_time(assigned_at, epoch, "job assigned");
     assert!(
         early_noops <= 1,
         "worker woken {early_noops} times before the job was due"
@@ -162,14 +169,5 @@ fn epoch_job_from_libgearman_runs_on_gearman_cli_worker_when_due() {
     let mut lines = ran.lines();
     assert_eq!(lines.next(), Some("from-libgearman"));
     let at: f64 = lines.next().unwrap().parse().unwrap();
-    assert!(
-        at >= epoch as f64 - 0.01,
-        "ran {:.3} s before its epoch",
-        epoch as f64 - at
-    );
-    assert!(
-        at <= epoch as f64 + 1.0,
-        "ran {:.3} s after its epoch",
-        at - epoch as f64
-    );
+    assert_on_time(at, epoch, "ran");
 }
