@@ -53,7 +53,7 @@ impl World {
         let mut out = Outbox::default();
         let info = || ConnInfo {
             fd: -1,
-            ip: "127.0.0.1".into(),
+            ip: [127, 0, 0, 1].into(),
         };
         let funcs: Vec<Bytes> = (0..funcs)
             .map(|f| Bytes::from(format!("func{f}")))

@@ -245,7 +245,7 @@ impl Engine {
             .map(|c| WorkerStatus {
                 id: c.id,
                 fd: c.info.fd,
-                ip: c.info.ip.clone(),
+                ip: c.info.ip.to_string(),
                 client_id: c.client_id.clone(),
                 functions: c
                     .functions_newest_first()
@@ -405,7 +405,7 @@ mod tests {
             id,
             ConnInfo {
                 fd: 20 + i as i32,
-                ip: "127.0.0.1".into(),
+                ip: [127, 0, 0, 1].into(),
             },
         );
         id

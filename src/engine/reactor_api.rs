@@ -63,7 +63,7 @@ mod tests {
             id,
             ConnInfo {
                 fd: i as i32,
-                ip: "127.0.0.1".into(),
+                ip: [127, 0, 0, 1].into(),
             },
         );
         id

@@ -1,6 +1,8 @@
 //! The engine's records: connections as the engine sees them, functions with their queues,
 //! and jobs. Plain data with small helpers; the rules live in the engine proper.
 
+use std::net::IpAddr;
+
 use bytes::Bytes;
 
 use crate::proto::request::{JobBody, Priority};
@@ -18,7 +20,9 @@ pub struct ConnId {
 #[derive(Clone, Debug)]
 pub struct ConnInfo {
     pub fd: i32,
-    pub ip: String,
+    /// The peer's address, canonical; written out only when listed (a `String` here was an
+    /// allocation for every connection).
+    pub ip: IpAddr,
 }
 
 pub type FuncId = usize;

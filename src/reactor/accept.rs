@@ -118,9 +118,9 @@ impl Server {
             };
             // Protected mode is for plaintext listeners: a TLS one is not refused by it.
             let access = match local {
-                Some(_) if tls => gate::Access::new(peer.ip(), false),
-                Some(&local) => self.access_for(peer.ip(), local),
-                None => gate::Access::new(peer.ip(), true),
+                Some(_) if tls => gate::Access::new(peer, false),
+                Some(&local) => self.access_for(peer, local),
+                None => gate::Access::new(peer, true),
             };
             let entry = self.conns.vacant_entry();
             let idx = entry.key();
@@ -129,7 +129,7 @@ impl Server {
                 generation: self.next_generation.wrapping_add(1),
             };
             let registration = (self.poll.registry(), Token(CONN_BASE + idx));
-            let c = match Connection::accept(stream, peer, id, registration, session, access) {
+            let c = match Connection::accept(stream, id, registration, session, access) {
                 Ok(c) => c,
                 Err(e) => {
                     error!("cannot register connection from {peer}: {e}");
@@ -139,7 +139,7 @@ impl Server {
             self.next_generation = id.generation;
             let info = ConnInfo {
                 fd: c.fd(),
-                ip: peer.ip().to_canonical().to_string(),
+                ip: peer.ip().to_canonical(),
             };
             entry.insert(c);
             self.engine.connect(id, info);

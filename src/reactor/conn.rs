@@ -5,6 +5,7 @@
 #[path = "transport.rs"]
 mod transport;
 
+use std::borrow::Cow;
 use std::io;
 use std::net::SocketAddr;
 
@@ -13,8 +14,10 @@ use mio::net::TcpStream;
 use mio::{Registry, Token};
 
 use super::http_conn::HttpConn;
+use crate::access::Identity;
 use crate::engine::ConnId;
 use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
+use crate::timer::TimerKey;
 use transport::Transport;
 
 /// Bytes one connection may have buffered unparsed before reading pauses for a turn (a
@@ -84,8 +87,6 @@ pub struct Connection {
     pub output_held: bool,
     /// Who the peer is, for the gate (gate.rs).
     pub access: super::gate::Access,
-    /// The TLS handshake's deadline while it runs (tls_glue.rs).
-    pub handshake: Option<crate::timer::TimerKey>,
 }
 
 /// A TLS session for an accepted connection (none exists in a build without TLS).
@@ -110,16 +111,15 @@ impl Connection {
     /// for readability at `token`.
     pub fn accept(
         stream: TcpStream,
-        peer: SocketAddr,
         id: ConnId,
         (registry, token): (&Registry, Token),
         tls: Option<TlsSession>,
         access: super::gate::Access,
     ) -> io::Result<Connection> {
         let mut transport = match tls {
-            None => Transport::plain(stream, peer),
+            None => Transport::plain(stream),
             #[cfg(feature = "tls")]
-            Some(session) => Transport::tls(stream, peer, session),
+            Some(session) => Transport::tls(stream, session),
             #[cfg(not(feature = "tls"))]
             Some(never) => match never {},
         };
@@ -140,7 +140,6 @@ impl Connection {
             counted: 0,
             output_held: false,
             access,
-            handshake: None,
         })
     }
 
@@ -216,7 +215,30 @@ impl Connection {
 
     /// The peer's address, as accepted.
     pub fn peer(&self) -> SocketAddr {
-        self.transport.peer()
+        self.access.peer()
+    }
+
+    /// Who the peer is for the access list: `cn:NAME` once its client certificate named it,
+    /// else `addr:IP`.
+    pub fn identity(&self) -> Cow<'_, Identity> {
+        match self.transport.identity() {
+            Some(named) => Cow::Borrowed(named),
+            None => Cow::Owned(Identity::Addr(self.access.ip())),
+        }
+    }
+
+    /// The client certificate's name becomes the peer's identity (TLS connections only).
+    pub fn name_peer(&mut self, identity: Identity) {
+        self.transport.set_identity(identity);
+    }
+
+    /// The TLS handshake's deadline while it runs (tls_glue.rs).
+    pub fn handshake_deadline(&self) -> Option<TimerKey> {
+        self.transport.handshake_deadline()
+    }
+
+    pub fn set_handshake_deadline(&mut self, key: Option<TimerKey>) {
+        self.transport.set_handshake_deadline(key);
     }
 
     pub fn fd(&self) -> i32 {
@@ -358,5 +380,38 @@ impl Connection {
         if self.rbuf.is_empty() && self.rbuf.capacity() > KEEP_CAPACITY {
             self.rbuf = BytesMut::new();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::size_of;
+
+    use super::*;
+
+    /// mio's `TcpStream` carries a selector id in debug builds (`cargo test`): what it adds to
+    /// a struct holding one, beyond the release build's 4-byte descriptor.
+    fn debug_socket_extra() -> usize {
+        (size_of::<TcpStream>() - size_of::<i32>()).next_multiple_of(8)
+    }
+
+    /// Every connection, a thousand idle ones too, has one in the reactor's slab (and the slab
+    /// doubles as it grows, so a byte here costs about two in `benches/compare.sh`'s idle bytes
+    /// per connection). It was 112 bytes before issue 15's refactor and grew to 256 with the
+    /// peer's `SocketAddr` twice, the gate's `Access` with a `String`-carrying identity and the
+    /// TLS handshake's deadline inline. Now: buffers, counters, the gate's 24-byte `Access`
+    /// (address, flags, denials), the output bound's count and one pointer for everything
+    /// TLS; an HTTP connection's state is behind `Kind::Http`'s pointer. Raise this bound only
+    /// for something every plaintext connection needs, and say so.
+    #[test]
+    fn a_connection_stays_small() {
+        assert!(
+            size_of::<Connection>() <= 152 + debug_socket_extra(),
+            "Connection is {} bytes",
+            size_of::<Connection>()
+        );
+        assert!(size_of::<transport::Transport>() <= 16 + debug_socket_extra());
+        assert!(size_of::<super::super::gate::Access>() <= 24);
+        assert_eq!(size_of::<Kind>(), size_of::<usize>());
     }
 }

@@ -4,7 +4,8 @@
 //! a request needs, and the rules stand here, in order. It also owns the `--acl` file's
 //! loading and reloads, the denials' log lines (bounded per connection) and their counts.
 
-use std::net::IpAddr;
+use std::borrow::Cow;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use bytes::Bytes;
@@ -27,14 +28,16 @@ const SHOWN: usize = 64;
 /// What protected mode says, once, to a peer it refuses.
 const PROTECTED: &str = "protected mode: this server serves peers beyond loopback on a plaintext listener only with an access list; configure TLS (--ssl-certificate, --ssl-key, --ssl-ca-file) and --acl FILE, or start it with --protected-mode no on a network you trust";
 
-/// What the gate knows about a connection, fixed at accept. The TLS transport names a
-/// client certificate after its handshake by setting `identity` to `Identity::Cn`.
+/// What the gate knows about a connection, fixed at accept. Every connection has one, so it
+/// is kept small (24 bytes; `reactor::conn`'s tests pin the connection's size): the address
+/// in 18 bytes rather than a `SocketAddr`'s 32, and the identity not stored but made when
+/// asked, `addr:IP` from the address unless a client certificate named the peer (`cn:NAME`,
+/// kept with the TLS session: `Connection::identity`).
 #[derive(Clone, Debug)]
 pub(super) struct Access {
-    /// `addr:IP` of the peer at accept; `cn:NAME` once a client certificate names it.
-    pub identity: Identity,
-    /// The peer's address, for the log whatever the identity.
-    pub peer: IpAddr,
+    /// The peer's address at accept, canonical, an IPv4 address kept IPv4-mapped.
+    ip: Ipv6Addr,
+    port: u16,
     pub loopback: bool,
     /// Protected mode refuses this peer: beyond loopback, on a plaintext listener bound beyond
     /// loopback, and no `--acl`.
@@ -44,15 +47,28 @@ pub(super) struct Access {
 }
 
 impl Access {
-    pub(super) fn new(peer: IpAddr, protected: bool) -> Access {
-        let peer = peer.to_canonical();
+    pub(super) fn new(peer: SocketAddr, protected: bool) -> Access {
+        let ip = peer.ip().to_canonical();
         Access {
-            identity: Identity::Addr(peer),
-            peer,
-            loopback: peer.is_loopback(),
-            protected: protected && !peer.is_loopback(),
+            ip: match ip {
+                IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+                IpAddr::V6(v6) => v6,
+            },
+            port: peer.port(),
+            loopback: ip.is_loopback(),
+            protected: protected && !ip.is_loopback(),
             denials: 0,
         }
+    }
+
+    /// The peer's address (canonical: an IPv4-mapped IPv6 address is given as IPv4).
+    pub(super) fn ip(&self) -> IpAddr {
+        self.ip.to_canonical()
+    }
+
+    /// The peer's address and port, as accepted (canonical).
+    pub(super) fn peer(&self) -> SocketAddr {
+        SocketAddr::new(self.ip(), self.port)
     }
 }
 
@@ -188,10 +204,11 @@ fn shown(f: &[u8]) -> String {
 fn judge(
     gate: &Gate,
     engine: &Engine,
-    a: &Access,
+    c: &Connection,
     need: Need<'_>,
     bearer: Option<&Bearer>,
 ) -> Result<(), Denial> {
+    let a = &c.access;
     if a.protected {
         return Err(Denial::Protected);
     }
@@ -201,16 +218,14 @@ fn judge(
             _ => Ok(()),
         };
     };
-    let token;
     let identity = match bearer {
         Some(b) => {
             let name = access::token::digest(&b.0)
                 .and_then(|d| acl.token_for_digest(&d))
                 .ok_or(Denial::UnknownToken)?;
-            token = Identity::Token(name.to_string());
-            &token
+            Cow::Owned(Identity::Token(name.to_string()))
         }
-        None => &a.identity,
+        None => c.identity(),
     };
     let (op, scope) = match need {
         Need::Free => return Ok(()),
@@ -226,13 +241,13 @@ fn judge(
         },
         Scope::Every => None,
     };
-    if acl.allows(identity, op, function) {
+    if acl.allows(&identity, op, function) {
         return Ok(());
     }
     Err(Denial::Denied {
         op,
         function: function.map(shown),
-        identity: identity.clone(),
+        identity: identity.into_owned(),
     })
 }
 
@@ -249,15 +264,15 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx) else {
             return Ok(());
         };
-        let Err(d) = judge(&self.access, &self.engine, &c.access, need, bearer) else {
+        let Err(d) = judge(&self.access, &self.engine, c, need, bearer) else {
             return Ok(());
+        };
+        let who = match &d {
+            Denial::Denied { identity, .. } => identity.to_string(),
+            _ => c.identity().to_string(),
         };
         let a = &mut c.access;
         a.denials = a.denials.saturating_add(1);
-        let who = match &d {
-            Denial::Denied { identity, .. } => identity.to_string(),
-            _ => a.identity.to_string(),
-        };
         self.access.denials.count(&who, d.operation());
         let cap = self.access.config.denials_logged;
         if a.denials <= cap {
@@ -270,14 +285,14 @@ impl Server {
                 }
                 warn!(
                     "denied: connection {idx} ({who}, from {}): {}",
-                    a.peer,
+                    a.ip(),
                     d.text()
                 );
             }
         } else if a.denials == cap.saturating_add(1) {
             warn!(
                 "denied: connection {idx} ({who}, from {}): more than {cap} denials; the rest are counted in /metrics, not logged",
-                a.peer
+                a.ip()
             );
         }
         Err(d)
@@ -289,7 +304,7 @@ impl Server {
     pub(super) fn permits(&self, idx: usize, need: Need<'_>) -> bool {
         self.conns
             .get(idx)
-            .is_some_and(|c| judge(&self.access, &self.engine, &c.access, need, None).is_ok())
+            .is_some_and(|c| judge(&self.access, &self.engine, c, need, None).is_ok())
     }
 
     /// A Gearman packet through the gate into the engine (or its refusal back).
@@ -310,7 +325,7 @@ impl Server {
     }
 
     /// Protected mode applies to peers of the listener bound at `local`.
-    pub(super) fn access_for(&self, peer: IpAddr, local: std::net::SocketAddr) -> Access {
+    pub(super) fn access_for(&self, peer: SocketAddr, local: SocketAddr) -> Access {
         Access::new(peer, self.access.protects(local))
     }
 
@@ -322,8 +337,8 @@ impl Server {
             warn!(
                 "connection {} ({}, from {}) closed after {} denials, {} of them not logged",
                 c.id.index,
-                a.identity,
-                a.peer,
+                c.identity(),
+                a.ip(),
                 a.denials,
                 a.denials - cap
             );
@@ -350,7 +365,7 @@ impl Server {
         let mut lost = Vec::new();
         for (idx, c) in &self.conns {
             for func in self.engine.functions_of(c.id) {
-                if !acl.allows(&c.access.identity, Operation::Work, Some(&func)) {
+                if !acl.allows(&c.identity(), Operation::Work, Some(&func)) {
                     lost.push((idx, c.id, func));
                 }
             }
@@ -359,8 +374,8 @@ impl Server {
             if let Some(c) = self.conns.get(idx) {
                 warn!(
                     "access list reloaded: connection {idx} ({}, from {}) no longer works on {}",
-                    c.access.identity,
-                    c.access.peer,
+                    c.identity(),
+                    c.access.ip(),
                     shown(&func)
                 );
             }

@@ -54,7 +54,7 @@ impl Server {
             self.mark_close(idx);
             return;
         }
-        if c.handshake.is_some() {
+        if c.handshake_deadline().is_some() {
             self.tls_handshake_check(idx);
         }
         self.process_frames(idx, now);

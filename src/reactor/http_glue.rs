@@ -200,7 +200,7 @@ impl Server {
         } else {
             c.fill_upto(cap)
         };
-        if c.handshake.is_some() {
+        if c.handshake_deadline().is_some() {
             self.tls_handshake_check(idx);
         }
         self.process_http(idx, now);
@@ -454,7 +454,7 @@ impl Server {
                         .conns
                         .get(w.id.index as usize)
                         .filter(|c| c.id == w.id)
-                        .map(|c| c.access.identity.to_string());
+                        .map(|c| c.identity().to_string());
                 }
                 Reply::json(200, json::workers(&list, self.turn_now))
             }

@@ -102,8 +102,9 @@ pub struct Server {
     deadlines: deadlines::Deadlines,
     /// The ACL, protected mode and the denials counted (gate.rs).
     access: gate::Gate,
-    /// The connections to etcd and the cluster machine (`--etcd`), if clustered.
-    cluster: Option<etcd_link::EtcdLink>,
+    /// The connections to etcd and the cluster machine (`--etcd`), if clustered; boxed, so
+    /// that a server without `--etcd` does not carry its 1.5 kB.
+    cluster: Option<Box<etcd_link::EtcdLink>>,
     /// TLS listeners, sessions and handshakes (tls_glue.rs).
     tls: tls_glue::TlsGlue,
 }
@@ -119,7 +120,10 @@ impl Server {
         let mut engine = Engine::new(config.engine.clone());
         let cluster = config.cluster.as_ref().map(|c| {
             engine.set_clustered(true);
-            etcd_link::EtcdLink::new(c, etcd_link::member_id(local_addrs[0]))
+            Box::new(etcd_link::EtcdLink::new(
+                c,
+                etcd_link::member_id(local_addrs[0]),
+            ))
         });
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
         let output = output_bound::OutputBound::new(config.max_total_output);

@@ -138,7 +138,7 @@ impl Server {
                     self.output.forget(c.counted);
                     self.http_closed(&c);
                     self.gate_closed(&c);
-                    if let Some(k) = c.handshake {
+                    if let Some(k) = c.handshake_deadline() {
                         self.deadlines.cancel(k);
                     }
                     c.deregister(self.poll.registry());

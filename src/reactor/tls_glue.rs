@@ -109,7 +109,8 @@ impl Server {
     pub(super) fn tls_accepted(&mut self, idx: usize, now: u64) {
         let at = now.saturating_add(self.tls.handshake_timeout_ms);
         if let Some(c) = self.conns.get_mut(idx) {
-            c.handshake = Some(self.deadlines.arm(at, Deadline::TlsHandshake(c.id)));
+            let key = self.deadlines.arm(at, Deadline::TlsHandshake(c.id));
+            c.set_handshake_deadline(Some(key));
         }
     }
 
@@ -121,8 +122,8 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
-        if let Some(key) = c.handshake.filter(|_| !c.serving()) {
-            c.handshake = None;
+        if let Some(key) = c.handshake_deadline().filter(|_| !c.serving()) {
+            c.set_handshake_deadline(None);
             self.deadlines.cancel(key);
             let reason = c.tls_failure().unwrap_or("closed");
             *self.tls.failed.entry(reason).or_default() += 1;
@@ -145,10 +146,10 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
-        let Some(key) = c.handshake.filter(|_| !c.handshaking()) else {
+        let Some(key) = c.handshake_deadline().filter(|_| !c.handshaking()) else {
             return;
         };
-        c.handshake = None;
+        c.set_handshake_deadline(None);
         self.deadlines.cancel(key);
         self.tls.completed += 1;
         let name = c.peer_name().map(str::to_string);
@@ -159,7 +160,7 @@ impl Server {
                 .map_or(String::new(), |n| format!(", client certificate {n:?}"))
         );
         if let Some(n) = name {
-            c.access.identity = crate::access::Identity::Cn(n);
+            c.name_peer(crate::access::Identity::Cn(n));
         }
     }
 
@@ -172,10 +173,10 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
             return;
         };
-        if c.handshake != Some(key) {
+        if c.handshake_deadline() != Some(key) {
             return;
         }
-        c.handshake = None;
+        c.set_handshake_deadline(None);
         self.tls.timeouts += 1;
         warn!(
             "connection {idx} from {}: no TLS handshake within {} ms (--ssl-handshake-timeout); closed",

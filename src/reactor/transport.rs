@@ -1,24 +1,32 @@
 //! A connection's wire, private to `conn.rs`: the socket and what runs over it (plain TCP, or
-//! a rustls session over it: `crate::tls::TlsStream`), with reading, writing, write interest, half-close, the peer's address and
-//! (de)registration with mio. Nothing else in the reactor touches the `TcpStream`.
+//! a rustls session over it: `crate::tls::TlsStream`), with reading, writing, write interest
+//! and half-close, (de)registration with mio, and what only a TLS connection keeps (its
+//! handshake's deadline, the name its certificate gives it), out of line. Nothing else in the
+//! reactor touches the `TcpStream`.
 
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
 
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
-/// The socket and its protocol layer.
-enum Wire {
-    Plain(TcpStream),
-    /// TLS: the codec above sees the same plaintext bytes.
-    #[cfg(feature = "tls")]
-    Tls(TcpStream, Box<crate::tls::TlsStream>),
+use crate::access::Identity;
+use crate::timer::TimerKey;
+
+/// What a TLS connection has beyond the socket, in one allocation made at accept: a rustls
+/// session is over a kilobyte, and a plaintext connection carries only the pointer's room.
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+struct Tls {
+    session: super::TlsSession,
+    /// The handshake's deadline while it runs (tls_glue.rs).
+    handshake: Option<TimerKey>,
+    /// `cn:NAME` once the handshake ends with a named client certificate.
+    identity: Option<Identity>,
 }
 
 pub(super) struct Transport {
-    wire: Wire,
-    peer: SocketAddr,
+    socket: TcpStream,
+    /// TLS over the socket: the codec above sees the same plaintext bytes.
+    tls: Option<Box<Tls>>,
     /// Registered for writability too (a write would have blocked).
     write_interest: bool,
     /// The poller said the peer hung up: read until EOF rather than stop at a short read.
@@ -27,10 +35,10 @@ pub(super) struct Transport {
 
 impl Transport {
     /// Plain TCP on an accepted socket.
-    pub(super) fn plain(stream: TcpStream, peer: SocketAddr) -> Transport {
+    pub(super) fn plain(socket: TcpStream) -> Transport {
         Transport {
-            wire: Wire::Plain(stream),
-            peer,
+            socket,
+            tls: None,
             write_interest: false,
             hung_up: false,
         }
@@ -38,74 +46,81 @@ impl Transport {
 
     /// TLS on an accepted socket: the handshake runs as the peer's bytes are read.
     #[cfg(feature = "tls")]
-    pub(super) fn tls(
-        stream: TcpStream,
-        peer: SocketAddr,
-        session: crate::tls::TlsStream,
-    ) -> Transport {
+    pub(super) fn tls(socket: TcpStream, session: crate::tls::TlsStream) -> Transport {
+        let tls = Tls {
+            session,
+            handshake: None,
+            identity: None,
+        };
         Transport {
-            wire: Wire::Tls(stream, Box::new(session)),
-            peer,
-            write_interest: false,
-            hung_up: false,
-        }
-    }
-
-    fn socket(&mut self) -> &mut TcpStream {
-        match &mut self.wire {
-            Wire::Plain(s) => s,
-            #[cfg(feature = "tls")]
-            Wire::Tls(s, _) => s,
-        }
-    }
-
-    fn socket_ref(&self) -> &TcpStream {
-        match &self.wire {
-            Wire::Plain(s) => s,
-            #[cfg(feature = "tls")]
-            Wire::Tls(s, _) => s,
+            tls: Some(Box::new(tls)),
+            ..Transport::plain(socket)
         }
     }
 
     pub(super) fn is_tls(&self) -> bool {
-        !matches!(self.wire, Wire::Plain(_))
+        self.tls.is_some()
     }
 
     /// A TLS session whose handshake has not finished.
     pub(super) fn handshaking(&self) -> bool {
-        match &self.wire {
-            Wire::Plain(_) => false,
+        match &self.tls {
             #[cfg(feature = "tls")]
-            Wire::Tls(_, t) => t.is_handshaking(),
+            Some(t) => t.session.is_handshaking(),
+            _ => false,
         }
     }
 
     /// The client certificate's name (CN, else first DNS SAN) after a TLS handshake.
     pub(super) fn peer_name(&self) -> Option<&str> {
-        match &self.wire {
-            Wire::Plain(_) => None,
+        match &self.tls {
             #[cfg(feature = "tls")]
-            Wire::Tls(_, t) => t.peer_name(),
+            Some(t) => t.session.peer_name(),
+            _ => None,
         }
     }
 
     /// Why a TLS session failed, as a metrics label.
     pub(super) fn failure(&self) -> Option<&'static str> {
-        match &self.wire {
-            Wire::Plain(_) => None,
+        match &self.tls {
             #[cfg(feature = "tls")]
-            Wire::Tls(_, t) => t.failure(),
+            Some(t) => t.session.failure(),
+            _ => None,
+        }
+    }
+
+    /// The TLS handshake's deadline while it runs (`None` for plain TCP).
+    pub(super) fn handshake_deadline(&self) -> Option<TimerKey> {
+        self.tls.as_ref().and_then(|t| t.handshake)
+    }
+
+    /// Set or clear the handshake's deadline (plain TCP has none to keep).
+    pub(super) fn set_handshake_deadline(&mut self, key: Option<TimerKey>) {
+        if let Some(t) = self.tls.as_mut() {
+            t.handshake = key;
+        }
+    }
+
+    /// The identity the TLS handshake gave (`cn:NAME`), if any.
+    pub(super) fn identity(&self) -> Option<&Identity> {
+        self.tls.as_ref().and_then(|t| t.identity.as_ref())
+    }
+
+    /// Name the peer after its client certificate (plain TCP has none).
+    pub(super) fn set_identity(&mut self, identity: Identity) {
+        if let Some(t) = self.tls.as_mut() {
+            t.identity = Some(identity);
         }
     }
 
     /// Readable only: writability is asked for when a write would block, so that every ACK
     /// does not wake the loop.
     pub(super) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
-        registry.register(self.socket(), token, Interest::READABLE)
+        registry.register(&mut self.socket, token, Interest::READABLE)
     }
 
     pub(super) fn deregister(&mut self, registry: &Registry) {
-        let _ = registry.deregister(self.socket());
+        let _ = registry.deregister(&mut self.socket);
     }
 
     /// Ask for writability exactly while something waits for the socket.
@@ -122,70 +137,66 @@ impl Transport {
             true => Interest::READABLE | Interest::WRITABLE,
             false => Interest::READABLE,
         };
-        registry.reregister(self.socket(), token, interest)?;
+        registry.reregister(&mut self.socket, token, interest)?;
         self.write_interest = want;
         Ok(())
     }
 
     /// Bytes from the peer into `buf`: `Ok(0)` at its end, `WouldBlock` when none wait.
     pub(super) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match &mut self.wire {
-            Wire::Plain(s) => s.read(buf),
-            #[cfg(feature = "tls")]
-            Wire::Tls(s, t) => t.read(s, buf),
+        #[cfg(feature = "tls")]
+        if let Some(t) = self.tls.as_mut() {
+            return t.session.read(&mut self.socket, buf);
         }
+        self.socket.read(buf)
     }
 
     /// Bytes toward the peer: how many were taken, or `WouldBlock`.
     pub(super) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        match &mut self.wire {
-            Wire::Plain(s) => s.write(data),
-            #[cfg(feature = "tls")]
-            Wire::Tls(s, t) => t.write(s, data),
+        #[cfg(feature = "tls")]
+        if let Some(t) = self.tls.as_mut() {
+            return t.session.write(&mut self.socket, data);
         }
+        self.socket.write(data)
     }
 
     /// Bytes the transport itself still holds for the socket (none for plain TCP).
     pub(super) fn holds_output(&self) -> bool {
-        match &self.wire {
-            Wire::Plain(_) => false,
+        match &self.tls {
             #[cfg(feature = "tls")]
-            Wire::Tls(_, t) => t.wants_write(),
+            Some(t) => t.session.wants_write(),
+            _ => false,
         }
     }
 
     /// Send what the transport itself holds, as far as the socket takes it.
     pub(super) fn flush(&mut self) -> io::Result<()> {
-        match &mut self.wire {
-            Wire::Plain(_) => Ok(()),
-            #[cfg(feature = "tls")]
-            Wire::Tls(s, t) => t.flush(s),
+        #[cfg(feature = "tls")]
+        if let Some(t) = self.tls.as_mut() {
+            return t.session.flush(&mut self.socket);
         }
+        Ok(())
     }
 
     /// A read shorter than asked means the socket is drained (plain TCP): edge-triggered
     /// polling raises a new event for what comes later. Not under TLS, where one record's
     /// plaintext says nothing about what else the socket holds.
     pub(super) fn short_read_drains(&self) -> bool {
-        !self.hung_up && matches!(self.wire, Wire::Plain(_))
+        !self.hung_up && !self.is_tls()
     }
 
     /// Shut our sending side (after a final answer, while the peer's bytes are drained).
     pub(super) fn shutdown_write(&mut self) {
         #[cfg(feature = "tls")]
-        if let Wire::Tls(s, t) = &mut self.wire {
-            t.close();
-            let _ = t.flush(s);
+        if let Some(t) = self.tls.as_mut() {
+            t.session.close();
+            let _ = t.session.flush(&mut self.socket);
         }
-        let _ = self.socket().shutdown(std::net::Shutdown::Write);
-    }
-
-    pub(super) fn peer(&self) -> SocketAddr {
-        self.peer
+        let _ = self.socket.shutdown(std::net::Shutdown::Write);
     }
 
     pub(super) fn fd(&self) -> i32 {
-        std::os::fd::AsRawFd::as_raw_fd(self.socket_ref())
+        std::os::fd::AsRawFd::as_raw_fd(&self.socket)
     }
 
     pub(super) fn hung_up(&self) -> bool {

@@ -17,7 +17,7 @@ fn replies_to_a_gone_connection_are_not_made() {
         again,
         ConnInfo {
             fd: 1,
-            ip: "127.0.0.1".into(),
+            ip: [127, 0, 0, 1].into(),
         },
     );
     assert!(w.req(c, Request::EchoReq { data: b("x") }).is_empty());

@@ -41,7 +41,7 @@ impl World {
             id,
             ConnInfo {
                 fd: 10 + id.index as i32,
-                ip: "127.0.0.1".into(),
+                ip: [127, 0, 0, 1].into(),
             },
         );
         id
