@@ -197,14 +197,7 @@ impl Conn {
 
     /// The server closed the connection (after anything already buffered).
     pub fn expect_eof(&mut self) {
-        loop {
-            match self.fill() {
-                Ok(0) => return,
-                Ok(_) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
-                Err(e) => panic!("expected EOF, got {e}"),
-            }
-        }
+        read_to_eof(|| self.fill());
     }
 
     /// Send an admin line (with `\n`) and read the reply: one line, or through `.\n` for lists.
@@ -311,4 +304,17 @@ pub fn set_socket_option<T>(s: &TcpStream, name: libc::c_int, value: &T) {
         )
     };
     assert_eq!(rc, 0, "setsockopt {name}");
+}
+
+/// Reads with `fill` until the peer has closed (EOF, or a reset); any other error fails the
+/// test.
+pub fn read_to_eof(mut fill: impl FnMut() -> std::io::Result<usize>) {
+    loop {
+        match fill() {
+            Ok(0) => return,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) => panic!("expected EOF, got {e}"),
+        }
+    }
 }

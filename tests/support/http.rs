@@ -7,7 +7,7 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use super::gearman::{Conn, connect, read_more, t};
+use super::gearman::{Conn, connect, read_more, read_to_eof, t};
 use super::server::Server;
 use super::wait::poll;
 
@@ -192,14 +192,7 @@ impl Http {
 
     /// The server closed the connection, with nothing more sent.
     pub fn expect_eof(&mut self) {
-        loop {
-            match self.fill() {
-                Ok(0) => break,
-                Ok(_) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
-                Err(e) => panic!("expected EOF, got {e}"),
-            }
-        }
+        read_to_eof(|| self.fill());
         assert!(
             self.buf.is_empty(),
             "unexpected bytes before EOF: {:?}",
