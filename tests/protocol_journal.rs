@@ -310,12 +310,7 @@ fn schedule_counters_and_runs_missed_while_down_survive_a_restart() {
         "a removed entry is not recovered: {}",
         s.log()
     );
-    let line = s
-        .log()
-        .lines()
-        .find(|l| l.contains("missed while the server was down"))
-        .unwrap_or_else(|| panic!("no missed line: {}", s.log()))
-        .to_string();
+    let line = s.log_line("missed while the server was down", 5);
     assert!(
         line.starts_with("WARNING") && line.contains("schedule tick: "),
         "{line}"

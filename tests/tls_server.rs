@@ -452,13 +452,7 @@ fn protected_mode_guards_plaintext_listeners_not_tls_ones() {
     let server = start_tls(&cert, &["-L", "0.0.0.0", "--ssl-listen", "0.0.0.0:0"]);
     let tls_port = server.listener("TLS listening on ").port();
     // The start names the plaintext listener only.
-    server.wait_log("protected mode: no --acl", 10);
-    let line = server
-        .log()
-        .lines()
-        .find(|l| l.contains("protected mode: no --acl"))
-        .unwrap()
-        .to_string();
+    let line = server.log_line("protected mode: no --acl", 10);
     assert!(line.contains(&format!(":{}", server.port())), "{line}");
     assert!(!line.contains(&format!(":{tls_port}")), "{line}");
     // From beyond loopback: served over TLS, refused in plaintext.

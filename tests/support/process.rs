@@ -140,6 +140,17 @@ impl Proc {
         })
     }
 
+    /// The first line of the log (stderr) that contains `needle`, waited for up to `secs`.
+    pub fn log_line(&self, needle: &str, secs: u64) -> String {
+        poll(secs, &format!("{} to log {needle:?}", self.name), || {
+            let log = self.stderr();
+            match log.lines().find(|l| l.contains(needle)) {
+                Some(line) => Ok(line.to_string()),
+                None => Err(log),
+            }
+        })
+    }
+
     /// Wait until stdout contains `needle`; panics (with both outputs) after `secs` or if the
     /// process exits without printing it.
     pub fn wait_stdout(&mut self, needle: &str, secs: u64) {
