@@ -2,11 +2,13 @@
 //!
 //! Pure: `acl` parses and matches the `--acl` file; `classify` says what each request needs;
 //! `token` turns a bearer secret into the digest the file names; `denials` counts refusals
-//! for /metrics. The reactor's gate (src/reactor/gate.rs) puts them together.
+//! for /metrics; `peer` is what the gate knows of a connection from its accept. The
+//! reactor's gate (src/reactor/gate.rs) puts them together.
 
 pub mod acl;
 pub mod classify;
 pub mod denials;
+pub mod peer;
 pub mod token;
 
 use std::path::PathBuf;

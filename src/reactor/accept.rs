@@ -10,7 +10,8 @@ use mio::net::TcpListener;
 use mio::{Interest, Poll, Token};
 
 use super::conn::Connection;
-use super::{CONN_BASE, Server, gate, http_glue, listen};
+use super::{CONN_BASE, Server, http_glue, listen};
+use crate::access::peer::Peer;
 use crate::config::Config;
 use crate::engine::{ConnId, ConnInfo};
 
@@ -118,9 +119,9 @@ impl Server {
             };
             // Protected mode is for plaintext listeners: a TLS one is not refused by it.
             let access = match local {
-                Some(_) if tls => gate::Access::new(peer, false),
+                Some(_) if tls => Peer::new(peer, false),
                 Some(&local) => self.access_for(peer, local),
-                None => gate::Access::new(peer, true),
+                None => Peer::new(peer, true),
             };
             let entry = self.conns.vacant_entry();
             let idx = entry.key();

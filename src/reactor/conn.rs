@@ -15,6 +15,7 @@ use mio::{Registry, Token};
 
 use super::http_conn::HttpConn;
 use crate::access::Identity;
+use crate::access::peer::Peer;
 use crate::engine::ConnId;
 use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
 use crate::timer::TimerKey;
@@ -86,7 +87,7 @@ pub struct Connection {
     /// Not read because of `--max-total-output` until its peer reads.
     pub output_held: bool,
     /// Who the peer is, for the gate (gate.rs).
-    pub access: super::gate::Access,
+    pub access: Peer,
 }
 
 /// A TLS session for an accepted connection (none exists in a build without TLS).
@@ -114,7 +115,7 @@ impl Connection {
         id: ConnId,
         (registry, token): (&Registry, Token),
         tls: Option<TlsSession>,
-        access: super::gate::Access,
+        access: Peer,
     ) -> io::Result<Connection> {
         let mut transport = match tls {
             None => Transport::plain(stream),
@@ -399,7 +400,7 @@ mod tests {
     /// doubles as it grows, so a byte here costs about two in `benches/compare.sh`'s idle bytes
     /// per connection). It was 112 bytes before issue 15's refactor and grew to 256 with the
     /// peer's `SocketAddr` twice, the gate's `Access` with a `String`-carrying identity and the
-    /// TLS handshake's deadline inline. Now: buffers, counters, the gate's 24-byte `Access`
+    /// TLS handshake's deadline inline. Now: buffers, counters, the gate's 24-byte `Peer`
     /// (address, flags, denials), the output bound's count and one pointer for everything
     /// TLS; an HTTP connection's state is behind `Kind::Http`'s pointer. Raise this bound only
     /// for something every plaintext connection needs, and say so.
@@ -411,7 +412,7 @@ mod tests {
             size_of::<Connection>()
         );
         assert!(size_of::<transport::Transport>() <= 16 + debug_socket_extra());
-        assert!(size_of::<super::super::gate::Access>() <= 24);
+        assert!(size_of::<crate::access::peer::Peer>() <= 24);
         assert_eq!(size_of::<Kind>(), size_of::<usize>());
     }
 }

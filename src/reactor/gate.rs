@@ -5,7 +5,7 @@
 //! loading and reloads, the denials' log lines (bounded per connection) and their counts.
 
 use std::borrow::Cow;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use bytes::Bytes;
@@ -15,6 +15,7 @@ use super::Server;
 use super::conn::Connection;
 use crate::access::classify::{self, Need, Scope};
 use crate::access::denials::{DenialCounts, LogWindow};
+use crate::access::peer::Peer;
 use crate::access::{self, AccessConfig, Acl, Identity, Operation};
 use crate::engine::{ConnId, Engine};
 use crate::http::parse::Bearer;
@@ -27,50 +28,6 @@ const SHOWN: usize = 64;
 
 /// What protected mode says, once, to a peer it refuses.
 const PROTECTED: &str = "protected mode: this server serves peers beyond loopback on a plaintext listener only with an access list; configure TLS (--ssl-certificate, --ssl-key, --ssl-ca-file) and --acl FILE, or start it with --protected-mode no on a network you trust";
-
-/// What the gate knows about a connection, fixed at accept. Every connection has one, so it
-/// is kept small (24 bytes; `reactor::conn`'s tests pin the connection's size): the address
-/// in 18 bytes rather than a `SocketAddr`'s 32, and the identity not stored but made when
-/// asked, `addr:IP` from the address unless a client certificate named the peer (`cn:NAME`,
-/// kept with the TLS session: `Connection::identity`).
-#[derive(Clone, Debug)]
-pub(super) struct Access {
-    /// The peer's address at accept, canonical, an IPv4 address kept IPv4-mapped.
-    ip: Ipv6Addr,
-    port: u16,
-    pub loopback: bool,
-    /// Protected mode refuses this peer: beyond loopback, on a plaintext listener bound beyond
-    /// loopback, and no `--acl`.
-    pub protected: bool,
-    /// Requests denied on this connection (logged up to `--acl-denials-logged`).
-    pub denials: u32,
-}
-
-impl Access {
-    pub(super) fn new(peer: SocketAddr, protected: bool) -> Access {
-        let ip = peer.ip().to_canonical();
-        Access {
-            ip: match ip {
-                IpAddr::V4(v4) => v4.to_ipv6_mapped(),
-                IpAddr::V6(v6) => v6,
-            },
-            port: peer.port(),
-            loopback: ip.is_loopback(),
-            protected: protected && !ip.is_loopback(),
-            denials: 0,
-        }
-    }
-
-    /// The peer's address (canonical: an IPv4-mapped IPv6 address is given as IPv4).
-    pub(super) fn ip(&self) -> IpAddr {
-        self.ip.to_canonical()
-    }
-
-    /// The peer's address and port, as accepted (canonical).
-    pub(super) fn peer(&self) -> SocketAddr {
-        SocketAddr::new(self.ip(), self.port)
-    }
-}
 
 /// The access state of the server: the flags, the rules in force, the denials counted.
 pub(super) struct Gate {
@@ -325,8 +282,8 @@ impl Server {
     }
 
     /// Protected mode applies to peers of the listener bound at `local`.
-    pub(super) fn access_for(&self, peer: SocketAddr, local: SocketAddr) -> Access {
-        Access::new(peer, self.access.protects(local))
+    pub(super) fn access_for(&self, peer: SocketAddr, local: SocketAddr) -> Peer {
+        Peer::new(peer, self.access.protects(local))
     }
 
     /// A connection is closing: say how many of its denials were not logged.
