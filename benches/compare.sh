@@ -13,7 +13,8 @@
 #   CONFIGS="..."   servers to run: gearwheel gearwheel-musl gearmand-t1 gearmand-t0 (all;
 #                   gearwheel-musl, the static musl build, only if its Rust target is installed:
 #                   rustup target add x86_64-unknown-linux-musl); gearwheel-before runs the
-#                   binary GW_BEFORE names (an earlier build: before/after in one run)
+#                   binary GW_BEFORE names (an earlier build: before/after in one run, with
+#                   its own ratio columns against the same gearmand runs)
 #   MODES="..."     bg sync echo fill idle idle10k future future-spread future-idle
 #   RAW=FILE        keep every RESULT line here (default: a temporary file)
 #   TABLE_ONLY=1    run nothing; print the table from an earlier RAW file
@@ -127,9 +128,10 @@ row() { # title mode key
   done
   local line="| $1 |"
   for v in "${vals[@]}"; do line+=" $v |"; done
-  local i=0 gw=""
+  local i=0 gw="" before=""
   for cfg in $CONFIGS; do
     [ "$cfg" = gearwheel ] && gw=${vals[$i]}
+    [ "$cfg" = gearwheel-before ] && before=${vals[$i]}
     i=$((i + 1))
   done
   i=0
@@ -137,8 +139,17 @@ row() { # title mode key
     case "$cfg" in gearmand-*) line+=" $(ratio "$gw" "${vals[$i]}") |" ;; esac
     i=$((i + 1))
   done
+  # A before/after run: the earlier build's ratios too, against the same gearmand runs.
+  if has_config gearwheel-before; then
+    i=0
+    for cfg in $CONFIGS; do
+      case "$cfg" in gearmand-*) line+=" $(ratio "$before" "${vals[$i]}") |" ;; esac
+      i=$((i + 1))
+    done
+  fi
   echo "$line"
 }
+has_config() { case " $CONFIGS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 header="| metric |"
 sep="|---|"
@@ -146,6 +157,11 @@ for cfg in $CONFIGS; do header+=" $cfg |"; sep+="---:|"; done
 for cfg in $CONFIGS; do
   case "$cfg" in gearmand-*) header+=" gw / ${cfg#gearmand-} |"; sep+="---:|" ;; esac
 done
+if has_config gearwheel-before; then
+  for cfg in $CONFIGS; do
+    case "$cfg" in gearmand-*) header+=" before / ${cfg#gearmand-} |"; sep+="---:|" ;; esac
+  done
+fi
 
 echo
 echo "gearwheel $("$GW" --version 2>/dev/null | awk '{print $2}') vs $("$GEARMAND" --version 2>/dev/null | grep -m1 gearmand | awk '{print $1, $2}')," \

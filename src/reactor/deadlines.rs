@@ -25,10 +25,11 @@ pub enum Deadline {
     TlsHandshake(ConnId),
 }
 
-/// The wheel of reactor deadlines.
+/// The wheel of reactor deadlines, made at the first one: only HTTP and TLS connections have
+/// any, and a wheel's slots are 8 kB a server without them need not hold.
 #[derive(Default)]
 pub struct Deadlines {
-    wheel: Timers<Deadline>,
+    wheel: Option<Timers<Deadline>>,
 }
 
 /// At most this many deadlines are acted on per turn (as the engine's wheel does): the rest
@@ -38,22 +39,24 @@ pub const DEADLINES_PER_TURN: usize = 1024;
 impl Deadlines {
     /// `what` happens at `at` (ms) unless cancelled with the key first.
     pub fn arm(&mut self, at: u64, what: Deadline) -> TimerKey {
-        self.wheel.insert(at, what)
+        self.wheel.get_or_insert_with(Timers::new).insert(at, what)
     }
 
     /// Cancel a deadline; a stale key (fired or cancelled already) is ignored.
     pub fn cancel(&mut self, key: TimerKey) {
-        self.wheel.cancel(key);
+        if let Some(w) = self.wheel.as_mut() {
+            w.cancel(key);
+        }
     }
 
     /// The next deadline, for the loop's sleep.
     pub fn next(&self) -> Option<u64> {
-        self.wheel.next_deadline()
+        self.wheel.as_ref()?.next_deadline()
     }
 
     /// One deadline that passed by `now`, with the key it was armed under.
     pub fn due(&mut self, now: u64) -> Option<(TimerKey, Deadline)> {
-        self.wheel.poll(now)
+        self.wheel.as_mut()?.poll(now)
     }
 }
 
@@ -71,6 +74,7 @@ mod tests {
     #[test]
     fn deadlines_fire_in_time_order_and_cancelled_ones_never() {
         let mut d = Deadlines::default();
+        assert_eq!((d.next(), d.due(1_000)), (None, None));
         let a = d.arm(1_500, Deadline::HttpIdle(conn(1)));
         let b = d.arm(1_000, Deadline::HttpRequest(conn(2)));
         let c = d.arm(1_200, Deadline::HttpJob(conn(3)));
