@@ -1,12 +1,19 @@
 //! The one place that reads the time: a real clock for the server and a manual one for tests.
 
-use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch. Future jobs are given in wall-clock time, so that is
-/// the time the whole server runs on.
-pub trait Clock {
+/// the time the whole server runs on. The server reads it once per loop turn.
+pub trait Clock: Send + Sync {
     fn now_ms(&self) -> u64;
+
+    /// A clock that moves by hand, so that a loop sleeping on it can be woken when it moves
+    /// (`ManualClock::on_move`); the system clock moves by itself.
+    fn manual(&self) -> Option<&ManualClock> {
+        None
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -21,37 +28,70 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that moves only when told to.
-#[derive(Debug, Default)]
+type Wake = Box<dyn Fn() + Send + Sync>;
+
+/// A clock that moves only when told to. Shared (behind an `Arc`) between a test and the
+/// server it drives on another thread; each move wakes the loops watching it, so a deadline
+/// it passes is acted on at once, without the loop polling.
+#[derive(Default)]
 pub struct ManualClock {
-    now: Cell<u64>,
+    now: AtomicU64,
+    wakes: Mutex<Vec<Wake>>,
+}
+
+impl std::fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ManualClock({})", self.now_ms())
+    }
 }
 
 impl ManualClock {
     pub fn new(start_ms: u64) -> Self {
         ManualClock {
-            now: Cell::new(start_ms),
+            now: AtomicU64::new(start_ms),
+            wakes: Mutex::new(Vec::new()),
         }
     }
 
     pub fn advance(&self, ms: u64) {
-        self.now.set(self.now.get() + ms);
+        self.now.fetch_add(ms, Ordering::SeqCst);
+        self.wake();
     }
 
     pub fn set(&self, ms: u64) {
-        self.now.set(ms);
+        self.now.store(ms, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// Call `wake` after every move from now on (a server's loop registers its waker here).
+    pub fn on_move(&self, wake: Wake) {
+        self.wakes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(wake);
+    }
+
+    fn wake(&self) {
+        for w in self.wakes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            w();
+        }
     }
 }
 
 impl Clock for ManualClock {
     fn now_ms(&self) -> u64 {
-        self.now.get()
+        self.now.load(Ordering::SeqCst)
+    }
+
+    fn manual(&self) -> Option<&ManualClock> {
+        Some(self)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn manual_clock_moves_only_when_told() {
@@ -62,5 +102,24 @@ mod tests {
         c.set(7);
         assert_eq!(c.now_ms(), 7);
         assert!(SystemClock.now_ms() > 1_700_000_000_000);
+    }
+
+    #[test]
+    fn every_move_of_a_shared_manual_clock_wakes_its_watchers() {
+        let c = Arc::new(ManualClock::new(0));
+        let woken = Arc::new(AtomicU64::new(0));
+        let w = woken.clone();
+        c.on_move(Box::new(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        }));
+        let other = c.clone();
+        std::thread::spawn(move || other.advance(10))
+            .join()
+            .unwrap();
+        c.set(50);
+        assert_eq!(c.now_ms(), 50);
+        assert_eq!(woken.load(Ordering::SeqCst), 2);
+        let dynamic: Arc<dyn Clock> = c;
+        assert!(dynamic.manual().is_some() && SystemClock.manual().is_none());
     }
 }

@@ -1,11 +1,12 @@
 //! gearwheel: a Gearman job server in one small binary.
 //!
 //! Crate map (ARCHITECTURE.md has the layers and one packet's way through them):
-//! - `reactor`: the mio loop; owns sockets and buffers, turns frames into requests, drives
-//!   the journal's commits and the HTTP connections.
+//! - `reactor`: the mio loop, one `turn(now)` after another on an injected clock; owns sockets
+//!   and buffers, turns frames into requests, drives the journal's commits and the HTTP
+//!   connections; `reactor::Embedded` runs it on a thread on a manual clock (for tests).
 //! - `engine`: owns jobs, queues, functions, workers, waiting clients and schedule runs.
 //! - `proto`: the pure wire codec; `timer`: the timer wheel; `clock`: the one place time is
-//!   read.
+//!   read (the system clock, or a manual one a test moves).
 //! - `schedule`: the schedules file, the cron adapter, SUBMIT_JOB_SCHED fields, time zones.
 //! - `store`: the journal: records, segments, group commit, compaction, replay, repair.
 //! - `http`: the HTTP listener's pure half (request parsing, routes, responses, JSON,

@@ -2,32 +2,21 @@
 //! `catchup=last` entry that missed runs while the server was down fires once at start.
 
 mod support;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use support::*;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 fn data_dir(name: &str) -> TempDir {
     TempDir::new(&format!("restart-{name}"))
 }
 
-fn kill9(mut s: Server) {
-    s.signal(libc::SIGKILL);
-    s.wait_exit(5).expect("killed");
-}
+// The servers run in-process on one manual clock that goes on across the restart; `kill9`
+// stops one without closing its journal, as SIGKILL leaves the data directory.
 
 #[test]
 fn a_future_job_runs_at_its_time_after_a_restart_before_it() {
     let dir = data_dir("future");
     let args = ["--data-dir", dir.to_str().unwrap()];
-    let s = Server::start(&args);
-    let due_s = now_ms() / 1000 + 3;
+    let s = InProcess::start(&args);
+    let due_s = s.now_ms() / 1000 + 3;
     let mut c = s.connect();
     let epoch = due_s.to_string();
     c.send_req(
@@ -35,27 +24,28 @@ fn a_future_job_runs_at_its_time_after_a_restart_before_it() {
         &[b"later", b"u", epoch.as_bytes(), b"x"],
     );
     let h = c.expect(t::JOB_CREATED);
-    std::thread::sleep(Duration::from_millis(1000));
-    kill9(s);
-    let s = Server::start(&args);
+    s.advance(1000);
+    let s = InProcess::start_on(s.kill9(), &args);
     let mut w = s.connect();
     w.can_do(&["later"]);
     w.send_req(t::PRE_SLEEP, &[]);
-    // Nothing before the time (short reads: a long SO_RCVTIMEO overshoots).
-    while now_ms() + 30 < due_s * 1000 {
-        let left = due_s * 1000 - 30 - now_ms();
-        w.stream
-            .set_read_timeout(Some(Duration::from_millis(left.clamp(1, 50))))
-            .unwrap();
-        if let Ok(p) = w.try_read_packet() {
+    // Nothing before the time: after each step the server has acted on it (`advance`).
+    while s.now_ms() + 30 < due_s * 1000 {
+        let left = due_s * 1000 - 30 - s.now_ms();
+        s.advance(left.clamp(1, 50));
+        if let Some(p) = w.read_within(1) {
             panic!("got {p:?} before the due time");
         }
     }
-    w.stream
-        .set_read_timeout(Some(Duration::from_secs(3)))
-        .unwrap();
-    assert_eq!(w.read_packet().ptype, t::NOOP);
-    let late = now_ms() as i64 - (due_s * 1000) as i64;
+    let noop = loop {
+        assert!(s.now_ms() < due_s * 1000 + 3000, "no NOOP");
+        s.advance(10);
+        if let Some(p) = w.read_within(1) {
+            break p;
+        }
+    };
+    assert_eq!(noop.ptype, t::NOOP);
+    let late = s.now_ms() as i64 - (due_s * 1000) as i64;
     assert!((0..200).contains(&late), "{late} ms late");
     let (got, _, _, _) = w.grab_uniq().unwrap();
     assert_eq!(got.as_bytes(), &h[..]);
@@ -72,18 +62,22 @@ fn a_missed_catchup_last_run_fires_once_at_start() {
         "--schedules",
         file.to_str().unwrap(),
     ];
-    let s = Server::start(&args);
-    s.wait_log("schedule tick: run scheduled", 4);
+    let s = InProcess::start(&args);
+    let start = s.now_ms();
+    while !s.log().contains("schedule tick: run scheduled") {
+        assert!(s.now_ms() - start < 4000, "no run: {}", s.log());
+        s.advance(100);
+    }
     // The run is logged mid-turn and written at the turn's end: kill only once it is written.
     wait_admin(&mut s.connect(), "show journal", true, 5, |o| {
         o.lines()
             .any(|l| l.strip_prefix("writes\t").is_some_and(|n| n != "0"))
     });
-    kill9(s);
+    let clock = s.kill9();
     // Down for more than two intervals.
-    std::thread::sleep(Duration::from_millis(4500));
-    let s = Server::start(&args);
+    clock.advance(4500);
+    let s = InProcess::start_on(clock, &args);
     s.wait_log("schedule tick: catching up the run missed at", 2);
-    std::thread::sleep(Duration::from_millis(300));
+    s.advance(300);
     assert_eq!(s.log().matches("catching up").count(), 1, "{}", s.log());
 }

@@ -3,23 +3,28 @@
 //! the entry again without making up what it missed.
 
 mod support;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
+use gearwheel::clock::ManualClock;
 use support::*;
 
 fn dir(name: &str) -> TempDir {
     TempDir::new(&format!("ops-{name}"))
 }
 
-fn start(data: &std::path::Path, file: &std::path::Path) -> Server {
-    Server::start(&[
-        "--job-handle-prefix",
-        "H:o",
-        "--data-dir",
-        data.to_str().unwrap(),
-        "--schedules",
-        file.to_str().unwrap(),
-    ])
+/// The server in-process on `clock`: time passes only when the test moves it.
+fn start(clock: Arc<ManualClock>, data: &std::path::Path, file: &std::path::Path) -> InProcess {
+    InProcess::start_on(
+        clock,
+        &[
+            "--job-handle-prefix",
+            "H:o",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--schedules",
+            file.to_str().unwrap(),
+        ],
+    )
 }
 
 /// Jobs queued for `func`, from `status`.
@@ -41,7 +46,7 @@ fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
         "@every 1s tick overlap=allow\n0 3 * * * nightly -- night of {time}\n",
     )
     .unwrap();
-    let s = start(&data, &file);
+    let s = start(manual_clock(), &data, &file);
     let mut c = s.connect();
     assert_eq!(c.admin("pause schedule tick", false), "OK\r\n");
     assert_eq!(c.admin("skip schedule nightly", false), "OK\r\n");
@@ -77,7 +82,7 @@ fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
 
     // The pause holds through a reload: over 2 s, `tick` (every second) fires nothing.
     assert_eq!(c.admin("reload schedules", false), "OK 2\n");
-    std::thread::sleep(Duration::from_millis(2200));
+    s.advance(2200);
     assert_eq!(queued(&mut c, "tick"), 0);
     let row = c.schedule_row("tick");
     assert_eq!((row[3].as_str(), row[10].as_str()), ("-", "paused"));
@@ -88,12 +93,10 @@ fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
     );
 
     // And through a kill -9: the journal brings the marks back.
-    let mut s = s;
-    s.signal(libc::SIGKILL);
-    s.wait_exit(5).expect("killed");
-    let s = start(&data, &file);
+    let clock = s.kill9();
+    let s = start(clock, &data, &file);
     let mut c = s.connect();
-    std::thread::sleep(Duration::from_millis(1500));
+    s.advance(1500);
     assert_eq!(queued(&mut c, "tick"), 0, "{}", s.log());
     let row = c.schedule_row("tick");
     assert_eq!((row[3].as_str(), row[10].as_str()), ("-", "paused"));
@@ -105,11 +108,7 @@ fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
 
     // Resumed, `tick` runs again, once per second and not a burst for the seconds missed.
     assert_eq!(c.admin("resume schedule tick", false), "OK\r\n");
-    let end = Instant::now() + Duration::from_secs(5);
-    while queued(&mut c, "tick") == 0 {
-        assert!(Instant::now() < end, "tick never ran after resume");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.advance(1000);
     assert_eq!(queued(&mut c, "tick"), 1, "one run, no catch-up burst");
     assert_eq!(c.schedule_row("tick")[10], "active");
 }

@@ -1,8 +1,9 @@
-//! The schedules file over real sockets and real time: runs reach a real worker, outcomes show
-//! in `show schedules`, and a broken reload leaves the running schedule alone.
+//! The schedules file over real sockets: runs reach a real worker, outcomes show in `show
+//! schedules`, and a broken reload leaves the running schedule alone. Tests about how often
+//! entries fire run the server in-process and let time pass on its manual clock.
 
 mod support;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::*;
 
@@ -33,18 +34,43 @@ fn work_one(w: &mut Conn, fail: bool) -> Vec<u8> {
     }
 }
 
+/// `work_one` on a server whose clock the test moves: while the worker sleeps, time passes
+/// in steps until its NOOP comes.
+fn work_one_in(s: &InProcess, w: &mut Conn, fail: bool) -> Vec<u8> {
+    loop {
+        if let Some((h, _, _, data)) = w.grab_uniq() {
+            if fail {
+                w.send_req(t::WORK_FAIL, &[h.as_bytes()]);
+            } else {
+                w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b"done"]);
+            }
+            return data;
+        }
+        w.send_req(t::PRE_SLEEP, &[]);
+        let start = s.now_ms();
+        loop {
+            assert!(s.now_ms() - start < 10_000, "no NOOP in 10 s");
+            s.advance(50);
+            if let Some(p) = w.read_within(1) {
+                assert_eq!(p.ptype, t::NOOP);
+                break;
+            }
+        }
+    }
+}
+
 #[test]
 fn every_second_runs_three_times_in_three_seconds_with_outcomes() {
     let (_dir, path) = temp_file("every", "@every 1s tick -- run {time}\n@every 1s bad\n");
-    let s = Server::start(&["--schedules", path.to_str().unwrap()]);
+    let s = InProcess::start(&["--schedules", path.to_str().unwrap()]);
     let mut w = s.connect();
     w.can_do(&["tick"]);
-    let start = Instant::now();
+    let start = s.now_ms();
     let mut workloads = vec![];
     for _ in 0..3 {
-        workloads.push(String::from_utf8(work_one(&mut w, false)).unwrap());
+        workloads.push(String::from_utf8(work_one_in(&s, &mut w, false)).unwrap());
     }
-    let took = start.elapsed();
+    let took = Duration::from_millis(s.now_ms() - start);
     assert!(
         took >= Duration::from_millis(1500) && took < Duration::from_millis(4500),
         "{took:?}"
@@ -54,7 +80,7 @@ fn every_second_runs_three_times_in_three_seconds_with_outcomes() {
     }
     let mut f = s.connect();
     f.can_do(&["bad"]);
-    work_one(&mut f, true);
+    work_one_in(&s, &mut f, true);
     let mut admin = s.connect();
     let tick = row(&mut admin, "tick");
     assert_eq!(tick[1..3], ["@every 1s", "tick"]);
@@ -65,7 +91,7 @@ fn every_second_runs_three_times_in_three_seconds_with_outcomes() {
     assert_eq!(bad[5], "fail");
     assert!(bad[8].parse::<u32>().unwrap() >= 1, "{bad:?}");
     // While nobody works `bad`, overlap=skip keeps one job queued and counts the skips.
-    std::thread::sleep(Duration::from_millis(2100));
+    s.advance(2100);
     let bad = row(&mut admin, "bad");
     assert!(bad[9].parse::<u32>().unwrap() >= 1, "{bad:?}");
     assert!(
@@ -186,13 +212,13 @@ fn a_failed_run_is_a_warning_visible_at_notice_and_warning() {
 #[test]
 fn a_schedule_without_workers_warns_once_not_every_run() {
     let (_dir, path) = temp_file("quiet", "@every 1s nobody\n");
-    let s = Server::start(&["--schedules", path.to_str().unwrap()]);
+    let s = InProcess::start(&["--schedules", path.to_str().unwrap()]);
     let mut admin = s.connect();
     // The first run stays queued; the next ones are skipped (overlap=skip).
-    let end = Instant::now() + Duration::from_secs(8);
+    let start = s.now_ms();
     while row(&mut admin, "nobody")[9].parse::<u32>().unwrap() < 3 {
-        assert!(Instant::now() < end, "no skips: {}", s.log());
-        std::thread::sleep(Duration::from_millis(100));
+        assert!(s.now_ms() - start < 8000, "no skips: {}", s.log());
+        s.advance(100);
     }
     let log = s.log();
     let warned = log.lines().filter(|l| l.contains("skipped")).count();

@@ -221,7 +221,8 @@ fn can_do_timeout_fails_a_job_that_runs_too_long() {
 
 #[test]
 fn can_do_timeout_does_not_fire_for_a_job_finished_in_time() {
-    let s = server(&[]);
+    // In-process on a manual clock: the deadline's passing is the test's `advance`.
+    let s = InProcess::start(&["--job-handle-prefix", PREFIX]);
     let mut c = s.connect();
     let mut w = s.connect();
     w.send_req(t::CAN_DO_TIMEOUT, &[b"quick", b"300"]);
@@ -231,7 +232,7 @@ fn can_do_timeout_does_not_fire_for_a_job_finished_in_time() {
     work(&mut w, t::WORK_COMPLETE, &handle, &[b"r"]);
     assert_eq!(c.expect(t::WORK_COMPLETE), hb(&handle, &[b"r"]));
     // A second job after the first's deadline would have passed.
-    std::thread::sleep(Duration::from_millis(350));
+    s.advance(350);
     c.expect_silence(10);
     let h2 = c.submit(t::SUBMIT_JOB, "quick", "", b"y");
     w.grab_uniq().unwrap();

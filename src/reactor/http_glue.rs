@@ -25,7 +25,6 @@ use super::conn::{Connection, Kind, READ_CAP, ReadStatus};
 use super::deadlines::Deadline;
 use super::http_conn::{HttpConn, InFlight};
 use super::{FRAMES_PER_TURN, Server, listen};
-use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::engine::ConnId;
 use crate::http::endpoint::{Endpoint, FailedOp, Route, Submit};
@@ -80,10 +79,6 @@ struct Stats {
     closed_in: u64,
     closed_out: u64,
     responses: BTreeMap<u16, u64>,
-}
-
-fn now_ms() -> u64 {
-    SystemClock.now_ms()
 }
 
 impl HttpGlue {
@@ -152,7 +147,7 @@ impl Server {
         };
         let id = c.id;
         c.kind = Kind::Http(Box::new(HttpConn::new(self.http.limits)));
-        let now = now_ms();
+        let now = self.turn_now;
         // WORK_EXCEPTION rather than WORK_FAIL, so that a 502 can carry the worker's text.
         // Its OPTION_RES reaches no waiting job and is dropped. The server asks it for the
         // connection, so the gate is asked quietly: a peer protected mode refuses is told so
@@ -581,7 +576,7 @@ impl Server {
         if self.http.inbox.is_empty() {
             return;
         }
-        let now = now_ms();
+        let now = self.turn_now;
         for (to, r) in std::mem::take(&mut self.http.inbox) {
             let idx = to.index as usize;
             let Some(c) = self.conns.get_mut(idx) else {
@@ -617,7 +612,7 @@ impl Server {
         | Deadline::HttpJob(id)
         | Deadline::HttpLinger(id)
         | Deadline::TlsHandshake(id)) = what;
-        let now = now_ms();
+        let now = self.turn_now;
         let idx = id.index as usize;
         let Some(c) = self.conns.get_mut(idx) else {
             return;

@@ -6,6 +6,7 @@ mod accept;
 mod admin;
 mod conn;
 mod deadlines;
+mod embedded;
 mod etcd_link;
 mod gate;
 mod gearman;
@@ -25,6 +26,7 @@ mod tls_glue;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use log::{info, warn};
@@ -37,6 +39,7 @@ use crate::config::Config;
 use crate::engine::{Engine, Outbox};
 
 use conn::Connection;
+pub use embedded::Embedded;
 pub use schedules::read_schedules;
 pub use signals::Signals;
 pub use tls_glue::TlsSetup;
@@ -48,7 +51,8 @@ const CONN_BASE: usize = 1 << 16;
 const FRAMES_PER_TURN: usize = 256;
 /// How long a lazy reply may wait for company: 2 ticks of the loop's millisecond clock, so
 /// 1 to 2 ms. Long enough for a worker on the same network to answer a short job, too short
-/// for any client to notice a JOB_CREATED that comes late.
+/// for any client to notice a JOB_CREATED that comes late. On a clock moved by hand no reply
+/// waits: the hold is a trade of latency for syscalls on real time, not a deadline.
 const LAZY_HOLD_MS: u64 = 2;
 
 /// How the loop ended.
@@ -94,8 +98,15 @@ pub struct Server {
     schedules_path: Option<PathBuf>,
     /// The journal and its group commit (journal.rs).
     journal: journal::JournalDriver,
-    /// `now` of the current loop turn.
+    /// `now` of the current loop turn: the clock is read once per turn, and everything the
+    /// turn does happens at that time.
     turn_now: u64,
+    /// The time (src/clock.rs): the system clock, or a manual one in tests (embedded.rs).
+    clock: Arc<dyn Clock>,
+    /// How a manual clock wakes the loop when it moves (none on the system clock).
+    wake: Option<Arc<embedded::Wake>>,
+    /// `LAZY_HOLD_MS`, or 0 on a manual clock.
+    lazy_hold_ms: u64,
     /// Unsent output of all connections against `--max-total-output` (output_bound.rs).
     output: output_bound::OutputBound,
     /// The reactor's own deadlines (deadlines.rs).
@@ -111,9 +122,19 @@ pub struct Server {
 
 impl Server {
     /// Bind every listen address (`--listen`, then `--ssl-listen`); `tls` is what
-    /// `TlsSetup::load` read. Fails if any cannot be bound.
+    /// `TlsSetup::load` read. Fails if any cannot be bound. Runs on the system clock.
     pub fn bind(config: Config, tls: TlsSetup) -> io::Result<Server> {
+        Server::bind_on(config, tls, Arc::new(SystemClock))
+    }
+
+    /// `bind`, on `clock`. A manual clock wakes the loop whenever it moves.
+    pub fn bind_on(config: Config, tls: TlsSetup, clock: Arc<dyn Clock>) -> io::Result<Server> {
         let poll = Poll::new()?;
+        let wake = match clock.manual() {
+            Some(m) => Some(embedded::Wake::watch(m, poll.registry())?),
+            None => None,
+        };
+        let lazy_hold_ms = if wake.is_some() { 0 } else { LAZY_HOLD_MS };
         let (listeners, local_addrs) = accept::bind_listeners(&config, &poll)?;
         let tls = tls_glue::TlsGlue::new(&config, tls);
         let http = http_glue::HttpGlue::bind(&config, &poll)?;
@@ -152,6 +173,9 @@ impl Server {
             schedules_path: None,
             journal: journal::JournalDriver::default(),
             turn_now: 0,
+            clock,
+            wake,
+            lazy_hold_ms,
             output,
             deadlines: deadlines::Deadlines::default(),
             access,
@@ -168,7 +192,7 @@ impl Server {
         fsync: crate::config::Fsync,
         repair: bool,
     ) -> Result<String, String> {
-        let now = SystemClock.now_ms();
+        let now = self.clock.now_ms();
         self.journal.open(
             dir,
             fsync,
@@ -189,12 +213,12 @@ impl Server {
         Ok(())
     }
 
-    /// Run until stopped.
+    /// Run until stopped: turn after turn, each sleeping in `poll` until a socket, a signal or
+    /// the earliest deadline, then acting at one `now`.
     pub fn run(&mut self) -> io::Result<Exit> {
-        let clock = SystemClock;
         let mut events = Events::with_capacity(1024);
         loop {
-            let now = clock.now_ms();
+            let now = self.clock.now_ms();
             if !self.busy() && self.idle_trim.due(now, self.turn == 1) {
                 // About to sleep after start-up or a quiet spell: give back what the work
                 // mapped and freed (src/footprint.rs).
@@ -211,63 +235,82 @@ impl Server {
                 }
                 return Err(e);
             }
-            let now = clock.now_ms();
-            self.turn_now = now;
-            self.turn += 1;
-            if !events.is_empty() {
-                self.idle_trim.activity(now);
-            }
-            for ev in events.iter() {
-                match ev.token() {
-                    etcd_link::ETCD_UNARY | etcd_link::ETCD_WATCH => self.etcd_event(ev.token()),
-                    SIGNAL_TOKEN => {
-                        if let Some(exit) = self.on_signals(now) {
-                            // Whatever this turn already made durable is written first.
-                            self.journal.close(&mut self.engine, &mut self.outbox, now);
-                            self.cluster_resign();
-                            return Ok(exit);
-                        }
-                    }
-                    Token(t) if t < CONN_BASE => self.accept(t),
-                    Token(t) => {
-                        let idx = t - CONN_BASE;
-                        if ev.is_read_closed() || ev.is_error() {
-                            if let Some(c) = self.conns.get_mut(idx) {
-                                c.set_hung_up();
-                            }
-                        }
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.read_conn(idx, now);
-                            self.hand_on(idx, now);
-                        }
-                        if ev.is_writable() {
-                            self.pending_writes.push(idx);
-                        }
-                    }
-                }
-            }
-            for idx in std::mem::take(&mut self.revisit) {
-                self.read_conn(idx, now);
-            }
-            self.engine.on_time(now, &mut self.outbox);
-            self.on_deadlines(now);
-            self.cluster_turn(now);
-            self.resume_paused(now);
-            // The replies `hand_on` kept for the turn's end.
-            self.pending_writes.append(&mut self.deferred);
-            self.dispatch();
-            self.uncork();
-            self.finish_turn(now);
-            self.output_turn_end(now);
-            self.http_sample_rates(now);
-            self.journal.compact_step();
-            if let Some(exit) = self.check_shutdown(now) {
-                self.flush_all();
-                self.journal.close(&mut self.engine, &mut self.outbox, now);
-                self.cluster_resign();
+            // The turn's one reading of the clock.
+            let now = self.clock.now_ms();
+            if let Some(exit) = self.turn(now, &events) {
                 return Ok(exit);
             }
         }
+    }
+
+    /// One turn at `now`: the events `poll` returned, then what is due, then the replies
+    /// written and the journal committed. `Some` when the loop is to end.
+    fn turn(&mut self, now: u64, events: &Events) -> Option<Exit> {
+        self.turn_now = now;
+        self.turn += 1;
+        if !events.is_empty() {
+            self.idle_trim.activity(now);
+        }
+        for ev in events.iter() {
+            match ev.token() {
+                etcd_link::ETCD_UNARY | etcd_link::ETCD_WATCH => self.etcd_event(ev.token()),
+                SIGNAL_TOKEN => {
+                    if let Some(exit) = self.on_signals(now) {
+                        // Whatever this turn already made durable is written first.
+                        self.journal.close(&mut self.engine, &mut self.outbox, now);
+                        self.cluster_resign();
+                        return Some(exit);
+                    }
+                }
+                // A manual clock moved (the turn acts at its new time), or a stop.
+                embedded::WAKE_TOKEN => {
+                    if let Some((exit, close)) = self.on_wake() {
+                        if close {
+                            self.journal.close(&mut self.engine, &mut self.outbox, now);
+                        }
+                        return Some(exit);
+                    }
+                }
+                Token(t) if t < CONN_BASE => self.accept(t),
+                Token(t) => {
+                    let idx = t - CONN_BASE;
+                    if ev.is_read_closed() || ev.is_error() {
+                        if let Some(c) = self.conns.get_mut(idx) {
+                            c.set_hung_up();
+                        }
+                    }
+                    if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                        self.read_conn(idx, now);
+                        self.hand_on(idx, now);
+                    }
+                    if ev.is_writable() {
+                        self.pending_writes.push(idx);
+                    }
+                }
+            }
+        }
+        for idx in std::mem::take(&mut self.revisit) {
+            self.read_conn(idx, now);
+        }
+        self.engine.on_time(now, &mut self.outbox);
+        self.on_deadlines(now);
+        self.cluster_turn(now);
+        self.resume_paused(now);
+        // The replies `hand_on` kept for the turn's end.
+        self.pending_writes.append(&mut self.deferred);
+        self.dispatch();
+        self.uncork();
+        self.finish_turn(now);
+        self.output_turn_end(now);
+        self.http_sample_rates(now);
+        self.journal.compact_step();
+        if let Some(exit) = self.check_shutdown(now) {
+            self.flush_all();
+            self.journal.close(&mut self.engine, &mut self.outbox, now);
+            self.cluster_resign();
+            return Some(exit);
+        }
+        None
     }
 
     /// Work is waiting that the next turn must do without sleeping.
@@ -297,7 +340,7 @@ impl Server {
             self.cluster_sleep(now),
             self.corked
                 .iter()
-                .map(|&(_, since)| since.min(now) + LAZY_HOLD_MS)
+                .map(|&(_, since)| since.min(now) + self.lazy_hold_ms)
                 .min(),
         ]
         .into_iter()

@@ -79,7 +79,7 @@ impl Server {
                 // Written already, in company; or the slot holds a newer connection.
                 return false;
             }
-            if !lazy_due(now, since) {
+            if !lazy_due(now, since, self.lazy_hold_ms) {
                 return true;
             }
             if !c.write_pending {
@@ -168,8 +168,8 @@ impl Server {
 
 /// Has a lazy reply held since `since` waited long enough at `now`? Also when the clock
 /// stepped back: a reply never waits on the wall clock.
-fn lazy_due(now: u64, since: u64) -> bool {
-    now < since || now >= since + LAZY_HOLD_MS
+fn lazy_due(now: u64, since: u64, hold_ms: u64) -> bool {
+    now < since || now >= since + hold_ms
 }
 
 #[cfg(test)]
@@ -179,12 +179,12 @@ mod tests {
     #[test]
     fn a_lazy_reply_waits_one_to_two_clock_ticks() {
         // Held at tick 100: still held during ticks 100 and 101, due from tick 102 on.
-        assert!(!lazy_due(100, 100));
-        assert!(!lazy_due(101, 100));
-        assert!(lazy_due(102, 100));
-        assert!(lazy_due(5_000, 100));
+        assert!(!lazy_due(100, 100, LAZY_HOLD_MS));
+        assert!(!lazy_due(101, 100, LAZY_HOLD_MS));
+        assert!(lazy_due(102, 100, LAZY_HOLD_MS));
+        assert!(lazy_due(5_000, 100, LAZY_HOLD_MS));
         // The wall clock stepped back: due at once rather than after the step.
-        assert!(lazy_due(99, 100));
-        assert!(lazy_due(0, 100));
+        assert!(lazy_due(99, 100, LAZY_HOLD_MS));
+        assert!(lazy_due(0, 100, LAZY_HOLD_MS));
     }
 }

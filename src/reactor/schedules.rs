@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use log::{error, info, warn};
 
 use super::Server;
-use crate::clock::{Clock, SystemClock};
 
 impl Server {
     /// Load the schedules file for the first time (`@reboot` entries fire, missed runs of
@@ -16,7 +15,7 @@ impl Server {
         &mut self,
         path: PathBuf,
     ) -> Result<(usize, crate::engine::LoadReport), Vec<String>> {
-        let now = SystemClock.now_ms();
+        let now = self.clock.now_ms();
         let file = read_schedules(&path, &self.config.engine.zone)?;
         let n = file.entries.len();
         self.cluster_schedules(&file.entries);

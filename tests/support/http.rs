@@ -8,13 +8,24 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use super::gearman::{Conn, connect, read_more, read_to_eof, t};
-use super::server::Server;
+use super::server::{Server, Serves};
 use super::wait::poll;
 
 /// A server with an HTTP listener.
-pub struct HttpServer {
-    pub server: Server,
+pub struct HttpServer<S = Server> {
+    pub server: S,
     pub http: SocketAddr,
+}
+
+impl HttpServer<super::in_process::InProcess> {
+    /// `start`, in-process on a manual clock (in_process.rs).
+    pub fn in_process(extra: &[&str]) -> Self {
+        let mut args = vec!["--http-port", "0"];
+        args.extend_from_slice(extra);
+        let server = super::in_process::InProcess::start(&args);
+        let http = server.http_addr();
+        HttpServer { server, http }
+    }
 }
 
 impl HttpServer {
@@ -26,7 +37,9 @@ impl HttpServer {
         let http = http_addr(&server);
         HttpServer { server, http }
     }
+}
 
+impl<S: Serves> HttpServer<S> {
     pub fn connect(&self) -> Http {
         Http::connect(self.http)
     }

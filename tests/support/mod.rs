@@ -3,8 +3,10 @@
 //! How to use it: a test file says `mod support;` and `use support::*;` (everything below is
 //! re-exported at the top). `Server::start(&["--flag", ...])` runs the real `gearwheel serve`
 //! on port 0 (killed on drop; it derefs to its `Proc`); `s.connect()` gives a raw Gearman
-//! `Conn` (`send_req`, `expect(t::TYPE)`, `admin(line, list)`), and `worker`, `sync`,
-//! `expect_error` ... (protocol.rs) build on it. Any other program runs as a `Proc` (outputs
+//! `Conn` (`send_req`, `expect(t::TYPE)`, `admin(line, list)`). A test about time runs the
+//! server in-process on a manual clock instead (`InProcess`, in_process.rs) and lets time pass
+//! with `advance`, never by sleeping. `worker`, `sync`, `expect_error` ... (protocol.rs) build
+//! on `Conn`. Any other program runs as a `Proc` (outputs
 //! captured, killed on drop), or to its end with `run`/`run_out`/`gw`. Never sleep for a
 //! condition: wait for it with `wait_until`/`poll` (wait.rs), which also has the one `status`
 //! reader (`status_row`, `status_of`, `wait_status`, `wait_workers`). Files go in a `TempDir`
@@ -22,6 +24,7 @@ pub mod cluster;
 pub mod etcd;
 pub mod gearman;
 pub mod http;
+pub mod in_process;
 pub mod interop;
 pub mod man;
 pub mod process;
@@ -37,6 +40,8 @@ pub mod wait;
 pub use gearman::*;
 #[allow(unused_imports)]
 pub use http::*;
+#[allow(unused_imports)]
+pub use in_process::*;
 #[allow(unused_imports)]
 pub use interop::*;
 #[allow(unused_imports)]

@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use super::gearman::{Conn, Packet, req, t};
-use super::server::Server;
+use super::server::{Server, Serves};
 
 /// The handle prefix every predictable-handle test uses.
 pub const PREFIX: &str = "H:test";
@@ -92,7 +92,7 @@ pub fn got_noop(c: &mut Conn, ms: u64) -> bool {
 }
 
 /// Register functions and wait until the server has taken them.
-pub fn worker(s: &Server, funcs: &[&str]) -> Conn {
+pub fn worker(s: &impl Serves, funcs: &[&str]) -> Conn {
     let mut w = s.connect();
     w.can_do(funcs);
     sync(&mut w);

@@ -12,6 +12,23 @@ use super::gearman::Conn;
 use super::process::{BIN, Proc};
 use super::wait::{poll, wait_workers};
 
+/// A server a test speaks Gearman to: a process (`Server`) or in-process (`InProcess`).
+pub trait Serves {
+    fn connect(&self) -> Conn;
+}
+
+impl Serves for Server {
+    fn connect(&self) -> Conn {
+        Server::connect(self)
+    }
+}
+
+impl Serves for super::in_process::InProcess {
+    fn connect(&self) -> Conn {
+        super::in_process::InProcess::connect(self)
+    }
+}
+
 /// A running server; killed when dropped. Derefs to its `Proc` (child, signal, wait_exit).
 pub struct Server {
     proc: Proc,
