@@ -4,7 +4,7 @@
 mod support;
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::*;
 
@@ -36,7 +36,8 @@ fn keep_alive_serves_many_requests_on_one_connection() {
 
 #[test]
 fn pipelined_requests_are_answered_in_order() {
-    let s = HttpServer::start(&[]);
+    // In-process: "nothing yet" is checked once the server has settled, not after a wait.
+    let s = HttpServer::in_process(&[]);
     let mut w = worker(&s.server, &["work"]);
     let mut h = s.connect();
     // A foreground job first: the requests behind it wait for it.
@@ -53,7 +54,8 @@ fn pipelined_requests_are_answered_in_order() {
     h.send(&all);
     let (handle, data) = grab(&mut w);
     assert_eq!(data, b"first");
-    h.expect_silence(150);
+    s.server.settle();
+    h.expect_silence(1);
     w.send_req(t::WORK_COMPLETE, &[handle.as_bytes(), b"one"]);
     let r1 = h.read();
     assert_eq!((r1.status, r1.text()), (200, "one".to_string()));
@@ -63,7 +65,8 @@ fn pipelined_requests_are_answered_in_order() {
     assert_eq!(r3.header("X-Gearman-Command"), Some("JOB_CREATED"));
     // GET of an unknown path submits to that function (gearmand); nobody works on it, so
     // this one waits. HEAD /status comes after it.
-    h.expect_silence(150);
+    s.server.settle();
+    h.expect_silence(1);
     let mut w2 = worker(&s.server, &["nosuch/endpoint/but/a/function"]);
     let (h4, _) = grab(&mut w2);
     w2.send_req(t::WORK_COMPLETE, &[h4.as_bytes(), b"four"]);
@@ -235,19 +238,21 @@ fn truncated_request_gets_400_and_a_close() {
 
 #[test]
 fn slow_header_is_408_and_idle_connections_close() {
-    let s = HttpServer::start(&["--http-header-timeout", "1", "--http-idle-timeout", "2"]);
+    // In-process on a manual clock: the timeouts pass by the test's `advance`.
+    let s = HttpServer::in_process(&["--http-header-timeout", "1", "--http-idle-timeout", "2"]);
+    let clock = &s.server;
     // Slowloris: a byte every 300 ms never completes the head in time. The writes stop
     // before the deadline, so that no write races the server's close.
     let mut h = s.connect();
-    let t0 = Instant::now();
+    let t0 = clock.now_ms();
     for b in b"GET " {
         h.stream.write_all(&[*b]).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        clock.advance(300);
     }
     h.set_timeout(Duration::from_secs(4));
     let r = h.read();
     assert_eq!(r.status, 408);
-    let el = t0.elapsed();
+    let el = Duration::from_millis(clock.now_ms() - t0);
     assert!(
         el >= Duration::from_millis(900) && el < Duration::from_secs(3),
         "{el:?}"
@@ -257,6 +262,7 @@ fn slow_header_is_408_and_idle_connections_close() {
     // A stalled body: 408 too.
     let mut h = s.connect();
     h.send(b"POST /f HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+    clock.advance(1100);
     h.set_timeout(Duration::from_secs(4));
     assert_eq!(h.read().status, 408);
 
@@ -264,10 +270,12 @@ fn slow_header_is_408_and_idle_connections_close() {
     let mut h = s.connect();
     h.send(&request("GET", "/healthz", &[], b""));
     assert_eq!(h.read().status, 200);
-    let t0 = Instant::now();
-    h.set_timeout(Duration::from_secs(5));
-    h.expect_eof();
-    let el = t0.elapsed();
+    let t0 = clock.now_ms();
+    while !h.closed_now() {
+        assert!(clock.now_ms() - t0 < 5000, "never closed");
+        clock.advance(100);
+    }
+    let el = Duration::from_millis(clock.now_ms() - t0);
     assert!(
         el >= Duration::from_millis(1500) && el < Duration::from_secs(4),
         "{el:?}"
@@ -292,8 +300,13 @@ fn http_connections_count_against_max_connections() {
     g.send_req(t::ECHO_REQ, &[b"x"]);
     assert!(g.try_read_packet().is_err(), "Gearman too");
     drop(a);
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(s.get("/healthz").status, 200);
+    // The server frees a's slot when it reads the close: until then a new connection is
+    // refused (closed unanswered), after it served.
+    wait_until(5, "a new connection served after a closed", || {
+        let mut e = s.connect();
+        e.send(&request("GET", "/healthz", &[], b""));
+        e.try_read().is_ok_and(|r| r.status == 200)
+    });
     assert!(s.server.log().contains("--max-connections 3 reached"));
 }
 

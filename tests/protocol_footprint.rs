@@ -36,9 +36,15 @@ fn start_up_pages_are_unmapped_at_the_first_sleep() {
     let trimmed = debug_server(&[]);
     trimmed.wait_log("idle trim:", 10);
     let kept = Server::start(&["--idle-trim", "0"]);
-    // Let the untrimmed server reach its first sleep too.
+    // Let the untrimmed server reach its first sleep too: after "started" its one thread
+    // blocks only in poll (state S in /proc/PID/stat).
     kept.wait_log("started", 10);
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until(10, "the untrimmed server to sleep", || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", kept.child.id())).unwrap();
+        stat.rsplit(") ")
+            .next()
+            .is_some_and(|rest| rest.starts_with('S'))
+    });
     let (a, b) = (rss_file_kb(&trimmed), rss_file_kb(&kept));
     assert!(
         a * 4 < b * 3,
@@ -59,7 +65,10 @@ fn a_quiet_spell_after_work_trims_again_once() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(trims(), 2, "one trim at start, one after the quiet spell");
-    // Idle now: no further trim (no wake-up) without new events.
+    // Idle now: no further trim (no wake-up) without new events. Wall time on purpose: this is
+    // a real process that does not wake, which only a stretch of real time can show (an
+    // in-process server would trim the test harness's pages, and a manual clock's move is
+    // itself a wake-up).
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(trims(), 2);
     echo_works(&s);

@@ -15,6 +15,9 @@ fn now_ms() -> u64 {
 
 #[test]
 fn an_epoch_job_reaches_a_sleeping_worker_within_50ms_of_its_time() {
+    // Wall time on purpose: the one end-to-end check of the production clock, that a real
+    // server sleeping in poll on the system clock wakes at a deadline neither early nor late
+    // (the tests on a manual clock cannot see the poll's timeout or its rounding).
     let s = Server::start(&["--job-handle-prefix", "H:t"]);
     let mut worker = s.connect();
     let mut client = s.connect();
@@ -163,6 +166,8 @@ fn an_idle_server_holding_future_jobs_does_not_wake_up() {
     let pid = s.child.id();
     let (cpu0, sw0) = (cpu(pid), switches(pid));
     let start = Instant::now();
+    // Wall time on purpose: what is measured is a real process's CPU and context switches
+    // while real time passes, which a manual clock cannot stand for.
     std::thread::sleep(Duration::from_millis(1500));
     let (cpu1, sw1) = (cpu(pid), switches(pid));
     assert!(start.elapsed() >= Duration::from_millis(1500));

@@ -1,11 +1,26 @@
 //! Workers over real sockets: registration, giving jobs back (death, CANT_DO,
-//! RESET_ABILITIES), retries, CAN_DO_TIMEOUT and the NOOP wake-ups.
+//! RESET_ABILITIES), retries, CAN_DO_TIMEOUT and the NOOP wake-ups. The server runs
+//! in-process on a manual clock: time passes (for CAN_DO_TIMEOUT) only by `advance`, and
+//! "nothing came" is checked once the server has settled, never after a wait alone.
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::*;
+
+/// The server with `--job-handle-prefix H:test` plus `extra`, in-process (in_process.rs).
+fn server(extra: &[&str]) -> InProcess {
+    let mut args = vec!["--job-handle-prefix", PREFIX];
+    args.extend_from_slice(extra);
+    InProcess::start(&args)
+}
+
+/// Nothing has come to `c`, now that the server has done all it had to do.
+fn silent(s: &InProcess, c: &mut Conn) {
+    s.settle();
+    c.expect_silence(1);
+}
 
 #[test]
 fn can_do_twice_counts_twice_and_cant_do_removes_all() {
@@ -197,11 +212,17 @@ fn can_do_timeout_fails_a_job_that_runs_too_long() {
     w.send_req(t::CAN_DO_TIMEOUT, &[b"slow", b"300"]);
     sync(&mut w);
     let handle = c.submit(t::SUBMIT_JOB, "slow", "", b"x");
-    let t0 = Instant::now();
+    let t0 = s.now_ms();
     let (hh, _, _, _) = w.grab_uniq().unwrap();
     assert_eq!(hh, handle);
-    let p = c.read_packet();
-    let elapsed = t0.elapsed();
+    let p = loop {
+        assert!(s.now_ms() - t0 < 5000, "no WORK_FAIL");
+        s.advance(10);
+        if let Some(p) = c.read_within(1) {
+            break p;
+        }
+    };
+    let elapsed = Duration::from_millis(s.now_ms() - t0);
     assert_eq!(p.ptype, t::WORK_FAIL, "{p:?}");
     assert_eq!(p.args()[0], handle.as_bytes());
     assert!(
@@ -221,8 +242,7 @@ fn can_do_timeout_fails_a_job_that_runs_too_long() {
 
 #[test]
 fn can_do_timeout_does_not_fire_for_a_job_finished_in_time() {
-    // In-process on a manual clock: the deadline's passing is the test's `advance`.
-    let s = InProcess::start(&["--job-handle-prefix", PREFIX]);
+    let s = server(&[]);
     let mut c = s.connect();
     let mut w = s.connect();
     w.send_req(t::CAN_DO_TIMEOUT, &[b"quick", b"300"]);
@@ -233,7 +253,7 @@ fn can_do_timeout_does_not_fire_for_a_job_finished_in_time() {
     assert_eq!(c.expect(t::WORK_COMPLETE), hb(&handle, &[b"r"]));
     // A second job after the first's deadline would have passed.
     s.advance(350);
-    c.expect_silence(10);
+    silent(&s, &mut c);
     let h2 = c.submit(t::SUBMIT_JOB, "quick", "", b"y");
     w.grab_uniq().unwrap();
     work(&mut w, t::WORK_COMPLETE, &h2, &[b"r2"]);
@@ -246,13 +266,13 @@ fn pre_sleep_then_submit_wakes_with_noop() {
     let s = server(&[]);
     let mut w = worker(&s, &["fs"]);
     w.send_req(t::PRE_SLEEP, &[]);
-    w.expect_silence(100);
+    silent(&s, &mut w);
     let mut c = s.connect();
     c.submit(t::SUBMIT_JOB_BG, "fs", "", b"x");
     assert_eq!(w.expect(t::NOOP), b"");
     // One NOOP only, even for more jobs before the worker grabs.
     c.submit(t::SUBMIT_JOB_BG, "fs", "", b"y");
-    w.expect_silence(150);
+    silent(&s, &mut w);
     assert!(w.grab_uniq().is_some());
 }
 
@@ -273,7 +293,7 @@ fn pre_sleep_without_can_do_gets_nothing() {
     c.submit(t::SUBMIT_JOB_BG, "fs", "", b"x");
     let mut w = s.connect();
     w.send_req(t::PRE_SLEEP, &[]);
-    w.expect_silence(150);
+    silent(&s, &mut w);
     // Registering while asleep with work queued wakes at once.
     w.can_do(&["fs"]);
     assert_eq!(w.expect(t::NOOP), b"");
@@ -286,10 +306,10 @@ fn sleeping_worker_of_another_function_is_not_woken() {
     w.send_req(t::PRE_SLEEP, &[]);
     let mut c = s.connect();
     c.submit(t::SUBMIT_JOB_BG, "theirs", "", b"x");
-    w.expect_silence(150);
+    silent(&s, &mut w);
 }
 
-fn sleepers(s: &support::Server, n: usize, func: &str) -> Vec<Conn> {
+fn sleepers(s: &InProcess, n: usize, func: &str) -> Vec<Conn> {
     let mut ws: Vec<Conn> = (0..n).map(|_| worker(s, &[func])).collect();
     for w in ws.iter_mut() {
         w.send_req(t::PRE_SLEEP, &[]);
@@ -298,11 +318,10 @@ fn sleepers(s: &support::Server, n: usize, func: &str) -> Vec<Conn> {
     ws
 }
 
-/// Which of the sleepers got a NOOP (the others must get nothing).
-fn woken(ws: &mut [Conn], ms: u64) -> Vec<usize> {
-    (0..ws.len())
-        .filter(|&i| got_noop(&mut ws[i], ms))
-        .collect()
+/// Which of the sleepers got a NOOP (the others must get nothing), once the server settled.
+fn woken(s: &InProcess, ws: &mut [Conn]) -> Vec<usize> {
+    s.settle();
+    (0..ws.len()).filter(|&i| got_noop(&mut ws[i], 1)).collect()
 }
 
 #[test]
@@ -311,10 +330,10 @@ fn default_wakeup_is_one_sleeper_per_new_job() {
     let mut ws = sleepers(&s, 3, "fw");
     let mut c = s.connect();
     c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
-    let first = woken(&mut ws, 200);
+    let first = woken(&s, &mut ws);
     assert_eq!(first.len(), 1, "one job wakes one sleeper, woke {first:?}");
     c.submit(t::SUBMIT_JOB_BG, "fw", "", b"2");
-    let second = woken(&mut ws, 200);
+    let second = woken(&s, &mut ws);
     assert_eq!(second.len(), 1, "woke {second:?}");
     assert_ne!(first, second, "an already woken worker is not woken again");
 }
@@ -325,7 +344,7 @@ fn worker_wakeup_zero_wakes_all_sleepers() {
     let mut ws = sleepers(&s, 3, "fw");
     let mut c = s.connect();
     c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
-    assert_eq!(woken(&mut ws, 500), [0, 1, 2]);
+    assert_eq!(woken(&s, &mut ws), [0, 1, 2]);
 }
 
 #[test]
@@ -334,7 +353,7 @@ fn worker_wakeup_two_wakes_two() {
     let mut ws = sleepers(&s, 3, "fw");
     let mut c = s.connect();
     c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
-    assert_eq!(woken(&mut ws, 200).len(), 2);
+    assert_eq!(woken(&s, &mut ws).len(), 2);
 }
 
 #[test]
@@ -344,7 +363,7 @@ fn a_woken_worker_that_leaves_work_behind_wakes_the_next_sleeper() {
     let mut c = s.connect();
     c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
     c.submit(t::SUBMIT_JOB_BG, "fw", "", b"2");
-    let first = woken(&mut ws, 200);
+    let first = woken(&s, &mut ws);
     assert_eq!(first.len(), 2, "two jobs wake two sleepers, woke {first:?}");
     let rest = (0..3).find(|i| !first.contains(i)).unwrap();
     // One woken worker grabs and leaves a job behind: the remaining sleeper is woken.
@@ -354,7 +373,7 @@ fn a_woken_worker_that_leaves_work_behind_wakes_the_next_sleeper() {
         "the last sleeper should be woken"
     );
     // The one that grabbed is awake and gets nothing.
-    ws[first[0]].expect_silence(100);
+    silent(&s, &mut ws[first[0]]);
 }
 
 #[test]
@@ -366,7 +385,7 @@ fn a_given_back_job_wakes_a_sleeper() {
     holder.grab_uniq().unwrap();
     let mut sleeper = worker(&s, &["fw"]);
     sleeper.send_req(t::PRE_SLEEP, &[]);
-    sleeper.expect_silence(100);
+    silent(&s, &mut sleeper);
     drop(holder);
     assert_eq!(sleeper.expect(t::NOOP), b"");
     assert!(sleeper.grab_uniq().is_some());
@@ -379,7 +398,7 @@ fn sleeper_is_woken_again_after_grabbing() {
     let mut c = s.connect();
     for round in 0..3 {
         w.send_req(t::PRE_SLEEP, &[]);
-        w.expect_silence(50);
+        silent(&s, &mut w);
         c.submit(t::SUBMIT_JOB_BG, "fw", "", format!("{round}").as_bytes());
         assert_eq!(w.expect(t::NOOP), b"", "round {round}");
         let (hh, _, _, _) = w.grab_uniq().unwrap();
@@ -394,7 +413,7 @@ fn a_woken_worker_that_leaves_without_grabbing_passes_the_wakeup_on() {
     let mut ws = sleepers(&s, 2, "fw");
     let mut c = s.connect();
     c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
-    let first = woken(&mut ws, 200);
+    let first = woken(&s, &mut ws);
     assert_eq!(first.len(), 1, "woke {first:?}");
     let other = 1 - first[0];
     let mut other_w = ws.remove(other);
@@ -418,7 +437,7 @@ fn a_woken_worker_that_grabs_another_functions_job_passes_the_wakeup_on() {
     }
     let mut c = s.connect();
     c.submit(t::SUBMIT_JOB_BG, "fx", "", b"x");
-    let first = woken(&mut ws, 200);
+    let first = woken(&s, &mut ws);
     assert_eq!(first.len(), 1, "woke {first:?}");
     if first == [1] {
         // B was woken: the scenario needs A woken; B's grab takes the job and ends it.

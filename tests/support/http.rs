@@ -213,6 +213,19 @@ impl Http {
         );
     }
 
+    /// Whether the server has closed the connection (with nothing sent), looking without
+    /// waiting (for a server on a manual clock that has settled).
+    pub fn closed_now(&mut self) -> bool {
+        self.set_timeout(Duration::from_millis(1));
+        let r = self.fill();
+        self.set_timeout(Duration::from_secs(5));
+        match r {
+            Ok(0) => true,
+            Ok(_) => panic!("unexpected: {:?}", String::from_utf8_lossy(&self.buf)),
+            Err(_) => false,
+        }
+    }
+
     /// Nothing arrives within `ms`.
     pub fn expect_silence(&mut self, ms: u64) {
         self.set_timeout(Duration::from_millis(ms));
