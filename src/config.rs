@@ -17,8 +17,8 @@ use crate::schedule::Zone;
 mod cluster;
 mod http;
 mod tls;
-pub use cluster::ClusterConfig;
 use cluster::cluster_config;
+pub use cluster::{ClusterConfig, EtcdTls, etcd_tls};
 pub use http::HttpConfig;
 use http::http_config;
 pub use tls::TlsConfig;
@@ -191,8 +191,9 @@ pub struct ServeArgs {
     /// (default 100)
     #[argh(option, default = "100")]
     pub acl_metric_identities: usize,
-    /// join a cluster through etcd: its client URLs, http://HOST:PORT, comma-separated or
-    /// repeated; every server loads the schedules file and only the elected leader fires it
+    /// join a cluster through etcd: its client URLs, http://HOST:PORT or https://HOST:PORT
+    /// (all alike), comma-separated or repeated; every server loads the schedules file and
+    /// only the elected leader fires it
     #[argh(option)]
     pub etcd: Vec<String>,
     /// the cluster's name: its keys live under gearwheel/NAME/ in etcd (default gearwheel)
@@ -209,6 +210,17 @@ pub struct ServeArgs {
     /// largest etcd reply (or watch message) accepted, in bytes (default 4 MiB)
     #[argh(option, default = "4 << 20")]
     pub etcd_max_message: usize,
+    /// PEM file of the CA that signed etcd's server certificate, for https:// --etcd URLs
+    /// (default the system's CA bundle; re-read on SIGHUP)
+    #[argh(option)]
+    pub etcd_ca_file: Option<PathBuf>,
+    /// PEM file of the client certificate presented to etcd (its --client-cert-auth), with
+    /// --etcd-key (re-read on SIGHUP)
+    #[argh(option)]
+    pub etcd_certificate: Option<PathBuf>,
+    /// PEM file of the private key of --etcd-certificate (re-read on SIGHUP)
+    #[argh(option)]
+    pub etcd_key: Option<PathBuf>,
     /// every listener, Gearman and HTTP, speaks TLS (needs --ssl-certificate and --ssl-key)
     #[argh(switch)]
     pub ssl: bool,

@@ -247,28 +247,12 @@ fn a_pushed_schedules_file_is_loaded_by_every_server() {
     let etcd = Etcd::start();
     let cl = Cluster::new(&etcd, &dir, 2);
     cl.leader(15);
-    let pushed = dir.join("pushed.cron");
-    std::fs::write(
-        &pushed,
-        "CRON_TZ=UTC\n@every 1s tick id=pushed overlap=allow -- pushed {time}\n",
-    )
-    .unwrap();
+    let pushed = support::cluster::pushed_file(&dir);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
         .args(["schedules", "push", pushed.to_str().unwrap()])
         .args(["--etcd", &etcd.url(), "--cluster", "test"])
         .output()
         .unwrap();
     assert!(out.status.success(), "push: {out:?}");
-    for s in cl.servers.iter().flatten() {
-        s.wait_log("reloaded the schedules file pushed to etcd", 10);
-        let mut c = s.connect();
-        support::wait_admin(&mut c, "show schedules", true, 10, |l| {
-            l.starts_with("pushed\t") && !l.contains("\nsecond\t") && !l.starts_with("second\t")
-        });
-    }
-    // The pushed file ran (on the leader) and the old entries stopped.
-    support::wait_until(10, "a pushed run", || {
-        cl.counts().keys().any(|w| w.starts_with("pushed "))
-    });
-    cl.assert_no_time_twice();
+    cl.wait_pushed_everywhere();
 }

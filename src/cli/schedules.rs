@@ -9,8 +9,9 @@ use argh::FromArgs;
 
 use super::{EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, say};
 use crate::client::duration::parse_duration;
-use crate::client::etcd::{Client, Error};
+use crate::client::etcd::{Client, Error, client_tls};
 use crate::cluster::etcd::{self as etcd, Reply, Request};
+use crate::config::etcd_tls;
 use crate::schedule::{Zone, check};
 
 /// The largest file pushed: etcd refuses a request over 1.5 MiB by default.
@@ -47,10 +48,21 @@ pub struct PushArgs {
     /// the schedules file
     #[argh(positional)]
     pub file: PathBuf,
-    /// etcd client URLs, http://HOST:PORT (comma-separated or repeated; the first that
-    /// answers is used)
+    /// etcd client URLs, http://HOST:PORT or https://HOST:PORT (comma-separated or
+    /// repeated; the first that answers is used)
     #[argh(option)]
     pub etcd: Vec<String>,
+    /// PEM file of the CA that signed etcd's server certificate, for https:// URLs
+    /// (default the system's CA bundle)
+    #[argh(option)]
+    pub etcd_ca_file: Option<PathBuf>,
+    /// PEM file of the client certificate presented to etcd (its --client-cert-auth), with
+    /// --etcd-key
+    #[argh(option)]
+    pub etcd_certificate: Option<PathBuf>,
+    /// PEM file of the private key of --etcd-certificate
+    #[argh(option)]
+    pub etcd_key: Option<PathBuf>,
     /// the cluster's name, as the servers' --cluster (default gearwheel)
     #[argh(option, default = "String::from(\"gearwheel\")")]
     pub cluster: String,
@@ -66,9 +78,21 @@ pub struct PushArgs {
 /// Print the schedules file stored in etcd for the cluster.
 #[argh(subcommand, name = "show")]
 pub struct ShowArgs {
-    /// etcd client URLs, http://HOST:PORT (comma-separated or repeated)
+    /// etcd client URLs, http://HOST:PORT or https://HOST:PORT (comma-separated or
+    /// repeated)
     #[argh(option)]
     pub etcd: Vec<String>,
+    /// PEM file of the CA that signed etcd's server certificate, for https:// URLs
+    /// (default the system's CA bundle)
+    #[argh(option)]
+    pub etcd_ca_file: Option<PathBuf>,
+    /// PEM file of the client certificate presented to etcd (its --client-cert-auth), with
+    /// --etcd-key
+    #[argh(option)]
+    pub etcd_certificate: Option<PathBuf>,
+    /// PEM file of the private key of --etcd-certificate
+    #[argh(option)]
+    pub etcd_key: Option<PathBuf>,
     /// the cluster's name, as the servers' --cluster (default gearwheel)
     #[argh(option, default = "String::from(\"gearwheel\")")]
     pub cluster: String,
@@ -84,22 +108,36 @@ pub fn run(a: SchedulesArgs) -> u8 {
     }
 }
 
+/// The flags that say how to reach etcd, common to `push` and `show`.
+struct Reach<'a> {
+    urls: &'a [String],
+    cluster: &'a str,
+    timeout: &'a str,
+    ca_file: Option<&'a PathBuf>,
+    certificate: Option<&'a PathBuf>,
+    key: Option<&'a PathBuf>,
+}
+
 /// The etcd client the flags describe, or the exit code of a bad flag.
-fn client(cmd: &str, urls: &[String], cluster: &str, timeout: &str) -> Result<Client, u8> {
+fn client(cmd: &str, r: Reach<'_>) -> Result<Client, u8> {
     let usage = |e: String| {
         say(cmd, e);
         EXIT_USAGE
     };
-    if urls.is_empty() {
+    if r.urls.is_empty() {
         return Err(usage("--etcd URL is required".into()));
     }
-    let endpoints = etcd::endpoints(urls).map_err(usage)?;
-    etcd::check_cluster_name(cluster).map_err(usage)?;
-    let timeout = parse_duration(timeout).map_err(|e| usage(format!("--timeout: {e}")))?;
+    let endpoints = etcd::endpoints(r.urls).map_err(usage)?;
+    etcd::check_cluster_name(r.cluster).map_err(usage)?;
+    let timeout = parse_duration(r.timeout).map_err(|e| usage(format!("--timeout: {e}")))?;
     if timeout.is_zero() {
         return Err(usage("--timeout must be more than zero".into()));
     }
-    Ok(Client::new(endpoints, timeout))
+    let tls = match etcd_tls(endpoints.tls, r.ca_file, r.certificate, r.key).map_err(usage)? {
+        Some(files) => Some(client_tls(&files).map_err(usage)?),
+        None => None,
+    };
+    Ok(Client::new(endpoints.hosts, timeout).with_tls(tls))
 }
 
 fn failed(cmd: &str, e: Error) -> u8 {
@@ -112,7 +150,17 @@ fn failed(cmd: &str, e: Error) -> u8 {
 
 fn push(a: PushArgs) -> u8 {
     const CMD: &str = "schedules push";
-    let mut c = match client(CMD, &a.etcd, &a.cluster, &a.timeout) {
+    let mut c = match client(
+        CMD,
+        Reach {
+            urls: &a.etcd,
+            cluster: &a.cluster,
+            timeout: &a.timeout,
+            ca_file: a.etcd_ca_file.as_ref(),
+            certificate: a.etcd_certificate.as_ref(),
+            key: a.etcd_key.as_ref(),
+        },
+    ) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -159,7 +207,17 @@ fn push(a: PushArgs) -> u8 {
 
 fn show(a: ShowArgs) -> u8 {
     const CMD: &str = "schedules show";
-    let mut c = match client(CMD, &a.etcd, &a.cluster, &a.timeout) {
+    let mut c = match client(
+        CMD,
+        Reach {
+            urls: &a.etcd,
+            cluster: &a.cluster,
+            timeout: &a.timeout,
+            ca_file: a.etcd_ca_file.as_ref(),
+            certificate: a.etcd_certificate.as_ref(),
+            key: a.etcd_key.as_ref(),
+        },
+    ) {
         Ok(c) => c,
         Err(code) => return code,
     };

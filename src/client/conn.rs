@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+use super::stream::Stream;
 use super::{DEFAULT_PORT, encode_request, split_args};
 use crate::proto::frame::{DecodeError, Frame, Incoming, Limits, decode};
 use crate::proto::packet::{Magic, PacketType};
@@ -141,51 +142,6 @@ pub fn host_of(addr: &str) -> &str {
     host.trim_start_matches('[').trim_end_matches(']')
 }
 
-/// The socket under a connection: plain TCP, or TLS over it (`--ssl`).
-enum Stream {
-    Plain(TcpStream),
-    #[cfg(feature = "tls")]
-    Tls(Box<crate::tls::ClientStream>),
-}
-
-impl Stream {
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Stream::Plain(s) => s,
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => &s.sock,
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.read(buf),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.write(buf),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Plain(s) => s.flush(),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => s.flush(),
-        }
-    }
-}
-
 /// A blocking connection to one server.
 pub struct Conn {
     stream: Stream,
@@ -218,24 +174,8 @@ impl Conn {
                         .with_interval(Duration::from_secs(10))
                         .with_retries(6);
                     let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
-                    let stream = match tls {
-                        None => Stream::Plain(stream),
-                        #[cfg(feature = "tls")]
-                        Some(tls) => {
-                            // The handshake is bounded like the connect.
-                            stream.set_read_timeout(Some(timeout))?;
-                            let mut s = tls
-                                .wrap(host_of(addr), stream)
-                                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-                            while s.conn.is_handshaking() {
-                                s.conn.complete_io(&mut s.sock)?;
-                            }
-                            s.sock.set_read_timeout(None)?;
-                            Stream::Tls(Box::new(s))
-                        }
-                        #[cfg(not(feature = "tls"))]
-                        Some(never) => match *never {},
-                    };
+                    // The handshake is bounded like the connect.
+                    let stream = Stream::open(stream, host_of(addr), tls, timeout)?;
                     return Ok(Conn {
                         stream,
                         buf: BytesMut::with_capacity(4096),

@@ -1,12 +1,33 @@
 //! A blocking etcd client on the gateway codec (`cluster::etcd`), for commands such as
-//! `schedules push`: one keep-alive connection, the first endpoint that answers, a deadline on
-//! every call. The server never uses it (its etcd connections belong to the reactor).
+//! `schedules push`: one keep-alive connection (plain, or TLS for `https://` URLs), the first
+//! endpoint that answers, a deadline on every call. The server's running etcd connections
+//! belong to the reactor; it uses this client only at exit, to revoke its lease.
 
-use crate::cluster::etcd::{EtcdError, Reply, Request, ResponseReader};
+use super::ClientTls;
+use super::stream::Stream;
+use crate::cluster::etcd::{EtcdError, Reply, Request, ResponseReader, host_name};
+use crate::config::EtcdTls;
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
+
+/// The TLS client settings made from the `--etcd-*` files (read now).
+pub fn client_tls(files: &EtcdTls) -> Result<ClientTls, String> {
+    #[cfg(feature = "tls")]
+    {
+        let identity = files
+            .identity
+            .as_ref()
+            .map(|(c, k)| (c.as_path(), k.as_path()));
+        ClientTls::new(files.ca_file.as_deref(), identity)
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = files;
+        Err("this gearwheel was built without TLS (cargo feature tls)".into())
+    }
+}
 
 /// The largest reply read (a schedules file is far smaller).
 pub const MAX_MESSAGE: usize = 4 << 20;
@@ -37,7 +58,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 struct Link {
-    stream: TcpStream,
+    stream: Stream,
     host: String,
     reader: ResponseReader,
 }
@@ -47,18 +68,40 @@ struct Link {
 pub struct Client {
     endpoints: Vec<String>,
     timeout: Duration,
+    tls: Option<ClientTls>,
     link: Option<Link>,
 }
 
 impl Client {
     /// `endpoints`: `host:port` of each etcd (see `cluster::etcd::endpoints`); `timeout`: for
-    /// a connect, and for a whole call.
+    /// a connect (with its TLS handshake), and for a whole call.
     pub fn new(endpoints: Vec<String>, timeout: Duration) -> Client {
         Client {
             endpoints,
             timeout,
+            tls: None,
             link: None,
         }
+    }
+
+    /// TLS to every endpoint (`https://` URLs): see `client_tls`.
+    pub fn with_tls(mut self, tls: Option<ClientTls>) -> Client {
+        self.tls = tls;
+        self
+    }
+
+    /// One call to etcd at `addr` (already resolved: no DNS), the whole of it, connect and
+    /// TLS handshake included, within `timeout`: the server's lease revoke at exit.
+    pub fn call_once(
+        host: &str,
+        addr: SocketAddr,
+        tls: Option<&ClientTls>,
+        req: &Request,
+        timeout: Duration,
+    ) -> Result<Reply, Error> {
+        let mut link = open(host, addr, tls, timeout)
+            .map_err(|e| Error::Unreachable(format!("{host}: {e}")))?;
+        exchange(&mut link, req, timeout)
     }
 
     /// Send `req` and wait for its reply. A watch needs its own connection: see `Watch`.
@@ -68,7 +111,7 @@ impl Client {
             "a watch streams: use Watch::start"
         );
         if self.link.is_none() {
-            self.link = Some(connect(&self.endpoints, self.timeout)?);
+            self.link = Some(connect(&self.endpoints, self.tls.as_ref(), self.timeout)?);
         }
         let link = self.link.as_mut().expect("connected above");
         let result = exchange(link, req, self.timeout);
@@ -90,7 +133,17 @@ pub struct Watch {
 
 impl Watch {
     pub fn start(endpoints: &[String], req: &Request, timeout: Duration) -> Result<Watch, Error> {
-        let mut link = connect(endpoints, timeout)?;
+        Watch::start_tls(endpoints, None, req, timeout)
+    }
+
+    /// `start` over TLS when `tls` is given (`https://` URLs).
+    pub fn start_tls(
+        endpoints: &[String],
+        tls: Option<&ClientTls>,
+        req: &Request,
+        timeout: Duration,
+    ) -> Result<Watch, Error> {
+        let mut link = connect(endpoints, tls, timeout)?;
         send(&mut link, req)?;
         Ok(Watch { link })
     }
@@ -101,7 +154,27 @@ impl Watch {
     }
 }
 
-fn connect(endpoints: &[String], timeout: Duration) -> Result<Link, Error> {
+/// A connection to `addr`, TLS over it when `tls` is given (checked against `host`'s name).
+fn open(
+    host: &str,
+    addr: SocketAddr,
+    tls: Option<&ClientTls>,
+    timeout: Duration,
+) -> io::Result<Link> {
+    let tcp = TcpStream::connect_timeout(&addr, timeout)?;
+    let _ = tcp.set_nodelay(true);
+    Ok(Link {
+        stream: Stream::open(tcp, host_name(host), tls, timeout)?,
+        host: host.to_string(),
+        reader: ResponseReader::new(MAX_MESSAGE),
+    })
+}
+
+fn connect(
+    endpoints: &[String],
+    tls: Option<&ClientTls>,
+    timeout: Duration,
+) -> Result<Link, Error> {
     let mut why = Vec::new();
     for host in endpoints {
         let addrs = match host.to_socket_addrs() {
@@ -112,15 +185,8 @@ fn connect(endpoints: &[String], timeout: Duration) -> Result<Link, Error> {
             }
         };
         for addr in addrs {
-            match TcpStream::connect_timeout(&addr, timeout) {
-                Ok(stream) => {
-                    let _ = stream.set_nodelay(true);
-                    return Ok(Link {
-                        stream,
-                        host: host.clone(),
-                        reader: ResponseReader::new(MAX_MESSAGE),
-                    });
-                }
+            match open(host, addr, tls, timeout) {
+                Ok(link) => return Ok(link),
                 Err(e) if addr.to_string() == *host => why.push(format!("{host}: {e}")),
                 Err(e) => why.push(format!("{host} ({addr}): {e}")),
             }
@@ -143,6 +209,7 @@ fn send(link: &mut Link, req: &Request) -> Result<(), Error> {
     link.reader.expect(req.kind());
     link.stream
         .write_all(&out)
+        .and_then(|()| link.stream.flush())
         .map_err(|e| Error::Io(e.to_string()))
 }
 
@@ -158,6 +225,7 @@ fn receive(link: &mut Link, timeout: Duration) -> Result<Reply, Error> {
             return Err(Error::Timeout(timeout));
         }
         link.stream
+            .tcp()
             .set_read_timeout(Some(left))
             .map_err(|e| Error::Io(e.to_string()))?;
         match link.stream.read(&mut buf) {

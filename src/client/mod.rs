@@ -7,6 +7,7 @@ pub mod conn;
 pub mod duration;
 pub mod etcd;
 pub mod servers;
+mod stream;
 
 /// `--ssl` settings of a client command (an empty type in a build without the `tls` feature,
 /// whose commands refuse `--ssl`).

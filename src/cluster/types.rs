@@ -139,6 +139,9 @@ pub struct Stats {
     pub latency_max_ms: u64,
     /// Requests that failed (error reply, timeout, lost connection).
     pub request_errors: u64,
+    /// TLS sessions with etcd that failed, by reason (`bad_certificate`, `alert`, `timeout`,
+    /// ...): counted by the reactor's link, the machine never sees TLS.
+    pub tls_failures: Vec<(&'static str, u64)>,
 }
 
 /// A read-only view for `show cluster` and `/cluster`.

@@ -180,4 +180,14 @@ pub fn metrics(s: &Status, out: &mut String) {
         "Requests to etcd that failed (error, timeout, lost connection).",
         s.stats.request_errors.to_string(),
     );
+    let _ = writeln!(
+        out,
+        "# HELP gearwheel_etcd_tls_failures_total TLS sessions with etcd that failed (https:// --etcd), by reason.\n# TYPE gearwheel_etcd_tls_failures_total counter"
+    );
+    for (reason, n) in &s.stats.tls_failures {
+        let _ = writeln!(
+            out,
+            "gearwheel_etcd_tls_failures_total{{reason=\"{reason}\"}} {n}"
+        );
+    }
 }

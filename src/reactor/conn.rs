@@ -1,9 +1,6 @@
 //! One connection: its kind (Gearman or HTTP), its life (open to closing), its buffers and
-//! its private transport (transport.rs). Reads are bounded per turn and by the packet limit
-//! before any byte of an oversized body is buffered.
-
-#[path = "transport.rs"]
-mod transport;
+//! its transport (transport.rs). Reads are bounded per turn and by the packet limit before
+//! any byte of an oversized body is buffered.
 
 use std::borrow::Cow;
 use std::io;
@@ -14,12 +11,12 @@ use mio::net::TcpStream;
 use mio::{Registry, Token};
 
 use super::http_conn::HttpConn;
+use super::transport::{TlsSession, Transport};
 use crate::access::Identity;
 use crate::access::peer::Peer;
 use crate::engine::ConnId;
 use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
 use crate::timer::TimerKey;
-use transport::Transport;
 
 /// Bytes one connection may have buffered unparsed before reading pauses for a turn (a
 /// larger declared packet raises this to exactly its own size).
@@ -89,12 +86,6 @@ pub struct Connection {
     /// Who the peer is, for the gate (gate.rs).
     pub access: Peer,
 }
-
-/// A TLS session for an accepted connection (none exists in a build without TLS).
-#[cfg(feature = "tls")]
-pub type TlsSession = crate::tls::TlsStream;
-#[cfg(not(feature = "tls"))]
-pub type TlsSession = std::convert::Infallible;
 
 /// What a read pass found.
 #[derive(Debug, PartialEq, Eq)]
@@ -411,7 +402,7 @@ mod tests {
             "Connection is {} bytes",
             size_of::<Connection>()
         );
-        assert!(size_of::<transport::Transport>() <= 16 + debug_socket_extra());
+        assert!(size_of::<Transport>() <= 16 + debug_socket_extra());
         assert!(size_of::<crate::access::peer::Peer>() <= 24);
         assert_eq!(size_of::<Kind>(), size_of::<usize>());
     }

@@ -1,21 +1,25 @@
 //! The reactor's side of a cluster (`--etcd`): the two outgoing connections to etcd (unary:
-//! one request in flight; watch: one streaming reply), connecting without blocking, trying
-//! the next URL on failure and reconnecting with backoff, and the glue between the cluster
-//! machine (src/cluster/), the engine's claims and the schedules it loads. Decides nothing:
-//! the machine decides about etcd, the engine about runs.
+//! one request in flight; watch: one streaming reply), plain or over TLS (`https://`: a
+//! rustls client session in the reactor's own `Transport`, never blocking the loop),
+//! connecting without blocking, trying the next URL on failure and reconnecting with backoff,
+//! and the glue between the cluster machine (src/cluster/), the engine's claims and the
+//! schedules it loads. Decides nothing: the machine decides about etcd, the engine about runs.
 
-use std::io::{self, Read, Write};
+use std::collections::BTreeMap;
+use std::io;
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use log::{info, warn};
 use mio::net::TcpStream;
-use mio::{Interest, Registry, Token};
+use mio::{Registry, Token};
 
 use super::Server;
+use super::transport::Transport;
+use crate::client::ClientTls;
 use crate::cluster::etcd::{self, ResponseReader};
-use crate::cluster::{ClaimAsk, Link, Machine, Output, Refusal, Settings};
-use crate::config::ClusterConfig;
+use crate::cluster::{ClaimAsk, Link, Machine, Output, Refusal, Settings, Status};
+use crate::config::{ClusterConfig, EtcdTls};
 
 /// The two etcd connections' tokens: reserved at the top, next to the signal pipe's.
 pub(super) const ETCD_UNARY: Token = Token(usize::MAX - 2);
@@ -26,9 +30,16 @@ const BACKOFF_MAX_MS: u64 = 1000;
 
 struct Chan {
     token: Token,
-    stream: Option<TcpStream>,
-    /// The connect finished (reported up to the machine).
+    wire: Option<Transport>,
+    /// The TCP connect finished.
+    connected: bool,
+    /// Connected and, over TLS, our side of the handshake done (reported up to the machine).
     up: bool,
+    /// A reply came over this connection: etcd took it (and its TLS session). Until then a
+    /// close counts as a failed connect (the next URL, a growing wait).
+    proven: bool,
+    /// Connecting (TCP, then the TLS handshake) must end by then (monotonic ms).
+    connect_by: Option<u64>,
     /// Which endpoint it talks to (index into the endpoints).
     endpoint: usize,
     wbuf: Vec<u8>,
@@ -42,8 +53,11 @@ impl Chan {
     fn new(token: Token, max: usize) -> Chan {
         Chan {
             token,
-            stream: None,
+            wire: None,
+            connected: false,
             up: false,
+            proven: false,
+            connect_by: None,
             endpoint: 0,
             wbuf: Vec::new(),
             reader: ResponseReader::new(max),
@@ -53,9 +67,17 @@ impl Chan {
     }
 }
 
+/// Why a connection to etcd ends: the bytes are done, or TLS failed (its reason label and
+/// rustls's words).
+enum Ending {
+    Closed,
+    Tls(&'static str, String),
+}
+
 pub(super) struct EtcdLink {
     endpoints: Vec<(String, SocketAddr)>,
     max_message: usize,
+    request_timeout_ms: u64,
     unary: Chan,
     watch: Chan,
     pub(super) machine: Machine,
@@ -64,10 +86,20 @@ pub(super) struct EtcdLink {
     /// The schedules text pushed through etcd (`gearwheel schedules push`), which replaces
     /// the local file's until the next push; `reload schedules` loads it again.
     pub(super) pushed: Option<String>,
+    /// `https://` URLs: the files (re-read on SIGHUP) and the client settings made of them.
+    tls_files: Option<EtcdTls>,
+    tls: Option<ClientTls>,
+    /// Failed TLS sessions by reason, for /metrics.
+    tls_failures: BTreeMap<&'static str, u64>,
+    /// The reason last logged at WARNING: the same failure again (every backoff, for as long
+    /// as a certificate is wrong) is logged at DEBUG and only counted, until a connection works.
+    tls_warned: Option<&'static str>,
 }
 
 impl EtcdLink {
-    pub(super) fn new(c: &ClusterConfig, id: String) -> EtcdLink {
+    /// The link `c` describes; the error says which TLS file could not be read (they were
+    /// checked with the flags, so only a file changed since then).
+    pub(super) fn new(c: &ClusterConfig, id: String) -> Result<EtcdLink, String> {
         let machine = Machine::new(Settings {
             cluster: c.name.clone(),
             id,
@@ -76,21 +108,56 @@ impl EtcdLink {
             max_pending_claims: 4096,
             boot: boot_id(),
         });
-        EtcdLink {
+        let tls = match &c.tls {
+            Some(files) => Some(crate::client::etcd::client_tls(files)?),
+            None => None,
+        };
+        Ok(EtcdLink {
             endpoints: c.endpoints.clone(),
             max_message: c.max_message,
+            request_timeout_ms: c.request_timeout_ms,
             unary: Chan::new(ETCD_UNARY, c.max_message),
             watch: Chan::new(ETCD_WATCH, c.max_message),
             machine,
             start: Instant::now(),
             out: Output::default(),
             pushed: None,
-        }
+            tls_files: c.tls.clone(),
+            tls,
+            tls_failures: BTreeMap::new(),
+            tls_warned: None,
+        })
     }
 
     /// Monotonic milliseconds since start (the machine's time; never steps).
     pub(super) fn mono(&self) -> u64 {
         self.start.elapsed().as_millis() as u64 + 1
+    }
+
+    /// The machine's status with what only the link knows (TLS failures).
+    pub(super) fn status(&self) -> Status {
+        let mut s = self.machine.status(self.mono());
+        s.stats.tls_failures = self.tls_failures.iter().map(|(r, n)| (*r, *n)).collect();
+        s
+    }
+
+    /// SIGHUP: read the `--etcd-*` TLS files again; connections made from now on use them.
+    /// A bad file keeps the current settings, and the log says why.
+    pub(super) fn reload_tls(&mut self) {
+        let Some(files) = &self.tls_files else {
+            return;
+        };
+        match crate::client::etcd::client_tls(files) {
+            Ok(tls) => {
+                self.tls = Some(tls);
+                info!(
+                    "SIGHUP: etcd TLS files (--etcd-ca-file, --etcd-certificate, --etcd-key) read again"
+                );
+            }
+            Err(e) => {
+                log::error!("SIGHUP: etcd TLS files not reloaded, the current ones stay: {e}")
+            }
+        }
     }
 
     fn chan(&mut self, link: Link) -> &mut Chan {
@@ -100,54 +167,106 @@ impl EtcdLink {
         }
     }
 
+    fn name(&self, link: Link) -> String {
+        let i = match link {
+            Link::Unary => self.unary.endpoint,
+            Link::Watch => self.watch.endpoint,
+        };
+        self.endpoints[i % self.endpoints.len()].0.clone()
+    }
+
     /// The next time the link wants the loop back (monotonic ms).
     pub(super) fn deadline(&self) -> Option<u64> {
         [
             self.machine.next_deadline(),
             self.unary.retry_at,
             self.watch.retry_at,
+            self.unary.connect_by,
+            self.watch.connect_by,
         ]
         .into_iter()
         .flatten()
         .min()
     }
 
-    fn connect(&mut self, link: Link, registry: &Registry, now: u64) {
-        let endpoints = self.endpoints.clone();
-        let c = self.chan(link);
-        c.retry_at = None;
-        let (name, addr) = &endpoints[c.endpoint % endpoints.len()];
-        match TcpStream::connect(*addr) {
-            Ok(mut s) => {
-                let _ = s.set_nodelay(true);
-                if let Err(e) =
-                    registry.register(&mut s, c.token, Interest::READABLE | Interest::WRITABLE)
-                {
-                    warn!("cluster: cannot register the connection to etcd {name}: {e}");
-                    self.closed(link, registry, now, false);
-                    return;
-                }
-                c.stream = Some(s);
+    /// The wire for a new socket: plain, or a TLS client session checked against the URL's
+    /// host.
+    fn wire(&self, s: TcpStream, name: &str) -> Result<Transport, String> {
+        match &self.tls {
+            None => Ok(Transport::plain(s)),
+            #[cfg(feature = "tls")]
+            Some(tls) => {
+                let session = tls.session(etcd::host_name(name))?;
+                Ok(Transport::tls(s, crate::tls::TlsStream::client(session)))
             }
-            Err(e) => {
-                warn!("cluster: cannot connect to etcd {name}: {e}");
-                self.closed(link, registry, now, false);
+            #[cfg(not(feature = "tls"))]
+            Some(never) => {
+                let _ = name;
+                match *never {}
             }
         }
     }
 
-    /// Close a connection; `report`: tell the machine (it did not close it itself).
-    fn closed(&mut self, link: Link, registry: &Registry, now: u64, report: bool) {
+    fn connect(&mut self, link: Link, registry: &Registry, now: u64) {
+        let i = self.chan(link).endpoint % self.endpoints.len();
+        let (name, addr) = self.endpoints[i].clone();
+        self.chan(link).retry_at = None;
+        let s = match TcpStream::connect(addr) {
+            Ok(s) => s,
+            Err(e) => {
+                warn!("cluster: cannot connect to etcd {name}: {e}");
+                return self.closed(link, registry, now, Ending::Closed);
+            }
+        };
+        let _ = s.set_nodelay(true);
+        let mut w = match self.wire(s, &name) {
+            Ok(w) => w,
+            Err(e) => {
+                let why = Ending::Tls("other", e);
+                return self.closed(link, registry, now, why);
+            }
+        };
+        let token = self.chan(link).token;
+        // Writable too, for the connect's end and whenever a write would have blocked.
+        if let Err(e) = w
+            .register(registry, token)
+            .and_then(|()| w.want_writable(registry, token, true))
+        {
+            warn!("cluster: cannot register the connection to etcd {name}: {e}");
+            w.deregister(registry);
+            return self.closed(link, registry, now, Ending::Closed);
+        }
+        let by = now + self.request_timeout_ms;
+        let c = self.chan(link);
+        c.wire = Some(w);
+        c.connect_by = Some(by);
+    }
+
+    /// Close a connection and say why (a TLS failure is logged and counted here); the machine
+    /// is told if it knew the connection was up.
+    fn closed(&mut self, link: Link, registry: &Registry, now: u64, why: Ending) {
+        let name = self.name(link);
+        if let Ending::Tls(reason, e) = &why {
+            *self.tls_failures.entry(reason).or_default() += 1;
+            let line = format!("cluster: TLS with etcd {name} ({link:?}) failed ({reason}): {e}");
+            match self.tls_warned.replace(reason) {
+                Some(r) if r == *reason => log::debug!("{line}"),
+                _ => warn!("{line}; counted in gearwheel_etcd_tls_failures_total"),
+            }
+        }
         let n = self.endpoints.len();
         let max = self.max_message;
         let c = self.chan(link);
-        if let Some(mut s) = c.stream.take() {
-            let _ = registry.deregister(&mut s);
+        if let Some(mut w) = c.wire.take() {
+            w.deregister(registry);
         }
         let was_up = std::mem::take(&mut c.up);
+        let proven = std::mem::take(&mut c.proven);
+        c.connected = false;
+        c.connect_by = None;
         c.wbuf.clear();
         c.reader = ResponseReader::new(max);
-        if !was_up {
+        if !proven {
             // Never got through: the next endpoint, after a growing wait.
             c.endpoint = (c.endpoint + 1) % n;
             c.retry_at = Some(now + c.backoff);
@@ -155,71 +274,122 @@ impl EtcdLink {
         } else {
             c.retry_at = Some(now + BACKOFF_MIN_MS);
         }
-        if was_up && report {
+        if was_up {
             let mut out = std::mem::take(&mut self.out);
             self.machine.link(link, false, now, &mut out);
             self.out = out;
         }
     }
 
+    /// Connecting (TCP and TLS handshake) took longer than `--etcd-request-timeout`.
+    fn connect_overdue(&mut self, link: Link, registry: &Registry, now: u64) {
+        let c = self.chan(link);
+        if c.up || c.connect_by.is_none_or(|t| t > now) {
+            return;
+        }
+        let ms = self.request_timeout_ms;
+        let name = self.name(link);
+        let c = self.chan(link);
+        let why = if c.connected {
+            Ending::Tls(
+                "timeout",
+                format!("no TLS handshake within {ms} ms (--etcd-request-timeout)"),
+            )
+        } else {
+            warn!(
+                "cluster: cannot connect to etcd {name}: no connection within {ms} ms (--etcd-request-timeout)"
+            );
+            Ending::Closed
+        };
+        self.closed(link, registry, now, why);
+    }
+
     /// A readiness event on one of the two connections.
     fn event(&mut self, link: Link, registry: &Registry, now: u64) {
-        let name = {
-            let c = self.chan(link);
-            c.endpoint
-        };
-        let name = self.endpoints[name % self.endpoints.len()].0.clone();
+        let name = self.name(link);
         let c = self.chan(link);
-        let Some(s) = c.stream.as_mut() else { return };
-        if !c.up {
-            match s.take_error() {
-                Ok(None) => {}
-                Ok(Some(e)) | Err(e) => {
-                    warn!("cluster: cannot connect to etcd {name}: {e}");
-                    return self.closed(link, registry, now, false);
-                }
-            }
-            match s.peer_addr() {
-                Ok(_) => {
-                    c.up = true;
-                    c.backoff = BACKOFF_MIN_MS;
-                    info!("cluster: connected to etcd {name} ({link:?})");
-                    let mut out = std::mem::take(&mut self.out);
-                    self.machine.link(link, true, now, &mut out);
-                    self.out = out;
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+        let Some(w) = c.wire.as_mut() else { return };
+        if !c.connected {
+            match w.connected() {
+                Ok(true) => c.connected = true,
+                Ok(false) => return,
                 Err(e) => {
                     warn!("cluster: cannot connect to etcd {name}: {e}");
-                    return self.closed(link, registry, now, false);
+                    return self.closed(link, registry, now, Ending::Closed);
                 }
             }
         }
-        if self.flush(link).is_err() {
-            return self.closed(link, registry, now, true);
+        // TLS records the session holds (the ClientHello first).
+        if let Err(e) = w.flush() {
+            let why = ending(w, e);
+            return self.closed(link, registry, now, why);
         }
         self.read(link, registry, now);
     }
 
+    /// Once connected and (over TLS) our side of the handshake is done: tell the machine.
+    fn check_up(&mut self, link: Link, now: u64) {
+        let c = self.chan(link);
+        let ready = c
+            .wire
+            .as_ref()
+            .is_some_and(|w| c.connected && !w.handshaking());
+        if c.up || !ready {
+            return;
+        }
+        c.up = true;
+        c.connect_by = None;
+        let mut out = std::mem::take(&mut self.out);
+        self.machine.link(link, true, now, &mut out);
+        self.out = out;
+    }
+
     fn read(&mut self, link: Link, registry: &Registry, now: u64) {
         let mut buf = [0u8; 16 * 1024];
-        let mut eof = false;
+        let mut ending = None;
+        let mut got = false;
         loop {
             let c = self.chan(link);
-            let Some(s) = c.stream.as_mut() else { return };
-            match s.read(&mut buf) {
+            let Some(w) = c.wire.as_mut() else { return };
+            match w.read(&mut buf) {
                 Ok(0) => {
-                    eof = true;
+                    ending = Some(match w.is_tls() && !c.proven {
+                        true => Ending::Tls(
+                            "closed",
+                            "etcd closed the connection before answering".into(),
+                        ),
+                        false => Ending::Closed,
+                    });
                     break;
                 }
-                Ok(n) => c.reader.feed(&buf[..n]),
+                Ok(n) => {
+                    got = true;
+                    c.reader.feed(&buf[..n]);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    eof = true;
+                Err(e) => {
+                    ending = Some(self::ending(w, e));
                     break;
                 }
             }
+        }
+        if got && !self.chan(link).proven {
+            // Said once etcd answered: over TLS, a session it refuses ends after our side
+            // of the handshake, so "connected" before that would be said at every retry.
+            let tls = if self.tls.is_some() { " over TLS" } else { "" };
+            info!(
+                "cluster: connected to etcd {}{tls} ({link:?})",
+                self.name(link)
+            );
+            let c = self.chan(link);
+            c.proven = true;
+            c.backoff = BACKOFF_MIN_MS;
+            self.tls_warned = None;
+        }
+        self.check_up(link, now);
+        if self.flush(link).is_err() && ending.is_none() {
+            ending = Some(Ending::Closed);
         }
         let mut out = std::mem::take(&mut self.out);
         let mut broken = false;
@@ -237,21 +407,24 @@ impl EtcdLink {
             }
         }
         self.out = out;
-        if eof || broken {
-            self.closed(link, registry, now, true);
+        if let Some(why) = ending {
+            self.closed(link, registry, now, why);
+        } else if broken {
+            self.closed(link, registry, now, Ending::Closed);
         }
     }
 
+    /// Write what waits for etcd, as far as the socket takes it (nothing before the link is up).
     fn flush(&mut self, link: Link) -> io::Result<()> {
         let c = self.chan(link);
-        let Some(s) = c.stream.as_mut() else {
+        let Some(w) = c.wire.as_mut() else {
             return Ok(());
         };
         if !c.up {
             return Ok(());
         }
         while !c.wbuf.is_empty() {
-            match s.write(&c.wbuf) {
+            match w.write(&c.wbuf) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     c.wbuf.drain(..n);
@@ -261,32 +434,29 @@ impl EtcdLink {
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        w.flush()
     }
 
     /// Send what the machine asked, drop what it reset, reconnect what is due.
     fn drive(&mut self, registry: &Registry, now: u64) {
         for _ in 0..8 {
             for link in std::mem::take(&mut self.out.reset) {
-                self.closed(link, registry, now, false);
+                self.closed(link, registry, now, Ending::Closed);
             }
             for (link, req) in std::mem::take(&mut self.out.send) {
-                let host = {
-                    let c = self.chan(link);
-                    c.endpoint % self.endpoints.len()
-                };
-                let host = self.endpoints[host].0.clone();
+                let host = self.name(link);
                 let c = self.chan(link);
-                if c.stream.is_none() || !c.up {
+                if c.wire.is_none() || !c.up {
                     continue;
                 }
                 c.reader.expect(req.kind());
                 etcd::encode(&req, &host, &mut c.wbuf);
                 if self.flush(link).is_err() {
-                    self.closed(link, registry, now, true);
+                    self.closed(link, registry, now, Ending::Closed);
                 }
             }
             for link in [Link::Unary, Link::Watch] {
+                self.connect_overdue(link, registry, now);
                 if self.chan(link).retry_at.is_some_and(|t| t <= now) {
                     self.connect(link, registry, now);
                 }
@@ -430,33 +600,12 @@ impl EtcdLink {
             return;
         };
         let (host, addr) = &self.endpoints[self.unary.endpoint % self.endpoints.len()];
-        let limit = std::time::Duration::from_millis(500);
-        let Ok(mut s) = std::net::TcpStream::connect_timeout(addr, limit) else {
-            return;
-        };
-        let _ = s.set_read_timeout(Some(limit));
-        let _ = s.set_write_timeout(Some(limit));
         let req = etcd::Request::LeaseRevoke { lease };
-        let mut buf = Vec::new();
-        etcd::encode(&req, host, &mut buf);
-        if s.write_all(&buf).is_err() {
-            return;
-        }
-        let mut reader = ResponseReader::new(self.max_message);
-        reader.expect(req.kind());
-        let mut chunk = [0u8; 4096];
-        let end = Instant::now() + limit;
-        while Instant::now() < end {
-            match s.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => reader.feed(&chunk[..n]),
-            }
-            if let Some(r) = reader.next() {
-                if r.is_ok() {
-                    info!("cluster: lease revoked; the other servers take over now");
-                }
-                break;
-            }
+        let limit = Duration::from_millis(500);
+        let once =
+            crate::client::etcd::Client::call_once(host, *addr, self.tls.as_ref(), &req, limit);
+        if once.is_ok() {
+            info!("cluster: lease revoked; the other servers take over now");
         }
     }
 }
@@ -468,4 +617,13 @@ fn boot_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     format!("{}-{ms}", std::process::id())
+}
+
+/// Why a read or write on an etcd connection failed: a TLS failure (the session says why),
+/// else a plain close.
+fn ending(w: &Transport, e: io::Error) -> Ending {
+    match w.failure() {
+        Some(reason) => Ending::Tls(reason, e.to_string()),
+        None => Ending::Closed,
+    }
 }

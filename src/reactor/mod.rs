@@ -22,6 +22,7 @@ mod schedules;
 mod shutdown;
 mod signals;
 mod tls_glue;
+mod transport;
 
 use std::io;
 use std::net::SocketAddr;
@@ -139,13 +140,16 @@ impl Server {
         let tls = tls_glue::TlsGlue::new(&config, tls);
         let http = http_glue::HttpGlue::bind(&config, &poll)?;
         let mut engine = Engine::new(config.engine.clone());
-        let cluster = config.cluster.as_ref().map(|c| {
-            engine.set_clustered(true);
-            Box::new(etcd_link::EtcdLink::new(
-                c,
-                etcd_link::member_id(local_addrs[0]),
-            ))
-        });
+        let cluster = match &config.cluster {
+            Some(c) => {
+                engine.set_clustered(true);
+                let id = etcd_link::member_id(local_addrs[0]);
+                let link = etcd_link::EtcdLink::new(c, id)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                Some(Box::new(link))
+            }
+            None => None,
+        };
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
         let output = output_bound::OutputBound::new(config.max_total_output);
         let access = gate::Gate::new(config.access.clone());

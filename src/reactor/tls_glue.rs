@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use log::{info, warn};
 
 use super::Server;
-use super::conn::TlsSession;
 use super::deadlines::Deadline;
+use super::transport::TlsSession;
 use crate::config::Config;
 use crate::http::metrics::TlsStats;
 use crate::timer::TimerKey;
@@ -197,6 +197,9 @@ impl Server {
                     "SIGHUP: TLS files not reloaded, the current certificate stays: {e}"
                 ),
             }
+        }
+        if let Some(l) = self.cluster.as_mut() {
+            l.reload_tls();
         }
     }
 

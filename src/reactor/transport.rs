@@ -1,8 +1,10 @@
-//! A connection's wire, private to `conn.rs`: the socket and what runs over it (plain TCP, or
-//! a rustls session over it: `crate::tls::TlsStream`), with reading, writing, write interest
-//! and half-close, (de)registration with mio, and what only a TLS connection keeps (its
-//! handshake's deadline, the name its certificate gives it), out of line. Nothing else in the
-//! reactor touches the `TcpStream`.
+//! A connection's wire: the socket and what runs over it (plain TCP, or a rustls session over
+//! it: `crate::tls::TlsStream`), with reading, writing, write interest and half-close,
+//! (de)registration with mio, and what only a TLS connection keeps (its handshake's deadline,
+//! the name its certificate gives it), out of line. Used by `conn.rs` for accepted
+//! connections and by `etcd_link.rs` for the outgoing ones to etcd (a client session, and
+//! `connected` to learn when a non-blocking connect ended); nothing else in the reactor
+//! touches the `TcpStream`.
 
 use std::io::{self, Read, Write};
 
@@ -12,11 +14,17 @@ use mio::{Interest, Registry, Token};
 use crate::access::Identity;
 use crate::timer::TimerKey;
 
+/// A TLS session, server or client side (none exists in a build without TLS).
+#[cfg(feature = "tls")]
+pub type TlsSession = crate::tls::TlsStream;
+#[cfg(not(feature = "tls"))]
+pub type TlsSession = std::convert::Infallible;
+
 /// What a TLS connection has beyond the socket, in one allocation made at accept: a rustls
 /// session is over a kilobyte, and a plaintext connection carries only the pointer's room.
 #[cfg_attr(not(feature = "tls"), allow(dead_code))]
 struct Tls {
-    session: super::TlsSession,
+    session: TlsSession,
     /// The handshake's deadline while it runs (tls_glue.rs).
     handshake: Option<TimerKey>,
     /// `cn:NAME` once the handshake ends with a named client certificate.
@@ -44,7 +52,9 @@ impl Transport {
         }
     }
 
-    /// TLS on an accepted socket: the handshake runs as the peer's bytes are read.
+    /// TLS on an accepted socket (a server session), or on a connecting one (a client
+    /// session: its ClientHello goes out at the first `flush`): the handshake runs as the
+    /// peer's bytes are read.
     #[cfg(feature = "tls")]
     pub(super) fn tls(socket: TcpStream, session: crate::tls::TlsStream) -> Transport {
         let tls = Tls {
@@ -55,6 +65,20 @@ impl Transport {
         Transport {
             tls: Some(Box::new(tls)),
             ..Transport::plain(socket)
+        }
+    }
+
+    /// An outgoing connect: `Ok(true)` once it is made, `Ok(false)` while in progress, the
+    /// error when it failed.
+    pub(super) fn connected(&mut self) -> io::Result<bool> {
+        let s = &self.socket;
+        if let Some(e) = s.take_error()? {
+            return Err(e);
+        }
+        match s.peer_addr() {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

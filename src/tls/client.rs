@@ -1,5 +1,6 @@
-//! The client side of `--ssl` for `gearwheel work/submit/admin`: a blocking rustls stream
-//! over the command's TCP connection.
+//! The client side of TLS: `--ssl` for `gearwheel work/submit/admin` and the `--etcd-*` files
+//! for etcd (the server's own connections to it, and `gearwheel schedules`): the rustls client
+//! configuration and a session per connection (a blocking stream for the commands).
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -39,17 +40,30 @@ impl ClientTls {
             (None, None) => None,
             _ => return Err("--ssl-certificate and --ssl-key go together".into()),
         };
-        Ok(Some(ClientTls {
+        Ok(Some(ClientTls::new(ca_file, identity)?))
+    }
+
+    /// Reads the files: the server is verified against `ca_file`, else the system's CA
+    /// bundle; `identity` (certificate, key) is presented when the server asks for one.
+    pub fn new(
+        ca_file: Option<&Path>,
+        identity: Option<(&Path, &Path)>,
+    ) -> Result<ClientTls, String> {
+        Ok(ClientTls {
             config: client_config(ca_file, identity)?,
-        }))
+        })
+    }
+
+    /// A client session to `host` (the name the server's certificate must carry: a DNS name
+    /// or an IP address).
+    pub fn session(&self, host: &str) -> Result<rustls::ClientConnection, String> {
+        let name = ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))?;
+        rustls::ClientConnection::new(self.config.clone(), name).map_err(|e| format!("TLS: {e}"))
     }
 
     /// Starts TLS on a connected socket to `host` (the name the server's certificate must
     /// carry: a DNS name or an IP address). The handshake runs on the first read or write.
     pub fn wrap(&self, host: &str, tcp: TcpStream) -> Result<ClientStream, String> {
-        let name = ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))?;
-        let conn = rustls::ClientConnection::new(self.config.clone(), name)
-            .map_err(|e| format!("TLS: {e}"))?;
-        Ok(rustls::StreamOwned::new(conn, tcp))
+        Ok(rustls::StreamOwned::new(self.session(host)?, tcp))
     }
 }

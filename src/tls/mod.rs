@@ -25,4 +25,4 @@ mod stream_tests;
 mod tests;
 #[cfg(test)]
 #[path = "../../tests/support/tls.rs"]
-mod tls_support;
+pub(crate) mod tls_support;

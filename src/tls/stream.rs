@@ -1,11 +1,12 @@
-//! One server-side TLS session over a non-blocking socket, shaped like the socket itself:
+//! One TLS session over a non-blocking socket, server side (an accepted connection) or client
+//! side (the cluster's connections to etcd), shaped like the socket itself:
 //! `read` gives plaintext or `WouldBlock`, `write` takes plaintext or says `WouldBlock`, so
 //! the reactor's transport calls it where it would call the socket, and nothing above the
 //! transport (codec, engine) sees TLS.
 
 use std::io::{self, Read, Write};
 
-use rustls::ServerConnection;
+use rustls::{ClientConnection, Connection, ServerConnection};
 
 use super::peer_name;
 
@@ -13,10 +14,10 @@ use super::peer_name;
 /// a peer can make the server buffer before the reactor reads it).
 const BUFFER_LIMIT: usize = 64 * 1024;
 
-/// A server-side TLS session: the rustls state and, once the handshake is done, the name of
+/// A TLS session: the rustls state and, once a server-side handshake is done, the name of
 /// the client's certificate.
 pub struct TlsStream {
-    conn: ServerConnection,
+    conn: Connection,
     name: Option<String>,
     handshake_done: bool,
     /// Why the session failed, as a metrics label (see [`failure_reason`]).
@@ -25,7 +26,16 @@ pub struct TlsStream {
 
 impl TlsStream {
     /// A session for an accepted connection (from `ServerTls::accept`).
-    pub fn new(mut conn: ServerConnection) -> TlsStream {
+    pub fn new(conn: ServerConnection) -> TlsStream {
+        TlsStream::over(conn.into())
+    }
+
+    /// A session for an outgoing connection (its ClientHello goes out at the first flush).
+    pub fn client(conn: ClientConnection) -> TlsStream {
+        TlsStream::over(conn.into())
+    }
+
+    fn over(mut conn: Connection) -> TlsStream {
         conn.set_buffer_limit(Some(BUFFER_LIMIT));
         TlsStream {
             conn,
@@ -80,7 +90,9 @@ impl TlsStream {
             }
             if !self.handshake_done && !self.conn.is_handshaking() {
                 self.handshake_done = true;
-                self.name = peer_name(&self.conn);
+                if let Connection::Server(server) = &self.conn {
+                    self.name = peer_name(server);
+                }
             }
             // Handshake replies go out as they are made, not at the next reply.
             self.flush(sock)?;
@@ -114,7 +126,8 @@ impl TlsStream {
     }
 
     /// Why the session failed (`read` gave `InvalidData`), as a short label: `not_tls`,
-    /// `no_client_certificate`, `bad_certificate`, `alert`, `incompatible` or `other`.
+    /// `no_client_certificate`, `bad_certificate`, `alert`, `incompatible` or `other`
+    /// (rustls's own words are in the error `read` gave).
     pub fn failure(&self) -> Option<&'static str> {
         self.failure
     }

@@ -89,8 +89,21 @@ pub fn schedules(dir: &Path) -> PathBuf {
     f
 }
 
+/// A schedules file with one `@every 1s` entry `pushed`, for `gearwheel schedules push`.
+pub fn pushed_file(dir: &Path) -> PathBuf {
+    let f = dir.join("pushed.cron");
+    std::fs::write(
+        &f,
+        "CRON_TZ=UTC\n@every 1s tick id=pushed overlap=allow -- pushed {time}\n",
+    )
+    .unwrap();
+    f
+}
+
 pub struct Cluster {
     pub url: String,
+    /// `--etcd-ca-file/--etcd-certificate/--etcd-key` when etcd serves TLS.
+    pub tls_flags: Vec<String>,
     pub file: PathBuf,
     pub servers: Vec<Option<Server>>,
     pub generations: usize,
@@ -108,6 +121,10 @@ impl Cluster {
     pub fn new_with(etcd: &Etcd, dir: &Path, n: usize, ttl: &str) -> Cluster {
         let mut c = Cluster {
             url: etcd.url(),
+            tls_flags: match etcd.tls {
+                Some(_) => etcd.tls_flags(),
+                None => Vec::new(),
+            },
             file: schedules(dir),
             servers: Vec::new(),
             generations: 0,
@@ -140,7 +157,7 @@ impl Cluster {
 
     /// A server with this lease TTL.
     pub fn start_with(&mut self, ttl: &str) -> Server {
-        let s = Server::start(&[
+        let mut args = vec![
             "--etcd",
             &self.url,
             "--cluster",
@@ -151,7 +168,9 @@ impl Cluster {
             "1000",
             "--schedules",
             self.file.to_str().unwrap(),
-        ]);
+        ];
+        args.extend(self.tls_flags.iter().map(String::as_str));
+        let s = Server::start(&args);
         self.generations += 1;
         worker(s.addr, self.generations, Arc::clone(&self.seen));
         s
@@ -199,6 +218,22 @@ impl Cluster {
             .collect();
         v.sort();
         v
+    }
+
+    /// After a push of `pushed_file`: every server loaded it in place of its own file, and
+    /// it ran (on the leader), each time once.
+    pub fn wait_pushed_everywhere(&self) {
+        for s in self.servers.iter().flatten() {
+            s.wait_log("reloaded the schedules file pushed to etcd", 10);
+            let mut c = s.connect();
+            super::wait_admin(&mut c, "show schedules", true, 10, |l| {
+                l.starts_with("pushed\t") && !l.contains("\nsecond\t") && !l.starts_with("second\t")
+            });
+        }
+        super::wait_until(10, "a pushed run", || {
+            self.counts().keys().any(|w| w.starts_with("pushed "))
+        });
+        self.assert_no_time_twice();
     }
 
     pub fn kill9(&mut self, i: usize) {

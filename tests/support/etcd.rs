@@ -3,6 +3,9 @@
 //! on drop. `stop`/`kill`/`pause`/`resume`/`restart` act on the same process and data (the
 //! cluster tests take etcd away and bring it back). A test calls `need(ETCD)` first, so a
 //! machine without etcd skips with a reason (and CI, with GEARWHEEL_REQUIRE_INTEROP=1, fails).
+//! `Etcd::start_tls(&ca)` serves clients over TLS with `--client-cert-auth`: its certificate
+//! and a client's are issued by a `TestCa` (tls.rs), and `tls_flags()` gives gearwheel's
+//! `--etcd-ca-file/--etcd-certificate/--etcd-key` for that client.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -27,11 +30,54 @@ pub struct Etcd {
     dir: PathBuf,
     pub client_port: u16,
     pub peer_port: u16,
+    /// Serving clients over TLS: the files.
+    pub tls: Option<EtcdTls>,
+}
+
+/// The files of an etcd serving clients over TLS with `--client-cert-auth`.
+#[derive(Clone)]
+pub struct EtcdTls {
+    /// The CA that signed etcd's certificate and the clients' (`--trusted-ca-file`).
+    pub ca: PathBuf,
+    /// etcd's own certificate and key (SANs 127.0.0.1 and localhost).
+    pub server: (PathBuf, PathBuf),
+    /// A client certificate and key etcd accepts.
+    pub client: (PathBuf, PathBuf),
 }
 
 impl Etcd {
     /// Start a one-member etcd and wait until it is healthy (panics, with its log, if not).
     pub fn start() -> Etcd {
+        Etcd::launch(None)
+    }
+
+    /// An etcd whose clients speak TLS and must present a certificate from `ca`
+    /// (`--client-cert-auth`); keep `ca` alive as long as the etcd.
+    pub fn start_tls(ca: &super::tls::TestCa) -> Etcd {
+        let server = ca.issue("etcd-server", "etcd", &["127.0.0.1", "localhost"]);
+        let client = ca.issue("etcd-client", "gearwheel", &[]);
+        Etcd::launch(Some(EtcdTls {
+            ca: ca.ca(),
+            server,
+            client,
+        }))
+    }
+
+    /// gearwheel's flags for the client certificate etcd accepts.
+    pub fn tls_flags(&self) -> Vec<String> {
+        let t = self.tls.as_ref().expect("an etcd started with start_tls");
+        let path = |p: &PathBuf| p.to_str().unwrap().to_string();
+        vec![
+            "--etcd-ca-file".into(),
+            path(&t.ca),
+            "--etcd-certificate".into(),
+            path(&t.client.0),
+            "--etcd-key".into(),
+            path(&t.client.1),
+        ]
+    }
+
+    fn launch(tls: Option<EtcdTls>) -> Etcd {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!(
@@ -48,6 +94,7 @@ impl Etcd {
             dir,
             client_port: 0,
             peer_port: 0,
+            tls,
         };
         // Ports are picked free and then given to etcd, so another process may take one in
         // between: try a few pairs.
@@ -64,9 +111,10 @@ impl Etcd {
         unreachable!()
     }
 
-    /// `http://127.0.0.1:PORT`, the client URL.
+    /// `http://127.0.0.1:PORT` (`https://` under TLS), the client URL.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
     }
 
     /// `127.0.0.1:PORT`, the client address.
@@ -81,14 +129,24 @@ impl Etcd {
 
     fn spawn(&mut self) {
         let bin = etcd_binary().expect("etcd is installed (the test asked need(ETCD))");
-        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let client = self.url();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.dir.join("etcd.log"))
             .unwrap();
-        let child = Command::new(bin)
+        let mut cmd = Command::new(bin);
+        if let Some(t) = &self.tls {
+            cmd.arg("--cert-file")
+                .arg(&t.server.0)
+                .arg("--key-file")
+                .arg(&t.server.1)
+                .arg("--trusted-ca-file")
+                .arg(&t.ca)
+                .arg("--client-cert-auth");
+        }
+        let child = cmd
             .args(["--name", "gw", "--data-dir"])
             .arg(self.dir.join("data"))
             .args(["--listen-client-urls", &client])
@@ -124,8 +182,30 @@ impl Etcd {
         false
     }
 
-    /// One GET /health.
+    /// One GET /health (under TLS: one read through gearwheel's own etcd client, with the
+    /// client certificate).
     pub fn healthy(&self) -> bool {
+        #[cfg(not(feature = "tls"))]
+        if self.tls.is_some() {
+            return false;
+        }
+        #[cfg(feature = "tls")]
+        if let Some(t) = &self.tls {
+            use gearwheel::cluster::etcd::Request;
+            let files = gearwheel::config::EtcdTls {
+                ca_file: Some(t.ca.clone()),
+                identity: Some(t.client.clone()),
+            };
+            let tls = gearwheel::client::etcd::client_tls(&files).expect("the test CA's files");
+            let mut c =
+                gearwheel::client::etcd::Client::new(vec![self.addr()], Duration::from_secs(2))
+                    .with_tls(Some(tls));
+            return c
+                .call(&Request::Get {
+                    key: b"health".to_vec(),
+                })
+                .is_ok();
+        }
         let Ok(mut s) = TcpStream::connect(self.addr()) else {
             return false;
         };

@@ -1,24 +1,46 @@
-//! etcd endpoints and cluster names as the flags give them: `--etcd http://HOST:PORT[,...]`
-//! (each flag may list several) and `--cluster NAME`, checked in one place for `serve` and
-//! `schedules push`.
+//! etcd endpoints and cluster names as the flags give them: `--etcd URL[,...]` (each flag may
+//! list several; `http://` or `https://`) and `--cluster NAME`, checked in one place for
+//! `serve` and `schedules push/show`.
 
-/// The `host:port` of each URL in the `--etcd` values, in order (the Host header and the
-/// address to dial). Only plain `http://HOST:PORT` (a missing port is etcd's 2379).
-pub fn endpoints(values: &[String]) -> Result<Vec<String>, String> {
+/// The `--etcd` URLs: each one's `host:port` and whether they speak TLS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoints {
+    /// `host:port` of each URL, in order (the Host header and the address to dial).
+    pub hosts: Vec<String>,
+    /// `https://`: TLS to every one of them.
+    pub tls: bool,
+}
+
+/// The `--etcd` values as `Endpoints`: `http://HOST:PORT` or `https://HOST:PORT` (a missing
+/// port is etcd's 2379), all with the same scheme. A mixed list is refused: the members of
+/// one etcd cluster serve clients one way, so a mix is a typing slip that would send the
+/// cluster's traffic in clear to some of them.
+pub fn endpoints(values: &[String]) -> Result<Endpoints, String> {
     let mut out = Vec::new();
+    let mut scheme: Option<bool> = None;
     for u in values.iter().flat_map(|v| v.split(',')).map(str::trim) {
         if u.is_empty() {
             continue;
         }
-        let Some(rest) = u.strip_prefix("http://") else {
-            return Err(format!(
-                "--etcd {u:?}: use http://HOST:PORT (etcd over TLS is not supported yet)"
-            ));
+        let (tls, rest) = match (u.strip_prefix("http://"), u.strip_prefix("https://")) {
+            (Some(rest), _) => (false, rest),
+            (_, Some(rest)) => (true, rest),
+            _ => {
+                return Err(format!(
+                    "--etcd {u:?}: use http://HOST:PORT or https://HOST:PORT"
+                ));
+            }
         };
+        if scheme.is_some_and(|s| s != tls) {
+            return Err(format!(
+                "--etcd {u:?}: every etcd URL must use the same scheme (all http:// or all https://)"
+            ));
+        }
+        scheme = Some(tls);
         let hostport = rest.trim_end_matches('/');
         if hostport.is_empty() || hostport.contains(['/', '?', '#', '@']) {
             return Err(format!(
-                "--etcd {u:?}: use http://HOST:PORT, without a path"
+                "--etcd {u:?}: use HOST:PORT after the scheme, without a path"
             ));
         }
         let has_port = match hostport.rsplit_once(':') {
@@ -39,7 +61,17 @@ pub fn endpoints(values: &[String]) -> Result<Vec<String>, String> {
     if out.is_empty() {
         return Err("--etcd: no URL given".into());
     }
-    Ok(out)
+    Ok(Endpoints {
+        hosts: out,
+        tls: scheme == Some(true),
+    })
+}
+
+/// The host of a `host:port` endpoint, without IPv6 brackets: the name etcd's certificate
+/// must carry (a DNS name or an IP address).
+pub fn host_name(hostport: &str) -> &str {
+    let host = hostport.rsplit_once(':').map_or(hostport, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// A cluster name: 1 to 64 letters, digits, '-', '_' or '.', so that it is one key segment.
@@ -77,22 +109,39 @@ mod tests {
 
     #[test]
     fn urls_become_host_ports() {
+        let e = endpoints(&v(&[
+            "http://a:1,http://b:2/",
+            "http://c",
+            "http://[::1]:5",
+        ]))
+        .unwrap();
+        assert_eq!(e.hosts, ["a:1", "b:2", "c:2379", "[::1]:5"]);
+        assert!(!e.tls);
         assert_eq!(
-            endpoints(&v(&[
-                "http://a:1,http://b:2/",
-                "http://c",
-                "http://[::1]:5"
-            ]))
-            .unwrap(),
-            ["a:1", "b:2", "c:2379", "[::1]:5"]
+            endpoints(&v(&["http://[::1]"])).unwrap().hosts,
+            ["[::1]:2379"]
         );
-        assert_eq!(endpoints(&v(&["http://[::1]"])).unwrap(), ["[::1]:2379"]);
+        let e = endpoints(&v(&["https://a:1", "https://[::1]"])).unwrap();
+        assert_eq!(e.hosts, ["a:1", "[::1]:2379"]);
+        assert!(e.tls);
+        assert_eq!(host_name("a.example:1"), "a.example");
+        assert_eq!(host_name("[::1]:2379"), "::1");
+        assert_eq!(host_name("127.0.0.1:2379"), "127.0.0.1");
+    }
+
+    #[test]
+    fn a_mixed_list_is_refused() {
+        let e = endpoints(&v(&["http://a:1,https://b:2"])).unwrap_err();
+        assert!(e.contains("same scheme"), "{e}");
+        let e = endpoints(&v(&["https://a:1", "http://b:2"])).unwrap_err();
+        assert!(e.contains("same scheme"), "{e}");
     }
 
     #[test]
     fn other_urls_are_refused_with_the_flag_named() {
         for bad in [
-            "https://a:1",
+            "ftp://a:1",
+            "https://",
             "a:1",
             "http://a:1/v3",
             "http://",

@@ -13,7 +13,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use endpoint::{check_cluster_name, endpoints, prefix, schedules_key};
+pub use endpoint::{Endpoints, check_cluster_name, endpoints, host_name, prefix, schedules_key};
 pub use request::encode;
 pub use response::ResponseReader;
 
