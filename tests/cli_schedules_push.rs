@@ -178,12 +178,22 @@ fn an_unreachable_or_silent_etcd_is_a_clear_error() {
     // Bad flags are usage errors.
     for args in [
         vec!["schedules", "push", good],
+        // One scheme for all URLs; the TLS files go with https:// only.
         vec![
             "schedules",
             "push",
             good,
             "--etcd",
-            "https://127.0.0.1:2379",
+            "https://127.0.0.1:2379,http://127.0.0.1:2380",
+        ],
+        vec![
+            "schedules",
+            "push",
+            good,
+            "--etcd",
+            &url,
+            "--etcd-ca-file",
+            good,
         ],
         vec![
             "schedules",
