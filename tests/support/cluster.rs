@@ -36,13 +36,30 @@ pub type Seen = Arc<Mutex<Vec<(usize, String, Instant)>>>;
 /// A worker on one server: takes `tick` jobs and records their workload, until the server
 /// goes away.
 pub fn worker(addr: std::net::SocketAddr, generation: usize, seen: Seen) {
+    worker_for(addr, "tick", move |c, handle, data| {
+        seen.lock()
+            .unwrap()
+            .push((generation, data, Instant::now()));
+        c.send_req(t::WORK_COMPLETE, &[handle, b""]);
+        true
+    });
+}
+
+/// A worker for `function` on one server (its own thread): each job's handle and workload go
+/// to `on_job`, which answers it (or holds it) and says whether to take more.
+pub fn worker_for(
+    addr: std::net::SocketAddr,
+    function: &str,
+    mut on_job: impl FnMut(&mut Conn, &[u8], String) -> bool + Send + 'static,
+) {
+    let function = function.as_bytes().to_vec();
     thread::spawn(move || {
         let Ok(stream) = std::net::TcpStream::connect(addr) else {
             return;
         };
         drop(stream);
         let mut c = Conn::connect(addr);
-        c.send_req(t::CAN_DO, &[b"tick"]);
+        c.send_req(t::CAN_DO, &[&function]);
         loop {
             c.send_req(t::GRAB_JOB, &[]);
             let p = match c.try_read_packet() {
@@ -66,10 +83,11 @@ pub fn worker(addr: std::net::SocketAddr, generation: usize, seen: Seen) {
                     let handle = args[0].to_vec();
                     let data =
                         String::from_utf8_lossy(args.get(2).copied().unwrap_or(b"")).to_string();
-                    seen.lock()
-                        .unwrap()
-                        .push((generation, data, Instant::now()));
-                    c.send_req(t::WORK_COMPLETE, &[&handle, b""]);
+                    if !on_job(&mut c, &handle, data) {
+                        // Keep the connection: a closed worker would fail its jobs.
+                        thread::sleep(Duration::from_secs(3600));
+                        return;
+                    }
                 }
                 _ => {}
             }
