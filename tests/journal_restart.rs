@@ -37,13 +37,7 @@ fn a_future_job_runs_at_its_time_after_a_restart_before_it() {
             panic!("got {p:?} before the due time");
         }
     }
-    let noop = loop {
-        assert!(s.now_ms() < due_s * 1000 + 3000, "no NOOP");
-        s.advance(10);
-        if let Some(p) = w.read_within(1) {
-            break p;
-        }
-    };
+    let noop = s.advance_until_packet(&mut w, 10, 3000);
     assert_eq!(noop.ptype, t::NOOP);
     let late = s.now_ms() as i64 - (due_s * 1000) as i64;
     assert!((0..200).contains(&late), "{late} ms late");

@@ -20,23 +20,17 @@ fn row(c: &mut Conn, id: &str) -> Vec<String> {
 
 /// Work one job: complete it, or fail it when `fail` is set. Returns the workload.
 fn work_one(w: &mut Conn, fail: bool) -> Vec<u8> {
-    loop {
-        if let Some((h, _, _, data)) = w.grab_uniq() {
-            if fail {
-                w.send_req(t::WORK_FAIL, &[h.as_bytes()]);
-            } else {
-                w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b"done"]);
-            }
-            return data;
-        }
-        w.send_req(t::PRE_SLEEP, &[]);
-        assert_eq!(w.read_packet().ptype, t::NOOP);
-    }
+    work_one_waking(w, fail, |w| w.read_packet())
 }
 
 /// `work_one` on a server whose clock the test moves: while the worker sleeps, time passes
 /// in steps until its NOOP comes.
 fn work_one_in(s: &InProcess, w: &mut Conn, fail: bool) -> Vec<u8> {
+    work_one_waking(w, fail, |w| s.advance_until_packet(w, 50, 10_000))
+}
+
+/// Grab until a job comes, sleeping between tries until `wake` reads the NOOP.
+fn work_one_waking(w: &mut Conn, fail: bool, mut wake: impl FnMut(&mut Conn) -> Packet) -> Vec<u8> {
     loop {
         if let Some((h, _, _, data)) = w.grab_uniq() {
             if fail {
@@ -47,15 +41,7 @@ fn work_one_in(s: &InProcess, w: &mut Conn, fail: bool) -> Vec<u8> {
             return data;
         }
         w.send_req(t::PRE_SLEEP, &[]);
-        let start = s.now_ms();
-        loop {
-            assert!(s.now_ms() - start < 10_000, "no NOOP in 10 s");
-            s.advance(50);
-            if let Some(p) = w.read_within(1) {
-                assert_eq!(p.ptype, t::NOOP);
-                break;
-            }
-        }
+        assert_eq!(wake(w).ptype, t::NOOP);
     }
 }
 

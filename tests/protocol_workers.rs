@@ -215,13 +215,7 @@ fn can_do_timeout_fails_a_job_that_runs_too_long() {
     let t0 = s.now_ms();
     let (hh, _, _, _) = w.grab_uniq().unwrap();
     assert_eq!(hh, handle);
-    let p = loop {
-        assert!(s.now_ms() - t0 < 5000, "no WORK_FAIL");
-        s.advance(10);
-        if let Some(p) = c.read_within(1) {
-            break p;
-        }
-    };
+    let p = s.advance_until_packet(&mut c, 10, 5000);
     let elapsed = Duration::from_millis(s.now_ms() - t0);
     assert_eq!(p.ptype, t::WORK_FAIL, "{p:?}");
     assert_eq!(p.args()[0], handle.as_bytes());

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use gearwheel::clock::{Clock, ManualClock, SystemClock};
 use gearwheel::reactor::Embedded;
 
-use super::gearman::{Conn, t};
+use super::gearman::{Conn, Packet, t};
 use super::wait::poll;
 
 /// A manual clock set to the real time now (so dates in names and schedules look like
@@ -85,6 +85,22 @@ impl InProcess {
             self.clock.advance(step);
             left -= step;
             self.settle();
+        }
+    }
+
+    /// Let time pass in steps of `step_ms` until a packet comes to `c` (at most `limit_ms`);
+    /// returns it. The packet's time is `now_ms()` then, to a step.
+    pub fn advance_until_packet(&self, c: &mut Conn, step_ms: u64, limit_ms: u64) -> Packet {
+        let start = self.now_ms();
+        loop {
+            assert!(
+                self.now_ms() - start < limit_ms,
+                "nothing came in {limit_ms} ms"
+            );
+            self.advance(step_ms);
+            if let Some(p) = c.read_within(1) {
+                return p;
+            }
         }
     }
 
