@@ -184,6 +184,11 @@ impl Engine {
 
     /// The `timeout=` (ms) of the schedule entry that made the job `k`, if it has one.
     pub(super) fn entry_time_limit(&self, k: JobKey) -> Option<u64> {
+        // Without entries there is no limit to find: skip the job's extras lookup, which
+        // every foreground job's assign would otherwise pay.
+        if self.schedules.by_id.is_empty() {
+            return None;
+        }
         let origin = self.rare(k)?.origin.as_ref()?;
         let &slot = self.schedules.by_id.get(&origin.entry)?;
         self.schedules.entries[slot].entry.timeout_ms

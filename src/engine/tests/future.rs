@@ -98,7 +98,7 @@ fn sched_jobs_run_at_the_next_matching_minute() {
     // 2026-11-22T06:37:30Z, a Sunday.
     w.now = 1_795_329_450_000;
     let (c, wk) = (w.conn(), w.conn());
-    let fields = |m: &str, h: &str, wd: &str| [b(m), b(h), b(""), b(""), b(wd)];
+    let fields = |m: &str, h: &str, wd: &str| Box::new([b(m), b(h), b(""), b(""), b(wd)]);
     let r = w.req(
         c,
         Request::SubmitJobSched {
@@ -139,7 +139,7 @@ fn sched_jobs_run_at_the_next_matching_minute() {
     for (bad, why) in [
         (fields("60", "", ""), "minute 60 is out of range 0-59"),
         (
-            [b(""), b(""), b("31"), b("2"), b("")],
+            Box::new([b(""), b(""), b("31"), b("2"), b("")]),
             "day 31 never occurs in month 2",
         ),
     ] {
