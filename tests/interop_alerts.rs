@@ -5,7 +5,6 @@
 mod support;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use support::*;
 
@@ -47,18 +46,10 @@ fn a_php_worker_that_throws_for_an_entry_alerts_a_gearwheel_work_worker() {
     let mut admin = s.connect();
     let reply = admin.admin("run schedule nightly", false);
     assert!(reply.starts_with("OK H:"), "{reply}");
-    let end = Instant::now() + Duration::from_secs(15);
-    let alert = loop {
-        if let Ok(text) = std::fs::read_to_string(&alert_file) {
-            break text;
-        }
-        assert!(
-            Instant::now() < end,
-            "no alert written; server log:\n{}",
-            s.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let alert = poll(15, "the alert file", || {
+        std::fs::read_to_string(&alert_file)
+            .map_err(|e| format!("{e}; no alert written; server log:\n{}", s.log()))
+    });
     let prefix = "{\"event\":\"failure\",\"entry\":\"nightly\",\"function\":\"throw\",\"outcome\":\"failed\",\"scheduled\":\"20";
     assert!(alert.starts_with(prefix), "{alert}");
     // Three tries (the run and its two retries, 1 s then 2 s apart), one alert, naming the

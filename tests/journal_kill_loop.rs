@@ -113,6 +113,7 @@ fn acknowledged_jobs_survive_kill_9_at_random_moments() {
                 })
             })
             .collect();
+        // Wall time on purpose: a random 5-45 ms of real submitting, so the kill lands anywhere.
         thread::sleep(Duration::from_millis(5 + next_rand(&mut seed) % 40));
         kill9(s);
         kills += 1;

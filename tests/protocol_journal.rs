@@ -99,12 +99,8 @@ fn a_clean_stop_keeps_everything_and_a_retried_job_keeps_its_count() {
         w.grab_uniq().unwrap();
     }
     // The worker is gone: the job was given back once.
-    for _ in 0..100 {
-        if c.admin("show jobs", true) == format!("{h}\t1\t0\t1\n.\n") {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let given_back = format!("{h}\t1\t0\t1\n.\n");
+    wait_admin(&mut c, "show jobs", true, 5, |r| r == given_back);
     s.signal(libc::SIGTERM);
     let mut s = s;
     assert_eq!(s.wait_exit(5).and_then(|st| st.code()), Some(0));
@@ -282,12 +278,9 @@ fn schedule_counters_and_runs_missed_while_down_survive_a_restart() {
     // A worker fails the first run; the next one stays queued and later ones are skipped.
     let mut w = s.connect();
     w.can_do(&["tick"]);
-    let (h, _, _, _) = loop {
-        if let Some(job) = w.grab_uniq() {
-            break job;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+    let (h, _, _, _) = poll(10, "the first scheduled run", || {
+        w.grab_uniq().ok_or_else(|| "NO_JOB".to_string())
+    });
     w.send_req(t::WORK_FAIL, &[h.as_bytes()]);
     let mut c = s.connect();
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -300,7 +293,8 @@ fn schedule_counters_and_runs_missed_while_down_survive_a_restart() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     kill9(s);
-    // Down for a few seconds, over several run times; `gone` leaves the file.
+    // Down for a few seconds, over several run times; `gone` leaves the file. Wall time on
+    // purpose: the runs missed are counted from the real clock by a real process restarted.
     std::thread::sleep(std::time::Duration::from_millis(3200));
     std::fs::write(&file, "@every 1s tick\n").unwrap();
     let s = start(&dir, &sched);

@@ -78,11 +78,7 @@ fn names_from_workers_that_left_are_forgotten_and_their_memory_given_back() {
         drop(w);
     }
     // All 100,000 are gone once their workers are (the last close may take a moment).
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while a.admin("status", true) != ".\n" {
-        assert!(std::time::Instant::now() < end, "functions still listed");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_admin(&mut a, "status", true, 5, |r| r == ".\n");
     let end = std::time::Instant::now() + std::time::Duration::from_secs(6);
     let mut after = rss_anon_kb(&s);
     while after >= before + 4 * 1024 && std::time::Instant::now() < end {

@@ -50,7 +50,10 @@ fn graceful_with_a_running_job(start: impl FnOnce(&Server)) {
     wait_until(3, "the listener to close", || {
         TcpStream::connect(s.addr).is_err()
     });
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    // Barrier: an echo answered on an existing connection proves the server handled the
+    // shutdown and turned again since, still running while the job does.
+    c.send_req(t::ECHO_REQ, &[b"draining"]);
+    assert_eq!(c.expect(t::ECHO_RES), b"draining");
     assert!(
         s.child.try_wait().unwrap().is_none(),
         "must wait for the running job"
