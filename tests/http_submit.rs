@@ -20,7 +20,9 @@ fn foreground_job_gathers_data_and_status_then_completes() {
     w.send_req(t::WORK_STATUS, &[handle.as_bytes(), b"1", b"2"]);
     w.send_req(t::WORK_WARNING, &[handle.as_bytes(), b"a warning"]);
     w.send_req(t::WORK_DATA, &[handle.as_bytes(), b"part2,"]);
-    // Nothing is answered before the job ends.
+    // Nothing is answered before the job ends: once the worker's echo proves the server
+    // handled its packets, the HTTP client still has nothing.
+    sync(&mut w);
     h.expect_silence(200);
     w.send_req(t::WORK_COMPLETE, &[handle.as_bytes(), b"olleh"]);
     let r = h.read();
@@ -208,6 +210,8 @@ fn timeout_is_504_and_the_job_goes_on() {
     h.send(&request("GET", "/healthz", &[], b""));
     assert_eq!(h.read().text(), "ok\n");
     w.send_req(t::WORK_COMPLETE, &[h2.as_bytes(), b"late"]);
+    // The worker's echo proves the late result was handled; then it must not have leaked.
+    sync(&mut w);
     h.expect_silence(200);
     assert_eq!(
         s.get(&format!("/jobs/{handle}")).status,

@@ -140,7 +140,9 @@ fn submit_reduce_job_foreground_gets_results_background_does_not() {
         work(&mut w, t::WORK_COMPLETE, &handle, &[b"done"]);
     }
     assert_eq!(fg.expect(t::WORK_COMPLETE), hb(&hfg, &[b"done"]));
-    bgc.expect_silence(200);
+    // The server has handled both results: an echo answered first proves the background
+    // client was sent nothing (a wait alone would prove nothing).
+    sync(&mut bgc);
 }
 
 #[test]
@@ -185,7 +187,9 @@ fn work_packets_are_forwarded_verbatim_to_the_client() {
         "JOB_NOT_FOUND",
         "Job given in work result not found",
     );
-    c.expect_silence(100);
+    // The refusal proves the server handled the second COMPLETE; the client's next packet is
+    // its echo, not a second result.
+    sync(&mut c);
     assert_eq!(c.admin("status", true), "fw\t0\t0\t1\n.\n");
 }
 
@@ -403,7 +407,7 @@ fn all_yours_is_accepted_silently() {
     let s = server(&[]);
     let mut w = worker(&s, &["f"]);
     w.send_req(t::ALL_YOURS, &[]);
-    w.expect_silence(150);
+    // Nothing before the echo's reply: ALL_YOURS got no answer.
     sync(&mut w);
 }
 
@@ -539,7 +543,8 @@ fn coalescing_three_clients_and_a_background_joiner() {
         assert_eq!(c.expect(t::WORK_WARNING), hb(&handle, &[b"careful"]));
         assert_eq!(c.expect(t::WORK_COMPLETE), hb(&handle, &[b"final"]));
     }
-    c4.expect_silence(200);
+    // The background submitter of the same job is sent none of it: its echo comes first.
+    sync(&mut c4);
 }
 
 #[test]
@@ -753,8 +758,10 @@ fn submit_job_epoch_in_the_past_runs_now_as_background() {
         (handle.as_str(), "fep", "old", &b"ep-data"[..])
     );
     work(&mut w, t::WORK_COMPLETE, &handle, &[b""]);
-    // Background: the submitter gets nothing.
-    c.expect_silence(150);
+    // Background: the submitter gets nothing. The worker's echo proves the result was
+    // handled; then the submitter's echo comes before anything else.
+    sync(&mut w);
+    sync(&mut c);
 }
 
 #[test]
