@@ -6,16 +6,17 @@
 //! `Conn` (`send_req`, `expect(t::TYPE)`, `admin(line, list)`). A test about time runs the
 //! server in-process on a manual clock instead (`InProcess`, in_process.rs) and lets time pass
 //! with `advance`, never by sleeping. `worker`, `sync`, `expect_error` ... (protocol.rs) build
-//! on `Conn`. Any other program runs as a `Proc` (outputs
-//! captured, killed on drop), or to its end with `run`/`run_out`/`gw`. Never sleep for a
+//! on `Conn`. Any other program runs as a `Proc` (outputs captured, killed on drop; `wait_log`,
+//! `log_line`), or to its end with `run`/`run_out`/`gw`. Never sleep for a
 //! condition: wait for it with `wait_until`/`poll` (wait.rs), which also has the one `status`
 //! reader (`status_row`, `status_of`, `wait_status`, `wait_workers`). Files go in a `TempDir`
 //! (removed on drop: keep it alive as long as the server). HTTP tests use `HttpServer` and
 //! `Http` (http.rs); a test that drives a component outside Rust calls `need`/`require`
 //! with a name listed in `COMPONENTS` (interop.rs), so that it skips with a reason (or fails
-//! under GEARWHEEL_REQUIRE_INTEROP=1); TLS tests make certificates with `TestCa` (tls.rs,
-//! shared with src/tls's unit tests) and serve them with `start_tls` or `TlsServer`
-//! (tls_serve.rs: mutual TLS under an access list); etcd.rs runs a real etcd
+//! under GEARWHEEL_REQUIRE_INTEROP=1), and runs a library's programs under tests/interop
+//! through `Scripts` (PERL_SCRIPTS ...) or `LibProgram`; TLS tests make certificates with
+//! `TestCa` (tls.rs, shared with src/tls's unit tests) and serve them with `start_tls` or
+//! `TlsServer` (tls_serve.rs: mutual TLS under an access list); etcd.rs runs a real etcd
 //! (`support::etcd::Etcd`) and cluster.rs servers joined to it (`support::cluster::*`); man.rs is
 //! the markdown-to-roff of tests/man_pages.rs.
 #![allow(dead_code)]
