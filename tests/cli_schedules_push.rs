@@ -28,6 +28,11 @@ fn stored(e: &Etcd, key: &str) -> Option<Vec<u8>> {
     }
 }
 
+/// `gearwheel schedules push FILE` with `args` after it.
+fn push(file: &str, args: &[&str]) -> Out {
+    gw(&[&["schedules", "push", file][..], args].concat(), None, 30)
+}
+
 #[test]
 fn a_valid_file_is_pushed_and_shown_and_an_invalid_one_is_refused() {
     if !need("etcd (apt-get install etcd-server)") {
@@ -52,19 +57,7 @@ fn a_valid_file_is_pushed_and_shown_and_an_invalid_one_is_refused() {
         show.stderr
     );
 
-    let out = gw(
-        &[
-            "schedules",
-            "push",
-            good,
-            "--etcd",
-            &url,
-            "--cluster",
-            "prod",
-        ],
-        None,
-        30,
-    );
+    let out = push(good, &["--etcd", &url, "--cluster", "prod"]);
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     assert!(
         out.stdout.contains(&format!("{good}: 2 entries OK")),
@@ -98,19 +91,7 @@ fn a_valid_file_is_pushed_and_shown_and_an_invalid_one_is_refused() {
     let bad = bad.to_str().unwrap();
     let check = gw(&["check", bad], None, 30);
     assert_eq!(check.code(), Some(1));
-    let out = gw(
-        &[
-            "schedules",
-            "push",
-            bad,
-            "--etcd",
-            &url,
-            "--cluster",
-            "prod",
-        ],
-        None,
-        30,
-    );
+    let out = push(bad, &["--etcd", &url, "--cluster", "prod"]);
     assert_eq!(out.code(), Some(2), "{}", out.stderr);
     assert!(
         out.stderr.starts_with(&check.stderr),
@@ -127,17 +108,7 @@ fn a_valid_file_is_pushed_and_shown_and_an_invalid_one_is_refused() {
 
     // The default cluster name, and several URLs of which the first is down.
     let down = format!("http://127.0.0.1:{}", free_port());
-    let out = gw(
-        &[
-            "schedules",
-            "push",
-            good,
-            "--etcd",
-            &format!("{down},{url}"),
-        ],
-        None,
-        30,
-    );
+    let out = push(good, &["--etcd", &format!("{down},{url}")]);
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     assert!(
         out.stdout
@@ -145,14 +116,6 @@ fn a_valid_file_is_pushed_and_shown_and_an_invalid_one_is_refused() {
         "{}",
         out.stdout
     );
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]
@@ -163,7 +126,7 @@ fn an_unreachable_or_silent_etcd_is_a_clear_error() {
     let good = good.to_str().unwrap();
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let out = gw(&["schedules", "push", good, "--etcd", &url], None, 30);
+    let out = push(good, &["--etcd", &url]);
     assert_eq!(out.code(), Some(3), "{}", out.stderr);
     assert!(
         out.stderr.contains("etcd is unreachable")
@@ -226,19 +189,7 @@ fn an_unreachable_or_silent_etcd_is_a_clear_error() {
     }
     let e = Etcd::start();
     e.pause();
-    let out = gw(
-        &[
-            "schedules",
-            "push",
-            good,
-            "--etcd",
-            &e.url(),
-            "--timeout",
-            "500ms",
-        ],
-        None,
-        30,
-    );
+    let out = push(good, &["--etcd", &e.url(), "--timeout", "500ms"]);
     e.resume();
     assert_eq!(out.code(), Some(3), "{}", out.stderr);
     assert!(

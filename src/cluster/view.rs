@@ -110,6 +110,19 @@ pub fn metrics(s: &Status, out: &mut String) {
             "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
         );
     }
+    /// A family with one label, a sample per value.
+    fn labelled<L: std::fmt::Display>(
+        out: &mut String,
+        name: &str,
+        help: &str,
+        label: &str,
+        samples: impl IntoIterator<Item = (L, u64)>,
+    ) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (value, n) in samples {
+            let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {n}");
+        }
+    }
     let b = |x: bool| if x { "1" } else { "0" }.to_string();
     family(
         out,
@@ -139,20 +152,17 @@ pub fn metrics(s: &Status, out: &mut String) {
         "Times the leader stopped firing because its lease could not be renewed in time.",
         s.stats.safety_stops.to_string(),
     );
-    let _ = writeln!(
+    labelled(
         out,
-        "# HELP gearwheel_cluster_claims_total Schedule run claims by outcome.\n# TYPE gearwheel_cluster_claims_total counter"
+        "gearwheel_cluster_claims_total",
+        "Schedule run claims by outcome.",
+        "outcome",
+        [
+            ("granted", s.stats.claims_granted),
+            ("refused", s.stats.claims_refused),
+            ("unknown", s.stats.claims_unknown),
+        ],
     );
-    for (outcome, n) in [
-        ("granted", s.stats.claims_granted),
-        ("refused", s.stats.claims_refused),
-        ("unknown", s.stats.claims_unknown),
-    ] {
-        let _ = writeln!(
-            out,
-            "gearwheel_cluster_claims_total{{outcome=\"{outcome}\"}} {n}"
-        );
-    }
     family(
         out,
         "gearwheel_etcd_reachable",
@@ -180,14 +190,11 @@ pub fn metrics(s: &Status, out: &mut String) {
         "Requests to etcd that failed (error, timeout, lost connection).",
         s.stats.request_errors.to_string(),
     );
-    let _ = writeln!(
+    labelled(
         out,
-        "# HELP gearwheel_etcd_tls_failures_total TLS sessions with etcd that failed (https:// --etcd), by reason.\n# TYPE gearwheel_etcd_tls_failures_total counter"
+        "gearwheel_etcd_tls_failures_total",
+        "TLS sessions with etcd that failed (https:// --etcd), by reason.",
+        "reason",
+        s.stats.tls_failures.iter().map(|(reason, n)| (reason, *n)),
     );
-    for (reason, n) in &s.stats.tls_failures {
-        let _ = writeln!(
-            out,
-            "gearwheel_etcd_tls_failures_total{{reason=\"{reason}\"}} {n}"
-        );
-    }
 }

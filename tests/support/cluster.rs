@@ -3,7 +3,6 @@
 //! workload with the server and the moment it arrived.
 
 use std::collections::HashMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -16,14 +15,6 @@ pub use super::tempdir::TempDir;
 
 /// etcd grants at least 3 s (three election timeouts), so ask for that.
 pub const TTL: &str = "3";
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A directory for a cluster test's files, removed when dropped.
 pub fn tempdir(name: &str) -> TempDir {

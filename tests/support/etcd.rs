@@ -8,10 +8,12 @@
 //! `--etcd-ca-file/--etcd-certificate/--etcd-key` for that client.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::server::free_port;
 
 /// The interop component name (listed in COMPONENTS).
 pub const ETCD: &str = "etcd (apt-get install etcd-server)";
@@ -282,12 +284,4 @@ impl Drop for Etcd {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }

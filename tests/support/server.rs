@@ -2,7 +2,7 @@
 //! from its "Listening on" lines; and this machine's own address, to reach it from beyond
 //! loopback.
 
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::ops::{Deref, DerefMut};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -185,4 +185,14 @@ pub fn work_process_env(
     let w = Proc::gearwheel(&args, env);
     wait_workers(s, func, 1);
     w
+}
+
+/// A loopback port nothing listens on now (bound and released), for a peer that is away or
+/// a component started on a port of its own.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

@@ -261,7 +261,7 @@ mod tests {
         );
         let empty = FailedList::new(10, 0);
         let quiet = JournalMetrics::default();
-        let none = server(&Facts {
+        let bare = Facts {
             version: "x",
             now_ms: 0,
             started_ms: None,
@@ -273,7 +273,8 @@ mod tests {
             leader: Some("node-b"),
             rates: (&[], 0),
             actions: false,
-        });
+        };
+        let none = server(&bare);
         assert!(none.contains("\"uptime_seconds\":null"));
         assert!(none.contains("\"journal\":null"));
         assert!(none.contains("\"leader\":\"node-b\""));
@@ -281,16 +282,8 @@ mod tests {
         assert!(none.contains("\"last_slot_start\":null,\"submitted\":[]"));
         let no_fsync_yet = server(&Facts {
             journal: Some(&quiet),
-            failed: &empty,
             leader: None,
-            rates: (&[], 0),
-            version: "x",
-            now_ms: 0,
-            started_ms: None,
-            totals: EngineTotals::default(),
-            connections: 0,
-            rss_bytes: None,
-            actions: false,
+            ..bare
         });
         assert!(no_fsync_yet.contains("\"fsyncs\":0,\"last_fsync_us\":null"));
     }
