@@ -97,8 +97,19 @@ fn a_frozen_leader_does_not_fire_when_it_wakes() {
         log.contains("stops firing") || log.contains("no longer the leader"),
         "the woken leader says it stopped: {log}"
     );
+    // One gap, the failover; any other must be one the leader said it made: on a loaded
+    // machine a keepalive answered late stops its firing until etcd confirms the lease again
+    // (safety before liveness), which is allowed, but never silently.
     let g = gaps(&cl.seconds());
-    assert!(g.len() <= 1, "one failover: {g:?}");
+    let other_log = cl.servers[other].as_ref().unwrap().log();
+    let safety_stops = other_log
+        .matches("could not be renewed within its TTL")
+        .count();
+    assert!(
+        g.len() <= 1 + safety_stops,
+        "one failover and {safety_stops} logged safety stops, gaps {g:?}\n\
+         the frozen server's log:\n{log}\nthe other's:\n{other_log}"
+    );
     cl.kill9(0);
     cl.kill9(1);
 }
