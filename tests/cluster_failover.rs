@@ -3,7 +3,8 @@
 //! (`@every 1s` and `*/1 * * * *`, workloads naming `{time}`), workers take jobs from all of
 //! them, and the leader is killed with -9 ten times at random moments. No scheduled time may
 //! run twice; the times that never ran must sit inside a failover. Then: a leader frozen with
-//! SIGSTOP past its lease must not fire when it wakes; etcd stopped and started again.
+//! SIGSTOP past its lease must not fire when it wakes; a leader cut off from etcd (a relay that
+//! drops its traffic) stops firing and the others take over; etcd stopped and started again.
 //! A missing etcd skips (a failure under GEARWHEEL_REQUIRE_INTEROP=1).
 
 mod support;
@@ -11,7 +12,7 @@ mod support;
 use std::thread;
 use std::time::Duration;
 
-use support::cluster::{Cluster, Etcd, gaps, next_rand, tempdir};
+use support::cluster::{Cluster, Etcd, TTL, gaps, next_rand, show_cluster, tempdir};
 use support::etcd::ETCD;
 
 fn have_etcd() -> bool {
@@ -112,6 +113,91 @@ fn a_frozen_leader_does_not_fire_when_it_wakes() {
     );
     cl.kill9(0);
     cl.kill9(1);
+}
+
+#[test]
+fn a_leader_cut_off_from_etcd_stops_firing_and_the_others_take_over() {
+    if !have_etcd() {
+        return;
+    }
+    let dir = tempdir("partition");
+    let etcd = Etcd::start();
+    let relay = support::partition::Relay::start(etcd.addr().parse().unwrap());
+    // Server 0 reaches etcd only through the relay, and leads: it starts alone.
+    let mut cl = Cluster::new(&etcd, &dir, 0);
+    let cut_off = cl.start_at(&relay.url(), TTL);
+    cl.push(cut_off);
+    assert_eq!(cl.leader(15), 0);
+    for _ in 0..2 {
+        let s = cl.start();
+        cl.push(s);
+    }
+    thread::sleep(Duration::from_secs(2));
+    let its_runs = |cl: &Cluster, after: std::time::Instant| {
+        let g = cl.generation_of(0);
+        let seen = cl.seen.lock().unwrap();
+        seen.iter()
+            .filter(|(generation, _, at)| *generation == g && *at > after)
+            .count()
+    };
+    assert!(its_runs(&cl, std::time::Instant::now() - Duration::from_secs(2)) > 0);
+
+    relay.cut();
+    let cut_at = std::time::Instant::now();
+    // It learns nothing more from etcd: within the TTL it stops trusting its lease, and one
+    // of the two others is elected.
+    support::wait_until(10, "the cut-off leader to stop and another to lead", || {
+        let s0 = show_cluster(cl.servers[0].as_ref().unwrap());
+        let others = (1..3).any(|i| {
+            show_cluster(cl.servers[i].as_ref().unwrap())
+                .is_some_and(|l| l.contains("role\tleader\n"))
+        });
+        s0.is_some_and(|l| !l.contains("role\tleader\n")) && others
+    });
+    // Gearman is served the whole time on the cut-off server.
+    let mut c = cl.servers[0].as_ref().unwrap().connect();
+    assert!(c.admin("status", true).contains("tick\t"));
+    thread::sleep(Duration::from_secs(4));
+    let cut_log = cl.servers[0].as_ref().unwrap().log();
+    assert!(
+        cut_log.contains("could not be renewed within its TTL"),
+        "the cut-off leader says it stopped firing: {cut_log}"
+    );
+    // A job it queued just before the cut may still reach its worker; nothing after.
+    assert_eq!(
+        its_runs(&cl, cut_at + Duration::from_secs(1)),
+        0,
+        "the cut-off server fired after it lost etcd"
+    );
+
+    relay.heal();
+    // Back in touch, it rejoins as a follower of the new leader, and fires nothing.
+    let healed_at = std::time::Instant::now();
+    support::wait_until(15, "the cut-off server to follow again", || {
+        show_cluster(cl.servers[0].as_ref().unwrap())
+            .is_some_and(|l| l.contains("role\tfollower\n"))
+    });
+    thread::sleep(Duration::from_secs(3));
+    assert_eq!(its_runs(&cl, healed_at), 0, "a healed follower fired");
+    cl.assert_no_time_twice();
+    let g = gaps(&cl.seconds());
+    let stops: usize = (1..3)
+        .map(|i| {
+            cl.servers[i]
+                .as_ref()
+                .unwrap()
+                .log()
+                .matches("could not be renewed within its TTL")
+                .count()
+        })
+        .sum();
+    assert!(
+        g.len() <= 1 + stops,
+        "one failover and {stops} logged safety stops, gaps {g:?}"
+    );
+    for i in 0..3 {
+        cl.kill9(i);
+    }
 }
 
 #[test]

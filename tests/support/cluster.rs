@@ -142,10 +142,15 @@ impl Cluster {
         };
         for _ in 0..n {
             let s = c.start_with(ttl);
-            c.servers.push(Some(s));
-            c.by_slot.push(c.generations);
+            c.push(s);
         }
         c
+    }
+
+    /// Give a server just started (`start_at`, `start_with`) the next slot.
+    pub fn push(&mut self, s: Server) {
+        self.servers.push(Some(s));
+        self.by_slot.push(self.generations);
     }
 
     /// Start a server again in slot `i` (after `kill9`).
@@ -166,9 +171,15 @@ impl Cluster {
 
     /// A server with this lease TTL.
     pub fn start_with(&mut self, ttl: &str) -> Server {
+        let url = self.url.clone();
+        self.start_at(&url, ttl)
+    }
+
+    /// A server that reaches etcd at `url` (a `partition::Relay` in front of it, say).
+    pub fn start_at(&mut self, url: &str, ttl: &str) -> Server {
         let mut args = vec![
             "--etcd",
-            &self.url,
+            url,
             "--cluster",
             "test",
             "--etcd-lease-ttl",

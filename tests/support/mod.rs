@@ -17,7 +17,8 @@
 //! through `Scripts` (PERL_SCRIPTS ...) or `LibProgram`; TLS tests make certificates with
 //! `TestCa` (tls.rs, shared with src/tls's unit tests) and serve them with `start_tls` or
 //! `TlsServer` (tls_serve.rs: mutual TLS under an access list); etcd.rs runs a real etcd
-//! (`support::etcd::Etcd`) and cluster.rs servers joined to it (`support::cluster::*`); man.rs is
+//! (`support::etcd::Etcd`), cluster.rs servers joined to it (`support::cluster::*`) and
+//! partition.rs a relay that cuts one of them off (`support::partition::Relay`); man.rs is
 //! the markdown-to-roff of tests/man_pages.rs.
 #![allow(dead_code)]
 
@@ -28,6 +29,7 @@ pub mod http;
 pub mod in_process;
 pub mod interop;
 pub mod man;
+pub mod partition;
 pub mod process;
 pub mod protocol;
 pub mod server;
