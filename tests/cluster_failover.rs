@@ -74,6 +74,101 @@ fn killing_the_leader_ten_times_never_runs_a_time_twice() {
     );
 }
 
+/// A scheduled time that falls inside a failover: `catchup=last` has the next leader make it
+/// up once, `catchup=none` skips it; the times either side run once on both.
+#[test]
+fn a_time_missed_in_a_failover_is_made_up_once_or_skipped_as_configured() {
+    if !have_etcd() {
+        return;
+    }
+    let dir = tempdir("catchup");
+    let etcd = Etcd::start();
+    let mut cl = Cluster::new(&etcd, &dir, 0);
+    std::fs::write(
+        &cl.file,
+        "CRON_TZ=UTC\n\
+         @every 10s tick id=last10 overlap=allow catchup=last -- last {time}\n\
+         @every 10s tick id=none10 overlap=allow catchup=none -- none {time}\n",
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let s = cl.start();
+        cl.push(s);
+    }
+    cl.leader(15);
+    let time_of = |w: &str| {
+        chrono::DateTime::parse_from_rfc3339(w.split_once(' ').unwrap().1)
+            .unwrap()
+            .timestamp()
+    };
+    let name = |entry: &str, t: i64| {
+        let t = chrono::DateTime::from_timestamp(t, 0).unwrap();
+        format!(
+            "{entry} {}",
+            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        )
+    };
+    // A run T seen, then the leader killed at T + 8.5 s: its lease (3 s, kept alive every
+    // second) ends 2-3 s later and the next leader is in place after T + 10 and well before
+    // T + 20 (failovers take 4-5 s: benches/failover.rs).
+    let t = support::poll(25, "a first run", || {
+        cl.counts()
+            .keys()
+            .filter(|w| w.starts_with("last "))
+            .map(|w| time_of(w))
+            .max()
+            .ok_or_else(|| "none yet".to_string())
+    });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let kill_at = t as f64 + 8.5;
+    assert!(now < kill_at, "run {t} seen too late: {now}");
+    thread::sleep(Duration::from_secs_f64(kill_at - now));
+    let l = cl.leader(1);
+    let killed = cl.generation_of(l);
+    cl.kill9(l);
+    let counts = support::poll(25, "the runs after the failover", || {
+        let c = cl.counts();
+        if c.contains_key(&name("last", t + 20)) && c.contains_key(&name("none", t + 20)) {
+            Ok(c)
+        } else {
+            Err(format!("{:?}", c.keys().collect::<Vec<_>>()))
+        }
+    });
+    cl.assert_no_time_twice();
+    for entry in ["last", "none"] {
+        for at in [t, t + 20] {
+            assert_eq!(
+                counts.get(&name(entry, at)),
+                Some(&1),
+                "{entry} {at}: {counts:?}"
+            );
+        }
+    }
+    assert_eq!(
+        counts.get(&name("last", t + 10)),
+        Some(&1),
+        "catchup=last makes up the time missed in the failover once: {counts:?}"
+    );
+    assert_eq!(
+        counts.get(&name("none", t + 10)),
+        None,
+        "catchup=none skips it: {counts:?}"
+    );
+    let seen = cl.seen.lock().unwrap();
+    let (by, _, _) = seen
+        .iter()
+        .find(|(_, w, _)| *w == name("last", t + 10))
+        .unwrap();
+    assert_ne!(*by, killed, "the next leader made it up");
+    drop(seen);
+    for i in 0..3 {
+        cl.kill9(i);
+    }
+}
+
 #[test]
 fn a_frozen_leader_does_not_fire_when_it_wakes() {
     if !have_etcd() {
