@@ -33,8 +33,9 @@ fn killing_the_leader_ten_times_never_runs_a_time_twice() {
     let kills = 10;
     for _ in 0..kills {
         let l = cl.leader(15);
-        // A random moment: 0 to 1.5 s into a second, after the new leader settled.
-        thread::sleep(Duration::from_millis(1500 + next_rand(&mut seed) % 1500));
+        // A random moment 1.5 to 13.5 s after the new leader settled, so that ten kills
+        // take a few minutes (about two and a half) and cross minute boundaries.
+        thread::sleep(Duration::from_millis(1500 + next_rand(&mut seed) % 12_000));
         cl.kill9(l);
         cl.restart(l, support::cluster::TTL);
     }
@@ -60,7 +61,9 @@ fn killing_the_leader_ten_times_never_runs_a_time_twice() {
     // Every minute boundary the test saw ran once: made up by catchup=last when it fell in
     // a failover (`*/1 * * * *`).
     let (first, last) = (secs[0], secs[secs.len() - 1]);
-    for m in (first + 1..last - 3).filter(|s| s % 60 == 0) {
+    let boundaries: Vec<i64> = (first + 1..last - 3).filter(|s| s % 60 == 0).collect();
+    assert!(boundaries.len() >= 2, "a few minutes: {first}..{last}");
+    for m in boundaries {
         let t = chrono::DateTime::from_timestamp(m, 0).unwrap();
         let w = format!(
             "minute {}",
