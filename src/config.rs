@@ -207,6 +207,10 @@ pub struct ServeArgs {
     /// made again (default 2000)
     #[argh(option, default = "2000")]
     pub etcd_request_timeout: u64,
+    /// seconds between the leader's compactions of etcd's history, up to what it had seen
+    /// one interval before; 0 when etcd compacts itself (default 300)
+    #[argh(option, default = "300")]
+    pub etcd_compaction_interval: u64,
     /// largest etcd reply (or watch message) accepted, in bytes (default 4 MiB)
     #[argh(option, default = "4 << 20")]
     pub etcd_max_message: usize,

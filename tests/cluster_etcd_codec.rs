@@ -292,19 +292,19 @@ fn a_lease_that_expires_deletes_its_key_and_the_watch_sees_it() {
     );
 }
 
-/// etcd's compaction (not a request the cluster sends, so not in the codec).
-fn compact(addr: &str, revision: i64) {
-    let body = format!("{{\"revision\":\"{revision}\",\"physical\":true}}");
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST /v3/kv/compaction HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+/// etcd's compaction, as the leader sends it: done once, refused as done the second time.
+fn compact(c: &mut Client, revision: i64) {
+    let r = c.call(&Request::Compact { revision }).unwrap();
+    assert!(
+        matches!(r, Reply::Compacted { revision: now } if now >= revision),
+        "{r:?}"
+    );
+    match c.call(&Request::Compact { revision }) {
+        Err(Error::Etcd(EtcdError::Grpc { code: 11, message })) => {
+            assert!(message.contains("has been compacted"), "{message}")
+        }
+        other => panic!("a second compaction: {other:?}"),
+    }
 }
 
 #[test]
@@ -352,7 +352,7 @@ fn a_watch_streams_puts_and_deletes_and_reports_a_compacted_start() {
     // Compact past the first put: a watch from before it is cancelled with the compact
     // revision, and a watch from the compact revision on works.
     let now = put(&mut c, b"s/2", b"v2", 0);
-    compact(&e.addr(), now);
+    compact(&mut c, now);
     let stale = Request::Watch {
         key: b"s/".to_vec(),
         prefix: true,

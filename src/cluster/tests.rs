@@ -24,6 +24,9 @@ struct Etcd {
     /// Events waiting for delivery, per node.
     events: Vec<(usize, WatchEvent)>,
     down: bool,
+    /// History compacted up to this revision, and each compaction asked for.
+    compacted: i64,
+    compactions: Vec<i64>,
 }
 
 impl Etcd {
@@ -214,6 +217,21 @@ impl Etcd {
                     ranges,
                 }
             }
+            Request::Compact { revision } => {
+                let refused = |m: &str| EtcdError::Grpc {
+                    code: 11,
+                    message: format!("etcdserver: mvcc: required revision {m}"),
+                };
+                if *revision <= self.compacted {
+                    return Err(refused("has been compacted"));
+                }
+                if *revision > self.rev {
+                    return Err(refused("is a future revision"));
+                }
+                self.compacted = *revision;
+                self.compactions.push(*revision);
+                Reply::Compacted { revision: self.rev }
+            }
             Request::Watch { .. } => unreachable!("watches are set up by the net"),
         })
     }
@@ -242,6 +260,11 @@ struct Net {
 
 impl Net {
     fn new(n: usize) -> Net {
+        Net::with_compaction(n, 0)
+    }
+
+    /// `n` machines whose leader compacts etcd every `compaction_ms` (0: never).
+    fn with_compaction(n: usize, compaction_ms: u64) -> Net {
         let mut net = Net {
             etcd: Etcd::default(),
             nodes: Vec::new(),
@@ -256,6 +279,7 @@ impl Net {
                     request_timeout_ms: 2000,
                     max_pending_claims: 16,
                     boot: format!("boot{i}"),
+                    compaction_interval_ms: compaction_ms,
                 }),
                 unary: false,
                 watch: false,
@@ -789,4 +813,112 @@ fn no_deadline_in_the_past_while_etcd_is_silent() {
         }
         net.settle();
     }
+}
+
+/// Every claim is a revision etcd keeps until compacted: the leader compacts, one interval
+/// behind what it has seen; followers never do; a new leader starts its own interval.
+#[test]
+fn the_leader_compacts_etcds_history_one_interval_behind() {
+    let mut net = Net::with_compaction(2, 10_000);
+    assert_eq!(net.leaders(), vec![0]);
+    let mut nominal = WALL;
+    let mut claim_for = |net: &mut Net, ms: u64| {
+        for _ in 0..ms / 1000 {
+            nominal += 1000;
+            net.claim(0, "tick", nominal);
+            net.run_for(1000, 250);
+        }
+    };
+    claim_for(&mut net, 2000);
+    let seen_at_start = net.etcd.rev;
+    claim_for(&mut net, 10_000);
+    assert_eq!(net.etcd.compactions.len(), 1, "{:?}", net.etcd.compactions);
+    let first = net.etcd.compactions[0];
+    assert!(
+        first > 0 && first <= seen_at_start,
+        "{first} vs {seen_at_start}"
+    );
+    assert!(first < net.etcd.rev, "history of the last interval kept");
+    claim_for(&mut net, 10_000);
+    assert_eq!(net.etcd.compactions.len(), 2);
+    assert!(net.etcd.compactions[1] > first);
+    let status = |net: &Net, i: usize| net.nodes[i].m.status(net.now).stats;
+    assert_eq!(status(&net, 0).compactions, 2);
+    assert_eq!(status(&net, 1).compactions, 0, "a follower never compacts");
+    assert_eq!(status(&net, 0).request_errors, 0);
+
+    net.kill(0);
+    net.run_for(8000, 250);
+    assert_eq!(net.leaders(), vec![1]);
+    let before = net.etcd.compactions.len();
+    for _ in 0..12 {
+        nominal += 1000;
+        net.claim(1, "tick", nominal);
+        net.run_for(1000, 250);
+    }
+    assert_eq!(
+        net.etcd.compactions.len(),
+        before + 1,
+        "the new leader's first interval"
+    );
+    assert_eq!(net.nodes[1].m.status(net.now).stats.compactions, 1);
+}
+
+/// etcd compacted past the revision already (its own auto-compaction): the goal is
+/// reached, nothing is counted as an error, and the same revision is not asked again.
+#[test]
+fn a_compaction_etcd_made_already_is_not_an_error() {
+    let mut net = Net::with_compaction(1, 10_000);
+    net.claim(0, "tick", WALL);
+    net.run_for(1000, 250);
+    net.etcd.compacted = net.etcd.rev + 100;
+    net.etcd.rev += 200;
+    net.run_for(25_000, 250);
+    let s = net.nodes[0].m.status(net.now).stats;
+    assert!(net.etcd.compactions.is_empty());
+    assert_eq!(s.compactions, 0);
+    assert_eq!(s.request_errors, 0);
+}
+
+/// The leader forgets the run record of an entry no longer in its file: the key is
+/// deleted in etcd, the others' stay.
+#[test]
+fn a_leader_deletes_the_run_records_of_entries_gone_from_its_file() {
+    let mut net = Net::new(2);
+    assert_eq!(net.leaders(), vec![0]);
+    let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    net.nodes[0]
+        .m
+        .set_schedules("d1".into(), "a=1 b=1".into(), ids(&["a", "b"]));
+    net.run_for(250, 250);
+    net.claim(0, "a", WALL);
+    net.claim(0, "b", WALL);
+    let key = |id: &str| format!("gearwheel/t/runs/{id}").into_bytes();
+    let keys: Vec<String> = net
+        .etcd
+        .kv
+        .keys()
+        .map(|k| String::from_utf8_lossy(k).into())
+        .collect();
+    assert!(
+        net.etcd.kv.contains_key(&key("a")) && net.etcd.kv.contains_key(&key("b")),
+        "{keys:?} {:?} {:?}",
+        net.nodes[0].granted,
+        net.nodes[0].refused
+    );
+    net.nodes[0]
+        .m
+        .set_schedules("d2".into(), "a=1".into(), ids(&["a"]));
+    net.run_for(500, 250);
+    assert!(
+        net.etcd.kv.contains_key(&key("a")),
+        "a is still in the file"
+    );
+    assert!(!net.etcd.kv.contains_key(&key("b")), "b's record is gone");
+    // A follower's file says nothing about records.
+    net.nodes[1]
+        .m
+        .set_schedules("d3".into(), String::new(), ids(&["z"]));
+    net.run_for(500, 250);
+    assert!(net.etcd.kv.contains_key(&key("a")));
 }

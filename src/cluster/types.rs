@@ -33,6 +33,9 @@ pub struct Settings {
     /// Names this start of the process (unique per start: the reactor uses the pid and the
     /// start time), so that run records of an earlier start of the same server are known.
     pub boot: String,
+    /// `--etcd-compaction-interval` in ms: the leader compacts etcd's history this often
+    /// (0: never).
+    pub compaction_interval_ms: u64,
 }
 
 /// A due run the engine asks to fire.
@@ -139,6 +142,8 @@ pub struct Stats {
     pub latency_max_ms: u64,
     /// Requests that failed (error reply, timeout, lost connection).
     pub request_errors: u64,
+    /// Compactions of etcd's history this server made as the leader.
+    pub compactions: u64,
     /// TLS sessions with etcd that failed, by reason (`bad_certificate`, `alert`, `timeout`,
     /// ...): counted by the reactor's link, the machine never sees TLS.
     pub tls_failures: Vec<(&'static str, u64)>,

@@ -190,6 +190,13 @@ pub fn metrics(s: &Status, out: &mut String) {
         "Requests to etcd that failed (error, timeout, lost connection).",
         s.stats.request_errors.to_string(),
     );
+    family(
+        out,
+        "gearwheel_etcd_compactions_total",
+        "counter",
+        "Compactions of etcd's history this server made as the leader (--etcd-compaction-interval).",
+        s.stats.compactions.to_string(),
+    );
     labelled(
         out,
         "gearwheel_etcd_tls_failures_total",

@@ -16,6 +16,8 @@ pub struct ClusterConfig {
     pub name: String,
     pub lease_ttl_secs: u64,
     pub request_timeout_ms: u64,
+    /// `--etcd-compaction-interval` in ms (0: the leader never compacts).
+    pub compaction_interval_ms: u64,
     pub max_message: usize,
     /// `https://` URLs: the files of the TLS client (`None` for `http://`).
     pub tls: Option<EtcdTls>,
@@ -124,6 +126,7 @@ pub(super) fn cluster_config(a: &ServeArgs) -> Result<Option<ClusterConfig>, Str
         name,
         lease_ttl_secs: a.etcd_lease_ttl,
         request_timeout_ms: a.etcd_request_timeout,
+        compaction_interval_ms: a.etcd_compaction_interval.saturating_mul(1000),
         max_message: a.etcd_max_message,
         tls,
     }))

@@ -107,6 +107,7 @@ impl EtcdLink {
             request_timeout_ms: c.request_timeout_ms,
             max_pending_claims: 4096,
             boot: boot_id(),
+            compaction_interval_ms: c.compaction_interval_ms,
         });
         let tls = match &c.tls {
             Some(files) => Some(crate::client::etcd::client_tls(files)?),

@@ -104,6 +104,11 @@ pub enum Request {
         key: Vec<u8>,
     },
     Txn(Txn),
+    /// Drop the history before `revision` (etcd keeps every past version of every key until
+    /// something compacts it; the keys stay).
+    Compact {
+        revision: i64,
+    },
     /// A long-lived streaming response: send it on its own connection. start_revision 0 =
     /// from now on.
     Watch {
@@ -123,6 +128,7 @@ pub enum RequestKind {
     Put,
     Delete,
     Txn,
+    Compact,
     Watch,
 }
 
@@ -136,6 +142,7 @@ impl Request {
             Request::Put { .. } => RequestKind::Put,
             Request::Delete { .. } => RequestKind::Delete,
             Request::Txn(_) => RequestKind::Txn,
+            Request::Compact { .. } => RequestKind::Compact,
             Request::Watch { .. } => RequestKind::Watch,
         }
     }
@@ -169,6 +176,10 @@ pub enum Reply {
         succeeded: bool,
         revision: i64,
         ranges: Vec<Vec<Kv>>,
+    },
+    /// The history before the asked revision is gone (`revision`: the store's now).
+    Compacted {
+        revision: i64,
     },
     WatchCreated {
         revision: i64,

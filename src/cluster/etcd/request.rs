@@ -51,6 +51,12 @@ pub fn encode(req: &Request, host: &str, out: &mut Vec<u8>) {
             o.end();
             "/v3/kv/txn"
         }
+        Request::Compact { revision } => {
+            let mut o = Obj::new(&mut body);
+            int(&mut o, "revision", *revision);
+            o.end();
+            "/v3/kv/compaction"
+        }
         Request::Watch {
             key,
             prefix,

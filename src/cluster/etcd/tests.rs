@@ -79,6 +79,11 @@ fn each_request_goes_to_its_gateway_path() {
             r#"{"key":"YQ=="}"#,
         ),
         (
+            Request::Compact { revision: 41 },
+            "/v3/kv/compaction",
+            r#"{"revision":"41"}"#,
+        ),
+        (
             Request::Watch {
                 key: b"a/".to_vec(),
                 prefix: true,
@@ -176,6 +181,8 @@ const PUT: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConten
 const RANGE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 253\r\n\r\n{\"header\":{\"cluster_id\":\"15118495548433857066\",\"member_id\":\"13668033151171901709\",\"revision\":\"3\",\"raft_term\":\"2\"},\"kvs\":[{\"key\":\"bGVhc2Vk\",\"create_revision\":\"3\",\"mod_revision\":\"3\",\"version\":\"1\",\"value\":\"eA==\",\"lease\":\"4111120232578336011\"}],\"count\":\"1\"}";
 const REVOKE_UNKNOWN: &[u8] = b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nTrailer: Grpc-Trailer-Content-Type\r\nDate: Wed, 25 Nov 2026 08:48:07 GMT\r\nTransfer-Encoding: chunked\r\n\r\n6c\r\n{\"error\":\"etcdserver: requested lease not found\",\"message\":\"etcdserver: requested lease not found\",\"code\":5}\r\n0\r\nGrpc-Trailer-Content-Type: application/grpc\r\n\r\n";
 const DELETED: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 128\r\n\r\n{\"header\":{\"cluster_id\":\"15118495548433857066\",\"member_id\":\"13668033151171901709\",\"revision\":\"5\",\"raft_term\":\"2\"},\"deleted\":\"1\"}";
+const COMPACTED: &[u8] = b"HTTP/1.1 200 OK\r\nAccess-Control-Allow-Origin: *\r\nContent-Type: application/json\r\nGrpc-Metadata-Content-Type: application/grpc\r\nDate: Fri, 27 Nov 2026 19:47:30 GMT\r\nContent-Length: 114\r\n\r\n{\"header\":{\"cluster_id\":\"14841639068965178418\",\"member_id\":\"10276657743932975437\",\"revision\":\"6\",\"raft_term\":\"2\"}}";
+const ALREADY_COMPACTED: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nTrailer: Grpc-Trailer-Content-Type\r\nDate: Fri, 27 Nov 2026 19:47:31 GMT\r\nTransfer-Encoding: chunked\r\n\r\n8f\r\n{\"error\":\"etcdserver: mvcc: required revision has been compacted\",\"message\":\"etcdserver: mvcc: required revision has been compacted\",\"code\":11}\r\n0\r\nGrpc-Trailer-Content-Type: application/grpc\r\n\r\n";
 const TXN_WON: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 190\r\n\r\n{\"header\":{\"cluster_id\":\"15118495548433857066\",\"member_id\":\"13668033151171901709\",\"revision\":\"6\",\"raft_term\":\"2\"},\"succeeded\":true,\"responses\":[{\"response_put\":{\"header\":{\"revision\":\"6\"}}}]}";
 const TXN_LOST: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 327\r\n\r\n{\"header\":{\"cluster_id\":\"15118495548433857066\",\"member_id\":\"13668033151171901709\",\"revision\":\"6\",\"raft_term\":\"2\"},\"responses\":[{\"response_range\":{\"header\":{\"revision\":\"6\"},\"kvs\":[{\"key\":\"dA==\",\"create_revision\":\"6\",\"mod_revision\":\"6\",\"version\":\"1\",\"value\":\"MQ==\"}],\"count\":\"1\"}},{\"response_range\":{\"header\":{\"revision\":\"6\"}}}]}";
 const BAD_BASE64: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 104\r\n\r\n{\"error\":\"illegal base64 data at input byte 0\",\"message\":\"illegal base64 data at input byte 0\",\"code\":3}";
@@ -287,6 +294,15 @@ fn unary_script() -> (Vec<RequestKind>, Vec<u8>, Vec<Result<Reply, EtcdError>>) 
             Err(EtcdError::Http {
                 status: 404,
                 message: "404 page not found".into(),
+            }),
+        ),
+        (K::Compact, COMPACTED, Ok(Reply::Compacted { revision: 6 })),
+        (
+            K::Compact,
+            ALREADY_COMPACTED,
+            Err(EtcdError::Grpc {
+                code: 11,
+                message: "etcdserver: mvcc: required revision has been compacted".into(),
             }),
         ),
         (K::Put, PUT, Ok(Reply::Put { revision: 2 })),

@@ -68,6 +68,9 @@ pub(super) fn unary(kind: RequestKind, status: u16, body: &[u8]) -> Result<Reply
                 ranges,
             }
         }
+        RequestKind::Compact => Reply::Compacted {
+            revision: revision(&o)?,
+        },
         RequestKind::Watch => unreachable!("handled above"),
     })
 }

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 mod claims;
+mod compaction;
 mod watch;
 
 use super::etcd::{Compare, EtcdError, Kv, Op, Reply, Request, Txn};
@@ -38,6 +39,10 @@ enum Purpose {
     /// This server's overlap=skip run of the entry ended: mark its record done.
     FinishRun {
         entry: String,
+    },
+    /// The leader drops etcd's history before `revision` (compaction.rs).
+    Compact {
+        revision: i64,
     },
 }
 
@@ -114,6 +119,7 @@ pub struct Machine {
     /// Bumped when the clock goes back: replies to requests sent before do not confirm the
     /// lease.
     epoch: u32,
+    compaction: compaction::Compaction,
     stats: Stats,
 }
 
@@ -126,6 +132,7 @@ impl Machine {
             boot: s.boot.clone(),
             ..Member::default()
         };
+        let compaction = compaction::Compaction::new(s.compaction_interval_ms);
         Machine {
             s,
             prefix,
@@ -154,6 +161,7 @@ impl Machine {
             safety_stopped: false,
             differing: Vec::new(),
             epoch: 0,
+            compaction,
             stats: Stats::default(),
         }
     }
@@ -219,6 +227,11 @@ impl Machine {
         }
         if self.lease.is_some() && self.was_valid {
             at(self.valid_until);
+        }
+        if self.fence.is_some() {
+            if let Some(t) = self.compaction.next_at() {
+                at(t);
+            }
         }
         d
     }
@@ -316,6 +329,7 @@ impl Machine {
     fn step_down(&mut self) {
         self.fence = None;
         self.runs_loaded = false;
+        self.compaction.reset();
     }
 
     /// Queue what the state calls for, then send the next unary request if none is in flight.
@@ -359,6 +373,9 @@ impl Machine {
                         && !self.pending(|p| *p == Purpose::LoadRuns)
                     {
                         self.enqueue(Purpose::LoadRuns);
+                    }
+                    if self.fence.is_some() && self.runs_loaded {
+                        self.plan_compaction(now);
                     }
                 }
             }
@@ -502,6 +519,9 @@ impl Machine {
                     failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
                 })
             }
+            Purpose::Compact { revision } => Request::Compact {
+                revision: *revision,
+            },
             Purpose::FinishRun { entry } => {
                 let o = self.own.get(entry).filter(|o| o.ended)?;
                 let key = self.run_key(entry);
@@ -562,11 +582,11 @@ impl Machine {
                 self.stats.latency_sum_ms += took;
                 self.stats.latency_max_ms = self.stats.latency_max_ms.max(took);
                 match reply {
-                    Ok(r) => self.unary_reply(f, r, now, out),
-                    Err(e) => {
-                        self.stats.request_errors += 1;
-                        self.unary_error(f.purpose, e, out);
+                    Ok(r) => {
+                        self.compaction.saw(&r);
+                        self.unary_reply(f, r, now, out)
                     }
+                    Err(e) => self.unary_error(f.purpose, e, out),
                 }
             }
         }
@@ -575,6 +595,10 @@ impl Machine {
 
     fn unary_error(&mut self, p: Purpose, e: EtcdError, out: &mut Output) {
         let text = e.to_string();
+        if self.already_compacted(&p, &text) {
+            return;
+        }
+        self.stats.request_errors += 1;
         self.finish_failed(&p, &text);
         if text.contains("lease not found") {
             log::warn!("cluster: etcd no longer knows this server's lease; taking a new one");
@@ -705,6 +729,7 @@ impl Machine {
                     ..
                 },
             ) => self.finish_result(&entry, succeeded, revision),
+            (Purpose::Compact { revision }, Reply::Compacted { .. }) => self.compacted(revision),
             (p, r) => {
                 log::warn!("cluster: unexpected etcd reply {r:?} to {p:?}");
                 self.finish_failed(&p, "unexpected reply");
