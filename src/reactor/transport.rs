@@ -4,7 +4,8 @@
 //! the name its certificate gives it), out of line. Used by `conn.rs` for accepted
 //! connections and by `etcd_link.rs` for the outgoing ones to etcd (a client session, and
 //! `connected` to learn when a non-blocking connect ended); nothing else in the reactor
-//! touches the `TcpStream`.
+//! reads, writes or registers the `TcpStream` (accept.rs and etcd_link.rs only set its
+//! socket options, TCP_NODELAY and keepalive, before they hand it over).
 
 use std::io::{self, Read, Write};
 
