@@ -102,8 +102,16 @@ impl TlsStream {
     /// Takes what plaintext fits under the buffer limit and sends what the socket takes;
     /// `WouldBlock` when nothing fits until the socket drains.
     pub fn write<S: Read + Write>(&mut self, sock: &mut S, data: &[u8]) -> io::Result<usize> {
-        let n = self.conn.writer().write(data)?;
+        let mut n = self.conn.writer().write(data)?;
         self.flush(sock)?;
+        // The buffer was full, and the flush sent all of it: the socket refused nothing, so
+        // no writable edge will come to try again (the reactor's polling is edge-triggered).
+        // Take the data now. Once only: plaintext buffered before the end of a handshake
+        // does not go by a flush.
+        if n == 0 && !self.conn.wants_write() {
+            n = self.conn.writer().write(data)?;
+            self.flush(sock)?;
+        }
         if n == 0 && !data.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
         }

@@ -170,3 +170,64 @@ fn a_client_that_goes_away_mid_handshake_is_an_end() {
         "never finished: the reactor counts it"
     );
 }
+
+/// A socket that takes up to `room` more bytes, then would block; it has nothing to read.
+struct Pipe {
+    room: usize,
+    sent: usize,
+}
+
+impl Read for Pipe {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        Err(io::ErrorKind::WouldBlock.into())
+    }
+}
+
+impl Write for Pipe {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.room);
+        if n == 0 {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.room -= n;
+        self.sent += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_full_session_takes_more_once_the_socket_took_all_it_held() {
+    // The reactor's sockets are edge-triggered: after `WouldBlock` it waits for the socket's
+    // next writable edge, which comes only if the socket itself refused bytes. A session whose
+    // buffer was full, flushed whole into a socket that had room since, must take more then
+    // and there; a `WouldBlock` with no refusal behind it stalled the output for good.
+    let ca = TestCa::new("stream-full");
+    let (listener, tls) = setup(&ca);
+    let port = listener.local_addr().unwrap().port();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut c = client(&ca, port, "worker-1");
+            c.write_all(b"ping").unwrap();
+        });
+        let mut s = serve(&listener, &tls);
+        assert_eq!(s.read_exact(4).unwrap(), b"ping");
+        let data = vec![7u8; 1 << 20];
+        let mut pipe = Pipe { room: 0, sent: 0 };
+        // The socket is full: the session takes what its buffer holds, then no more.
+        let mut taken = s.tls.write(&mut pipe, &data).unwrap();
+        assert!(taken > 0);
+        let full = s.tls.write(&mut pipe, &data[taken..]);
+        assert_eq!(full.unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        assert!(s.tls.wants_write());
+        // The peer read a lot: the socket takes all the session holds, and then more.
+        pipe.room = usize::MAX;
+        let n = s.tls.write(&mut pipe, &data[taken..]).unwrap();
+        assert!(n > 0);
+        taken += n;
+        assert!(pipe.sent >= taken, "{} sent for {taken} taken", pipe.sent);
+    });
+}
