@@ -549,8 +549,10 @@ impl Server {
             // Refused mid-request: the client may still be sending, and closing a socket
             // with unread bytes sends a RST that can destroy the answer before it is read.
             // So the answer goes out now, our side is shut, and the rest is drained for a
-            // moment (a lingering close, as Apache and nginx do).
-            if reply.close && c.flush().is_ok() && c.wbuf.is_empty() {
+            // moment (a lingering close, as Apache and nginx do). Only once nothing waits
+            // for the socket, TLS records the session still holds included: a half-close
+            // cuts off whatever is not in the socket yet.
+            if reply.close && c.flush().is_ok() && !c.has_unsent() {
                 c.shutdown_write();
                 c.rbuf.clear();
                 let id = c.id;
