@@ -1,4 +1,7 @@
-//! The one place that reads the time: a real clock for the server and a manual one for tests.
+//! The wall clock the server schedules by, read only through `Clock`: the system clock for the
+//! server and a manual one for tests. The etcd link's lease arithmetic keeps a monotonic
+//! `Instant` instead, on purpose, so that a clock step cannot stretch a lease (ARCHITECTURE.md,
+//! rule 5).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
