@@ -18,7 +18,6 @@ pub(super) enum TimerEvent {
 }
 
 impl Engine {
-    /// Fire every timer due at `now`.
     /// At most this many timers fire per call, so that 100,000 jobs due in the same second
     /// do not hold back every reply of the turn; the rest fire on the next turn, at once.
     const TIMERS_PER_TURN: usize = 1024;

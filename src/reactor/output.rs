@@ -26,7 +26,9 @@ impl Server {
         }
     }
 
-    /// Encode the outbox into write buffers.
+    /// Run the group commit (the turn's durable changes reach the journal first), then encode
+    /// the outbox's replies into write buffers, and hand the replies for HTTP connections to
+    /// the HTTP glue, which answers them (`http_deliver`).
     pub(super) fn dispatch(&mut self) {
         // Group commit: this turn's durable changes reach the journal (and, under
         // --fsync always, the disk) before any reply that depends on them is written.
