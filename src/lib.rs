@@ -14,19 +14,20 @@
 //! - `http`: the HTTP listener's pure half (request parsing, routes, responses, JSON,
 //!   metrics, the console's embedded page); the reactor feeds it bytes and engine replies.
 //! - `json`: the small JSON writer the HTTP bodies and the alert workloads share.
-//! - `cluster`: several servers, one schedule: the etcd v3 JSON gateway codec (`cluster::etcd`).
 //! - `access`: identities and the `--acl` file's rules (the engine gate's access check).
 //! - `cluster`: several servers on one etcd: the pure etcd conversation (election, lease,
-//!   claims of schedule runs) and its codec; the reactor owns its sockets.
+//!   claims of schedule runs) and its codec, the etcd v3 JSON gateway (`cluster::etcd`); the
+//!   reactor owns its sockets.
 //! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
 //!   resident set and the process's numbers from /proc; `plural`: counts with their noun.
 //! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.
-//! - `client`: a blocking Gearman client/worker library (and a blocking etcd client); `cli`: the `work`, `submit`,
-//!   `admin`, `check` and `import-crontab` commands built on it, and the top-level argv types
-//!   (`cli::args`). Neither is used by the server.
+//! - `client`: a blocking Gearman client/worker library and a blocking etcd client
+//!   (`client::etcd`); `cli`: the `work`, `submit`, `admin`, `check` and `import-crontab`
+//!   commands built on it, and the top-level argv types (`cli::args`). The server uses only
+//!   `client::etcd` (the etcd link's TLS settings and its lease revoke at exit, and the
+//!   `--etcd-*` files' check in `config`), never `cli`.
 //!
-//! Not every edge points one way yet (issue 15 lists the cycles left: the reactor's
-//! connection and its HTTP glue).
+//! Dependencies point one way, with no loop between modules (tests/module_graph.rs).
 
 pub mod access;
 pub mod cli;

@@ -1,5 +1,6 @@
 //! The layers stay layers: no module of src/ imports a module that imports it back, directly
-//! or round a longer loop (ARCHITECTURE.md, rule 10). A parent and its own children may name
+//! or round a longer loop (ARCHITECTURE.md, 'Dependencies point one way', under the layers:
+//! the loop rule is that paragraph's, not a numbered rule). A parent and its own children may name
 //! each other (that is how Rust modules share a parent's types); two modules that are not one
 //! inside the other may not. Two siblings that need the same types get them from a third
 //! (as http/endpoint.rs holds the routes that http/route.rs and its sub-routers share).
