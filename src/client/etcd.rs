@@ -6,11 +6,22 @@
 use super::ClientTls;
 use super::stream::Stream;
 use crate::cluster::etcd::{EtcdError, Reply, Request, ResponseReader, host_name};
-use crate::config::EtcdTls;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// The TLS client's files for etcd, named like the server's `--ssl-*` ones (`--etcd-ca-file`,
+/// `--etcd-certificate`, `--etcd-key`). Here, below `config` (which checks the flags into it
+/// and re-exports it) and the reactor's etcd link, which both build `client_tls` from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdTls {
+    /// The CA etcd's server certificate must chain to (`None`: the system's CA bundle).
+    pub ca_file: Option<PathBuf>,
+    /// The client certificate and its key, for an etcd with `--client-cert-auth`.
+    pub identity: Option<(PathBuf, PathBuf)>,
+}
 
 /// The TLS client settings made from the `--etcd-*` files (read now).
 pub fn client_tls(files: &EtcdTls) -> Result<ClientTls, String> {

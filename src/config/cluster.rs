@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::{ServeArgs, resolve};
+use crate::client::etcd::EtcdTls;
 
 /// `--etcd`, `--cluster`, `--etcd-lease-ttl`, ...: resolved at start (no DNS in a turn).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,16 +22,6 @@ pub struct ClusterConfig {
     pub max_message: usize,
     /// `https://` URLs: the files of the TLS client (`None` for `http://`).
     pub tls: Option<EtcdTls>,
-}
-
-/// The TLS client's files for etcd, named like the server's `--ssl-*` ones (`--etcd-ca-file`,
-/// `--etcd-certificate`, `--etcd-key`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EtcdTls {
-    /// The CA etcd's server certificate must chain to (`None`: the system's CA bundle).
-    pub ca_file: Option<PathBuf>,
-    /// The client certificate and its key, for an etcd with `--client-cert-auth`.
-    pub identity: Option<(PathBuf, PathBuf)>,
 }
 
 /// Built without the cargo feature `tls`.
