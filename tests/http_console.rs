@@ -157,10 +157,7 @@ fn workers_show_the_job_they_run() {
 
 #[test]
 fn the_journal_facts_say_the_last_fsync() {
-    let dir =
-        std::env::temp_dir().join(format!("gearwheel-console-journal-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("console-journal");
     let s = HttpServer::start(&["--data-dir", dir.to_str().unwrap(), "--fsync", "always"]);
     let before = s.get("/ui/api/server").text();
     let mut c = s.gearman();
@@ -182,8 +179,6 @@ fn the_journal_facts_say_the_last_fsync() {
     assert!(num(&after, "bytes").expect("journal bytes") > 10, "{after}");
     // Not clustered: the leader slot is empty.
     assert!(after.contains("\"leader\":null"), "{after}");
-    drop(s);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -392,5 +387,4 @@ fn operating_a_schedule_entry_from_the_console() {
     );
     assert_eq!(op("pause no-such-entry", &page).status, 404);
     assert_eq!(op("explode it", &page).status, 400);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -507,6 +507,27 @@ fn without_an_acl_console_actions_are_served_to_loopback_peers_only() {
     assert_eq!(near.read().status, 404);
     near.send(&request("GET", "/ui/api/server", &[], b""));
     assert!(near.read().text().contains("\"actions\":true"));
+    // The refusal is the console's, counted with its other ones, not an ACL denial.
+    near.send(&request("GET", "/metrics", &[], b""));
+    let m = near.read().text();
+    assert!(
+        m.contains("gearman_http_refused_total{reason=\"console_action\"} 1"),
+        "{m}"
+    );
+    assert!(!m.contains("gearman_access_denied_total{"), "{m}");
+    // Under --no-console there is no action to refuse: 404, to every peer.
+    let off = Server::start(&[
+        "-L",
+        "0.0.0.0",
+        "--http-listen",
+        "0.0.0.0:0",
+        "--protected-mode",
+        "no",
+        "--no-console",
+    ]);
+    let mut far = Http::connect(SocketAddr::new(ip, http_addr(&off).port()));
+    far.send(&act);
+    assert_eq!(far.read().status, 404);
 }
 
 #[test]

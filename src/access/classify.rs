@@ -1,5 +1,6 @@
 //! What each request needs: the one table from Gearman packets, admin lines and HTTP routes to
-//! an operation on a function (or nothing, or `shutdown`'s own rule). The reactor's gate
+//! an operation on a function (or nothing, or the own rule of `shutdown` and of the console's
+//! actions). The reactor's gate
 //! (src/reactor/gate.rs) asks here, then decides; a request that needs a different grant is
 //! changed here and nowhere else.
 
@@ -30,6 +31,10 @@ pub enum Need<'a> {
     Op(Operation, Scope<'a>),
     /// `shutdown`: `admin` under an ACL; without one, only from a loopback address.
     Shutdown,
+    /// A console action (cancel, a schedule operation, retry or drop): `admin` under an ACL;
+    /// without one, only from a loopback address (the listener authenticates no one, so
+    /// nothing that changes a job is offered to the network).
+    ConsoleAct,
 }
 
 /// A Gearman packet's need.
@@ -125,9 +130,8 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Console(Page::Server | Page::Future | Page::Failed) => status,
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
-        Route::Schedule { .. } | Route::Failed { .. } | Route::Act(_) => {
-            Need::Op(Operation::Admin, Scope::Every)
-        }
+        Route::Schedule { .. } | Route::Failed { .. } => Need::Op(Operation::Admin, Scope::Every),
+        Route::Act(_) => Need::ConsoleAct,
         Route::Reply(_) => Need::Free,
     }
 }
@@ -206,6 +210,7 @@ mod tests {
             match self {
                 Need::Free => "free",
                 Need::Shutdown => "shutdown",
+                Need::ConsoleAct => "console_act",
                 Need::Op(op, _) => op.name(),
             }
         }

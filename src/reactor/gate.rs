@@ -18,6 +18,7 @@ use crate::access::denials::{DenialCounts, LogWindow};
 use crate::access::peer::Peer;
 use crate::access::{self, AccessConfig, Acl, Identity, Operation};
 use crate::engine::{ConnId, Engine};
+use crate::http::console;
 use crate::http::parse::Bearer;
 use crate::http::response::Reply;
 use crate::proto::request::Request;
@@ -32,14 +33,17 @@ const PROTECTED: &str = "protected mode: this server serves peers beyond loopbac
 /// The access state of the server: the flags, the rules in force, the denials counted.
 pub(super) struct Gate {
     config: AccessConfig,
+    /// The console is on (`--no-console` not given): its actions exist to be guarded.
+    console: bool,
     acl: Option<Acl>,
     denials: DenialCounts,
     log_window: LogWindow,
 }
 
 impl Gate {
-    pub(super) fn new(config: AccessConfig) -> Gate {
+    pub(super) fn new(config: AccessConfig, console: bool) -> Gate {
         Gate {
+            console,
             denials: DenialCounts::new(config.metric_identities),
             log_window: LogWindow::new(config.denials_logged_per_second),
             config,
@@ -70,6 +74,8 @@ pub(super) enum Denial {
     Protected,
     /// `shutdown` from a non-loopback peer while no ACL decides.
     ShutdownRefused,
+    /// A console action from a non-loopback peer while no ACL decides.
+    ConsoleNotLoopback,
     /// `Authorization: Bearer` with a secret no `token` line has.
     UnknownToken,
     /// The ACL grants `op` on `function` (`None`: every function) to no rule of `identity`.
@@ -86,6 +92,9 @@ impl Denial {
         match self {
             Denial::Protected => PROTECTED.to_string(),
             Denial::ShutdownRefused => "shutdown is only accepted from a loopback address".into(),
+            Denial::ConsoleNotLoopback => {
+                "console actions are served to loopback peers only".into()
+            }
             Denial::UnknownToken => "the bearer token is not known".into(),
             Denial::Denied {
                 op,
@@ -105,7 +114,7 @@ impl Denial {
     fn operation(&self) -> &'static str {
         match self {
             Denial::Protected => "protected_mode",
-            Denial::ShutdownRefused => "admin",
+            Denial::ShutdownRefused | Denial::ConsoleNotLoopback => "admin",
             Denial::UnknownToken => "unknown_token",
             Denial::Denied { op, .. } => op.name(),
         }
@@ -121,7 +130,9 @@ impl Denial {
         let code = match self {
             Denial::ShutdownRefused => "SHUTDOWN_REFUSED",
             Denial::Protected => "PROTECTED_MODE",
-            Denial::UnknownToken | Denial::Denied { .. } => "PERMISSION_DENIED",
+            Denial::UnknownToken | Denial::Denied { .. } | Denial::ConsoleNotLoopback => {
+                "PERMISSION_DENIED"
+            }
         };
         format!("ERR {code} {}\r\n", self.text().replace(' ', "+")).into()
     }
@@ -141,6 +152,10 @@ impl Denial {
             Denial::Protected => Reply::fatal(403, PROTECTED),
             Denial::UnknownToken => Reply::text(401, &format!("unauthorized: {}", self.text()))
                 .header("WWW-Authenticate", "Bearer"),
+            // With the console's own headers, as its other refusals.
+            Denial::ConsoleNotLoopback => {
+                console::guarded(Reply::text(403, &format!("forbidden: {}", self.text())))
+            }
             _ => Reply::text(403, &format!("forbidden: {}", self.text())),
         }
     }
@@ -155,7 +170,8 @@ fn shown(f: &[u8]) -> String {
 
 /// The rules, first match wins:
 /// 1. protected mode refuses the peer (it is told why and closed);
-/// 2. without an ACL, `shutdown` only from a loopback address, and everything else;
+/// 2. without an ACL, `shutdown` and (while the console is on) its actions only from a
+///    loopback address, and everything else;
 /// 3. with an ACL, an unknown bearer token is refused, then the ACL alone decides, for the
 ///    bearer's `token:NAME` or the connection's identity, loopback peers too.
 ///
@@ -175,6 +191,8 @@ fn judge(
     match &gate.acl {
         None => match need {
             Need::Shutdown if !a.loopback => Err(Denial::ShutdownRefused),
+            // Under --no-console there is no action to guard: its 404 says so to everyone.
+            Need::ConsoleAct if gate.console && !a.loopback => Err(Denial::ConsoleNotLoopback),
             _ => Ok(()),
         },
         Some(acl) => judge_by_acl(acl, engine, c, need, bearer),
@@ -201,7 +219,7 @@ fn judge_by_acl(
     };
     let (op, scope) = match need {
         Need::Free => return Ok(()),
-        Need::Shutdown => (Operation::Admin, Scope::Every),
+        Need::Shutdown | Need::ConsoleAct => (Operation::Admin, Scope::Every),
         Need::Op(op, scope) => (op, scope),
     };
     let function = match scope {
@@ -250,6 +268,16 @@ impl Server {
         let Some(c) = self.conns.get_mut(idx) else {
             return d;
         };
+        if d == Denial::ConsoleNotLoopback {
+            // No ACL is in force: counted and logged with the console's other refusals
+            // (gearman_http_refused_total{reason="console_action"}), not as an ACL denial.
+            self.http.console_refused += 1;
+            warn!(
+                "HTTP connection {idx} from {}: 403 (console action): NotLoopback",
+                c.access.ip()
+            );
+            return d;
+        }
         let who = match &d {
             Denial::Denied { identity, .. } => identity.to_string(),
             _ => c.identity().to_string(),
@@ -330,13 +358,9 @@ impl Server {
         }
     }
 
-    /// The console may act for connection `idx`: under an ACL the gate has already granted
-    /// `admin`; without one, only a loopback peer may.
+    /// The console may act for connection `idx` (what /ui/api/server tells its page).
     pub(super) fn console_may_act(&self, idx: usize) -> bool {
-        if self.access.has_acl() {
-            return self.permits(idx, Need::Op(Operation::Admin, Scope::Every));
-        }
-        self.conns.get(idx).is_some_and(|c| c.access.loopback)
+        self.permits(idx, Need::ConsoleAct)
     }
 
     /// After a reload: a worker whose identity lost `work` on a function it registered is

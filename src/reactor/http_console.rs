@@ -1,7 +1,8 @@
 //! The console's requests on the HTTP listener (`crate::http::console` makes the bodies):
 //! the embedded files, the JSON only the console reads, its actions (cancel a job, operate a
-//! schedule entry, retry or drop a failed job: checked here, where the peer's address is known; each refusal logged and
-//! counted), and the job-rate ring the loop feeds once a turn.
+//! schedule entry, retry or drop a failed job: who may is the gate's rule, src/reactor/gate.rs;
+//! the request's own headers are checked here, each refusal logged and counted), and the
+//! job-rate ring the loop feeds once a turn.
 
 use log::{info, warn};
 
@@ -20,11 +21,11 @@ impl Server {
         self.config.http.as_ref().is_some_and(|h| h.console)
     }
 
-    /// The peer of connection `idx`, and whether it is a loopback address.
-    fn http_peer(&self, idx: usize) -> (String, bool) {
+    /// The peer's address of connection `idx`, for the log.
+    fn http_peer(&self, idx: usize) -> String {
         match self.conns.get(idx).map(|c| c.peer()) {
-            Some(a) => (a.ip().to_string(), a.ip().to_canonical().is_loopback()),
-            None => ("?".into(), false),
+            Some(a) => a.ip().to_string(),
+            None => "?".into(),
         }
     }
 
@@ -80,9 +81,10 @@ impl Server {
         if !self.console_on() {
             return console::off();
         }
-        let (peer, loopback) = self.http_peer(idx);
-        // Under an ACL the gate has granted `admin` already; without one, loopback only.
-        if let Err(why) = action::may_act(site, self.access.has_acl() || loopback) {
+        let peer = self.http_peer(idx);
+        // The gate has let the peer act already (`Need::ConsoleAct`): what is left is whether
+        // the request comes from the console's page.
+        if let Err(why) = action::may_act(site) {
             self.http.console_refused += 1;
             warn!("HTTP connection {idx} from {peer}: 403 (console action): {why:?}");
             return console::guarded(Reply::text(403, why.message()));

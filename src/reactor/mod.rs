@@ -152,7 +152,8 @@ impl Server {
         };
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
         let output = output_bound::OutputBound::new(config.max_total_output);
-        let access = gate::Gate::new(config.access.clone());
+        let console = config.http.as_ref().is_some_and(|h| h.console);
+        let access = gate::Gate::new(config.access.clone(), console);
         conn::prepare_read_buffer();
         Ok(Server {
             poll,

@@ -4,8 +4,9 @@
 //! `POST /failed/HANDLE/retry` and `DELETE /failed/HANDLE`). POSTs to `/ui/api/cancel`,
 //! `/ui/api/retry` and `/ui/api/drop` (body: the handle) and `/ui/api/schedule` (body: the
 //! word and the entry's id, `pause nightly`), served only when they prove they come from the
-//! console's own page, and only to a loopback peer (the listener has no authentication, so
-//! nothing that changes a job is offered to the network).
+//! console's own page (checked here), and without an ACL only to a loopback peer (the
+//! listener has no authentication, so nothing that changes a job is offered to the network;
+//! that rule is the gate's, src/reactor/gate.rs, with `admin` under an ACL).
 //!
 //! The CSRF defence is two checks on top of the listener's Host/Origin/Sec-Fetch-Site guard:
 //! the request must carry `X-Gearwheel-Console` (a page of another origin cannot make a browser
@@ -39,7 +40,6 @@ pub enum Action {
 /// Why an action was refused (403), for the log and `gearman_http_refused_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Denied {
-    NotLoopback,
     NoConsoleHeader,
     NoOrigin,
 }
@@ -47,7 +47,6 @@ pub enum Denied {
 impl Denied {
     pub fn message(self) -> &'static str {
         match self {
-            Denied::NotLoopback => "forbidden: console actions are served to loopback peers only",
             Denied::NoConsoleHeader => {
                 "forbidden: a console action needs the X-Gearwheel-Console header"
             }
@@ -94,11 +93,9 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
     }
 }
 
-/// May this request act? `loopback`: the peer's address is a loopback one.
-pub fn may_act(site: &SiteHeaders, loopback: bool) -> Result<(), Denied> {
-    if !loopback {
-        return Err(Denied::NotLoopback);
-    }
+/// Does this request come from the console's page? (Whether its peer may act at all is the
+/// gate's rule: `Need::ConsoleAct`.)
+pub fn may_act(site: &SiteHeaders) -> Result<(), Denied> {
     if !site.console {
         return Err(Denied::NoConsoleHeader);
     }
@@ -156,31 +153,30 @@ mod tests {
     }
 
     #[test]
-    fn loopback_the_header_and_an_origin() {
+    fn the_header_and_an_origin() {
         let page = SiteHeaders {
             host: Some(b"127.0.0.1:8080".to_vec()),
             origin: Some(b"http://127.0.0.1:8080".to_vec()),
             sec_fetch_site: Some(b"same-origin".to_vec()),
             console: true,
         };
-        assert_eq!(may_act(&page, true), Ok(()));
-        assert_eq!(may_act(&page, false), Err(Denied::NotLoopback));
+        assert_eq!(may_act(&page), Ok(()));
         let no_header = SiteHeaders {
             console: false,
             ..page.clone()
         };
-        assert_eq!(may_act(&no_header, true), Err(Denied::NoConsoleHeader));
+        assert_eq!(may_act(&no_header), Err(Denied::NoConsoleHeader));
         // curl with the header but no sign of a page.
         let script = SiteHeaders {
             host: Some(b"127.0.0.1:8080".to_vec()),
             console: true,
             ..SiteHeaders::default()
         };
-        assert_eq!(may_act(&script, true), Err(Denied::NoOrigin));
+        assert_eq!(may_act(&script), Err(Denied::NoOrigin));
         let fetch_only = SiteHeaders {
             origin: None,
             ..page
         };
-        assert_eq!(may_act(&fetch_only, true), Ok(()));
+        assert_eq!(may_act(&fetch_only), Ok(()));
     }
 }
