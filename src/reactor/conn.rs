@@ -360,6 +360,12 @@ impl Connection {
                 Err(e) => return Err(e),
             }
         }
+        if self.life == Life::CloseAfterFlush {
+            // The last answer is in the transport: under TLS, end the session cleanly after
+            // it, so that the peer can tell the end from a cut (a close without close_notify
+            // is an error to a TLS client).
+            self.transport.end_session();
+        }
         self.transport.flush()?;
         if self.wbuf.capacity() > KEEP_CAPACITY {
             self.wbuf = BytesMut::new();

@@ -210,6 +210,15 @@ impl Transport {
         !self.hung_up && !self.is_tls()
     }
 
+    /// Queue the end of a TLS session (close_notify) behind what it holds; nothing for plain
+    /// TCP. Once is enough: rustls sends it only once.
+    pub(super) fn end_session(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Some(t) = self.tls.as_mut() {
+            t.session.close();
+        }
+    }
+
     /// Shut our sending side (after a final answer, while the peer's bytes are drained).
     pub(super) fn shutdown_write(&mut self) {
         #[cfg(feature = "tls")]
