@@ -139,8 +139,27 @@ fn servers_etcd_refuses_or_does_not_trust_never_lead_and_fire_nothing() {
         });
         assert!(metrics(s).contains("gearwheel_cluster_leader 0"), "{label}");
     }
-    // Past a lease's TTL and several retries: still nobody leads, nothing fired.
+    // Past a lease's TTL and several retries: still nobody leads, nothing fired. The proof
+    // that each server went on trying (and failing) through that time: two more failed
+    // handshakes counted after it.
     thread::sleep(Duration::from_secs(4));
+    for (label, s, reason) in &servers {
+        let counted = format!("gearwheel_etcd_tls_failures_total{{reason=\"{reason}\"}}");
+        let failures = || {
+            prometheus_samples(&metrics(s))
+                .get(&counted)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let then = failures();
+        poll(10, &format!("{label}: two more failures counted"), || {
+            let now = failures();
+            match now >= then + 2.0 {
+                true => Ok(()),
+                false => Err(format!("{then} -> {now}")),
+            }
+        });
+    }
     for (label, s, _) in &servers {
         let show = show_cluster(s).expect("show cluster answers");
         assert!(!show.contains("role\tleader\n"), "{label}: {show}");

@@ -255,12 +255,14 @@ fn a_leader_cut_off_from_etcd_stops_firing_and_the_others_take_over() {
     // Gearman is served the whole time on the cut-off server.
     let mut c = cl.servers[0].as_ref().unwrap().connect();
     assert!(c.admin("status", true).contains("tick\t"));
-    thread::sleep(Duration::from_secs(4));
-    let cut_log = cl.servers[0].as_ref().unwrap().log();
-    assert!(
-        cut_log.contains("could not be renewed within its TTL"),
-        "the cut-off leader says it stopped firing: {cut_log}"
-    );
+    cl.servers[0]
+        .as_ref()
+        .unwrap()
+        .wait_log("could not be renewed within its TTL", 10);
+    // The times went on meanwhile: the new leader fired two of them since the cut-off one
+    // stopped saying it led.
+    let stopped_at = std::time::Instant::now();
+    wait_for_runs_by_leader(&cl, stopped_at, 2);
     // A job it queued just before the cut may still reach its worker; nothing after.
     assert_eq!(
         its_runs(&cl, cut_at + Duration::from_secs(1)),
@@ -275,7 +277,7 @@ fn a_leader_cut_off_from_etcd_stops_firing_and_the_others_take_over() {
         show_cluster(cl.servers[0].as_ref().unwrap())
             .is_some_and(|l| l.contains("role\tfollower\n"))
     });
-    thread::sleep(Duration::from_secs(3));
+    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 2);
     assert_eq!(its_runs(&cl, healed_at), 0, "a healed follower fired");
     cl.assert_no_time_twice();
     let g = gaps(&cl.seconds());
@@ -298,6 +300,24 @@ fn a_leader_cut_off_from_etcd_stops_firing_and_the_others_take_over() {
     }
 }
 
+/// Wait until the server leading now has fired `n` runs that reached its worker after
+/// `after` (the times went on: the barrier before asserting another server fired none).
+fn wait_for_runs_by_leader(cl: &Cluster, after: std::time::Instant, n: usize) {
+    let l = cl.leader(10);
+    let g = cl.generation_of(l);
+    support::poll(15, &format!("{n} runs by the leader, server {l}"), || {
+        let seen = cl.seen.lock().unwrap();
+        let runs = seen
+            .iter()
+            .filter(|(generation, _, at)| *generation == g && *at > after)
+            .count();
+        match runs >= n {
+            true => Ok(()),
+            false => Err(format!("{runs} runs")),
+        }
+    });
+}
+
 #[test]
 fn etcd_stopped_and_started_again_stops_and_resumes_the_schedule() {
     if !have_etcd() {
@@ -305,33 +325,52 @@ fn etcd_stopped_and_started_again_stops_and_resumes_the_schedule() {
     }
     let dir = tempdir("etcd");
     let mut etcd = Etcd::start();
-    let cl = Cluster::new(&etcd, &dir, 2);
+    let mut cl = Cluster::new(&etcd, &dir, 0);
+    // An HTTP listener on each, for /metrics.
+    cl.flags = vec!["--http-port".into(), "0".into()];
+    for _ in 0..2 {
+        let s = cl.start();
+        cl.push(s);
+    }
     let l = cl.leader(15);
-    thread::sleep(Duration::from_secs(2));
+    let leader = cl.servers[l].as_ref().unwrap();
+    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 2);
     etcd.stop();
-    // The lease cannot be renewed: within the TTL the leader stops firing.
-    thread::sleep(Duration::from_secs(4));
+    // The lease cannot be renewed: within the TTL the leader stops firing and says so.
+    let stopped =
+        |s: &support::Server| show_cluster(s).is_some_and(|l| l.contains("role\tstopped\n"));
+    support::poll(10, "the leader to stop", || match stopped(leader) {
+        true => Ok(()),
+        false => Err(format!("{:?}", show_cluster(leader))),
+    });
     let before = cl.seen.lock().unwrap().len();
+    // Two seconds (two times of `@every 1s`) pass, and then it still says it is stopped:
+    // it was stopped all along, and nothing fired meanwhile.
     thread::sleep(Duration::from_secs(2));
+    let listing = show_cluster(leader).expect("show cluster answers");
+    assert!(listing.contains("role\tstopped\n"), "{listing}");
+    assert!(listing.contains("etcd\tunreachable\n"), "{listing}");
+    for s in cl.servers.iter().flatten() {
+        let listing = show_cluster(s).expect("show cluster answers");
+        assert!(!listing.contains("role\tleader\n"), "{listing}");
+    }
     assert_eq!(
         cl.seen.lock().unwrap().len(),
         before,
         "nothing fires while etcd is away"
     );
-    let mut c = cl.servers[l].as_ref().unwrap().connect();
-    let listing = c.admin("show cluster", true);
-    assert!(listing.contains("role\tstopped\n"), "{listing}");
-    assert!(listing.contains("etcd\tunreachable\n"), "{listing}");
+    let mut h = support::Http::connect(support::http_addr(leader));
+    h.send(&support::request("GET", "/metrics", &[], b""));
+    let metrics = support::prometheus_samples(&h.read().text());
+    for name in ["gearwheel_cluster_leader", "gearwheel_etcd_reachable"] {
+        assert_eq!(metrics.get(name), Some(&0.0), "{name} in /metrics");
+    }
     // Gearman itself goes on meanwhile.
+    let mut c = leader.connect();
     assert!(c.admin("status", true).contains("tick\t"));
     etcd.restart();
     cl.leader(20);
-    let resumed = cl.seen.lock().unwrap().len();
-    thread::sleep(Duration::from_secs(3));
-    assert!(
-        cl.seen.lock().unwrap().len() > resumed,
-        "the schedule resumed"
-    );
+    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 2);
     cl.assert_no_time_twice();
 }
 
@@ -431,23 +470,4 @@ fn a_follower_with_another_schedules_file_names_the_entries_that_differ() {
     let listing = follower.connect().admin("show cluster", true);
     assert!(listing.contains("differing\tminute\n"), "{listing}");
     assert!(!leader.log().contains("differs from the leader's"));
-}
-
-#[test]
-fn a_pushed_schedules_file_is_loaded_by_every_server() {
-    if !have_etcd() {
-        return;
-    }
-    let dir = tempdir("push");
-    let etcd = Etcd::start();
-    let cl = Cluster::new(&etcd, &dir, 2);
-    cl.leader(15);
-    let pushed = support::cluster::pushed_file(&dir);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gearwheel"))
-        .args(["schedules", "push", pushed.to_str().unwrap()])
-        .args(["--etcd", &etcd.url(), "--cluster", "test"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "push: {out:?}");
-    cl.wait_pushed_everywhere();
 }

@@ -113,6 +113,8 @@ pub struct Cluster {
     pub url: String,
     /// `--etcd-ca-file/--etcd-certificate/--etcd-key` when etcd serves TLS.
     pub tls_flags: Vec<String>,
+    /// More flags for each server started from now on (`--http-port 0`, say).
+    pub flags: Vec<String>,
     pub file: PathBuf,
     pub servers: Vec<Option<Server>>,
     pub generations: usize,
@@ -134,6 +136,7 @@ impl Cluster {
                 Some(_) => etcd.tls_flags(),
                 None => Vec::new(),
             },
+            flags: Vec::new(),
             file: schedules(dir),
             servers: Vec::new(),
             generations: 0,
@@ -196,6 +199,7 @@ impl Cluster {
         ];
         args.extend(self.tls_flags.iter().map(String::as_str));
         args.extend(extra);
+        args.extend(self.flags.iter().map(String::as_str));
         let s = Server::start(&args);
         self.generations += 1;
         worker(s.addr, self.generations, Arc::clone(&self.seen));
