@@ -30,17 +30,20 @@ fn killing_the_leader_ten_times_never_runs_a_time_twice() {
     cl.leader(15);
     thread::sleep(Duration::from_secs(3));
     let mut seed = 0x5eed_u64 ^ std::process::id() as u64;
-    let kills = 10;
-    for _ in 0..kills {
+    let mut kills = 0;
+    // Ten kills, and more until the runs span two minute boundaries (ten random waits may
+    // add up to less than two minutes).
+    while kills < 10 || minute_boundaries(&cl.seconds()).len() < 2 {
         let l = cl.leader(15);
         // A random moment 1.5 to 13.5 s after the new leader settled, so that ten kills
         // take a few minutes (about two and a half) and cross minute boundaries.
         thread::sleep(Duration::from_millis(1500 + next_rand(&mut seed) % 12_000));
         cl.kill9(l);
         cl.restart(l, support::cluster::TTL);
+        kills += 1;
     }
-    cl.leader(15);
-    thread::sleep(Duration::from_secs(3));
+    // The times went on after the last kill before they are checked.
+    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 3);
     cl.assert_no_time_twice();
     let secs = cl.seconds();
     assert!(secs.len() > 20, "the schedule went on: {secs:?}");
@@ -60,9 +63,8 @@ fn killing_the_leader_ten_times_never_runs_a_time_twice() {
         .collect();
     // Every minute boundary the test saw ran once: made up by catchup=last when it fell in
     // a failover (`*/1 * * * *`).
-    let (first, last) = (secs[0], secs[secs.len() - 1]);
-    let boundaries: Vec<i64> = (first + 1..last - 3).filter(|s| s % 60 == 0).collect();
-    assert!(boundaries.len() >= 2, "a few minutes: {first}..{last}");
+    let boundaries = minute_boundaries(&secs);
+    assert!(boundaries.len() >= 2, "a few minutes: {secs:?}");
     for m in boundaries {
         let t = chrono::DateTime::from_timestamp(m, 0).unwrap();
         let w = format!(
@@ -75,6 +77,15 @@ fn killing_the_leader_ten_times_never_runs_a_time_twice() {
         "{} seconds run, gaps {g:?}; minute runs {minutes:?}",
         secs.len()
     );
+}
+
+/// The minute boundaries inside a run of `@every 1s` times (but the last three seconds,
+/// which a minute's run may not have reached the worker yet).
+fn minute_boundaries(secs: &[i64]) -> Vec<i64> {
+    match (secs.first(), secs.last()) {
+        (Some(&first), Some(&last)) => (first + 1..last - 3).filter(|s| s % 60 == 0).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A scheduled time that falls inside a failover: `catchup=last` has the next leader make it
