@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use gearwheel::client::etcd::{Client, Error};
 use gearwheel::cluster::etcd::{EtcdError, Request};
-use support::cluster::{Cluster, Etcd, TTL, tempdir};
+use support::cluster::{Cluster, Etcd, tempdir};
 
 fn compacted_revisions(log: &str) -> Vec<i64> {
     log.lines()
@@ -28,9 +28,9 @@ fn the_leader_compacts_etcds_history_and_the_cluster_goes_on() {
     let dir = tempdir("compaction");
     let etcd = Etcd::start();
     let mut cl = Cluster::new(&etcd, &dir, 0);
+    cl.flags = vec!["--etcd-compaction-interval".into(), "1".into()];
     for _ in 0..2 {
-        let url = cl.url.clone();
-        let s = cl.start_args(&url, TTL, &["--etcd-compaction-interval", "1"]);
+        let s = cl.start();
         cl.push(s);
     }
     let l = cl.leader(15);

@@ -180,11 +180,6 @@ impl Cluster {
 
     /// A server that reaches etcd at `url` (a `partition::Relay` in front of it, say).
     pub fn start_at(&mut self, url: &str, ttl: &str) -> Server {
-        self.start_args(url, ttl, &[])
-    }
-
-    /// `start_at` with more flags.
-    pub fn start_args(&mut self, url: &str, ttl: &str, extra: &[&str]) -> Server {
         let mut args = vec![
             "--etcd",
             url,
@@ -198,7 +193,6 @@ impl Cluster {
             self.file.to_str().unwrap(),
         ];
         args.extend(self.tls_flags.iter().map(String::as_str));
-        args.extend(extra);
         args.extend(self.flags.iter().map(String::as_str));
         let s = Server::start(&args);
         self.generations += 1;
