@@ -1,16 +1,20 @@
-//! The wall clock the server schedules by, read only through `Clock`: the system clock for the
-//! server and a manual one for tests. The etcd link's lease arithmetic keeps a monotonic
-//! `Instant` instead, on purpose, so that a clock step cannot stretch a lease (ARCHITECTURE.md,
-//! rule 5).
+//! The server's two times, read only through `Clock`: the wall clock it schedules by, and a
+//! monotonic one for the etcd link's lease arithmetic, which must not step with the wall
+//! clock, so that a clock step cannot stretch a lease (ARCHITECTURE.md, rule 5). The system
+//! clock for the server, a manual one for tests.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch. Future jobs are given in wall-clock time, so that is
 /// the time the whole server runs on. The server reads it once per loop turn.
 pub trait Clock: Send + Sync {
     fn now_ms(&self) -> u64;
+
+    /// Milliseconds on a clock that never steps (from an arbitrary start, never 0): time that
+    /// passed, whatever the wall clock does. Read with `now_ms`, once per turn.
+    fn mono_ms(&self) -> u64;
 
     /// A clock that moves by hand, so that a loop sleeping on it can be woken when it moves
     /// (`ManualClock::on_move`); the system clock moves by itself.
@@ -29,6 +33,11 @@ impl Clock for SystemClock {
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0)
     }
+
+    fn mono_ms(&self) -> u64 {
+        static START: OnceLock<Instant> = OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+    }
 }
 
 type Wake = Box<dyn Fn() + Send + Sync>;
@@ -39,6 +48,8 @@ type Wake = Box<dyn Fn() + Send + Sync>;
 #[derive(Default)]
 pub struct ManualClock {
     now: AtomicU64,
+    /// Moved by `advance` (time passing), not by `set` (the wall clock stepped).
+    mono: AtomicU64,
     wakes: Mutex<Vec<Wake>>,
 }
 
@@ -52,15 +63,19 @@ impl ManualClock {
     pub fn new(start_ms: u64) -> Self {
         ManualClock {
             now: AtomicU64::new(start_ms),
+            mono: AtomicU64::new(1),
             wakes: Mutex::new(Vec::new()),
         }
     }
 
+    /// Time passes: both clocks move.
     pub fn advance(&self, ms: u64) {
         self.now.fetch_add(ms, Ordering::SeqCst);
+        self.mono.fetch_add(ms, Ordering::SeqCst);
         self.wake();
     }
 
+    /// The wall clock is stepped (forward or back); no time passed.
     pub fn set(&self, ms: u64) {
         self.now.store(ms, Ordering::SeqCst);
         self.wake();
@@ -86,6 +101,10 @@ impl Clock for ManualClock {
         self.now.load(Ordering::SeqCst)
     }
 
+    fn mono_ms(&self) -> u64 {
+        self.mono.load(Ordering::SeqCst)
+    }
+
     fn manual(&self) -> Option<&ManualClock> {
         Some(self)
     }
@@ -104,7 +123,14 @@ mod tests {
         assert_eq!(c.now_ms(), 1005);
         c.set(7);
         assert_eq!(c.now_ms(), 7);
+        assert_eq!(
+            c.mono_ms(),
+            6,
+            "a step of the wall clock is no time passing"
+        );
         assert!(SystemClock.now_ms() > 1_700_000_000_000);
+        let m = SystemClock.mono_ms();
+        assert!(m >= 1 && SystemClock.mono_ms() >= m);
     }
 
     #[test]

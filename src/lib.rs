@@ -5,10 +5,10 @@
 //!   and buffers, turns frames into requests, drives the journal's commits and the HTTP
 //!   connections; `reactor::Embedded` runs it on a thread on a manual clock (for tests).
 //! - `engine`: owns jobs, queues, functions, workers, waiting clients and schedule runs.
-//! - `proto`: the pure wire codec; `timer`: the timer wheel; `clock`: the wall clock (the
-//!   scheduling time) is read through it (the system clock, or a manual one a test moves);
-//!   the etcd link's lease arithmetic uses a monotonic `Instant` on purpose, so that a clock
-//!   step cannot stretch a lease.
+//! - `proto`: the pure wire codec; `timer`: the timer wheel; `clock`: the server's two times
+//!   are read through it, once per turn (the system clock, or a manual one a test moves):
+//!   the wall clock it schedules by, and a monotonic one for the etcd link's lease
+//!   arithmetic, so that a clock step cannot stretch a lease.
 //! - `schedule`: the schedules file, the cron adapter, SUBMIT_JOB_SCHED fields, time zones.
 //! - `store`: the journal: records, segments, group commit, compaction, replay, repair.
 //! - `http`: the HTTP listener's pure half (request parsing, routes, responses, JSON,

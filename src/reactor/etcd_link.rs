@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use log::{info, warn};
 use mio::net::TcpStream;
@@ -81,7 +81,6 @@ pub(super) struct EtcdLink {
     unary: Chan,
     watch: Chan,
     pub(super) machine: Machine,
-    start: Instant,
     out: Output,
     /// The schedules text pushed through etcd (`gearwheel schedules push`), which replaces
     /// the local file's until the next push; `reload schedules` loads it again.
@@ -120,7 +119,6 @@ impl EtcdLink {
             unary: Chan::new(ETCD_UNARY, c.max_message),
             watch: Chan::new(ETCD_WATCH, c.max_message),
             machine,
-            start: Instant::now(),
             out: Output::default(),
             pushed: None,
             tls_files: c.tls.clone(),
@@ -130,14 +128,10 @@ impl EtcdLink {
         })
     }
 
-    /// Monotonic milliseconds since start (the machine's time; never steps).
-    pub(super) fn mono(&self) -> u64 {
-        self.start.elapsed().as_millis() as u64 + 1
-    }
-
-    /// The machine's status with what only the link knows (TLS failures).
-    pub(super) fn status(&self) -> Status {
-        let mut s = self.machine.status(self.mono());
+    /// The machine's status at `mono` (the turn's monotonic time: the machine's time, which
+    /// never steps) with what only the link knows (TLS failures).
+    pub(super) fn status(&self, mono: u64) -> Status {
+        let mut s = self.machine.status(mono);
         s.stats.tls_failures = self.tls_failures.iter().map(|(r, n)| (*r, *n)).collect();
         s
     }
@@ -475,7 +469,7 @@ impl Server {
         let Some(l) = self.cluster.as_mut() else {
             return;
         };
-        let now = l.mono();
+        let now = self.turn_mono;
         let link = if token == ETCD_UNARY {
             Link::Unary
         } else {
@@ -490,7 +484,7 @@ impl Server {
         let Some(l) = self.cluster.as_mut() else {
             return;
         };
-        let now = l.mono();
+        let now = self.turn_mono;
         let mut out = std::mem::take(&mut l.out);
         l.machine.tick(now, &mut out);
         for c in self.outbox.claims.drain(..) {
@@ -551,10 +545,9 @@ impl Server {
     }
 
     /// Milliseconds from now until the link wants the loop back.
-    pub(super) fn cluster_sleep(&self, wall: u64) -> Option<u64> {
+    pub(super) fn cluster_sleep(&self, wall: u64, mono: u64) -> Option<u64> {
         let l = self.cluster.as_ref()?;
-        let now = l.mono();
-        l.deadline().map(|d| wall + d.saturating_sub(now))
+        l.deadline().map(|d| wall + d.saturating_sub(mono))
     }
 
     /// The schedules file was loaded (from disk or etcd): publish its digests.

@@ -40,7 +40,7 @@ impl Server {
             Page::Server => {
                 let process = crate::footprint::read_process();
                 let journal = self.journal.metrics();
-                let cluster = self.cluster.as_ref().map(|l| l.status());
+                let cluster = self.cluster.as_ref().map(|l| l.status(self.turn_mono));
                 let (slots, open) = self.http.rates.slots();
                 let body = api::server(&api::Facts {
                     version: env!("CARGO_PKG_VERSION"),

@@ -479,12 +479,12 @@ impl Server {
                 });
                 let mut body = body;
                 if let Some(l) = &self.cluster {
-                    crate::cluster::view::metrics(&l.status(), &mut body);
+                    crate::cluster::view::metrics(&l.status(self.turn_mono), &mut body);
                 }
                 Reply::new(200, Some(response::PROMETHEUS), body)
             }
             Endpoint::Cluster => match &self.cluster {
-                Some(l) => Reply::json(200, crate::cluster::view::json(&l.status())),
+                Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.turn_mono))),
                 None => Reply::text(404, "this server runs without --etcd"),
             },
             Endpoint::Healthz if self.draining => Reply::text(503, "draining"),

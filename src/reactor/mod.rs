@@ -102,6 +102,8 @@ pub struct Server {
     /// `now` of the current loop turn: the clock is read once per turn, and everything the
     /// turn does happens at that time.
     turn_now: u64,
+    /// The monotonic time of the same reading (`Clock::mono_ms`): the etcd link's.
+    turn_mono: u64,
     /// The time (src/clock.rs): the system clock, or a manual one in tests (embedded.rs).
     clock: Arc<dyn Clock>,
     /// How a manual clock wakes the loop when it moves (none on the system clock).
@@ -178,6 +180,7 @@ impl Server {
             schedules_path: None,
             journal: journal::JournalDriver::default(),
             turn_now: 0,
+            turn_mono: 0,
             clock,
             wake,
             lazy_hold_ms,
@@ -233,7 +236,7 @@ impl Server {
                 }
                 continue;
             }
-            let timeout = self.sleep_time(now);
+            let timeout = self.sleep_time(now, self.clock.mono_ms());
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -252,6 +255,7 @@ impl Server {
     /// written and the journal committed. `Some` when the loop is to end.
     fn turn(&mut self, now: u64, events: &Events) -> Option<Exit> {
         self.turn_now = now;
+        self.turn_mono = self.clock.mono_ms();
         self.turn += 1;
         // A manual clock's move is not activity. `any` stops at the first event, which on the
         // system clock is never the waker's: one look per turn.
@@ -330,7 +334,7 @@ impl Server {
             || !self.outbox.resumed.is_empty()
     }
 
-    fn sleep_time(&self, now: u64) -> Option<Duration> {
+    fn sleep_time(&self, now: u64, mono: u64) -> Option<Duration> {
         if self.busy() {
             return Some(Duration::ZERO);
         }
@@ -344,7 +348,7 @@ impl Server {
             self.journal.deadline(),
             self.idle_trim.deadline(),
             self.output.deadline(),
-            self.cluster_sleep(now),
+            self.cluster_sleep(now, mono),
             self.corked
                 .iter()
                 .map(|&(_, since)| since.min(now) + self.lazy_hold_ms)
