@@ -470,14 +470,20 @@ fn protected_mode_refuses_peers_beyond_loopback_without_an_acl() {
 #[test]
 fn without_an_acl_console_actions_are_served_to_loopback_peers_only() {
     let Some(ip) = own_address() else { return };
-    let s = Server::start(&[
-        "-L",
-        "0.0.0.0",
-        "--http-listen",
-        "0.0.0.0:0",
-        "--protected-mode",
-        "no",
-    ]);
+    // Gearman and HTTP on every address, protected mode off (no --acl), and `extra`.
+    let open = |extra: &[&str]| {
+        let mut args = vec![
+            "-L",
+            "0.0.0.0",
+            "--http-listen",
+            "0.0.0.0:0",
+            "--protected-mode",
+            "no",
+        ];
+        args.extend(extra);
+        Server::start(&args)
+    };
+    let s = open(&[]);
     let port = http_addr(&s).port();
     let act = request(
         "POST",
@@ -516,15 +522,7 @@ fn without_an_acl_console_actions_are_served_to_loopback_peers_only() {
     );
     assert!(!m.contains("gearman_access_denied_total{"), "{m}");
     // Under --no-console there is no action to refuse: 404, to every peer.
-    let off = Server::start(&[
-        "-L",
-        "0.0.0.0",
-        "--http-listen",
-        "0.0.0.0:0",
-        "--protected-mode",
-        "no",
-        "--no-console",
-    ]);
+    let off = open(&["--no-console"]);
     let mut far = Http::connect(SocketAddr::new(ip, http_addr(&off).port()));
     far.send(&act);
     assert_eq!(far.read().status, 404);
