@@ -544,9 +544,11 @@ impl Server {
         }
     }
 
-    /// Milliseconds from now until the link wants the loop back.
-    pub(super) fn cluster_sleep(&self, wall: u64, mono: u64) -> Option<u64> {
+    /// When the link wants the loop back, on the wall clock (`wall`: the time the loop is
+    /// about to sleep at; the monotonic clock is read with it).
+    pub(super) fn cluster_sleep(&self, wall: u64) -> Option<u64> {
         let l = self.cluster.as_ref()?;
+        let mono = self.clock.mono_ms();
         l.deadline().map(|d| wall + d.saturating_sub(mono))
     }
 

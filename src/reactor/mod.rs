@@ -102,7 +102,8 @@ pub struct Server {
     /// `now` of the current loop turn: the clock is read once per turn, and everything the
     /// turn does happens at that time.
     turn_now: u64,
-    /// The monotonic time of the same reading (`Clock::mono_ms`): the etcd link's.
+    /// The monotonic time of the same reading (`Clock::mono_ms`): the etcd link's, read only
+    /// when there is one.
     turn_mono: u64,
     /// The time (src/clock.rs): the system clock, or a manual one in tests (embedded.rs).
     clock: Arc<dyn Clock>,
@@ -236,7 +237,7 @@ impl Server {
                 }
                 continue;
             }
-            let timeout = self.sleep_time(now, self.clock.mono_ms());
+            let timeout = self.sleep_time(now);
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -255,7 +256,10 @@ impl Server {
     /// written and the journal committed. `Some` when the loop is to end.
     fn turn(&mut self, now: u64, events: &Events) -> Option<Exit> {
         self.turn_now = now;
-        self.turn_mono = self.clock.mono_ms();
+        if self.cluster.is_some() {
+            // Only the etcd link runs on it: a server without one reads one clock a turn.
+            self.turn_mono = self.clock.mono_ms();
+        }
         self.turn += 1;
         // A manual clock's move is not activity. `any` stops at the first event, which on the
         // system clock is never the waker's: one look per turn.
@@ -334,7 +338,7 @@ impl Server {
             || !self.outbox.resumed.is_empty()
     }
 
-    fn sleep_time(&self, now: u64, mono: u64) -> Option<Duration> {
+    fn sleep_time(&self, now: u64) -> Option<Duration> {
         if self.busy() {
             return Some(Duration::ZERO);
         }
@@ -348,7 +352,7 @@ impl Server {
             self.journal.deadline(),
             self.idle_trim.deadline(),
             self.output.deadline(),
-            self.cluster_sleep(now, mono),
+            self.cluster_sleep(now),
             self.corked
                 .iter()
                 .map(|&(_, since)| since.min(now) + self.lazy_hold_ms)

@@ -68,9 +68,9 @@ impl Compaction {
         }
     }
 
-    /// When the leader next wants a tick for it.
+    /// When the leader next wants a tick for it (never set while compaction is off).
     pub(super) fn next_at(&self) -> Option<u64> {
-        self.next_at.filter(|_| self.interval_ms > 0)
+        self.next_at
     }
 
     /// etcd's history is compacted up to `revision` (by us, or before us).
