@@ -54,15 +54,7 @@ fn two_servers_over_https_elect_one_leader_and_fire_each_time_once_across_a_kill
     // The schedule goes on under the next leader: two of its runs, and then no time ran
     // twice.
     let by_next = cl.generation_of(next);
-    wait_until(15, "two runs fired by the next leader", || {
-        cl.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(g, w, at)| *g == by_next && w.starts_with("second ") && *at > took_over)
-            .count()
-            >= 2
-    });
+    cl.wait_runs(Some(by_next), "second ", took_over, 2);
     cl.assert_no_time_twice();
     let after = cl.seconds().len();
     assert!(

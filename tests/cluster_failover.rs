@@ -43,7 +43,7 @@ fn killing_the_leader_ten_times_never_runs_a_time_twice() {
         kills += 1;
     }
     // The times went on after the last kill before they are checked.
-    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 3);
+    cl.wait_runs_by_leader(std::time::Instant::now(), 3);
     cl.assert_no_time_twice();
     let secs = cl.seconds();
     assert!(secs.len() > 20, "the schedule went on: {secs:?}");
@@ -208,7 +208,7 @@ fn a_frozen_leader_does_not_fire_when_it_wakes() {
             false => Err(log),
         }
     });
-    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 2);
+    cl.wait_runs_by_leader(std::time::Instant::now(), 2);
     cl.assert_no_time_twice();
     // One gap, the failover; any other must be one the leader said it made: on a loaded
     // machine a keepalive answered late stops its firing until etcd confirms the lease again
@@ -245,13 +245,7 @@ fn a_leader_cut_off_from_etcd_stops_firing_and_the_others_take_over() {
         cl.push(s);
     }
     thread::sleep(Duration::from_secs(2));
-    let its_runs = |cl: &Cluster, after: std::time::Instant| {
-        let g = cl.generation_of(0);
-        let seen = cl.seen.lock().unwrap();
-        seen.iter()
-            .filter(|(generation, _, at)| *generation == g && *at > after)
-            .count()
-    };
+    let its_runs = |cl: &Cluster, after| cl.runs_since(Some(cl.generation_of(0)), "", after);
     assert!(its_runs(&cl, std::time::Instant::now() - Duration::from_secs(2)) > 0);
 
     relay.cut();
@@ -276,7 +270,7 @@ fn a_leader_cut_off_from_etcd_stops_firing_and_the_others_take_over() {
     // The times went on meanwhile: the new leader fired two of them since the cut-off one
     // stopped saying it led.
     let stopped_at = std::time::Instant::now();
-    wait_for_runs_by_leader(&cl, stopped_at, 2);
+    cl.wait_runs_by_leader(stopped_at, 2);
     // A job it queued just before the cut may still reach its worker; nothing after.
     assert_eq!(
         its_runs(&cl, cut_at + Duration::from_secs(1)),
@@ -291,7 +285,7 @@ fn a_leader_cut_off_from_etcd_stops_firing_and_the_others_take_over() {
         show_cluster(cl.servers[0].as_ref().unwrap())
             .is_some_and(|l| l.contains("role\tfollower\n"))
     });
-    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 2);
+    cl.wait_runs_by_leader(std::time::Instant::now(), 2);
     assert_eq!(its_runs(&cl, healed_at), 0, "a healed follower fired");
     cl.assert_no_time_twice();
     let g = gaps(&cl.seconds());
@@ -314,24 +308,6 @@ fn a_leader_cut_off_from_etcd_stops_firing_and_the_others_take_over() {
     }
 }
 
-/// Wait until the server leading now has fired `n` runs that reached its worker after
-/// `after` (the times went on: the barrier before asserting another server fired none).
-fn wait_for_runs_by_leader(cl: &Cluster, after: std::time::Instant, n: usize) {
-    let l = cl.leader(10);
-    let g = cl.generation_of(l);
-    support::poll(15, &format!("{n} runs by the leader, server {l}"), || {
-        let seen = cl.seen.lock().unwrap();
-        let runs = seen
-            .iter()
-            .filter(|(generation, _, at)| *generation == g && *at > after)
-            .count();
-        match runs >= n {
-            true => Ok(()),
-            false => Err(format!("{runs} runs")),
-        }
-    });
-}
-
 #[test]
 fn etcd_stopped_and_started_again_stops_and_resumes_the_schedule() {
     if !have_etcd() {
@@ -348,7 +324,7 @@ fn etcd_stopped_and_started_again_stops_and_resumes_the_schedule() {
     }
     let l = cl.leader(15);
     let leader = cl.servers[l].as_ref().unwrap();
-    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 2);
+    cl.wait_runs_by_leader(std::time::Instant::now(), 2);
     etcd.stop();
     // The lease cannot be renewed: within the TTL the leader stops firing and says so.
     let stopped =
@@ -384,7 +360,7 @@ fn etcd_stopped_and_started_again_stops_and_resumes_the_schedule() {
     assert!(c.admin("status", true).contains("tick\t"));
     etcd.restart();
     cl.leader(20);
-    wait_for_runs_by_leader(&cl, std::time::Instant::now(), 2);
+    cl.wait_runs_by_leader(std::time::Instant::now(), 2);
     cl.assert_no_time_twice();
 }
 

@@ -70,21 +70,6 @@ fn entries(listing: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Wait for two runs of workloads starting `prefix` that reached a worker after `after`.
-fn two_runs_after(cl: &Cluster, prefix: &str, after: Instant) {
-    support::poll(15, &format!("two runs of {prefix:?}"), || {
-        let seen = cl.seen.lock().unwrap();
-        let runs = seen
-            .iter()
-            .filter(|(_, w, at)| w.starts_with(prefix) && *at > after)
-            .count();
-        match runs >= 2 {
-            true => Ok(()),
-            false => Err(format!("{runs} runs")),
-        }
-    });
-}
-
 #[test]
 fn a_pushed_schedules_file_is_loaded_by_every_server() {
     if !support::need(ETCD) {
@@ -107,12 +92,12 @@ fn a_pushed_file_with_errors_is_refused_by_every_server_which_keeps_its_schedule
     let etcd = Etcd::start();
     let cl = Cluster::new(&etcd, &dir, 2);
     cl.leader(15);
-    two_runs_after(&cl, "second ", Instant::now());
+    cl.wait_runs(None, "second ", Instant::now(), 2);
 
     // Over the servers' own files: refused, and their `second` goes on.
     put_unchecked(&etcd, INVALID);
     refused_everywhere(&cl, 1);
-    two_runs_after(&cl, "second ", Instant::now());
+    cl.wait_runs(None, "second ", Instant::now(), 2);
     for s in cl.servers.iter().flatten() {
         let listing = s.connect().admin("show schedules", true);
         assert_eq!(entries(&listing), ["second", "minute"], "{listing}");
@@ -124,14 +109,14 @@ fn a_pushed_file_with_errors_is_refused_by_every_server_which_keeps_its_schedule
     cl.wait_pushed_everywhere();
     put_unchecked(&etcd, INVALID);
     refused_everywhere(&cl, 2);
-    two_runs_after(&cl, "pushed ", Instant::now());
+    cl.wait_runs(None, "pushed ", Instant::now(), 2);
     for s in cl.servers.iter().flatten() {
         let mut c = s.connect();
         assert_eq!(c.admin("reload schedules", false), "OK 1\n");
         let listing = c.admin("show schedules", true);
         assert_eq!(entries(&listing), ["pushed"], "{listing}");
     }
-    two_runs_after(&cl, "pushed ", Instant::now());
+    cl.wait_runs(None, "pushed ", Instant::now(), 2);
     assert!(
         !cl.counts().keys().any(|w| w.starts_with("bad ")),
         "a refused file ran: {:?}",

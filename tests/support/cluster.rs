@@ -225,6 +225,38 @@ impl Cluster {
         m
     }
 
+    /// Runs whose workload starts with `prefix` that reached a worker after `after`, by the
+    /// server of worker generation `generation` (`None`: any server).
+    pub fn runs_since(&self, generation: Option<usize>, prefix: &str, after: Instant) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(g, w, at)| {
+                generation.is_none_or(|x| x == *g) && w.starts_with(prefix) && *at > after
+            })
+            .count()
+    }
+
+    /// Wait until `runs_since` reaches `n` (the schedule went on: the barrier before
+    /// asserting that another server fired none).
+    pub fn wait_runs(&self, generation: Option<usize>, prefix: &str, after: Instant, n: usize) {
+        super::poll(
+            15,
+            &format!("{n} runs of {prefix:?} by {generation:?}"),
+            || match self.runs_since(generation, prefix, after) {
+                runs if runs >= n => Ok(()),
+                runs => Err(format!("{runs} runs")),
+            },
+        );
+    }
+
+    /// Wait until the server leading now has fired `n` runs after `after`.
+    pub fn wait_runs_by_leader(&self, after: Instant, n: usize) {
+        let l = self.leader(10);
+        self.wait_runs(Some(self.generation_of(l)), "", after, n);
+    }
+
     pub fn assert_no_time_twice(&self) {
         let twice: Vec<(String, usize)> =
             self.counts().into_iter().filter(|(_, n)| *n > 1).collect();
