@@ -9,6 +9,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
+use super::name::NamedClientVerifier;
+
 /// Resumable sessions a server keeps (stateful resumption; about 100 bytes each), so that a
 /// reconnecting worker skips the full handshake. Bounded: the oldest is forgotten first.
 const SESSION_CACHE: usize = 1024;
@@ -80,7 +82,7 @@ fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, String> {
             let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider())
                 .build()
                 .map_err(|e| format!("{}: {e}", ca.display()))?;
-            builder.with_client_cert_verifier(verifier)
+            builder.with_client_cert_verifier(Arc::new(NamedClientVerifier(verifier)))
         }
         None => builder.with_no_client_auth(),
     };
