@@ -118,9 +118,13 @@ pub fn client_config(
     Ok(Arc::new(config))
 }
 
+// The files are read through `config_file` (regular files only, never a blocking open: they
+// are read again on SIGHUP, in the loop), and parsed from memory.
+
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+    let pem = crate::config_file::read(path)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if certs.is_empty() {
         return Err(format!("{}: no PEM certificate in it", path.display()));
@@ -129,7 +133,7 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_file(path)
+    PrivateKeyDer::from_pem_slice(&crate::config_file::read(path)?)
         .map_err(|e| format!("{}: no usable private key: {e}", path.display()))
 }
 
