@@ -296,6 +296,11 @@ impl Acl {
     pub fn rule_count(&self) -> usize {
         self.rules.len()
     }
+
+    /// The file defines bearer tokens (`token NAME HEX` lines).
+    pub fn defines_tokens(&self) -> bool {
+        !self.tokens.is_empty()
+    }
 }
 
 fn rule_matches(who: &Who, identity: &Identity) -> bool {

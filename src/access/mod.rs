@@ -42,8 +42,9 @@ impl Default for AccessConfig {
     }
 }
 
-/// Read and parse an ACL file; the error is `FILE:LINE:COL: message`.
+/// Read and parse an ACL file (a regular file only: `config_file`); the error is
+/// `FILE:LINE:COL: message`.
 pub fn read_acl(path: &std::path::Path) -> Result<Acl, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::config_file::read_text(path)?;
     Acl::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
 }

@@ -85,6 +85,14 @@ impl Reply {
         self.headers.push((name, value.into()));
         self
     }
+
+    /// The server's live data (the JSON endpoints, /metrics, the answers to schedule and
+    /// failed-job operations): never kept by a browser or a proxy (it changes, and /failed
+    /// holds workloads), and never sniffed as another type than it says.
+    pub fn uncached(self) -> Self {
+        self.header("Cache-Control", "no-store")
+            .header("X-Content-Type-Options", "nosniff")
+    }
 }
 
 fn put_value(out: &mut BytesMut, v: &[u8]) {

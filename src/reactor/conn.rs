@@ -273,6 +273,11 @@ impl Connection {
         self.transport.failure()
     }
 
+    /// With `unnamed_certificate`: why the client certificate names no one.
+    pub fn tls_refusal(&self) -> Option<&'static str> {
+        self.transport.refusal()
+    }
+
     /// Shut our sending side; the peer's bytes may still be read.
     pub fn shutdown_write(&mut self) {
         self.transport.shutdown_write();

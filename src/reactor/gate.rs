@@ -421,7 +421,7 @@ impl Server {
         let Some(path) = cfg.acl.clone() else {
             return Ok(None);
         };
-        let acl = access::read_acl(&path)?;
+        let acl = self.read_acl(&path)?;
         let n = acl.rule_count();
         info!(
             "access list: {} from {}",
@@ -432,13 +432,34 @@ impl Server {
         Ok(Some(n))
     }
 
+    /// Read and parse the `--acl` file, and refuse one that defines bearer tokens while an
+    /// HTTP listener is plaintext beyond loopback: a secret sent there crosses the network in
+    /// the clear, where anyone on the path may take it, so tokens are for HTTPS (or loopback).
+    fn read_acl(&self, path: &std::path::Path) -> Result<Acl, String> {
+        let acl = access::read_acl(path)?;
+        let open: Vec<String> = self
+            .http_addrs()
+            .iter()
+            .filter(|a| !self.tls.https() && !a.ip().is_loopback())
+            .map(|a| a.to_string())
+            .collect();
+        if acl.defines_tokens() && !open.is_empty() {
+            return Err(format!(
+                "{}: bearer tokens are defined, but the HTTP listener {} is plaintext beyond loopback, where a secret crosses the network in the clear; serve HTTP over TLS (--ssl) or on loopback only (--http-listen 127.0.0.1)",
+                path.display(),
+                open.join(", ")
+            ));
+        }
+        Ok(acl)
+    }
+
     /// Read `--acl` again (SIGHUP, `reload acl`): the new rules replace the old at once, or a
     /// bad file changes nothing and the error says why.
     pub(super) fn reload_acl(&mut self, now: u64) -> Result<usize, String> {
         let Some(path): Option<PathBuf> = self.access.config.acl.clone() else {
             return Err("no --acl file was given".into());
         };
-        match access::read_acl(&path) {
+        match self.read_acl(&path) {
             Ok(acl) => {
                 let n = acl.rule_count();
                 info!(

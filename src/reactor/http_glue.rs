@@ -348,11 +348,11 @@ impl Server {
                                 .schedule_statuses()
                                 .into_iter()
                                 .find(|s| s.id.as_bytes() == &id[..]);
-                            let r = schedule_ops::reply(op, &done, entry.as_ref());
+                            let r = schedule_ops::reply(op, &done, entry.as_ref()).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Failed { op, handle } => {
-                            let r = self.http_failed_op(op, &handle, now);
+                            let r = self.http_failed_op(op, &handle, now).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Act(a) => {
@@ -429,8 +429,17 @@ impl Server {
         failed_ops::reply(op, handle, done)
     }
 
-    /// The body of a read-only endpoint.
+    /// The answer of a read-only endpoint: outside the console (whose own headers are
+    /// `console::guarded`), live data that no cache keeps.
     fn http_endpoint(&self, idx: usize, endpoint: &Endpoint) -> Reply {
+        let reply = self.http_read(idx, endpoint);
+        match endpoint {
+            Endpoint::Console(_) => reply,
+            _ => reply.uncached(),
+        }
+    }
+
+    fn http_read(&self, idx: usize, endpoint: &Endpoint) -> Reply {
         match endpoint {
             Endpoint::Status => {
                 let t = self.engine.totals();

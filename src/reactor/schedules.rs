@@ -79,13 +79,13 @@ impl Server {
     }
 }
 
-/// Read and parse a schedules file; errors as `FILE:LINE:COL: message`.
+/// Read and parse a schedules file (a regular file only: `config_file`); errors as
+/// `FILE:LINE:COL: message`.
 pub fn read_schedules(
     path: &std::path::Path,
     zone: &crate::schedule::Zone,
 ) -> Result<crate::schedule::file::ScheduleFile, Vec<String>> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| vec![format!("{}: {e}", path.display())])?;
+    let text = crate::config_file::read_text(path).map_err(|e| vec![e])?;
     match crate::schedule::file::parse(&text, zone) {
         Ok(f) => {
             for w in &f.warnings {

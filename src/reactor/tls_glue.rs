@@ -127,8 +127,9 @@ impl Server {
             self.deadlines.cancel(key);
             let reason = c.tls_failure().unwrap_or("closed");
             *self.tls.failed.entry(reason).or_default() += 1;
+            let why = c.tls_refusal().map_or(String::new(), |w| format!(": {w}"));
             warn!(
-                "connection {idx} from {}: TLS handshake failed ({reason}); closed",
+                "connection {idx} from {}: TLS handshake failed ({reason}){why}; closed",
                 c.peer()
             );
             return;

@@ -9,6 +9,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
+use super::name::NamedClientVerifier;
+
 /// Resumable sessions a server keeps (stateful resumption; about 100 bytes each), so that a
 /// reconnecting worker skips the full handshake. Bounded: the oldest is forgotten first.
 const SESSION_CACHE: usize = 1024;
@@ -80,7 +82,7 @@ fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, String> {
             let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider())
                 .build()
                 .map_err(|e| format!("{}: {e}", ca.display()))?;
-            builder.with_client_cert_verifier(verifier)
+            builder.with_client_cert_verifier(Arc::new(NamedClientVerifier(verifier)))
         }
         None => builder.with_no_client_auth(),
     };
@@ -116,9 +118,13 @@ pub fn client_config(
     Ok(Arc::new(config))
 }
 
+// The files are read through `config_file` (regular files only, never a blocking open: they
+// are read again on SIGHUP, in the loop), and parsed from memory.
+
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+    let pem = crate::config_file::read(path)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if certs.is_empty() {
         return Err(format!("{}: no PEM certificate in it", path.display()));
@@ -127,7 +133,7 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_file(path)
+    PrivateKeyDer::from_pem_slice(&crate::config_file::read(path)?)
         .map_err(|e| format!("{}: no usable private key: {e}", path.display()))
 }
 
