@@ -95,7 +95,7 @@ pub struct LogBudget {
 pub struct Summary {
     pub level: Level,
     pub held: Vec<(Cause, u64)>,
-    /// Seconds since the first line held, at least 1.
+    /// Seconds of the clock since the one in which the first line was held, at least 1.
     pub seconds: u64,
     pub per_second: u32,
 }
@@ -170,7 +170,7 @@ impl LogBudget {
         Some(Summary {
             level,
             held,
-            seconds: now_ms.saturating_sub(since).div_ceil(1000).max(1),
+            seconds: (now_ms / 1000).saturating_sub(since / 1000).max(1),
             per_second: self.per_second,
         })
     }
@@ -265,7 +265,7 @@ mod tests {
         assert!(!b.admit(6_003, Cause::Tls, Level::Info));
         // A summary that waited (nothing woke the loop) spans the time since the first held.
         let s = b.summary(9_500).expect("due");
-        assert_eq!((s.seconds, s.level), (4, Level::Info));
+        assert_eq!((s.seconds, s.level), (3, Level::Info));
         assert_eq!(s.held, vec![(Cause::Tls, 1)]);
     }
 
