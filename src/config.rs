@@ -184,10 +184,14 @@ pub struct ServeArgs {
     /// denials logged per connection; later ones are counted in /metrics only (default 10)
     #[argh(option, default = "10")]
     pub acl_denials_logged: u32,
-    /// denials logged per second by the whole server; later ones are only counted
-    /// (default 100)
-    #[argh(option, default = "100")]
-    pub acl_denials_logged_per_second: u32,
+    /// log lines the whole server writes per second about what peers cause (denials,
+    /// refusals, protocol and connection errors); the rest are counted and summed up in one
+    /// line a second (default 100)
+    #[argh(option)]
+    pub refusals_logged_per_second: Option<u32>,
+    /// the former name of --refusals-logged-per-second
+    #[argh(option, hidden_help)]
+    pub acl_denials_logged_per_second: Option<u32>,
     /// identities counted by name in gearman_access_denied_total; others count as "other"
     /// (default 100)
     #[argh(option, default = "100")]
@@ -299,6 +303,8 @@ pub struct Config {
     /// `--http-port` / `--http-listen`: the HTTP listener, if any.
     pub http: Option<HttpConfig>,
     /// `--acl`, `--protected-mode` and the denial bounds.
+    /// `--refusals-logged-per-second` (`crate::log_budget`).
+    pub refusals_logged_per_second: u32,
     pub access: crate::access::AccessConfig,
     /// `--ssl` / `--ssl-listen` and the certificate files, if TLS is on.
     pub tls: Option<TlsConfig>,
@@ -546,6 +552,16 @@ impl Config {
         if a.repair && a.data_dir.is_none() {
             return Err("--repair needs --data-dir".into());
         }
+        // The old name, from when only the ACL's denials were bounded, still works.
+        let refusals_logged_per_second = match (
+            a.refusals_logged_per_second,
+            a.acl_denials_logged_per_second,
+        ) {
+            (Some(_), Some(_)) => {
+                return Err("--acl-denials-logged-per-second is the former name of --refusals-logged-per-second: give one".into());
+            }
+            (n, old) => n.or(old).unwrap_or(crate::log_budget::DEFAULT_PER_SECOND),
+        };
         Ok(Config {
             listen,
             log_target: LogTarget::parse(a.log_file.as_deref().unwrap_or("stderr")),
@@ -600,8 +616,8 @@ impl Config {
                 },
                 denials_logged: a.acl_denials_logged,
                 metric_identities: a.acl_metric_identities,
-                denials_logged_per_second: a.acl_denials_logged_per_second,
             },
+            refusals_logged_per_second,
             cluster,
             tls,
         })
@@ -716,6 +732,29 @@ mod tests {
                 .contains("--grab-wait")
         );
         assert!(Config::from_args(serve(&["serve", "-L", "[::1]:4800"]).unwrap(), None).is_ok());
+    }
+
+    #[test]
+    fn the_refusals_budget_keeps_its_former_name() {
+        let per_second = |args: &[&str]| {
+            Config::from_args(serve(args).unwrap(), None).map(|c| c.refusals_logged_per_second)
+        };
+        assert_eq!(per_second(&["serve"]), Ok(100));
+        assert_eq!(
+            per_second(&["serve", "--refusals-logged-per-second", "7"]),
+            Ok(7)
+        );
+        assert_eq!(
+            per_second(&["serve", "--acl-denials-logged-per-second", "8"]),
+            Ok(8)
+        );
+        let both = per_second(&[
+            "serve",
+            "--refusals-logged-per-second",
+            "7",
+            "--acl-denials-logged-per-second=8",
+        ]);
+        assert!(both.unwrap_err().contains("former name"));
     }
 
     #[test]

@@ -21,6 +21,8 @@
 //! - `config`: validated settings; `config_file`: the one way the server reads a file it
 //!   reads again while it runs (regular files only, never a blocking open); `logger`: the `log` back end; `footprint`: the idle
 //!   resident set and the process's numbers from /proc; `plural`: counts with their noun.
+//! - `log_budget`: the one bound on log lines a peer can cause (`peer_log!`), with a summary
+//!   of what it held back; `peer_text`: peer bytes escaped and cut short for a log line.
 //! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.
 //! - `client`: a blocking Gearman client/worker library and a blocking etcd client
 //!   (`client::etcd`); `cli`: the `work`, `submit`, `admin`, `check` and `import-crontab`
@@ -41,7 +43,9 @@ pub mod engine;
 pub mod footprint;
 pub mod http;
 pub mod json;
+pub mod log_budget;
 pub mod logger;
+pub mod peer_text;
 pub mod plural;
 pub mod proto;
 pub mod reactor;

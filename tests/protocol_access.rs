@@ -580,7 +580,7 @@ fn without_an_acl_console_actions_are_served_to_loopback_peers_only() {
 fn a_flood_of_connections_is_logged_at_a_bounded_rate() {
     let (s, _, _dir) = acl_server(
         "addr:127.0.0.9 status *\n",
-        &["--acl-denials-logged-per-second", "1"],
+        &["--refusals-logged-per-second", "1"],
     );
     let mut sent = 0;
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -588,7 +588,7 @@ fn a_flood_of_connections_is_logged_at_a_bounded_rate() {
     // the line about the held-back ones came.
     while !s
         .log()
-        .contains("denials not logged (more than --acl-denials-logged-per-second 1)")
+        .contains("(past --refusals-logged-per-second 1): denied")
     {
         assert!(std::time::Instant::now() < end, "{}", s.log());
         for _ in 0..3 {

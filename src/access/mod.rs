@@ -26,8 +26,6 @@ pub struct AccessConfig {
     pub denials_logged: u32,
     /// `--acl-metric-identities`: identities counted by name in /metrics.
     pub metric_identities: usize,
-    /// `--acl-denials-logged-per-second`: denial lines of the whole server per second.
-    pub denials_logged_per_second: u32,
 }
 
 impl Default for AccessConfig {
@@ -37,7 +35,6 @@ impl Default for AccessConfig {
             protected_mode: true,
             denials_logged: 10,
             metric_identities: 100,
-            denials_logged_per_second: 100,
         }
     }
 }

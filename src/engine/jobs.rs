@@ -66,7 +66,7 @@ impl Engine {
             // Here, not in create_job: a job put back from the journal was logged when it came.
             log::info!(
                 "accepted future job {handle} ({}), due {}",
-                String::from_utf8_lossy(&func),
+                shown(&func),
                 rfc3339(due)
             );
             let horizon = self.config.future_horizon_ms;

@@ -5,7 +5,7 @@
 use std::io;
 use std::net::SocketAddr;
 
-use log::{error, warn};
+use log::error;
 use mio::net::TcpListener;
 use mio::{Interest, Poll, Token};
 
@@ -14,6 +14,8 @@ use super::{CONN_BASE, Server, http_glue, listen};
 use crate::access::peer::Peer;
 use crate::config::Config;
 use crate::engine::{ConnId, ConnInfo};
+use crate::log_budget::Cause;
+use crate::peer_log;
 
 /// Bind and register the Gearman listeners, `--listen` then `--ssl-listen` (tokens 0..), with
 /// the addresses they got.
@@ -92,7 +94,10 @@ impl Server {
                 }
             };
             if self.conns.len() >= self.config.max_connections {
-                warn!(
+                peer_log!(
+                    self.turn_now,
+                    Cause::Accept,
+                    Warn,
                     "refusing connection from {peer}: --max-connections {} reached",
                     self.config.max_connections
                 );

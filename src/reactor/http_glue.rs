@@ -35,6 +35,9 @@ use crate::http::response::{self, Reply};
 use crate::http::route;
 use crate::http::session::Next;
 use crate::http::{HttpLimits, failed_ops, json, schedule_ops};
+use crate::log_budget::Cause;
+use crate::peer_log;
+use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
@@ -213,7 +216,10 @@ impl Server {
         // no worker comes. A background answer comes within the turn and is still given.
         let closed = matches!(status, Ok(ReadStatus::Eof)) || c.hung_up();
         if closed && c.http().is_some_and(HttpConn::waits_for_a_result) {
-            info!(
+            peer_log!(
+                now,
+                Cause::Connection,
+                Info,
                 "HTTP connection {idx}: the client closed while waiting for its job; it gives the job up"
             );
             self.http.stats.left_waiting += 1;
@@ -250,7 +256,12 @@ impl Server {
                 }
             }
             Err(e) => {
-                info!("HTTP connection {idx} read error: {e}");
+                peer_log!(
+                    now,
+                    Cause::Connection,
+                    Info,
+                    "HTTP connection {idx} read error: {e}"
+                );
                 self.mark_close(idx);
             }
         }
@@ -298,7 +309,14 @@ impl Server {
                     self.want_write(idx);
                 }
                 Next::Error(e) => {
-                    info!("HTTP connection {idx}: {} {}", e.status, e.message);
+                    peer_log!(
+                        now,
+                        Cause::Protocol,
+                        Info,
+                        "HTTP connection {idx}: {} {}",
+                        e.status,
+                        shown(&e.message)
+                    );
                     self.http_answer(
                         idx,
                         Version::Http11,
@@ -315,7 +333,7 @@ impl Server {
                     debug!(
                         "HTTP connection {idx}: {:?} {} ({} body bytes)",
                         head.method,
-                        head.target,
+                        shown(&head.target),
                         body.len()
                     );
                     let (version, keep_alive) = (head.version, head.keep_alive);
@@ -660,7 +678,12 @@ impl Server {
                 self.want_write(idx);
             }
             _ => {
-                info!("HTTP connection {idx}: request not complete in time; 408");
+                peer_log!(
+                    now,
+                    Cause::Protocol,
+                    Info,
+                    "HTTP connection {idx}: request not complete in time; 408"
+                );
                 self.http_answer(
                     idx,
                     Version::Http11,

@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use log::{info, warn};
+use log::info;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
@@ -226,6 +226,7 @@ impl Server {
     /// the earliest deadline, then acting at one `now`.
     pub fn run(&mut self) -> io::Result<Exit> {
         let mut events = Events::with_capacity(1024);
+        crate::log_budget::configure(self.config.refusals_logged_per_second);
         loop {
             let now = self.clock.now_ms();
             if !self.busy() && self.idle_trim.due(now, self.turn == 1) {
@@ -319,6 +320,7 @@ impl Server {
         self.output_turn_end(now);
         self.http_sample_rates(now);
         self.journal.compact_step();
+        crate::log_budget::flush(now);
         if let Some(exit) = self.check_shutdown(now) {
             self.flush_all();
             self.journal.close(&mut self.engine, &mut self.outbox, now);
@@ -353,6 +355,7 @@ impl Server {
             self.idle_trim.deadline(),
             self.output.deadline(),
             self.cluster_sleep(now),
+            crate::log_budget::summary_at(),
             self.corked
                 .iter()
                 .map(|&(_, since)| since.min(now) + self.lazy_hold_ms)

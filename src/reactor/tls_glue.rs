@@ -6,13 +6,16 @@
 
 use std::collections::BTreeMap;
 
-use log::{info, warn};
+use log::info;
 
 use super::Server;
 use super::deadlines::Deadline;
 use super::transport::TlsSession;
 use crate::config::Config;
 use crate::http::metrics::TlsStats;
+use crate::log_budget::Cause;
+use crate::peer_log;
+use crate::peer_text::shown;
 use crate::timer::TimerKey;
 
 /// The server's TLS configuration as loaded at start: `load` reads the files, so that a
@@ -128,7 +131,10 @@ impl Server {
             let reason = c.tls_failure().unwrap_or("closed");
             *self.tls.failed.entry(reason).or_default() += 1;
             let why = c.tls_refusal().map_or(String::new(), |w| format!(": {w}"));
-            warn!(
+            peer_log!(
+                self.turn_now,
+                Cause::Tls,
+                Warn,
                 "connection {idx} from {}: TLS handshake failed ({reason}){why}; closed",
                 c.peer()
             );
@@ -157,8 +163,10 @@ impl Server {
         info!(
             "connection {idx} from {}: TLS handshake done{}",
             c.peer(),
-            name.as_deref()
-                .map_or(String::new(), |n| format!(", client certificate {n:?}"))
+            name.as_deref().map_or(String::new(), |n| format!(
+                ", client certificate \"{}\"",
+                shown(n)
+            ))
         );
         if let Some(n) = name {
             c.name_peer(crate::access::Identity::Cn(n));
@@ -179,7 +187,10 @@ impl Server {
         }
         c.set_handshake_deadline(None);
         self.tls.timeouts += 1;
-        warn!(
+        peer_log!(
+            self.turn_now,
+            Cause::Tls,
+            Warn,
             "connection {idx} from {}: no TLS handshake within {} ms (--ssl-handshake-timeout); closed",
             c.peer(),
             self.tls.handshake_timeout_ms
