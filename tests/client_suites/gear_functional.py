@@ -8,7 +8,9 @@ only `gear.Server` is replaced, before the tests run, by a stand-in that starts 
 test (gearwheel through tests/client_suites/gearwheel-as-gearmand, or gearmand itself) with
 gearmand's flags on a free loopback port, the same TLS files when the test passes them, and
 answers `normal_queue` from the admin `status` command (queued minus running, over all
-functions). Each test gets a new server, as it gets a new gear.Server, stopped after the test.
+functions). Each test gets a new server, as it gets a new gear.Server, and, as gear's servers,
+each lives until the run ends: the tests never stop their clients and workers, which would
+otherwise reconnect to whatever server takes the port next.
 
 usage: gear_functional.py SDIST_DIR SERVER_LAUNCHER LOG_DIR
 Prints one line per test, `ok NAME` / `FAIL NAME` / `skip NAME`, then details of failures.
@@ -121,13 +123,6 @@ class ExternalServer:
 gear.Server = ExternalServer
 
 
-class Result(unittest.TextTestResult):
-    def stopTest(self, test):
-        super().stopTest(test)
-        while STARTED:
-            STARTED.pop().shutdown()
-
-
 def main():
     os.makedirs(LOG_DIR, exist_ok=True)
     # fixtures.Timeout in gear's BaseTestCase: a test that hangs fails after this long.
@@ -136,7 +131,7 @@ def main():
     suite = loader.loadTestsFromName("gear.tests.test_functional")
     outcome = {}
 
-    class Recording(Result):
+    class Recording(unittest.TextTestResult):
         def addSuccess(self, test):
             super().addSuccess(test)
             outcome[test.id()] = "ok"
@@ -163,7 +158,11 @@ def main():
 
     with open(os.path.join(LOG_DIR, "unittest.log"), "w") as log:
         runner = unittest.TextTestRunner(stream=log, verbosity=2, resultclass=Recording)
-        runner.run(suite)
+        try:
+            runner.run(suite)
+        finally:
+            for server in STARTED:
+                server.shutdown()
     for name in sorted(outcome):
         print("%s %s" % (outcome[name], name.replace("gear.tests.test_functional.", "")))
 
