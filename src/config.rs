@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use argh::FromArgs;
-use log::LevelFilter;
 
 use crate::engine::EngineConfig;
 use crate::logger::{self, LogTarget};
@@ -265,7 +264,7 @@ pub struct ServeArgs {
 pub struct Config {
     pub listen: Vec<SocketAddr>,
     pub log_target: LogTarget,
-    pub log_level: LevelFilter,
+    pub log_level: logger::Verbosity,
     pub log_level_name: String,
     pub pid_file: Option<PathBuf>,
     pub backlog: i32,
@@ -669,7 +668,7 @@ mod tests {
         );
         assert_eq!(c.engine.job_retries, 3);
         assert!(c.engine.round_robin && c.engine.exceptions);
-        assert_eq!(c.log_level, LevelFilter::Info);
+        assert_eq!(c.log_level, logger::Verbosity::Info);
         assert_eq!(c.notices.len(), 2);
         assert!(c.keepalive.is_some());
     }

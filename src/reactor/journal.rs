@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use log::{error, info, warn};
+use log::{error, warn};
 
 use crate::config::{Config, Fsync};
 use crate::engine::{Durable, Engine, FailedJob, FinishKind, Outbox, RestoredJob, ScheduleMarks};
@@ -322,7 +322,7 @@ impl JournalDriver {
                     self.fsync.observe(out.fsync_us);
                 }
                 if self.failing {
-                    info!("journal: writing again");
+                    crate::notice!("journal: writing again");
                     self.failing = false;
                 }
                 added.clear();
