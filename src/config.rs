@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use argh::FromArgs;
-use log::LevelFilter;
 
 use crate::engine::EngineConfig;
 use crate::logger::{self, LogTarget};
@@ -32,7 +31,7 @@ pub struct ServeArgs {
     #[argh(option, short = 'L')]
     pub listen: Vec<String>,
     /// port to listen on (default 4730, or $GEARMAND_PORT; 0 picks a free port)
-    #[argh(option, short = 'p')]
+    #[argh(option, short = 'p', from_str_fn(listen_port))]
     pub port: Option<u16>,
     /// log file path, or "stderr", or "none" (default stderr)
     #[argh(option, short = 'l')]
@@ -153,7 +152,7 @@ pub struct ServeArgs {
     #[argh(option)]
     pub schedules: Option<PathBuf>,
     /// serve HTTP (job submission, /status, /metrics) on this port too (0 picks a free port)
-    #[argh(option)]
+    #[argh(option, from_str_fn(listen_port))]
     pub http_port: Option<u16>,
     /// address for the HTTP listener, optionally ADDR:PORT (repeatable; default the --listen
     /// addresses, port --http-port or 8080)
@@ -269,7 +268,7 @@ pub struct ServeArgs {
 pub struct Config {
     pub listen: Vec<SocketAddr>,
     pub log_target: LogTarget,
-    pub log_level: LevelFilter,
+    pub log_level: logger::Verbosity,
     pub log_level_name: String,
     pub pid_file: Option<PathBuf>,
     pub backlog: i32,
@@ -402,6 +401,12 @@ pub(crate) fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+/// A port to listen on (0: any free port), or what is wrong with it, in words.
+fn listen_port(text: &str) -> Result<u16, String> {
+    text.parse::<u16>()
+        .map_err(|_| format!("{text} is not a port (1-65535, or 0 for any free port)"))
+}
+
 fn resolve(addr: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
     if let Ok(sa) = addr.parse::<SocketAddr>() {
         return Ok(vec![sa]);
@@ -411,8 +416,8 @@ fn resolve(addr: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
     let (host, port) = match addr.rsplit_once(':') {
-        Some((h, p)) if p.parse::<u16>().is_ok() && !h.contains(':') => {
-            (h, p.parse().unwrap_or(port))
+        Some((h, p)) if !h.contains(':') => {
+            (h, listen_port(p).map_err(|e| format!("{addr:?}: {e}"))?)
         }
         _ => (addr, port),
     };
@@ -432,9 +437,7 @@ impl Config {
         let mut notices = Vec::new();
         let port = match (a.port, env_port) {
             (Some(p), _) => p,
-            (None, Some(p)) => p
-                .parse()
-                .map_err(|_| format!("GEARMAND_PORT={p:?} is not a port number"))?,
+            (None, Some(p)) => listen_port(&p).map_err(|e| format!("GEARMAND_PORT={p:?}: {e}"))?,
             (None, None) => 4730,
         };
         let mut listen = Vec::new();
@@ -681,7 +684,7 @@ mod tests {
         );
         assert_eq!(c.engine.job_retries, 3);
         assert!(c.engine.round_robin && c.engine.exceptions);
-        assert_eq!(c.log_level, LevelFilter::Info);
+        assert_eq!(c.log_level, logger::Verbosity::Info);
         assert_eq!(c.notices.len(), 2);
         assert!(c.keepalive.is_some());
     }

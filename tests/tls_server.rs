@@ -411,6 +411,122 @@ fn start_errors_for_missing_files_and_flag_combinations() {
     }
 }
 
+/// A self-signed X.509 version 1 certificate and its key in `dir`, made the way the mistake is
+/// made: `openssl x509 -req` without an extension file.
+fn version_1_certificate(dir: &Path) -> Option<(String, String)> {
+    if !have("openssl") {
+        eprintln!("SKIP: openssl is not installed");
+        return None;
+    }
+    let (cert, key, csr) = (dir.join("v1.pem"), dir.join("v1.key"), dir.join("v1.csr"));
+    let p = |p: &Path| p.to_str().unwrap().to_string();
+    run(
+        "openssl req",
+        std::process::Command::new("openssl").args([
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &p(&key),
+            "-out",
+            &p(&csr),
+        ]),
+        None,
+        20,
+    );
+    run(
+        "openssl x509",
+        std::process::Command::new("openssl").args([
+            "x509",
+            "-req",
+            "-in",
+            &p(&csr),
+            "-signkey",
+            &p(&key),
+            "-days",
+            "30",
+            "-out",
+            &p(&cert),
+        ]),
+        None,
+        20,
+    );
+    Some((p(&cert), p(&key)))
+}
+
+#[test]
+fn a_version_1_certificate_and_a_key_of_another_are_refused_in_words() {
+    let ca = TestCa::new("srv-words");
+    let a = ca.server("gearwheel");
+    let b = ca.client("other");
+    // The key of another certificate: both files named, and how to check a pair.
+    let o = gw(
+        &[
+            "serve",
+            "-p",
+            "0",
+            "--ssl",
+            "--ssl-certificate",
+            &a.cert,
+            "--ssl-key",
+            &b.key,
+        ],
+        None,
+        20,
+    );
+    assert_eq!(o.code(), Some(2), "{o:?}");
+    let want = format!("{} is not the private key of {}", b.key, a.cert);
+    assert!(o.stderr.contains(&want), "{}", o.stderr);
+    assert!(!o.stderr.contains("KeyMismatch"), "{}", o.stderr);
+    let Some((v1, v1_key)) = version_1_certificate(ca.dir()) else {
+        return;
+    };
+    // The server's own certificate, and a client's.
+    for args in [
+        &[
+            "serve",
+            "-p",
+            "0",
+            "--ssl",
+            "--ssl-certificate",
+            &v1,
+            "--ssl-key",
+            &v1_key,
+        ][..],
+        &[
+            "submit",
+            "--ssl",
+            "--ssl-ca-file",
+            &ca.ca_arg(),
+            "--ssl-certificate",
+            &v1,
+            "--ssl-key",
+            &v1_key,
+            "-s",
+            "127.0.0.1:1",
+            "-f",
+            "f",
+            "x",
+        ],
+    ] {
+        let o = gw(args, None, 20);
+        assert_eq!(o.code(), Some(2), "{args:?}: {o:?}");
+        let want = format!("{v1}: an X.509 version 1 certificate");
+        assert!(o.stderr.contains(&want), "{}", o.stderr);
+        assert!(
+            o.stderr.contains("re-issue it as version 3") && o.stderr.contains("docs/security.md"),
+            "{}",
+            o.stderr
+        );
+        assert!(!o.stderr.contains("UnsupportedCertVersion"), "{}", o.stderr);
+    }
+}
+
 #[test]
 fn gearwheel_work_and_submit_over_mutual_tls() {
     let ca = TestCa::new("srv-cli");

@@ -1,4 +1,4 @@
-//! Access control (issue 17): who a connection is and what the ACL file lets it do.
+//! Access control: who a connection is and what the ACL file lets it do.
 //!
 //! Pure: `acl` parses and matches the `--acl` file; `classify` says what each request needs;
 //! `token` turns a bearer secret into the digest the file names; `denials` counts refusals

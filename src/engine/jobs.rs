@@ -50,7 +50,7 @@ impl Engine {
             return;
         }
         // What a job keeps is copied out of the packet: a slice would keep the whole read
-        // buffer it arrived in, whatever else that held (issue 14 item 3).
+        // buffer it arrived in, whatever else that held, for as long as the job waits.
         let new = NewJob {
             func: f,
             body: JobBody::new(body.unique_bytes(), body.data_bytes()),

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use log::{error, info, warn};
+use log::{error, warn};
 
 use super::Server;
 use super::conn::Connection;
@@ -419,7 +419,7 @@ impl Server {
         };
         let acl = self.read_acl(&path)?;
         let n = acl.rule_count();
-        info!(
+        crate::notice!(
             "access list: {} from {}",
             crate::plural::count(n as u64, "rule", "rules"),
             path.display()
@@ -458,7 +458,7 @@ impl Server {
         match self.read_acl(&path) {
             Ok(acl) => {
                 let n = acl.rule_count();
-                info!(
+                crate::notice!(
                     "reloaded {}: {}",
                     path.display(),
                     crate::plural::count(n as u64, "rule", "rules")

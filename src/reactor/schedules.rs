@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use log::{error, info, warn};
+use log::{error, warn};
 
 use super::Server;
 
@@ -62,7 +62,7 @@ impl Server {
                     .engine
                     .load_schedules(file, now, false, &mut self.outbox)
                     .kept;
-                info!(
+                crate::notice!(
                     "reloaded {name}: {}, next run kept for {kept}",
                     crate::plural::count(n as u64, "entry", "entries")
                 );

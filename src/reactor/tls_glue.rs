@@ -204,7 +204,7 @@ impl Server {
         #[cfg(feature = "tls")]
         if let Some(server) = self.tls.setup.server.as_mut() {
             match server.reload() {
-                Ok(()) => info!("SIGHUP: TLS certificate, key and CA files read again"),
+                Ok(()) => crate::notice!("SIGHUP: TLS certificate, key and CA files read again"),
                 Err(e) => log::error!(
                     "SIGHUP: TLS files not reloaded, the current certificate stays: {e}"
                 ),
