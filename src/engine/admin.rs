@@ -226,6 +226,7 @@ impl Engine {
                         )
                     }
                     Some(f) => {
+                        self.unlink_idle(f);
                         let func = self.functions.remove(f);
                         self.func_by_name.remove(&func.name);
                         Bytes::from_static(b"OK\r\n")

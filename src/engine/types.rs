@@ -195,6 +195,10 @@ pub struct Function {
     pub counters: JobCounters,
     /// `retry FUNCTION N BACKOFF`: this function's retry policy, over `--retry`.
     pub retry: Option<crate::schedule::backoff::RetryPolicy>,
+    /// On the engine's list of idle functions (forget.rs), and its neighbours there.
+    pub idle_listed: bool,
+    pub idle_prev: u32,
+    pub idle_next: u32,
 }
 
 /// Cumulative job events of one function since the server started.
@@ -229,6 +233,9 @@ impl Function {
             pinned: false,
             counters: JobCounters::default(),
             retry: None,
+            idle_listed: false,
+            idle_prev: NIL,
+            idle_next: NIL,
         }
     }
 

@@ -293,6 +293,7 @@ pub fn render(input: &Input<'_>) -> String {
         |f| f.counters.retried,
     );
     let t = &input.totals;
+    server_job_families(&mut w, &t.counters);
     w.single(
         "gearman_worker_connections",
         Gauge,
@@ -323,6 +324,18 @@ pub fn render(input: &Input<'_>) -> String {
         Counter,
         "CAN_DOs refused past --max-functions-per-worker.",
         t.functions_refused,
+    );
+    w.single(
+        "gearwheel_functions_idle",
+        Gauge,
+        "Functions kept with no job, worker or operator's setting (at most --max-idle-functions).",
+        t.functions_idle as u64,
+    );
+    w.single(
+        "gearwheel_functions_forgotten_total",
+        Counter,
+        "Idle functions forgotten, least recently used first, past --max-idle-functions.",
+        t.functions_forgotten,
     );
     let n = input.net;
     w.family(
@@ -535,6 +548,41 @@ pub fn render(input: &Input<'_>) -> String {
         );
     }
     w.out
+}
+
+/// The per-function job counters summed over the whole server, without a label: they keep
+/// counting what forgotten functions did, so a sum over the labelled series may be less.
+fn server_job_families(w: &mut Writer, c: &crate::engine::JobCounters) {
+    let families: [(&str, &str, u64); 5] = [
+        (
+            "gearman_server_jobs_submitted_total",
+            "Jobs created since start, all functions (as gearman_jobs_submitted_total).",
+            c.submitted,
+        ),
+        (
+            "gearman_server_jobs_completed_total",
+            "Jobs ended with WORK_COMPLETE since start, all functions.",
+            c.completed,
+        ),
+        (
+            "gearman_server_jobs_failed_total",
+            "Jobs failed for good since start, all functions (as gearman_jobs_failed_total).",
+            c.failed,
+        ),
+        (
+            "gearman_server_jobs_exceptions_total",
+            "Jobs ended with WORK_EXCEPTION for good since start, all functions.",
+            c.exceptions,
+        ),
+        (
+            "gearman_server_jobs_retried_total",
+            "Attempts of jobs run again since start, all functions (as gearman_jobs_retried_total).",
+            c.retried,
+        ),
+    ];
+    for (name, help, v) in families {
+        w.single(name, Kind::Counter, help, v);
+    }
 }
 
 fn journal_families(w: &mut Writer, j: &JournalMetrics) {
