@@ -396,11 +396,15 @@ impl Engine {
             O::RetriesSpent => FinishKind::RetriesSpent,
             O::Cancelled => FinishKind::Cancel,
         };
-        if let Some(c) = counted {
-            self.count(self.jobs[k].func(), c);
-        }
+        // A job counts once, as it ends for good; an attempt that its retry policy runs again
+        // counts as retried (one definition, for status views, /metrics and the console).
+        let f = self.jobs[k].func();
         if self.retry_later(k, &outcome, now) {
+            self.count(f, query::Counted::Retried);
             return;
+        }
+        if let Some(c) = counted {
+            self.count(f, c);
         }
         let kept = if self.jobs[k].background() {
             self.failed_for_good(k, &outcome, now)

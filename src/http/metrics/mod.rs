@@ -261,7 +261,7 @@ pub fn render(input: &Input<'_>) -> String {
         &fs,
         "gearman_jobs_submitted_total",
         Counter,
-        "Jobs created since start (a submit that joins an existing job is not counted).",
+        "Jobs created since start (a submit that joins an existing job is not counted; a retry after its backoff is a new job).",
         |f| f.counters.submitted,
     );
     w.per_function(
@@ -275,21 +275,21 @@ pub fn render(input: &Input<'_>) -> String {
         &fs,
         "gearman_jobs_failed_total",
         Counter,
-        "Jobs ended with WORK_FAIL since start (from the worker, CAN_DO_TIMEOUT or spent retries).",
+        "Jobs failed for good since start (WORK_FAIL, CAN_DO_TIMEOUT or --job-retries spent, no retry left); each job once.",
         |f| f.counters.failed,
     );
     w.per_function(
         &fs,
         "gearman_jobs_exceptions_total",
         Counter,
-        "Jobs ended with WORK_EXCEPTION since start.",
+        "Jobs ended for good with WORK_EXCEPTION since start (no retry left); each job once.",
         |f| f.counters.exceptions,
     );
     w.per_function(
         &fs,
         "gearman_jobs_retried_total",
         Counter,
-        "Jobs given back to their queue by a worker that left or dropped the function.",
+        "Attempts run again: given back by a worker that left or dropped the function, or failed with a retry left.",
         |f| f.counters.retried,
     );
     let t = &input.totals;
@@ -477,13 +477,13 @@ pub fn render(input: &Input<'_>) -> String {
     w.family(
         "gearman_schedule_runs_total",
         Counter,
-        "Runs of the schedule entry since start (or since the journal remembers).",
+        "Jobs the schedule entry started since start (or since the journal remembers): each fan-out job, run schedule and retry failed of its jobs counts one.",
         per_entry(|s| Some(s.runs.into())),
     );
     w.family(
         "gearman_schedule_failures_total",
         Counter,
-        "Runs of the schedule entry whose job failed, threw or timed out.",
+        "Jobs of the schedule entry that failed for good, threw, timed out or were cancelled; never more than its runs.",
         per_entry(|s| Some(s.failures.into())),
     );
     w.family(
