@@ -105,6 +105,10 @@ pub struct ServeArgs {
     /// (default 10000, 0 = unlimited)
     #[argh(option, default = "10_000")]
     pub max_functions_per_worker: u32,
+    /// functions with no job, worker or operator's setting kept listed (status, /metrics);
+    /// past it the least recently used are forgotten (default 10000, 0 = none kept)
+    #[argh(option, default = "10_000")]
+    pub max_idle_functions: usize,
     /// seconds a graceful shutdown waits for running jobs (default 30)
     #[argh(option, default = "30")]
     pub graceful_timeout: u64,
@@ -595,6 +599,7 @@ impl Config {
                 durable: a.data_dir.is_some(),
                 grab_wait_ms: a.grab_wait,
                 max_functions_per_worker: a.max_functions_per_worker,
+                max_idle_functions: a.max_idle_functions,
                 future_horizon_ms,
                 keep_failed: a.keep_failed,
                 keep_failed_bytes: a.keep_failed_bytes,

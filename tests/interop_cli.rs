@@ -193,8 +193,8 @@ fn cli_background_jobs_queue_by_priority_and_run_later() {
     let ran = std::fs::read_to_string(&out_file).unwrap();
     assert_eq!(ran, "high1\nnormal1\nunique1\nnormal2\nlow1\n");
     let mut c = s.connect();
-    // Its jobs done and its worker gone, the function is forgotten.
-    wait_admin(&mut c, "status", true, 3, |st| st == ".\n");
+    // Its jobs done and its worker gone, the function stays listed, as gearmand's does.
+    wait_admin(&mut c, "status", true, 3, |st| st == "bgfn\t0\t0\t0\n.\n");
     assert_eq!(gearadmin(&s, &["--show-jobs"]).0, ".\n");
 }
 
@@ -256,8 +256,8 @@ fn cli_clients_with_same_unique_share_one_job() {
     assert_eq!(c2.finish(5), "FIRST");
     let st = worker.exited(5);
     assert!(st.success(), "{}", worker.describe());
-    // Its job done and its worker gone, the function is forgotten.
-    wait_admin(&mut conn, "status", true, 3, |st| st == ".\n");
+    // Its job done and its worker gone, the function stays listed, as gearmand's does.
+    wait_admin(&mut conn, "status", true, 3, |st| st == "cfn\t0\t0\t0\n.\n");
 }
 
 #[test]
@@ -330,8 +330,8 @@ fn gearadmin_cancel_job() {
         gearadmin(&s, &[&format!("--cancel-job={handle}")]),
         ("OK\n".to_string(), String::new())
     );
-    // Its only job cancelled and no worker: the function is forgotten.
-    assert_eq!(gearadmin(&s, &["--status"]).0, ".\n");
+    // Its only job cancelled and no worker: the function stays listed, as gearmand's does.
+    assert_eq!(gearadmin(&s, &["--status"]).0, "cfn\t0\t0\t0\n.\n");
     let (jobs, _) = gearadmin(&s, &["--show-jobs"]);
     assert!(
         !jobs

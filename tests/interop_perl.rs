@@ -56,6 +56,47 @@ fn perl_dispatch_background_runs_in_priority_order() {
 }
 
 #[test]
+fn perl_client_prefix_joins_the_function_with_a_tab() {
+    if !PERL_SCRIPTS.present() {
+        return;
+    }
+    let s = Server::start(&[]);
+    // The worker side in raw bytes: it does "pre\treverse", as a Perl worker with the same
+    // prefix would register it.
+    let name: &[u8] = b"pre\treverse";
+    let mut w = s.connect();
+    w.send_req(t::CAN_DO, &[name]);
+    w.send_req(t::ECHO_REQ, &[b"sync"]);
+    w.expect(t::ECHO_RES);
+    let worker = std::thread::spawn(move || {
+        w.send_req(t::PRE_SLEEP, &[]);
+        w.expect(t::NOOP);
+        w.send_req(t::GRAB_JOB, &[]);
+        let assigned = w.expect(t::JOB_ASSIGN);
+        let mut args = assigned.splitn(3, |&b| b == 0);
+        let (handle, func, data) = (
+            args.next().unwrap().to_vec(),
+            args.next().unwrap().to_vec(),
+            args.next().unwrap().to_vec(),
+        );
+        let reply: Vec<u8> = data.iter().rev().copied().collect();
+        w.send_req(t::WORK_COMPLETE, &[&handle, &reply]);
+        (func, w)
+    });
+    assert_eq!(
+        PERL_SCRIPTS.client(&s, "prefix", ""),
+        "prefix cba\nbackground handle\n"
+    );
+    let (func, _w) = worker.join().unwrap();
+    assert_eq!(func, name);
+    let mut a = s.connect();
+    assert_eq!(
+        a.admin_bytes(b"status", true),
+        b"pre\treverse\t1\t0\t1\n.\n"
+    );
+}
+
+#[test]
 fn perl_get_status_while_running() {
     if !PERL_SCRIPTS.present() {
         return;

@@ -134,8 +134,8 @@ fn cancel_job_queued_unknown_and_running() {
         assert_eq!(p.args()[0], queued.as_bytes());
     }
     assert_eq!(a.admin("show jobs", true), ".\n");
-    // No job and no worker left: `fc` is forgotten.
-    assert_eq!(a.admin("status", true), ".\n");
+    // No job and no worker left: `fc` stays listed, as gearmand's does.
+    assert_eq!(a.admin("status", true), "fc\t0\t0\t0\n.\n");
     assert_eq!(
         a.admin(&format!("cancel job {queued}"), false),
         "ERR UNKNOWN_JOB\r\n"

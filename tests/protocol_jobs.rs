@@ -699,8 +699,8 @@ fn foreground_job_whose_only_client_left_while_queued_is_dropped() {
         fg.submit(t::SUBMIT_JOB, "fg", "gone", b"data");
     }
     let mut a = s.connect();
-    // The job dropped and no worker: `fg` is forgotten.
-    wait_admin(&mut a, "status", true, 4, |o| o == ".\n");
+    // The job dropped and no worker: `fg` stays listed, as gearmand's does.
+    wait_admin(&mut a, "status", true, 4, |o| o == "fg\t0\t0\t0\n.\n");
     let mut w = worker(&s, &["fg"]);
     assert!(w.grab_uniq().is_none());
     w.send_req(t::GRAB_JOB, &[]);

@@ -37,11 +37,17 @@ fn can_do_twice_counts_twice_and_cant_do_removes_all() {
     assert!(out.ends_with(" : other dupf dupf\n.\n"), "{out:?}");
     w.send_req(t::CANT_DO, &[b"dupf"]);
     sync(&mut w);
-    // A function with no worker and no job is forgotten.
-    assert_eq!(a.admin("status", true), "other\t0\t0\t1\n.\n");
+    // A function with no worker and no job stays listed, as gearmand's does.
+    assert_eq!(
+        a.admin("status", true),
+        "dupf\t0\t0\t0\nother\t0\t0\t1\n.\n"
+    );
     w.send_req(t::RESET_ABILITIES, &[]);
     sync(&mut w);
-    assert_eq!(a.admin("status", true), ".\n");
+    assert_eq!(
+        a.admin("status", true),
+        "dupf\t0\t0\t0\nother\t0\t0\t0\n.\n"
+    );
     assert_eq!(a.admin("workers", true), ".\n");
     // Without abilities, no job.
     a.submit(t::SUBMIT_JOB_BG, "other", "", b"x");
@@ -136,8 +142,8 @@ fn job_retries_limit_fails_the_job() {
     assert_eq!(p.args()[0], handle.as_bytes());
     s.wait_log("Dropped job due to max retry count", 3);
     assert_eq!(a.admin("show jobs", true), ".\n");
-    // No job and no worker left: `fr` is forgotten.
-    assert_eq!(a.admin("status", true), ".\n");
+    // No job and no worker left: `fr` stays listed, as gearmand's does.
+    assert_eq!(a.admin("status", true), "fr\t0\t0\t0\n.\n");
 }
 
 #[test]

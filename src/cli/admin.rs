@@ -184,6 +184,23 @@ fn tsv(lines: &[String]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Rows of `status`-like replies, whose first column is a function name shown as its bytes:
+/// a TAB in the name (Perl's `prefix` makes one) splits it, so the fields past `columns` are
+/// the name's, joined back and shown as `\x09`.
+fn tsv_named(lines: &[String], columns: usize) -> Vec<Vec<String>> {
+    tsv(lines)
+        .into_iter()
+        .map(|mut r| {
+            if r.len() > columns {
+                let extra = r.len() - columns;
+                let name: Vec<String> = r.drain(..=extra).collect();
+                r.insert(0, name.join("\\x09"));
+            }
+            r
+        })
+        .collect()
+}
+
 /// How far from `now` (unix ms) an RFC 3339 time is: `in 1m30s`, `due`, or empty.
 fn until(due: &str, now_ms: i64) -> String {
     match chrono::DateTime::parse_from_rfc3339(due) {
@@ -205,12 +222,12 @@ fn until(due: &str, now_ms: i64) -> String {
 pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
     match view {
         View::Status => {
-            let mut rows = tsv(lines);
+            let mut rows = tsv_named(lines, 4);
             rows.sort();
             table::render(&["FUNCTION", "TOTAL", "RUNNING", "WORKERS"], &rows)
         }
         View::PriorityStatus => {
-            let mut rows = tsv(lines);
+            let mut rows = tsv_named(lines, 5);
             rows.sort();
             table::render(&["FUNCTION", "HIGH", "NORMAL", "LOW", "WORKERS"], &rows)
         }
@@ -220,7 +237,8 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
             let mut rows: Vec<Vec<String>> = lines
                 .iter()
                 .map(|l| {
-                    let words: Vec<&str> = l.split_whitespace().collect();
+                    // gearmand's single spaces: a TAB inside a function name is the name's.
+                    let words: Vec<&str> = l.split(' ').filter(|w| !w.is_empty()).collect();
                     let sep = words
                         .iter()
                         .skip(2)
@@ -548,6 +566,18 @@ mod tests {
             Some("JOB_RUNNING: The job is running on a worker")
         );
         assert_eq!(server_error("OK"), None);
+    }
+
+    #[test]
+    fn a_tab_in_a_function_name_stays_in_its_column() {
+        let t = render(View::Status, &l(&["pre\tfn\t3\t1\t2"]), 0);
+        assert_eq!(
+            t,
+            "FUNCTION   TOTAL  RUNNING  WORKERS\n\
+             pre\\x09fn      3        1        2\n"
+        );
+        let t = render(View::Workers, &l(&["12 127.0.0.1 w-1 : pre\tfn"]), 0);
+        assert!(t.contains("pre\tfn\n"), "{t}");
     }
 
     #[test]

@@ -7,15 +7,16 @@ use bytes::Bytes;
 
 use super::{ConnId, Engine, FailReason, FailedSelector, JobState, Outbox, Shutdown};
 use crate::proto::admin::{AdminCommand, unknown_command_reply};
-use crate::proto::names::{has_control, push_escaped};
+use crate::proto::names::{is_bad_name, push_escaped, push_name};
 use crate::proto::response::Response;
 
 /// The version `version` reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The reply to `create function` or `maxqueue` with a name no admin line could name again.
+/// The reply to `create function`, `maxqueue` or `retry` with a name no client could send
+/// (see proto/names.rs).
 const BAD_NAME: &[u8] =
-    b"ERR INVALID_FUNCTION_NAME A+function+name+cannot+contain+control+characters\r\n";
+    b"ERR INVALID_FUNCTION_NAME A+function+name+cannot+contain+CR,+LF+or+NUL\r\n";
 
 /// Why `cancel_job` did nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,12 +49,12 @@ impl Engine {
     /// Serve one admin line.
     pub fn admin(&mut self, id: ConnId, cmd: AdminCommand, now: u64, out: &mut Outbox) {
         let reply: Bytes = match cmd {
-            // Names, uniques and client ids are written as bytes (a name shown can be typed
-            // back), with control characters escaped (none can forge a line): see proto/names.rs.
+            // Function names are written as their bytes, as gearmand (a name shown can be typed
+            // back); uniques and client ids with control characters escaped: proto/names.rs.
             AdminCommand::Status => {
                 let mut s = Vec::new();
                 for (_, f) in &self.functions {
-                    push_escaped(&mut s, &f.name);
+                    push_name(&mut s, &f.name);
                     let _ = writeln!(s, "\t{}\t{}\t{}", f.total(), f.running, f.registrations);
                 }
                 s.extend_from_slice(b".\n");
@@ -63,7 +64,7 @@ impl Engine {
                 let mut s = Vec::new();
                 for (_, f) in &self.functions {
                     let [h, n, l] = f.queued;
-                    push_escaped(&mut s, &f.name);
+                    push_name(&mut s, &f.name);
                     let _ = writeln!(s, "\t{h}\t{n}\t{l}\t{}", f.registrations);
                 }
                 s.extend_from_slice(b".\n");
@@ -82,7 +83,7 @@ impl Engine {
                     s.extend_from_slice(b" :");
                     for f in c.functions_newest_first() {
                         s.push(b' ');
-                        push_escaped(&mut s, &self.functions[f].name);
+                        push_name(&mut s, &self.functions[f].name);
                     }
                     s.push(b'\n');
                 }
@@ -147,7 +148,7 @@ impl Engine {
                 format!("OK {}\n", handles.len()).into()
             }
             AdminCommand::ShowRetries => self.retries_listing().into(),
-            AdminCommand::SetRetry { func, .. } if has_control(&func) => {
+            AdminCommand::SetRetry { func, .. } if is_bad_name(&func) => {
                 Bytes::from_static(BAD_NAME)
             }
             AdminCommand::SetRetry {
@@ -200,7 +201,7 @@ impl Engine {
                 }
                 Ok(()) => Bytes::from_static(b"OK\r\n"),
             },
-            AdminCommand::CreateFunction(name) if has_control(&name) => {
+            AdminCommand::CreateFunction(name) if is_bad_name(&name) => {
                 Bytes::from_static(BAD_NAME)
             }
             AdminCommand::CreateFunction(name) => {
@@ -225,6 +226,7 @@ impl Engine {
                         )
                     }
                     Some(f) => {
+                        self.unlink_idle(f);
                         let func = self.functions.remove(f);
                         self.func_by_name.remove(&func.name);
                         Bytes::from_static(b"OK\r\n")
@@ -241,7 +243,7 @@ impl Engine {
             AdminCommand::MaxQueue {
                 func,
                 limits: Some(_),
-            } if has_control(&func) => Bytes::from_static(BAD_NAME),
+            } if is_bad_name(&func) => Bytes::from_static(BAD_NAME),
             AdminCommand::MaxQueue {
                 func,
                 limits: Some(limits),

@@ -8,6 +8,7 @@ impl Engine {
 
     pub(super) fn func_id(&mut self, name: &Bytes) -> FuncId {
         if let Some(&f) = self.func_by_name.get(name) {
+            self.touch(f);
             return f;
         }
         // Copied out of the packet, which may sit in a large read buffer.
@@ -16,6 +17,7 @@ impl Engine {
             .functions
             .insert(Function::new(name.clone(), self.config.max_queue));
         self.func_by_name.insert(name, f);
+        self.made(f);
         f
     }
 

@@ -168,6 +168,10 @@ impl Engine {
             // The new job's JobAdded goes before the FailedGone: a torn write between them
             // leaves the job listed twice, never lost.
             let k = self.create_job(new, key.is_some(), None, now, out);
+            if let Some(e) = &j.entry {
+                // A job of the entry run again by hand is a run: FAILURES never passes RUNS.
+                self.count_manual_run(e, 1, now);
+            }
             self.journal_failed_gone(j.handle.clone());
             let h = self.by_handle.of(&self.jobs[k]).to_string();
             log::info!(

@@ -126,6 +126,8 @@ impl Engine {
         let job_id = self.next_handle;
         self.next_handle += 1;
         let f = new.func;
+        // A retry's job reuses the id of a function its failed attempt may have left idle.
+        self.touch(f);
         self.count(f, query::Counted::Submitted);
         let mut flags = 0;
         if new.background {
@@ -262,6 +264,7 @@ impl Engine {
         assert_eq!(queued.count(), listed as usize);
         self.check_workers();
         self.by_unique.check(&self.jobs);
+        self.check_idle();
     }
 
     /// Remove a job from its queue, every index and counter.
@@ -335,7 +338,7 @@ impl Engine {
                 conn.attached.remove(&(k as u32));
             }
         }
-        self.forget_if_unused(job.func());
+        self.settle(job.func());
         // Last, once the job is out of the slab and every index: what is left is shrunk.
         let drained = self.jobs_peak > SHRINK_FLOOR && self.jobs.len() < self.jobs_peak / 8;
         let emptied = self.jobs.is_empty() && self.jobs.capacity() > SHRINK_FLOOR;
@@ -393,11 +396,15 @@ impl Engine {
             O::RetriesSpent => FinishKind::RetriesSpent,
             O::Cancelled => FinishKind::Cancel,
         };
-        if let Some(c) = counted {
-            self.count(self.jobs[k].func(), c);
-        }
+        // A job counts once, as it ends for good; an attempt that its retry policy runs again
+        // counts as retried (one definition, for status views, /metrics and the console).
+        let f = self.jobs[k].func();
         if self.retry_later(k, &outcome, now) {
+            self.count(f, query::Counted::Retried);
             return;
+        }
+        if let Some(c) = counted {
+            self.count(f, c);
         }
         let kept = if self.jobs[k].background() {
             self.failed_for_good(k, &outcome, now)

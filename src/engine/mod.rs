@@ -92,6 +92,8 @@ pub struct EngineConfig {
     pub grab_wait_ms: u64,
     /// CAN_DOs one connection may make (`--max-functions-per-worker`); 0 means unlimited.
     pub max_functions_per_worker: u32,
+    /// Idle functions kept (`--max-idle-functions`); past it the least recently used go.
+    pub max_idle_functions: usize,
     /// A SCHED or EPOCH job due further ahead than this is logged at WARNING (0: never).
     pub future_horizon_ms: u64,
     /// Background jobs kept in the failed list (`--keep-failed`; 0 keeps none).
@@ -118,6 +120,7 @@ impl Default for EngineConfig {
             durable: false,
             grab_wait_ms: 0,
             max_functions_per_worker: 10_000,
+            max_idle_functions: 10_000,
             future_horizon_ms: 0,
             keep_failed: 1000,
             keep_failed_bytes: 64 << 20,
@@ -187,6 +190,8 @@ pub struct Engine {
     failed: failed::FailedList,
     /// Job leases by function (`timeout FUNCTION DURATION`, leases.rs).
     leases: leases::Leases,
+    /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
+    idle: forget::IdleFunctions,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -223,6 +228,7 @@ impl Engine {
             counted: JobCounters::default(),
             failed,
             leases: leases::Leases::default(),
+            idle: forget::IdleFunctions::default(),
         }
     }
 

@@ -160,6 +160,11 @@ pub struct EngineTotals {
     pub grab_waits_expired: u64,
     /// CAN_DOs refused past `--max-functions-per-worker`.
     pub functions_refused: u64,
+    /// Idle functions kept now, and those forgotten past `--max-idle-functions` since start.
+    pub functions_idle: usize,
+    pub functions_forgotten: u64,
+    /// Every function's job counters summed, forgotten functions' included.
+    pub counters: JobCounters,
 }
 
 /// A counted job event (see `JobCounters`).
@@ -382,6 +387,9 @@ impl Engine {
             grab_waits_assigned: self.grab_waits_assigned,
             grab_waits_expired: self.grab_waits_expired,
             functions_refused: self.functions_refused,
+            functions_idle: self.idle.len(),
+            functions_forgotten: self.idle.forgotten,
+            counters: self.counted,
         }
     }
 }

@@ -112,11 +112,8 @@ impl Engine {
                 .busy
                 .map_or(ScheduleOpError::QueueFull, ScheduleOpError::RunInProgress));
         }
-        let st = &mut self.schedules.entries[slot];
-        let h = &mut st.history;
-        h.runs += 1;
-        h.last_run_ms = Some(h.last_run_ms.map_or(now, |l| l.max(now)));
-        h.marks.last_manual = true;
+        self.count_run_in(slot, run.handles.len(), now);
+        let st = &self.schedules.entries[slot];
         log::info!(
             "schedule {}: manual run started {} -> {}{}",
             st.id,
@@ -133,5 +130,23 @@ impl Engine {
         );
         self.journal_history(slot);
         Ok(run.handles)
+    }
+
+    /// `jobs` jobs of the entry started by hand (`run schedule`, `retry failed`): RUNS counts
+    /// each job an entry starts (each fan-out job too), so that FAILURES, which counts each job
+    /// that fails for good, can never pass it.
+    fn count_run_in(&mut self, slot: usize, jobs: usize, now: u64) {
+        let h = &mut self.schedules.entries[slot].history;
+        h.runs += jobs as u64;
+        h.last_run_ms = Some(h.last_run_ms.map_or(now, |l| l.max(now)));
+        h.marks.last_manual = true;
+    }
+
+    /// As `count_run_in`, for the entry with id `entry` if it is still loaded.
+    pub(super) fn count_manual_run(&mut self, entry: &str, jobs: usize, now: u64) {
+        if let Some(&slot) = self.schedules.by_id.get(entry) {
+            self.count_run_in(slot, jobs, now);
+            self.journal_history(slot);
+        }
     }
 }

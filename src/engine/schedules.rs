@@ -596,7 +596,8 @@ impl Engine {
             if !handles.is_empty() {
                 h.skip_streak = 0;
                 h.runs_skipped_in_row = 0;
-                h.runs += 1;
+                // Each job started is a run (see `count_run_in`).
+                h.runs += handles.len() as u64;
                 h.last_run_ms = Some(nominal);
                 h.marks.last_manual = false;
             }

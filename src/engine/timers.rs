@@ -15,6 +15,8 @@ pub(super) enum TimerEvent {
     ScheduleFire { slot: usize, generation: u64 },
     /// A held GRAB waited long enough: NO_JOB.
     GrabWait { conn: ConnId },
+    /// Time to log the functions forgotten since the last summary (forget.rs).
+    ForgetLog,
 }
 
 impl Engine {
@@ -68,6 +70,7 @@ impl Engine {
                         }
                     }
                 }
+                TimerEvent::ForgetLog => self.forget_log_due(now),
                 TimerEvent::DrainTimeout => {
                     log::warn!(
                         "graceful shutdown: {} still running after the timeout",
@@ -91,6 +94,8 @@ impl Engine {
             }
         }
         self.serve_held_grabs(now, out);
+        // Once per turn (the reactor calls this every turn): the idle functions' bound.
+        self.trim_idle(now);
     }
 
     /// When a SUBMIT_JOB_SCHED job is due: the next minute after `now` that its fields match.

@@ -195,21 +195,28 @@ pub struct Function {
     pub counters: JobCounters,
     /// `retry FUNCTION N BACKOFF`: this function's retry policy, over `--retry`.
     pub retry: Option<crate::schedule::backoff::RetryPolicy>,
+    /// On the engine's list of idle functions (forget.rs), and its neighbours there.
+    pub idle_listed: bool,
+    pub idle_prev: u32,
+    pub idle_next: u32,
 }
 
-/// Cumulative job events of one function since the server started.
+/// Cumulative job events of one function since the server started. A job ends once, in one of
+/// completed, failed, exceptions (or cancelled, not counted); an attempt run again is retried.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JobCounters {
-    /// Jobs created (coalesced submits join an existing job and are not counted).
+    /// Jobs created (coalesced submits join an existing job and are not counted); a retry
+    /// after its backoff is a new job, with its own handle, and counts.
     pub submitted: u64,
     /// Ended with WORK_COMPLETE.
     pub completed: u64,
-    /// Ended with WORK_FAIL from the worker, or failed by the server (CAN_DO_TIMEOUT, retries
-    /// spent); cancelled jobs are not counted.
+    /// Failed for good: WORK_FAIL from the worker, or failed by the server (CAN_DO_TIMEOUT,
+    /// `--job-retries` spent), with no retry left; cancelled jobs are not counted.
     pub failed: u64,
-    /// Ended with WORK_EXCEPTION.
+    /// Ended for good with WORK_EXCEPTION (no retry left).
     pub exceptions: u64,
-    /// Given back to the queue by a worker that died or stopped doing the function.
+    /// Attempts run again: given back by a worker that died or stopped doing the function, or
+    /// failed with a retry of its policy left (retries.rs).
     pub retried: u64,
 }
 
@@ -229,6 +236,9 @@ impl Function {
             pinned: false,
             counters: JobCounters::default(),
             retry: None,
+            idle_listed: false,
+            idle_prev: NIL,
+            idle_next: NIL,
         }
     }
 

@@ -151,7 +151,7 @@ impl Engine {
         if func.workers.len() < func.workers.capacity() / 4 {
             func.workers.shrink_to_fit();
         }
-        self.forget_if_unused(f);
+        self.settle(f);
     }
 
     /// Put a connection on the list of waiting workers, or take it off, after its state

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::frame::Frame;
-use super::names::has_control;
+use super::names::is_bad_name;
 use super::packet::{Magic, PacketType};
 
 /// Job priority. Ordered so that `High < Normal < Low` sorts the most urgent first.
@@ -316,15 +316,15 @@ fn parse_u64(arg: &[u8]) -> Option<u64> {
     std::str::from_utf8(arg).ok()?.parse().ok()
 }
 
-/// The ERROR for a function name with a control character.
-pub fn control_in_name() -> RequestError {
+/// The ERROR for a function name with a byte that forges a line or an argument.
+pub fn bad_name() -> RequestError {
     RequestError::new(
         "INVALID_FUNCTION_NAME",
-        "A function name cannot contain control characters (bytes below 0x20, or 0x7f)",
+        "A function name cannot contain CR, LF or NUL",
     )
 }
 
-/// Refuse a request whose function name holds a control character.
+/// Refuse a request whose function name holds CR, LF or NUL (see `names`).
 fn check_request(req: &Request) -> Result<(), RequestError> {
     let func = match req {
         Request::CanDo { func }
@@ -335,15 +335,15 @@ fn check_request(req: &Request) -> Result<(), RequestError> {
         | Request::SubmitJobSched { func, .. } => func,
         _ => return Ok(()),
     };
-    if has_control(func) {
-        return Err(control_in_name());
+    if is_bad_name(func) {
+        return Err(bad_name());
     }
     Ok(())
 }
 
 impl Request {
     /// Parse a frame into a request. Only `\0REQ` packets are requests, and a function name
-    /// with a control character is refused (see `names`).
+    /// with CR, LF or NUL is refused (see `names`).
     pub fn parse(frame: &Frame) -> Result<Request, RequestError> {
         let req = Request::parse_frame(frame)?;
         check_request(&req)?;

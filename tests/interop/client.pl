@@ -87,6 +87,13 @@ elsif ($scenario eq 'status') {
     my $gone = poll(sub { my $s = $client->get_status($h); ($s && !$s->known) ? $s : undef });
     print "finished ", ($gone ? status_str($gone) : 'timeout'), "\n";
 }
+elsif ($scenario eq 'prefix') {
+    # The documented `prefix` option: the client asks for "pre\treverse" (joined with a TAB).
+    my $c = Gearman::Client->new(job_servers => ["127.0.0.1:$port"], prefix => 'pre');
+    print "prefix ", show($c->do_task(reverse => "abc")), "\n";
+    my $h = $c->dispatch_background(reverse => "bg");
+    print "background ", (defined $h ? 'handle' : 'undef'), "\n";
+}
 else {
     die "unknown scenario $scenario\n";
 }

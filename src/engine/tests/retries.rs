@@ -153,3 +153,93 @@ fn the_table_of_function_policies_is_bounded() {
     assert_eq!(w.admin(c, "retry p7 2 5s"), "OK\r\n");
     assert!(w.admin(c, "show retries").contains("p7\t2\t5s..1h\t0\n"));
 }
+
+// ---- one definition per counter ----------------------------------------------------------
+
+#[test]
+fn a_job_retried_until_it_fails_for_good_counts_one_failure_and_its_retries() {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        retry: RetryPolicy {
+            retries: 2,
+            backoff: Backoff::parse("10s").unwrap(),
+        },
+        ..EngineConfig::default()
+    });
+    let (c, wk) = (w.conn(), w.conn());
+    w.can_do(wk, "f");
+    w.submit(c, "f", "u", "d", Priority::Normal, true);
+    // Backoffs of 10 s, then 20 s.
+    for _ in 0..3 {
+        fail(&mut w, wk);
+        w.now += 20_000;
+        w.e.on_time(w.now, &mut w.out);
+    }
+    assert_eq!(w.e.failed_list().len(), 1, "kept once");
+    let counters = w.e.function_statuses()[0].counters;
+    // Three attempts, each a job of its own handle (submitted), two of them run again
+    // (retried), the last one ended for good: one WORK_EXCEPTION, not three.
+    assert_eq!(
+        (
+            counters.submitted,
+            counters.failed,
+            counters.exceptions,
+            counters.retried
+        ),
+        (3, 0, 1, 2),
+        "{counters:?}"
+    );
+    assert_eq!(w.e.counters(), counters);
+    w.e.check_queues();
+}
+
+fn entry_counts(w: &World) -> (u64, u64) {
+    let s = &w.e.schedule_statuses()[0];
+    (s.runs, s.failures)
+}
+
+#[test]
+fn a_failed_run_retried_by_hand_is_a_run_so_failures_never_pass_runs() {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        zone: Zone::Utc,
+        ..EngineConfig::default()
+    });
+    let text = "0 3 * * * backup id=nightly\n0 4 * * * shard id=wide fanout=3\n";
+    w.e.load_schedules(
+        crate::schedule::file::parse(text, &Zone::Utc).unwrap(),
+        w.now,
+        true,
+        &mut w.out,
+    );
+    let (c, wk) = (w.conn(), w.conn());
+    w.can_do(wk, "backup");
+    assert!(w.admin(c, "run schedule nightly").starts_with("OK"));
+    fail(&mut w, wk);
+    assert_eq!(entry_counts(&w), (1, 1));
+    // Retried by hand, failing again: a second run, a second failure.
+    assert_eq!(w.admin(c, "retry failed all"), "OK 1\n");
+    assert_eq!(entry_counts(&w), (2, 1));
+    fail(&mut w, wk);
+    assert_eq!(entry_counts(&w), (2, 2));
+    // Retried by hand and completed: a run, no failure.
+    assert_eq!(w.admin(c, "retry failed all"), "OK 1\n");
+    let (h, _) = w.grab(wk).unwrap();
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b(""),
+        },
+    );
+    assert_eq!(entry_counts(&w), (3, 2));
+    // A fan-out run of 3 jobs that all fail: 3 runs, 3 failures (each job is one, as in the
+    // run history and the alerts).
+    w.can_do(wk, "shard");
+    assert!(w.admin(c, "run schedule wide").starts_with("OK"));
+    for _ in 0..3 {
+        fail(&mut w, wk);
+    }
+    let wide = &w.e.schedule_statuses()[1];
+    assert_eq!((wide.runs, wide.failures), (3, 3));
+}

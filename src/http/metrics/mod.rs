@@ -261,7 +261,7 @@ pub fn render(input: &Input<'_>) -> String {
         &fs,
         "gearman_jobs_submitted_total",
         Counter,
-        "Jobs created since start (a submit that joins an existing job is not counted).",
+        "Jobs created since start (a submit that joins an existing job is not counted; a retry after its backoff is a new job).",
         |f| f.counters.submitted,
     );
     w.per_function(
@@ -275,24 +275,25 @@ pub fn render(input: &Input<'_>) -> String {
         &fs,
         "gearman_jobs_failed_total",
         Counter,
-        "Jobs ended with WORK_FAIL since start (from the worker, CAN_DO_TIMEOUT or spent retries).",
+        "Jobs failed for good since start (WORK_FAIL, CAN_DO_TIMEOUT or --job-retries spent, no retry left); each job once.",
         |f| f.counters.failed,
     );
     w.per_function(
         &fs,
         "gearman_jobs_exceptions_total",
         Counter,
-        "Jobs ended with WORK_EXCEPTION since start.",
+        "Jobs ended for good with WORK_EXCEPTION since start (no retry left); each job once.",
         |f| f.counters.exceptions,
     );
     w.per_function(
         &fs,
         "gearman_jobs_retried_total",
         Counter,
-        "Jobs given back to their queue by a worker that left or dropped the function.",
+        "Attempts run again: given back by a worker that left or dropped the function, or failed with a retry left.",
         |f| f.counters.retried,
     );
     let t = &input.totals;
+    server_job_families(&mut w, &t.counters);
     w.single(
         "gearman_worker_connections",
         Gauge,
@@ -323,6 +324,18 @@ pub fn render(input: &Input<'_>) -> String {
         Counter,
         "CAN_DOs refused past --max-functions-per-worker.",
         t.functions_refused,
+    );
+    w.single(
+        "gearwheel_functions_idle",
+        Gauge,
+        "Functions kept with no job, worker or operator's setting (at most --max-idle-functions).",
+        t.functions_idle as u64,
+    );
+    w.single(
+        "gearwheel_functions_forgotten_total",
+        Counter,
+        "Idle functions forgotten, least recently used first, past --max-idle-functions.",
+        t.functions_forgotten,
     );
     let n = input.net;
     w.family(
@@ -464,13 +477,13 @@ pub fn render(input: &Input<'_>) -> String {
     w.family(
         "gearman_schedule_runs_total",
         Counter,
-        "Runs of the schedule entry since start (or since the journal remembers).",
+        "Jobs the schedule entry started since start (or since the journal remembers): each fan-out job, run schedule and retry failed of its jobs counts one.",
         per_entry(|s| Some(s.runs.into())),
     );
     w.family(
         "gearman_schedule_failures_total",
         Counter,
-        "Runs of the schedule entry whose job failed, threw or timed out.",
+        "Jobs of the schedule entry that failed for good, threw, timed out or were cancelled; never more than its runs.",
         per_entry(|s| Some(s.failures.into())),
     );
     w.family(
@@ -535,6 +548,41 @@ pub fn render(input: &Input<'_>) -> String {
         );
     }
     w.out
+}
+
+/// The per-function job counters summed over the whole server, without a label: they keep
+/// counting what forgotten functions did, so a sum over the labelled series may be less.
+fn server_job_families(w: &mut Writer, c: &crate::engine::JobCounters) {
+    let families: [(&str, &str, u64); 5] = [
+        (
+            "gearman_server_jobs_submitted_total",
+            "Jobs created since start, all functions (as gearman_jobs_submitted_total).",
+            c.submitted,
+        ),
+        (
+            "gearman_server_jobs_completed_total",
+            "Jobs ended with WORK_COMPLETE since start, all functions.",
+            c.completed,
+        ),
+        (
+            "gearman_server_jobs_failed_total",
+            "Jobs failed for good since start, all functions (as gearman_jobs_failed_total).",
+            c.failed,
+        ),
+        (
+            "gearman_server_jobs_exceptions_total",
+            "Jobs ended with WORK_EXCEPTION for good since start, all functions.",
+            c.exceptions,
+        ),
+        (
+            "gearman_server_jobs_retried_total",
+            "Attempts of jobs run again since start, all functions (as gearman_jobs_retried_total).",
+            c.retried,
+        ),
+    ];
+    for (name, help, v) in families {
+        w.single(name, Kind::Counter, help, v);
+    }
 }
 
 fn journal_families(w: &mut Writer, j: &JournalMetrics) {
