@@ -1,4 +1,4 @@
-//! What a peer can leave behind in the server's memory (issue 14): a tiny job must not keep
+//! What a peer can leave behind in the server's memory: a tiny job must not keep
 //! the read buffer it arrived in, and names of functions nobody uses are bounded
 //! (`--max-idle-functions`). Memory is read from /proc/PID/status of the real server.
 

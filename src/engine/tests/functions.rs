@@ -2,7 +2,7 @@
 
 use super::*;
 
-// ---- many functions on one worker (issue 14 item 1) -----------------------------------------
+// ---- many functions on one worker --------------------------------------------------------
 
 #[test]
 fn can_do_past_the_cap_is_refused_and_registers_nothing() {
