@@ -420,6 +420,34 @@ fn a_woken_worker_that_leaves_without_grabbing_passes_the_wakeup_on() {
     assert!(other_w.grab_uniq().is_some());
 }
 
+/// `--worker-wakeup-next`'s default, in ms (docs/operations.md).
+const WAKEUP_NEXT_MS: u64 = 5;
+
+#[test]
+fn a_woken_worker_that_never_grabs_does_not_hold_the_job_from_another_sleeper() {
+    // A worker connected to two servers and busy on the other one (or hung) gets the NOOP
+    // and never sends GRAB_JOB: the job must still reach the worker sleeping beside it.
+    let s = server(&[]);
+    let mut ws = sleepers(&s, 2, "fw");
+    let mut c = s.connect();
+    c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
+    let first = woken(&s, &mut ws);
+    assert_eq!(first.len(), 1, "one job wakes one sleeper, woke {first:?}");
+    let other = 1 - first[0];
+    // Until the delay is over the woken worker has its chance.
+    s.advance(WAKEUP_NEXT_MS - 1);
+    assert_eq!(woken(&s, &mut ws), [0usize; 0], "woken before the delay");
+    s.advance(1);
+    assert!(
+        got_noop(&mut ws[other], 2000),
+        "the other sleeper was never woken while the first did not come"
+    );
+    let (_, func, data) = grab_plain(&mut ws[other]).expect("the job");
+    assert_eq!((func.as_str(), data.as_slice()), ("fw", &b"1"[..]));
+    // The silent worker got its one NOOP and nothing more.
+    silent(&s, &mut ws[first[0]]);
+}
+
 #[test]
 fn a_woken_worker_that_grabs_another_functions_job_passes_the_wakeup_on() {
     let s = server(&[]);

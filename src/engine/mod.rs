@@ -75,6 +75,9 @@ pub struct EngineConfig {
     pub job_retries: u32,
     /// How many sleeping workers one new job wakes; 0 wakes all of them (gearmand's `-w`).
     pub worker_wakeup: u32,
+    /// A woken worker that has not asked for a job this many ms after its NOOP passes the
+    /// wake-up on to the next sleeping worker, while the job waits (0: never).
+    pub wakeup_next_ms: u64,
     pub round_robin: bool,
     /// Every connection starts with the `exceptions` option on.
     pub exceptions: bool,
@@ -109,6 +112,7 @@ impl Default for EngineConfig {
             handle_prefix: "H:localhost".into(),
             job_retries: 0,
             worker_wakeup: 1,
+            wakeup_next_ms: 5,
             round_robin: false,
             exceptions: false,
             max_queue: 0,

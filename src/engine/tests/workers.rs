@@ -270,3 +270,53 @@ fn max_queue_caps_a_function() {
     w.submit(c, "f", "", "3", Priority::High, true);
     assert_eq!(w.admin(c, "maxqueue nosuch"), "ERR function not found\r\n");
 }
+
+/// The sleepers that got a NOOP in `r`.
+fn noops_in(r: &[(ConnId, Response)]) -> Vec<ConnId> {
+    r.iter()
+        .filter(|(_, r)| *r == Response::Noop)
+        .map(|(c, _)| *c)
+        .collect()
+}
+
+/// A worker busy on another server, or hung, is woken and never asks for the job: after
+/// `--worker-wakeup-next` the next sleeper is woken, and gets the job.
+#[test]
+fn a_woken_worker_that_does_not_come_passes_the_job_on_after_the_delay() {
+    let mut w = World::new();
+    let delay = EngineConfig::default().wakeup_next_ms;
+    assert!(delay > 0);
+    let c = w.conn();
+    let sleepers = [w.conn(), w.conn()];
+    for s in sleepers {
+        w.can_do(s, "f");
+        assert!(w.req(s, Request::PreSleep).is_empty());
+    }
+    let r = w.req(
+        c,
+        Request::SubmitJob {
+            func: b("f"),
+            body: JobBody::new(&b(""), &b("d")),
+            priority: Priority::Normal,
+            background: true,
+        },
+    );
+    let woken = noops_in(&r);
+    assert_eq!(woken.len(), 1, "one job wakes one sleeper: {r:?}");
+    let other = sleepers.into_iter().find(|&s| s != woken[0]).unwrap();
+    // Until the delay is over the woken worker has its chance: nobody else is woken.
+    w.now += delay - 1;
+    w.e.on_time(w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    w.now += 1;
+    w.e.on_time(w.now, &mut w.out);
+    assert_eq!(noops_in(&std::mem::take(&mut w.out.replies)), [other]);
+    assert_eq!(w.grab(other).unwrap().1, "d");
+    // Nothing is left to pass on: the job is taken.
+    w.now += 10 * delay;
+    w.e.on_time(w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    // The late worker comes at last and finds nothing.
+    assert!(w.grab(woken[0]).is_none());
+    w.e.check_workers();
+}
