@@ -179,6 +179,9 @@ pub struct Engine {
     /// Held GRABs answered with a job, and with NO_JOB at their deadline (for `/metrics`).
     grab_waits_assigned: u64,
     grab_waits_expired: u64,
+    /// Woken workers that had not asked for a job `--worker-wakeup-next` after their NOOP,
+    /// while the job waited: the next sleeper was woken for it.
+    wakeups_overdue: u64,
     /// Each priority's functions that have queued jobs (see `workers.rs`).
     nonempty: [Vec<FuncId>; 3],
     /// Workers waiting for a job: asleep and not woken, or holding a GRAB.
@@ -221,6 +224,7 @@ impl Engine {
             grab_retries: Vec::new(),
             grab_waits_assigned: 0,
             grab_waits_expired: 0,
+            wakeups_overdue: 0,
             nonempty: Default::default(),
             waiting: Vec::new(),
             functions_refused: 0,
@@ -333,6 +337,7 @@ impl Engine {
             return;
         }
         self.give_back_jobs(id, None, now, out);
+        self.answered_wakeup(id);
         let (held, woken_for) = match self.conn_mut(id) {
             Some(c) => {
                 c.sleeping = false;
@@ -352,7 +357,7 @@ impl Engine {
                 .get(f)
                 .is_some_and(|func| func.queued_total() > 0)
             {
-                self.wake_workers(f, out);
+                self.wake_workers(f, now, out);
             }
         }
         let Some(conn) = self.conns[id.index as usize].take() else {

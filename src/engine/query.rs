@@ -160,6 +160,8 @@ pub struct EngineTotals {
     pub grab_waits_expired: u64,
     /// CAN_DOs refused past `--max-functions-per-worker`.
     pub functions_refused: u64,
+    /// Woken workers that had not asked for a job `--worker-wakeup-next` after their NOOP.
+    pub wakeups_overdue: u64,
 }
 
 /// A counted job event (see `JobCounters`).
@@ -382,6 +384,7 @@ impl Engine {
             grab_waits_assigned: self.grab_waits_assigned,
             grab_waits_expired: self.grab_waits_expired,
             functions_refused: self.functions_refused,
+            wakeups_overdue: self.wakeups_overdue,
         }
     }
 }

@@ -6,10 +6,10 @@ use super::*;
 impl Engine {
     pub(super) fn serve(&mut self, id: ConnId, req: Request, now: u64, out: &mut Outbox) {
         match req {
-            Request::CanDo { func } => self.can_do(id, func, None, out),
+            Request::CanDo { func } => self.can_do(id, func, None, now, out),
             // A timeout of 0 means none (it would fail every job the moment it is assigned).
             Request::CanDoTimeout { func, timeout_ms } => {
-                self.can_do(id, func, (timeout_ms > 0).then_some(timeout_ms), out)
+                self.can_do(id, func, (timeout_ms > 0).then_some(timeout_ms), now, out)
             }
             Request::CantDo { func } => {
                 // Only a function this worker registered: a CANT_DO of another costs nothing.
@@ -23,7 +23,7 @@ impl Engine {
                 self.give_back_jobs(id, None, now, out);
                 self.drop_abilities(id, None);
             }
-            Request::PreSleep => self.pre_sleep(id, out),
+            Request::PreSleep => self.pre_sleep(id, now, out),
             Request::SubmitJob {
                 func,
                 body,

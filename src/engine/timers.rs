@@ -1,5 +1,5 @@
 //! The engine's timer events and what fires them: job time-outs, future jobs coming due,
-//! schedule runs, held GRABs, the drain deadline.
+//! schedule runs, held GRABs, unanswered wake-ups, the drain deadline.
 
 use super::*;
 
@@ -15,6 +15,8 @@ pub(super) enum TimerEvent {
     ScheduleFire { slot: usize, generation: u64 },
     /// A held GRAB waited long enough: NO_JOB.
     GrabWait { conn: ConnId },
+    /// A worker woken for a job of `func` has not asked for it (`--worker-wakeup-next`).
+    WakeupNext { conn: ConnId, func: FuncId },
 }
 
 impl Engine {
@@ -68,6 +70,7 @@ impl Engine {
                         }
                     }
                 }
+                TimerEvent::WakeupNext { conn, func } => self.wakeup_overdue(conn, func, now, out),
                 TimerEvent::DrainTimeout => {
                     log::warn!(
                         "graceful shutdown: {} still running after the timeout",
@@ -86,7 +89,7 @@ impl Engine {
                     let f = j.func();
                     self.functions[f].future -= 1;
                     self.enqueue(job, false);
-                    self.wake_workers(f, out);
+                    self.wake_workers(f, now, out);
                 }
             }
         }
