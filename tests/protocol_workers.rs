@@ -1,7 +1,8 @@
 //! Workers over real sockets: registration, giving jobs back (death, CANT_DO,
 //! RESET_ABILITIES), retries, CAN_DO_TIMEOUT and the NOOP wake-ups. The server runs
-//! in-process on a manual clock: time passes (for CAN_DO_TIMEOUT) only by `advance`, and
-//! "nothing came" is checked once the server has settled, never after a wait alone.
+//! in-process on a manual clock: time passes (for CAN_DO_TIMEOUT and the wake-up deadline)
+//! only by `advance`, and "nothing came" is checked once the server has settled, never after
+//! a wait alone. One wake-up test runs a server process on the system clock.
 
 mod support;
 
@@ -303,7 +304,7 @@ fn sleeping_worker_of_another_function_is_not_woken() {
     silent(&s, &mut w);
 }
 
-fn sleepers(s: &InProcess, n: usize, func: &str) -> Vec<Conn> {
+fn sleepers(s: &impl Serves, n: usize, func: &str) -> Vec<Conn> {
     let mut ws: Vec<Conn> = (0..n).map(|_| worker(s, &[func])).collect();
     for w in ws.iter_mut() {
         w.send_req(t::PRE_SLEEP, &[]);
@@ -446,6 +447,28 @@ fn a_woken_worker_that_never_grabs_does_not_hold_the_job_from_another_sleeper() 
     assert_eq!((func.as_str(), data.as_slice()), ("fw", &b"1"[..]));
     // The silent worker got its one NOOP and nothing more.
     silent(&s, &mut ws[first[0]]);
+}
+
+#[test]
+fn on_the_real_clock_a_job_reaches_the_second_sleeper_when_the_first_never_grabs() {
+    // The same on a server process and the system clock: the loop sleeps until the
+    // deadline and wakes the next worker by itself. Neither worker sends GRAB_JOB until both
+    // have their NOOP; without the deadline only one NOOP would ever come.
+    let s = Server::start(&["--job-handle-prefix", PREFIX]);
+    let mut ws = sleepers(&s, 2, "fw");
+    let mut c = s.connect();
+    c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
+    let mut noops = [false, false];
+    wait_until(10, "a NOOP to each sleeper", || {
+        for (i, w) in ws.iter_mut().enumerate() {
+            noops[i] |= got_noop(w, 10);
+        }
+        noops == [true, true]
+    });
+    // Both are awake; one grabs and gets the job, the other nothing.
+    let (_, func, data) = grab_plain(&mut ws[1]).expect("the job");
+    assert_eq!((func.as_str(), data.as_slice()), ("fw", &b"1"[..]));
+    assert!(grab_plain(&mut ws[0]).is_none());
 }
 
 #[test]
