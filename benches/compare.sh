@@ -14,8 +14,11 @@
 #                   gearwheel-musl, the static musl build, only if its Rust target is installed:
 #                   rustup target add x86_64-unknown-linux-musl); gearwheel-before runs the
 #                   binary GW_BEFORE names (an earlier build: before/after in one run, with
-#                   its own ratio columns against the same gearmand runs)
-#   MODES="..."     bg sync echo fill idle idle10k future future-spread future-idle
+#                   its own ratio columns against the same gearmand runs); gearwheel-w0 is
+#                   gearwheel with --worker-wakeup 0 (every sleeper woken per job, as gearmand)
+#   MODES="..."     bg sync echo fill idle idle10k future future-spread future-idle, and
+#                   bg-many sync-many: bg and sync with MANY_WORKERS workers (64), most of
+#                   them asleep: what each new job's wake-ups cost
 #   RAW=FILE        keep every RESULT line here (default: a temporary file)
 #   TABLE_ONLY=1    run nothing; print the table from an earlier RAW file
 #   GEARMAND=PATH   the gearmand binary (default: gearmand on PATH)
@@ -38,6 +41,7 @@ if [ "$QUICK" = 1 ]; then
   FUTURE_SPREAD=${FUTURE_SPREAD:-2}
   FUTURE_IDLE_JOBS=${FUTURE_IDLE_JOBS:-50000}
   FUTURE_IDLE_SECS=${FUTURE_IDLE_SECS:-2}
+  MANY_WORKERS=${MANY_WORKERS:-64}
   MODES=${MODES:-"bg sync echo fill idle future"}
 else
   REPS=${REPS:-3}
@@ -52,6 +56,7 @@ else
   FUTURE_SPREAD=${FUTURE_SPREAD:-10}
   FUTURE_IDLE_JOBS=${FUTURE_IDLE_JOBS:-1000000}
   FUTURE_IDLE_SECS=${FUTURE_IDLE_SECS:-10}
+  MANY_WORKERS=${MANY_WORKERS:-64}
   MODES=${MODES:-"bg sync echo fill idle idle10k future future-spread future-idle"}
 fi
 . benches/servers.sh
@@ -69,6 +74,8 @@ mode_args() {
   case "$1" in
     bg) echo "--mode bg --jobs $BG_JOBS" ;;
     sync) echo "--mode sync --jobs $SYNC_JOBS" ;;
+    bg-many) echo "--mode bg --jobs $BG_JOBS --workers $MANY_WORKERS" ;;
+    sync-many) echo "--mode sync --jobs $SYNC_JOBS --workers $MANY_WORKERS" ;;
     echo) echo "--mode echo --jobs $ECHO_JOBS" ;;
     fill) echo "--mode fill --jobs $FILL_JOBS" ;;
     idle) echo "--mode idle --connections $IDLE_CONNS --idle-secs $IDLE_SECS" ;;
@@ -84,7 +91,7 @@ reps_for() {
   case "$1" in
     idle | idle10k | future | future-spread | future-idle) echo 1 ;;
     # About a second each, and the most variable from run to run on a small VM.
-    sync | echo) echo "$SYNC_REPS" ;;
+    sync | sync-many | echo) echo "$SYNC_REPS" ;;
     *) echo "$REPS" ;;
   esac
 }
@@ -179,6 +186,17 @@ if has sync; then
   row "sync: p50 µs" sync p50_us
   row "sync: p99 µs" sync p99_us
   row "sync: server CPU µs per job" sync server_cpu_us_per_job
+fi
+if has bg-many; then
+  row "bg-many: jobs/s end to end ($BG_JOBS jobs, 4 clients, $MANY_WORKERS workers)" bg-many jobs_per_s
+  row "bg-many: server CPU µs per job" bg-many server_cpu_us_per_job
+  row "bg-many: server wake-ups per job" bg-many server_wakeups_per_job
+fi
+if has sync-many; then
+  row "sync-many: jobs/s (4 clients, $MANY_WORKERS workers)" sync-many jobs_per_s
+  row "sync-many: p50 µs" sync-many p50_us
+  row "sync-many: p99 µs" sync-many p99_us
+  row "sync-many: server CPU µs per job" sync-many server_cpu_us_per_job
 fi
 if has echo; then
   row "echo: round trips/s (4 clients)" echo echoes_per_s

@@ -4,8 +4,9 @@
 # the generator's RESULT lines.
 #
 # Configurations: gearwheel, gearwheel-musl (the static musl build), gearmand-t1, gearmand-t0,
-# and gearwheel-before: the binary GW_BEFORE names (an earlier build, for before/after tables
-# of a change in the same run; built by nobody here). A script with configurations of its own
+# gearwheel-w0 (gearwheel with --worker-wakeup 0: every sleeping worker woken per job, as
+# gearmand does), and gearwheel-before: the binary GW_BEFORE names (an earlier build, for
+# before/after tables of a change in the same run; built by nobody here). A script with configurations of its own
 # redefines `launch` (calling `launch_server` for these; a failure means "not started") and,
 # if it starts more than the server, `cleanup`.
 # The caller sets CONFIGS, GEARMAND, TABLE_ONLY and RAW, then calls `prepare`; with
@@ -79,6 +80,7 @@ launch_server() { # config port; sets SERVER_PID
   case "$1" in
     gearwheel) "$GW" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearwheel-before) "${GW_BEFORE:?GW_BEFORE names the earlier binary}" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
+    gearwheel-w0) "$GW" serve -L 127.0.0.1 -p "$2" -l none --worker-wakeup 0 2>/dev/null & ;;
     gearwheel-musl) "$GW_MUSL" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearmand-t1) "$GEARMAND" -t 1 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearmand-t0) "$GEARMAND" -t 0 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;

@@ -48,6 +48,10 @@ pub struct ServeArgs {
     /// sleeping workers woken per new job (0 = all; default 1)
     #[argh(option, short = 'w', default = "1")]
     pub worker_wakeup: u32,
+    /// ms a woken worker has to ask for its job before the next sleeping worker is woken for
+    /// it too (0 = never; default 5)
+    #[argh(option, default = "5")]
+    pub worker_wakeup_next: u64,
     /// ms a worker's GRAB right after it ended a job may wait for the next job before NO_JOB
     /// (0 = answer at once, as gearmand; default 1)
     #[argh(option, default = "1")]
@@ -590,6 +594,7 @@ impl Config {
                 handle_prefix,
                 job_retries: a.job_retries,
                 worker_wakeup: a.worker_wakeup,
+                wakeup_next_ms: a.worker_wakeup_next,
                 round_robin: a.round_robin,
                 exceptions: a.exceptions,
                 max_queue: a.max_queue,

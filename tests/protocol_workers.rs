@@ -1,7 +1,8 @@
 //! Workers over real sockets: registration, giving jobs back (death, CANT_DO,
 //! RESET_ABILITIES), retries, CAN_DO_TIMEOUT and the NOOP wake-ups. The server runs
-//! in-process on a manual clock: time passes (for CAN_DO_TIMEOUT) only by `advance`, and
-//! "nothing came" is checked once the server has settled, never after a wait alone.
+//! in-process on a manual clock: time passes (for CAN_DO_TIMEOUT and the wake-up deadline)
+//! only by `advance`, and "nothing came" is checked once the server has settled, never after
+//! a wait alone. One wake-up test runs a server process on the system clock.
 
 mod support;
 
@@ -309,7 +310,7 @@ fn sleeping_worker_of_another_function_is_not_woken() {
     silent(&s, &mut w);
 }
 
-fn sleepers(s: &InProcess, n: usize, func: &str) -> Vec<Conn> {
+fn sleepers(s: &impl Serves, n: usize, func: &str) -> Vec<Conn> {
     let mut ws: Vec<Conn> = (0..n).map(|_| worker(s, &[func])).collect();
     for w in ws.iter_mut() {
         w.send_req(t::PRE_SLEEP, &[]);
@@ -424,6 +425,56 @@ fn a_woken_worker_that_leaves_without_grabbing_passes_the_wakeup_on() {
         "the remaining sleeper was never woken for the queued job"
     );
     assert!(other_w.grab_uniq().is_some());
+}
+
+/// `--worker-wakeup-next`'s default, in ms (docs/operations.md).
+const WAKEUP_NEXT_MS: u64 = 5;
+
+#[test]
+fn a_woken_worker_that_never_grabs_does_not_hold_the_job_from_another_sleeper() {
+    // A worker connected to two servers and busy on the other one (or hung) gets the NOOP
+    // and never sends GRAB_JOB: the job must still reach the worker sleeping beside it.
+    let s = server(&[]);
+    let mut ws = sleepers(&s, 2, "fw");
+    let mut c = s.connect();
+    c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
+    let first = woken(&s, &mut ws);
+    assert_eq!(first.len(), 1, "one job wakes one sleeper, woke {first:?}");
+    let other = 1 - first[0];
+    // Until the delay is over the woken worker has its chance.
+    s.advance(WAKEUP_NEXT_MS - 1);
+    assert_eq!(woken(&s, &mut ws), [0usize; 0], "woken before the delay");
+    s.advance(1);
+    assert!(
+        got_noop(&mut ws[other], 2000),
+        "the other sleeper was never woken while the first did not come"
+    );
+    let (_, func, data) = grab_plain(&mut ws[other]).expect("the job");
+    assert_eq!((func.as_str(), data.as_slice()), ("fw", &b"1"[..]));
+    // The silent worker got its one NOOP and nothing more.
+    silent(&s, &mut ws[first[0]]);
+}
+
+#[test]
+fn on_the_real_clock_a_job_reaches_the_second_sleeper_when_the_first_never_grabs() {
+    // The same on a server process and the system clock: the loop sleeps until the
+    // deadline and wakes the next worker by itself. Neither worker sends GRAB_JOB until both
+    // have their NOOP; without the deadline only one NOOP would ever come.
+    let s = Server::start(&["--job-handle-prefix", PREFIX]);
+    let mut ws = sleepers(&s, 2, "fw");
+    let mut c = s.connect();
+    c.submit(t::SUBMIT_JOB_BG, "fw", "", b"1");
+    let mut noops = [false, false];
+    wait_until(10, "a NOOP to each sleeper", || {
+        for (i, w) in ws.iter_mut().enumerate() {
+            noops[i] |= got_noop(w, 10);
+        }
+        noops == [true, true]
+    });
+    // Both are awake; one grabs and gets the job, the other nothing.
+    let (_, func, data) = grab_plain(&mut ws[1]).expect("the job");
+    assert_eq!((func.as_str(), data.as_slice()), ("fw", &b"1"[..]));
+    assert!(grab_plain(&mut ws[0]).is_none());
 }
 
 #[test]

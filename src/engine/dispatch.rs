@@ -104,11 +104,13 @@ impl Engine {
             self.count(f, query::Counted::Retried);
             self.schedule_outcome(k, schedules::Outcome::Requeued, now, out);
             self.enqueue(k, true);
-            self.wake_workers(f, out);
+            self.wake_workers(f, now, out);
         }
     }
 
-    pub(super) fn pre_sleep(&mut self, id: ConnId, out: &mut Outbox) {
+    pub(super) fn pre_sleep(&mut self, id: ConnId, now: u64, out: &mut Outbox) {
+        // It came: an earlier NOOP is answered.
+        self.answered_wakeup(id);
         let found = self.find_job_for(id);
         let Some(c) = self.conn_mut(id) else { return };
         // Its next GRAB follows a NOOP, not a job end: it does not wait.
@@ -119,6 +121,7 @@ impl Engine {
                 c.noop_sent = true;
                 c.woken_for = Some(f);
                 out.push(id, Response::Noop);
+                self.expect_grab(id, f, now);
             }
             None => {
                 c.sleeping = true;
@@ -129,6 +132,7 @@ impl Engine {
     }
 
     pub(super) fn grab(&mut self, id: ConnId, kind: GrabKind, now: u64, out: &mut Outbox) {
+        self.answered_wakeup(id);
         let Some(c) = self.conn_mut(id) else { return };
         c.sleeping = false;
         c.noop_sent = false;
@@ -267,11 +271,11 @@ impl Engine {
         // Pass the baton: work is left, so wake the next sleeper rather than all of them at
         // submit time. This bounds the herd without leaving a job behind a busy worker.
         if more_work {
-            self.wake_workers(f, out);
+            self.wake_workers(f, now, out);
         }
         // The worker may have been woken for another function's job and taken this one
         // instead: whoever else can do that job hears of it now.
-        self.pass_wakeups_on(id, Some(f), out);
+        self.pass_wakeups_on(id, Some(f), now, out);
     }
 
     /// The job named by a worker's WORK_* packet, if this worker runs it; else an ERROR.

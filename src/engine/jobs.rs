@@ -171,7 +171,7 @@ impl Engine {
             _ => {
                 self.journal_added(k);
                 self.enqueue(k, false);
-                self.wake_workers(f, out);
+                self.wake_workers(f, now, out);
             }
         }
         k

@@ -75,6 +75,9 @@ pub struct EngineConfig {
     pub job_retries: u32,
     /// How many sleeping workers one new job wakes; 0 wakes all of them (gearmand's `-w`).
     pub worker_wakeup: u32,
+    /// A woken worker that has not asked for a job this many ms after its NOOP passes the
+    /// wake-up on to the next sleeping worker, while the job waits (0: never).
+    pub wakeup_next_ms: u64,
     pub round_robin: bool,
     /// Every connection starts with the `exceptions` option on.
     pub exceptions: bool,
@@ -111,6 +114,7 @@ impl Default for EngineConfig {
             handle_prefix: "H:localhost".into(),
             job_retries: 0,
             worker_wakeup: 1,
+            wakeup_next_ms: 5,
             round_robin: false,
             exceptions: false,
             max_queue: 0,
@@ -178,6 +182,9 @@ pub struct Engine {
     /// Held GRABs answered with a job, and with NO_JOB at their deadline (for `/metrics`).
     grab_waits_assigned: u64,
     grab_waits_expired: u64,
+    /// Woken workers that had not asked for a job `--worker-wakeup-next` after their NOOP,
+    /// while the job waited: the next sleeper was woken for it.
+    wakeups_overdue: u64,
     /// Each priority's functions that have queued jobs (see `workers.rs`).
     nonempty: [Vec<FuncId>; 3],
     /// Workers waiting for a job: asleep and not woken, or holding a GRAB.
@@ -222,6 +229,7 @@ impl Engine {
             grab_retries: Vec::new(),
             grab_waits_assigned: 0,
             grab_waits_expired: 0,
+            wakeups_overdue: 0,
             nonempty: Default::default(),
             waiting: Vec::new(),
             functions_refused: 0,
@@ -335,6 +343,7 @@ impl Engine {
             return;
         }
         self.give_back_jobs(id, None, now, out);
+        self.answered_wakeup(id);
         let (held, woken_for) = match self.conn_mut(id) {
             Some(c) => {
                 c.sleeping = false;
@@ -354,7 +363,7 @@ impl Engine {
                 .get(f)
                 .is_some_and(|func| func.queued_total() > 0)
             {
-                self.wake_workers(f, out);
+                self.wake_workers(f, now, out);
             }
         }
         let Some(conn) = self.conns[id.index as usize].take() else {

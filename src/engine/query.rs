@@ -165,6 +165,8 @@ pub struct EngineTotals {
     pub functions_forgotten: u64,
     /// Every function's job counters summed, forgotten functions' included.
     pub counters: JobCounters,
+    /// Woken workers that had not asked for a job `--worker-wakeup-next` after their NOOP.
+    pub wakeups_overdue: u64,
 }
 
 /// A counted job event (see `JobCounters`).
@@ -390,6 +392,7 @@ impl Engine {
             functions_idle: self.idle.len(),
             functions_forgotten: self.idle.forgotten,
             counters: self.counted,
+            wakeups_overdue: self.wakeups_overdue,
         }
     }
 }

@@ -23,7 +23,7 @@ impl Engine {
                 self.give_back_jobs(id, None, now, out);
                 self.drop_abilities(id, None);
             }
-            Request::PreSleep => self.pre_sleep(id, out),
+            Request::PreSleep => self.pre_sleep(id, now, out),
             Request::SubmitJob {
                 func,
                 body,

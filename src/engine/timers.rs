@@ -1,5 +1,5 @@
 //! The engine's timer events and what fires them: job time-outs, future jobs coming due,
-//! schedule runs, held GRABs, the drain deadline.
+//! schedule runs, held GRABs, unanswered wake-ups, the drain deadline.
 
 use super::*;
 
@@ -17,6 +17,8 @@ pub(super) enum TimerEvent {
     GrabWait { conn: ConnId },
     /// Time to log the functions forgotten since the last summary (forget.rs).
     ForgetLog,
+    /// A worker woken for a job of `func` has not asked for it (`--worker-wakeup-next`).
+    WakeupNext { conn: ConnId, func: FuncId },
 }
 
 impl Engine {
@@ -71,6 +73,7 @@ impl Engine {
                     }
                 }
                 TimerEvent::ForgetLog => self.forget_log_due(now),
+                TimerEvent::WakeupNext { conn, func } => self.wakeup_overdue(conn, func, now, out),
                 TimerEvent::DrainTimeout => {
                     log::warn!(
                         "graceful shutdown: {} still running after the timeout",
@@ -89,7 +92,7 @@ impl Engine {
                     let f = j.func();
                     self.functions[f].future -= 1;
                     self.enqueue(job, false);
-                    self.wake_workers(f, out);
+                    self.wake_workers(f, now, out);
                 }
             }
         }

@@ -88,6 +88,9 @@ pub struct Conn {
     /// The function whose job this worker was woken for (NOOP or a held GRAB tried again):
     /// if it takes another job or leaves, the wake-up is passed on for that function.
     pub woken_for: Option<FuncId>,
+    /// While a NOOP is unanswered: the `--worker-wakeup-next` deadline after which the next
+    /// sleeper is woken for `woken_for`'s job.
+    pub wake_timer: Option<TimerKey>,
     /// Its place in the engine's list of waiting workers (`NIL`: not on it).
     pub waiting_pos: u32,
 }
@@ -121,6 +124,7 @@ impl Conn {
             held_grab: None,
             grab_retry_queued: false,
             woken_for: None,
+            wake_timer: None,
             waiting_pos: NIL,
         }
     }

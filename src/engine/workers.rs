@@ -1,6 +1,8 @@
 //! Who can take a job: workers' registrations (CAN_DO), the workers waiting for a job
 //! (asleep after PRE_SLEEP, or holding a GRAB), the queues that have jobs, and the wake-ups
-//! between them.
+//! between them: `--worker-wakeup` sleepers per job, and the next one whenever a woken worker
+//! has not asked for a job `--worker-wakeup-next` ms after its NOOP (busy on another server,
+//! or hung), so that a job never waits on a worker that does not come while another sleeps.
 //!
 //! No step a job takes here scans a worker's functions or a function's workers: a worker's
 //! functions are a map, a function's workers a list in which each worker knows its place, the
@@ -10,6 +12,7 @@
 
 use bytes::Bytes;
 
+use super::timers::TimerEvent;
 use super::types::{Ability, Conn, NIL};
 use super::{ConnId, Engine, FuncId, Outbox};
 use crate::proto::request::Priority;
@@ -103,7 +106,7 @@ impl Engine {
         }
         // A worker that is already asleep learns at once that there is work for it.
         if asleep && func.queued_total() > 0 {
-            self.send_noop(id, f, out);
+            self.send_noop(id, f, now, out);
         }
     }
 
@@ -202,12 +205,65 @@ impl Engine {
         }
     }
 
-    fn send_noop(&mut self, id: ConnId, f: FuncId, out: &mut Outbox) {
+    fn send_noop(&mut self, id: ConnId, f: FuncId, now: u64, out: &mut Outbox) {
         if let Some(c) = self.conn_mut(id) {
             c.noop_sent = true;
             c.woken_for = Some(f);
             out.push(id, Response::Noop);
             self.sync_waiting(id);
+            self.expect_grab(id, f, now);
+        }
+    }
+
+    /// A NOOP went to `id` for a job of `f`: unless the worker asks for a job within
+    /// `--worker-wakeup-next`, the next sleeper is woken for it. A worker connected to several
+    /// servers reads none of them while it runs another server's job, and a process may hang;
+    /// the job must not wait for it while another worker sleeps. With `--worker-wakeup 0`
+    /// every sleeper was woken already: nobody is left to pass it to.
+    pub(super) fn expect_grab(&mut self, id: ConnId, f: FuncId, now: u64) {
+        let ms = self.config.wakeup_next_ms;
+        if ms == 0 || self.config.worker_wakeup == 0 {
+            return;
+        }
+        let Some(c) = conn_in(&mut self.conns, id) else {
+            return;
+        };
+        let event = TimerEvent::WakeupNext { conn: id, func: f };
+        let timer = self.timers.insert(now.saturating_add(ms), event);
+        if let Some(old) = c.wake_timer.replace(timer) {
+            self.timers.cancel(old);
+        }
+    }
+
+    /// The worker asked for a job (GRAB, PRE_SLEEP) or left: its NOOP is answered.
+    pub(super) fn answered_wakeup(&mut self, id: ConnId) {
+        if let Some(t) = conn_in(&mut self.conns, id).and_then(|c| c.wake_timer.take()) {
+            self.timers.cancel(t);
+        }
+    }
+
+    /// Worker `id`, woken for a job of `f`, has not asked for it in `--worker-wakeup-next`:
+    /// while a job of `f` waits, the next sleepers hear of it (and they, if they do not come
+    /// either, pass it on in turn). The late worker is served as any other when it comes.
+    pub(super) fn wakeup_overdue(&mut self, id: ConnId, f: FuncId, now: u64, out: &mut Outbox) {
+        if let Some(c) = conn_in(&mut self.conns, id) {
+            c.wake_timer = None;
+            if c.woken_for == Some(f) {
+                c.woken_for = None;
+            }
+        }
+        if self
+            .functions
+            .get(f)
+            .is_some_and(|func| func.queued_total() > 0)
+        {
+            log::debug!(
+                "worker {} did not ask for a job {} ms after its NOOP: waking the next",
+                id.index,
+                self.config.wakeup_next_ms
+            );
+            self.wakeups_overdue += 1;
+            self.wake_workers(f, now, out);
         }
     }
 
@@ -270,7 +326,7 @@ impl Engine {
     /// first (they need no NOOP round trip), then sleepers. Looks at the smaller of the
     /// function's workers (rotating, so that the same one is not always woken) and the
     /// waiting workers.
-    pub(super) fn wake_workers(&mut self, f: FuncId, out: &mut Outbox) {
+    pub(super) fn wake_workers(&mut self, f: FuncId, now: u64, out: &mut Outbox) {
         let Some(func) = self.functions.get(f) else {
             return;
         };
@@ -288,7 +344,7 @@ impl Engine {
                 let mut i = 0;
                 while i < self.waiting.len() && woken < limit {
                     // A woken worker leaves the list, and another takes its place at `i`.
-                    if self.try_wake(self.waiting[i], f, held, out) {
+                    if self.try_wake(self.waiting[i], f, held, now, out) {
                         woken += 1;
                     } else {
                         i += 1;
@@ -308,7 +364,7 @@ impl Engine {
                 let Some(&w) = self.functions[f].workers.get(pos) else {
                     break;
                 };
-                if self.try_wake(w, f, held, out) {
+                if self.try_wake(w, f, held, now, out) {
                     woken += 1;
                     if !held {
                         last = pos + 1;
@@ -323,7 +379,7 @@ impl Engine {
 
     /// Wake worker `w` for a job of `f` if it waits that way (`held`: with a held GRAB, else
     /// asleep) and can do `f`.
-    fn try_wake(&mut self, w: ConnId, f: FuncId, held: bool, out: &mut Outbox) -> bool {
+    fn try_wake(&mut self, w: ConnId, f: FuncId, held: bool, now: u64, out: &mut Outbox) -> bool {
         let Some(c) = conn_in(&mut self.conns, w) else {
             return false;
         };
@@ -344,6 +400,7 @@ impl Engine {
             c.noop_sent = true;
             c.woken_for = Some(f);
             out.push(w, Response::Noop);
+            self.expect_grab(w, f, now);
         }
         self.sync_waiting(w);
         true
@@ -351,7 +408,13 @@ impl Engine {
 
     /// A worker woken for a job of one function that took another (or left): whoever else can
     /// do the job it was woken for hears of it now. One function, so O(1) in its functions.
-    pub(super) fn pass_wakeups_on(&mut self, id: ConnId, skip: Option<FuncId>, out: &mut Outbox) {
+    pub(super) fn pass_wakeups_on(
+        &mut self,
+        id: ConnId,
+        skip: Option<FuncId>,
+        now: u64,
+        out: &mut Outbox,
+    ) {
         let Some(f) = self.conn_mut(id).and_then(|c| c.woken_for.take()) else {
             return;
         };
@@ -361,7 +424,7 @@ impl Engine {
                 .get(f)
                 .is_some_and(|func| func.queued_total() > 0)
         {
-            self.wake_workers(f, out);
+            self.wake_workers(f, now, out);
         }
     }
 
@@ -396,6 +459,8 @@ impl Engine {
             }
         }
         for c in self.conns.iter().flatten() {
+            // A wake-up deadline runs only while a NOOP is unanswered.
+            assert!(c.wake_timer.is_none() || c.noop_sent);
             let regs: u32 = c.abilities.values().map(|a| a.count).sum();
             assert_eq!(regs, c.registrations);
             for (&f, a) in &c.abilities {

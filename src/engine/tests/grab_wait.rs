@@ -65,15 +65,6 @@ fn a_held_grab_takes_the_next_job_at_once() {
     assert_eq!(w.e.next_deadline(), None);
 }
 
-fn submit_normal(data: &str, background: bool) -> Request {
-    Request::SubmitJob {
-        func: b("f"),
-        body: JobBody::new(b"", data.as_bytes()),
-        priority: Priority::Normal,
-        background,
-    }
-}
-
 #[test]
 fn job_created_may_wait_for_the_result_only_when_a_held_grab_takes_the_job() {
     let mut w = waiting_world();

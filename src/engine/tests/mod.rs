@@ -7,6 +7,16 @@ fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
 
+/// A SUBMIT_JOB of `f` at normal priority.
+fn submit_normal(data: &str, background: bool) -> Request {
+    Request::SubmitJob {
+        func: b("f"),
+        body: JobBody::new(b"", data.as_bytes()),
+        priority: Priority::Normal,
+        background,
+    }
+}
+
 struct World {
     e: Engine,
     out: Outbox,

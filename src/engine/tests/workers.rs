@@ -270,3 +270,140 @@ fn max_queue_caps_a_function() {
     w.submit(c, "f", "", "3", Priority::High, true);
     assert_eq!(w.admin(c, "maxqueue nosuch"), "ERR function not found\r\n");
 }
+
+/// The sleepers that got a NOOP in `r`.
+fn noops_in(r: &[(ConnId, Response)]) -> Vec<ConnId> {
+    r.iter()
+        .filter(|(_, r)| *r == Response::Noop)
+        .map(|(c, _)| *c)
+        .collect()
+}
+
+/// A worker busy on another server, or hung, is woken and never asks for the job: after
+/// `--worker-wakeup-next` the next sleeper is woken, and gets the job.
+#[test]
+fn a_woken_worker_that_does_not_come_passes_the_job_on_after_the_delay() {
+    let mut w = World::new();
+    let delay = w.e.config().wakeup_next_ms;
+    assert!(delay > 0, "on by default");
+    let (_, woken, other) = one_job_two_sleepers(&mut w);
+    // Until the delay is over the woken worker has its chance: nobody else is woken.
+    w.now += delay - 1;
+    w.e.on_time(w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    w.now += 1;
+    w.e.on_time(w.now, &mut w.out);
+    assert_eq!(noops_in(&std::mem::take(&mut w.out.replies)), [other]);
+    assert_eq!(w.e.totals().wakeups_overdue, 1);
+    assert_eq!(w.grab(other).unwrap().1, "d");
+    // Nothing is left to pass on: the job is taken.
+    w.now += 10 * delay;
+    w.e.on_time(w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    // The late worker comes at last and finds nothing.
+    assert!(w.grab(woken).is_none());
+    w.e.check_workers();
+}
+
+/// `n` sleepers of `f` and a client; the client submits one job: (client, woken, the others).
+fn one_job_sleepers(w: &mut World, n: usize) -> (ConnId, ConnId, Vec<ConnId>) {
+    let c = w.conn();
+    let sleepers: Vec<ConnId> = (0..n).map(|_| w.conn()).collect();
+    for &s in &sleepers {
+        w.can_do(s, "f");
+        assert!(w.req(s, Request::PreSleep).is_empty());
+    }
+    let r = w.req(c, submit_normal("d", true));
+    let woken = noops_in(&r);
+    assert_eq!(woken.len(), 1, "{r:?}");
+    let others = sleepers.into_iter().filter(|&s| s != woken[0]).collect();
+    (c, woken[0], others)
+}
+
+/// Two sleepers of `f` and a client; the client submits one job: (client, woken, other).
+fn one_job_two_sleepers(w: &mut World) -> (ConnId, ConnId, ConnId) {
+    let (c, woken, others) = one_job_sleepers(w, 2);
+    (c, woken, others[0])
+}
+
+#[test]
+fn a_woken_worker_that_comes_in_time_is_not_overtaken() {
+    let mut w = World::new();
+    let delay = w.e.config().wakeup_next_ms;
+    let (_, woken, _) = one_job_two_sleepers(&mut w);
+    w.now += delay - 1;
+    assert_eq!(w.grab(woken).unwrap().1, "d");
+    assert_eq!(w.e.next_deadline(), None, "the deadline goes with the GRAB");
+    assert_eq!(w.e.totals().wakeups_overdue, 0);
+    w.now += 10 * delay;
+    w.e.on_time(w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+}
+
+#[test]
+fn each_worker_that_does_not_come_passes_the_job_on_in_turn() {
+    let mut w = World::new();
+    let delay = w.e.config().wakeup_next_ms;
+    let (_, _, others) = one_job_sleepers(&mut w, 3);
+    w.now += delay;
+    w.e.on_time(w.now, &mut w.out);
+    let next = noops_in(&std::mem::take(&mut w.out.replies));
+    assert_eq!(next.len(), 1);
+    assert!(others.contains(&next[0]));
+    // That one does not come either: the last sleeper is woken after another delay.
+    let last = others.into_iter().find(|&s| s != next[0]).unwrap();
+    w.now += delay - 1;
+    w.e.on_time(w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "{:?}", w.out.replies);
+    w.now += 1;
+    w.e.on_time(w.now, &mut w.out);
+    assert_eq!(noops_in(&std::mem::take(&mut w.out.replies)), [last]);
+    assert_eq!(w.grab(last).unwrap().1, "d");
+    assert_eq!(w.e.next_deadline(), None);
+    w.e.check_workers();
+}
+
+#[test]
+fn a_worker_woken_by_its_own_pre_sleep_that_does_not_come_passes_the_job_on() {
+    let mut w = World::new();
+    let delay = w.e.config().wakeup_next_ms;
+    let (c, sleeper) = (w.conn(), w.conn());
+    w.can_do(sleeper, "f");
+    assert!(w.req(sleeper, Request::PreSleep).is_empty());
+    w.submit(c, "f", "", "d", Priority::Normal, true);
+    // A worker that goes to sleep while the job waits is told at once, and does not come.
+    let late = w.conn();
+    w.can_do(late, "f");
+    assert_eq!(noops_in(&w.req(late, Request::PreSleep)), [late]);
+    w.now += delay;
+    w.e.on_time(w.now, &mut w.out);
+    assert!(
+        w.out.replies.is_empty(),
+        "the first sleeper was woken at submit"
+    );
+    assert_eq!(w.grab(sleeper).unwrap().1, "d");
+}
+
+#[test]
+fn worker_wakeup_next_zero_and_wake_all_arm_no_deadline() {
+    for config in [
+        EngineConfig {
+            wakeup_next_ms: 0,
+            ..EngineConfig::default()
+        },
+        EngineConfig {
+            worker_wakeup: 0,
+            ..EngineConfig::default()
+        },
+    ] {
+        let mut w = World::with(config);
+        let c = w.conn();
+        for _ in 0..2 {
+            let s = w.conn();
+            w.can_do(s, "f");
+            w.req(s, Request::PreSleep);
+        }
+        w.req(c, submit_normal("d", true));
+        assert_eq!(w.e.next_deadline(), None);
+    }
+}

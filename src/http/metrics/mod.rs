@@ -337,6 +337,13 @@ pub fn render(input: &Input<'_>) -> String {
         "Idle functions forgotten, least recently used first, past --max-idle-functions.",
         t.functions_forgotten,
     );
+    w.single(
+        "gearwheel_wakeups_overdue_total",
+        Counter,
+        "Woken workers that had not asked for a job --worker-wakeup-next ms after their NOOP \
+         while the job waited; the next sleeping worker was woken for it.",
+        t.wakeups_overdue,
+    );
     let n = input.net;
     w.family(
         "gearman_connections",
