@@ -302,11 +302,8 @@ fn log_of_a_short_life(level: &str) -> String {
 #[test]
 fn notice_logs_the_start_and_the_stop_but_no_job() {
     let log = log_of_a_short_life("NOTICE");
-    for line in [
-        "gearwheel 0.1.0 started",
-        "stop signal: shutting down",
-        "stopped",
-    ] {
+    let started = format!("gearwheel {} started", env!("CARGO_PKG_VERSION"));
+    for line in [started.as_str(), "stop signal: shutting down", "stopped"] {
         assert!(
             log.lines()
                 .any(|l| l.trim_start().starts_with("NOTICE ") && l.ends_with(line)),

@@ -29,7 +29,11 @@ fn version_flag_prints_the_version() {
         let out = bin().arg(flag).output().unwrap();
         assert!(out.status.success(), "{flag}");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(text.trim(), "gearwheel 0.1.0", "{flag}");
+        assert_eq!(
+            text.trim(),
+            concat!("gearwheel ", env!("CARGO_PKG_VERSION")),
+            "{flag}"
+        );
     }
 }
 
