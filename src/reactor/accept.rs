@@ -7,10 +7,11 @@ use std::net::SocketAddr;
 
 use log::{error, warn};
 use mio::net::TcpListener;
-use mio::{Interest, Poll, Token};
+use mio::{Interest, Poll};
 
 use super::conn::Connection;
-use super::{CONN_BASE, Server, http_glue, listen};
+use super::token::{self, Listener, Source};
+use super::{Server, listen};
 use crate::access::peer::Peer;
 use crate::config::Config;
 use crate::engine::{ConnId, ConnInfo};
@@ -24,21 +25,25 @@ pub(super) fn bind_listeners(
     let mut listeners = Vec::new();
     let mut local_addrs = Vec::new();
     for (i, addr) in config.listen.iter().enumerate() {
+        token::check_listener(i)?;
         let mut l = listen::bind(*addr, config.backlog)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+        let token = Source::Listener(Listener::Gearman(i)).token();
         poll.registry()
-            .register(&mut l, Token(i), Interest::READABLE)?;
+            .register(&mut l, token, Interest::READABLE)?;
         local_addrs.push(l.local_addr()?);
         listeners.push(l);
     }
     let ssl_listen = config.tls.iter().flat_map(|t| t.listen.iter());
     for addr in ssl_listen {
         let i = listeners.len();
+        token::check_listener(i)?;
         let mut l = listen::bind(*addr, config.backlog).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot listen for TLS on {addr}: {e}"))
         })?;
+        let token = Source::Listener(Listener::Gearman(i)).token();
         poll.registry()
-            .register(&mut l, Token(i), Interest::READABLE)?;
+            .register(&mut l, token, Interest::READABLE)?;
         local_addrs.push(l.local_addr()?);
         listeners.push(l);
     }
@@ -70,8 +75,11 @@ impl Server {
         self.tls.https()
     }
 
-    pub(super) fn accept(&mut self, li: usize) {
-        let http = li >= http_glue::HTTP_LISTENER_BASE;
+    pub(super) fn accept(&mut self, from: Listener) {
+        let (li, http) = match from {
+            Listener::Gearman(i) => (i, false),
+            Listener::Http(i) => (i, true),
+        };
         loop {
             let listener = if http {
                 self.http.listener(li)
@@ -113,7 +121,7 @@ impl Server {
             };
             let tls = session.is_some();
             let local = if http {
-                self.http_addrs().get(li - http_glue::HTTP_LISTENER_BASE)
+                self.http_addrs().get(li)
             } else {
                 self.local_addrs.get(li)
             };
@@ -127,9 +135,9 @@ impl Server {
             let idx = entry.key();
             let id = ConnId {
                 index: idx as u32,
-                generation: self.next_generation.wrapping_add(1),
+                generation: token::next_generation(self.last_generation),
             };
-            let registration = (self.poll.registry(), Token(CONN_BASE + idx));
+            let registration = (self.poll.registry(), Source::Conn(id).token());
             let c = match Connection::accept(stream, id, registration, session, access) {
                 Ok(c) => c,
                 Err(e) => {
@@ -137,7 +145,7 @@ impl Server {
                     continue;
                 }
             };
-            self.next_generation = id.generation;
+            self.last_generation = id.generation;
             let info = ConnInfo {
                 fd: c.fd(),
                 ip: peer.ip().to_canonical(),

@@ -19,11 +19,12 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use log::{debug, info};
 use mio::net::TcpListener;
-use mio::{Interest, Poll, Token};
+use mio::{Interest, Poll};
 
 use super::conn::{Connection, Kind, READ_CAP, ReadStatus};
 use super::deadlines::Deadline;
 use super::http_conn::{HttpConn, InFlight};
+use super::token::{self, Listener, Source};
 use super::{FRAMES_PER_TURN, Server, listen};
 use crate::config::Config;
 use crate::engine::ConnId;
@@ -39,9 +40,6 @@ use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
 
-/// HTTP listener tokens are `HTTP_LISTENER_BASE + i`: above the Gearman listeners, below the
-/// connections.
-pub(super) const HTTP_LISTENER_BASE: usize = 1 << 15;
 /// Pipelined bytes an HTTP connection may have buffered while its current request waits for
 /// a job; reading pauses beyond this until the answer is out.
 const PIPELINE_CAP: usize = 64 * 1024;
@@ -106,11 +104,13 @@ impl HttpGlue {
         glue.header_timeout_ms = http.header_timeout.as_millis() as u64;
         glue.idle_timeout_ms = http.idle_timeout.as_millis() as u64;
         for (i, addr) in http.listen.iter().enumerate() {
+            token::check_listener(i)?;
             let mut l = listen::bind(*addr, config.backlog).map_err(|e| {
                 io::Error::new(e.kind(), format!("cannot listen for HTTP on {addr}: {e}"))
             })?;
+            let token = Source::Listener(Listener::Http(i)).token();
             poll.registry()
-                .register(&mut l, Token(HTTP_LISTENER_BASE + i), Interest::READABLE)?;
+                .register(&mut l, token, Interest::READABLE)?;
             glue.addrs.push(l.local_addr()?);
             glue.listeners.push(l);
         }
@@ -118,9 +118,9 @@ impl HttpGlue {
         Ok(glue)
     }
 
-    /// The listener for token `t`, when `t` is an HTTP listener's.
-    pub(super) fn listener(&self, t: usize) -> Option<&TcpListener> {
-        self.listeners.get(t.checked_sub(HTTP_LISTENER_BASE)?)
+    /// HTTP listener `i`.
+    pub(super) fn listener(&self, i: usize) -> Option<&TcpListener> {
+        self.listeners.get(i)
     }
 
     /// A connection was refused for `--max-connections`.

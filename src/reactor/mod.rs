@@ -22,6 +22,7 @@ mod schedules;
 mod shutdown;
 mod signals;
 mod tls_glue;
+mod token;
 mod transport;
 
 use std::io;
@@ -32,7 +33,7 @@ use std::time::Duration;
 
 use log::{info, warn};
 use mio::net::TcpListener;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll};
 use slab::Slab;
 
 use crate::clock::{Clock, SystemClock};
@@ -44,10 +45,8 @@ pub use embedded::Embedded;
 pub use schedules::read_schedules;
 pub use signals::Signals;
 pub use tls_glue::TlsSetup;
+use token::Source;
 
-const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
-/// Connection tokens start here; lower tokens are listeners.
-const CONN_BASE: usize = 1 << 16;
 /// Frames one connection may have served per loop turn before others get a go.
 const FRAMES_PER_TURN: usize = 256;
 /// How long a lazy reply may wait for company: 2 ticks of the loop's millisecond clock, so
@@ -75,7 +74,8 @@ pub struct Server {
     engine: Engine,
     outbox: Outbox,
     config: Config,
-    next_generation: u32,
+    /// The generation of the connection accepted last (token.rs).
+    last_generation: u32,
     /// Connections with bytes to write this turn.
     pending_writes: Vec<usize>,
     /// The list being flushed, kept to reuse its allocation: no allocation per turn.
@@ -167,7 +167,7 @@ impl Server {
             engine,
             outbox: Outbox::default(),
             config,
-            next_generation: 0,
+            last_generation: 0,
             pending_writes: Vec::new(),
             flushing: Vec::new(),
             revisit: Vec::new(),
@@ -217,7 +217,7 @@ impl Server {
     pub fn set_signals(&mut self, mut s: Signals) -> io::Result<()> {
         self.poll
             .registry()
-            .register(s.receiver(), SIGNAL_TOKEN, Interest::READABLE)?;
+            .register(s.receiver(), Source::Signals.token(), Interest::READABLE)?;
         self.signals = Some(s);
         Ok(())
     }
@@ -263,13 +263,17 @@ impl Server {
         self.turn += 1;
         // A manual clock's move is not activity. `any` stops at the first event, which on the
         // system clock is never the waker's: one look per turn.
-        if events.iter().any(|e| e.token() != embedded::WAKE_TOKEN) {
+        let wake = Source::Wake.token();
+        if events.iter().any(|e| e.token() != wake) {
             self.idle_trim.activity(now);
         }
         for ev in events.iter() {
-            match ev.token() {
-                etcd_link::ETCD_UNARY | etcd_link::ETCD_WATCH => self.etcd_event(ev.token()),
-                SIGNAL_TOKEN => {
+            let Some(source) = Source::of(ev.token()) else {
+                continue;
+            };
+            match source {
+                Source::Etcd(link) => self.etcd_event(link),
+                Source::Signals => {
                     if let Some(exit) = self.on_signals(now) {
                         // Whatever this turn already made durable is written first.
                         self.journal.close(&mut self.engine, &mut self.outbox, now);
@@ -278,7 +282,7 @@ impl Server {
                     }
                 }
                 // A manual clock moved (the turn acts at its new time), or a stop.
-                embedded::WAKE_TOKEN => {
+                Source::Wake => {
                     if let Some((exit, close)) = self.on_wake() {
                         if close {
                             self.journal.close(&mut self.engine, &mut self.outbox, now);
@@ -286,13 +290,16 @@ impl Server {
                         return Some(exit);
                     }
                 }
-                Token(t) if t < CONN_BASE => self.accept(t),
-                Token(t) => {
-                    let idx = t - CONN_BASE;
+                Source::Listener(l) => self.accept(l),
+                Source::Conn(id) => {
+                    let idx = id.index as usize;
+                    let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+                        // Its connection closed earlier in this batch, and the slot may hold
+                        // a connection accepted since: the event is not the new one's.
+                        continue;
+                    };
                     if ev.is_read_closed() || ev.is_error() {
-                        if let Some(c) = self.conns.get_mut(idx) {
-                            c.set_hung_up();
-                        }
+                        c.set_hung_up();
                     }
                     if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                         self.read_conn(idx, now);

@@ -124,6 +124,23 @@ impl Proc {
         }
     }
 
+    /// Stop the process (SIGSTOP) and wait until the kernel shows it stopped: from then on,
+    /// what peers do piles up in its sockets, to be seen in one batch of events at `resume`.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+        poll(5, &format!("{} to stop", self.name), || {
+            match state(self.pid()) {
+                Some('T') => Ok(()),
+                other => Err(format!("state {other:?}")),
+            }
+        });
+    }
+
+    /// Let a paused process go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
@@ -299,12 +316,13 @@ pub fn have(cmd: &str) -> bool {
 
 /// Is a process alive (and not a zombie)?
 pub fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            // The state follows the parenthesised command name.
-            s.rsplit_once(')')
-                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-                .unwrap_or(false)
-        })
-        .unwrap_or(false)
+    state(pid).is_some_and(|s| s != 'Z')
+}
+
+/// A process's state letter from /proc/PID/stat (R, S, T, Z ...); `None` once it is gone.
+pub fn state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the parenthesised command name.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
 }
