@@ -1,20 +1,28 @@
 //! The listeners and accept: the addresses bound, `--max-connections`, socket options, the TLS
 //! session and the connection's identity at accept, its slot and `ConnId`, and the engine told
-//! (an HTTP connection's OPTION_REQ at accept is in http_glue.rs).
+//! (an HTTP connection's OPTION_REQ at accept is in http_glue.rs); an accept that fails (out
+//! of descriptors) tried again on a deadline.
 
 use std::io;
 use std::net::SocketAddr;
 
-use log::{error, warn};
+use log::{debug, error, info, warn};
 use mio::net::TcpListener;
 use mio::{Interest, Poll};
 
 use super::conn::Connection;
+use super::deadlines::Deadline;
 use super::token::{self, Listener, Source};
 use super::{Server, listen};
 use crate::access::peer::Peer;
 use crate::config::Config;
 use crate::engine::{ConnId, ConnInfo};
+
+/// How long a listener whose accept failed waits before it tries again. Listeners are
+/// edge-triggered: clients already waiting in the backlog raise no new event, so without a
+/// retry they would wait for the next client to arrive. Often enough that they are served
+/// soon after descriptors free up, seldom enough that a server out of them spends nothing.
+const ACCEPT_RETRY_MS: u64 = 100;
 
 /// Bind and register the Gearman listeners, `--listen` then `--ssl-listen` (tokens 0..), with
 /// the addresses they got.
@@ -75,11 +83,65 @@ impl Server {
         self.tls.https()
     }
 
+    /// A listener's retry is due (see `ACCEPT_RETRY_MS`).
+    pub(super) fn accept_retry(&mut self, from: Listener) {
+        self.accept_retries.retain(|&(l, _)| l != from);
+        self.accept_on(from, true);
+    }
+
+    /// The address of a listener, for the log.
+    fn listener_addr(&self, l: Listener) -> Option<SocketAddr> {
+        match l {
+            Listener::Gearman(i) => self.local_addrs.get(i).copied(),
+            Listener::Http(i) => self.http_addrs().get(i).copied(),
+        }
+    }
+
+    /// Accept failed on `from` for a reason other than an empty backlog: try again after
+    /// `ACCEPT_RETRY_MS` unless a retry is armed already. Logged at the first failure, not at
+    /// every retry that fails again.
+    fn accept_failed(&mut self, from: Listener, e: io::Error, retrying: bool) {
+        if self.accept_retries.iter().any(|&(l, _)| l == from) {
+            return;
+        }
+        let at = self.turn_now.saturating_add(ACCEPT_RETRY_MS);
+        let key = self.deadlines.arm(at, Deadline::AcceptRetry(from));
+        self.accept_retries.push((from, key));
+        let addr = self.listener_addr(from);
+        let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
+        if retrying {
+            debug!("accept on {addr} failed again: {e}");
+        } else {
+            error!("accept on {addr} failed: {e}; trying again every {ACCEPT_RETRY_MS} ms");
+        }
+    }
+
+    /// Accept works again on `from` (a client came, or the backlog is empty): a retry armed
+    /// for it is not needed any more.
+    fn accept_works(&mut self, from: Listener) {
+        if let Some(p) = self.accept_retries.iter().position(|&(l, _)| l == from) {
+            let (_, key) = self.accept_retries.swap_remove(p);
+            self.deadlines.cancel(key);
+        }
+        let addr = self.listener_addr(from);
+        let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
+        info!("accept on {addr} works again");
+    }
+
+    /// A listener is readable: accept every client waiting.
     pub(super) fn accept(&mut self, from: Listener) {
+        self.accept_on(from, false);
+    }
+
+    /// Accept every client waiting on `from`; `retrying`: a retry after a failure.
+    fn accept_on(&mut self, from: Listener, retrying: bool) {
         let (li, http) = match from {
             Listener::Gearman(i) => (i, false),
             Listener::Http(i) => (i, true),
         };
+        // Accept failed on this listener before: its first outcome now ends or goes on with
+        // that failure.
+        let mut failing = retrying || self.accept_retries.iter().any(|&(l, _)| l == from);
         loop {
             let listener = if http {
                 self.http.listener(li)
@@ -89,13 +151,31 @@ impl Server {
             let Some(listener) = listener else {
                 return;
             };
-            let (stream, peer) = match listener.accept() {
+            let accepted = listener.accept();
+            let works = match &accepted {
+                Ok(_) => true,
+                Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+            };
+            if failing && works {
+                failing = false;
+                self.accept_works(from);
+            }
+            let (stream, peer) = match accepted {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // A client that gave up before its turn: the next one may be there.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue;
+                }
                 Err(e) => {
-                    // EMFILE and friends: log and try again on the next readiness event.
-                    error!("accept failed: {e}");
+                    // EMFILE, ENFILE, ENOBUFS...: clients may wait in the backlog, and no
+                    // readiness event will say so again.
+                    self.accept_failed(from, e, retrying);
                     return;
                 }
             };

@@ -607,11 +607,14 @@ impl Server {
 
     /// Act on an HTTP deadline that passed (armed under `key`).
     pub(super) fn http_deadline(&mut self, key: TimerKey, what: Deadline) {
-        let (Deadline::HttpIdle(id)
-        | Deadline::HttpRequest(id)
-        | Deadline::HttpJob(id)
-        | Deadline::HttpLinger(id)
-        | Deadline::TlsHandshake(id)) = what;
+        let id = match what {
+            Deadline::HttpIdle(id)
+            | Deadline::HttpRequest(id)
+            | Deadline::HttpJob(id)
+            | Deadline::HttpLinger(id) => id,
+            // Not HTTP's (mod.rs sends them elsewhere).
+            Deadline::TlsHandshake(_) | Deadline::AcceptRetry(_) => return,
+        };
         let now = self.turn_now;
         let idx = id.index as usize;
         let Some(c) = self.conns.get_mut(idx) else {
@@ -650,7 +653,7 @@ impl Server {
                 c.close_after_flush();
                 self.want_write(idx);
             }
-            _ => {
+            Deadline::HttpRequest(_) => {
                 info!("HTTP connection {idx}: request not complete in time; 408");
                 self.http_answer(
                     idx,
@@ -661,6 +664,8 @@ impl Server {
                     now,
                 );
             }
+            // Answered above (HttpJob), or not HTTP's.
+            Deadline::HttpJob(_) | Deadline::TlsHandshake(_) | Deadline::AcceptRetry(_) => {}
         }
     }
 
@@ -683,16 +688,21 @@ impl Server {
             return;
         };
         let what = kind(c.id);
+        let ms = match what {
+            Deadline::HttpIdle(_) => self.http.idle_timeout_ms,
+            Deadline::HttpRequest(_) => self.http.header_timeout_ms,
+            // Armed elsewhere, each with its own time.
+            Deadline::HttpJob(_)
+            | Deadline::HttpLinger(_)
+            | Deadline::TlsHandshake(_)
+            | Deadline::AcceptRetry(_) => return,
+        };
         let Some(h) = c.http_mut() else {
             return;
         };
         if let Some((k, _)) = h.timer.take() {
             self.deadlines.cancel(k);
         }
-        let ms = match what {
-            Deadline::HttpIdle(_) => self.http.idle_timeout_ms,
-            _ => self.http.header_timeout_ms,
-        };
         h.timer = Some((self.deadlines.arm(now.saturating_add(ms), what), what));
     }
 

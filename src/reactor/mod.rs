@@ -41,6 +41,7 @@ use crate::config::Config;
 use crate::engine::{Engine, Outbox};
 
 use conn::Connection;
+use deadlines::Deadline;
 pub use embedded::Embedded;
 pub use schedules::read_schedules;
 pub use signals::Signals;
@@ -122,6 +123,8 @@ pub struct Server {
     cluster: Option<Box<etcd_link::EtcdLink>>,
     /// TLS listeners, sessions and handshakes (tls_glue.rs).
     tls: tls_glue::TlsGlue,
+    /// Listeners whose accept failed, with the deadline of their next try (accept.rs).
+    accept_retries: Vec<(token::Listener, crate::timer::TimerKey)>,
 }
 
 impl Server {
@@ -190,6 +193,7 @@ impl Server {
             access,
             cluster,
             tls,
+            accept_retries: Vec::new(),
         })
     }
 
@@ -379,8 +383,12 @@ impl Server {
                 return;
             };
             match what {
-                deadlines::Deadline::TlsHandshake(_) => self.tls_deadline(key, what),
-                _ => self.http_deadline(key, what),
+                Deadline::TlsHandshake(id) => self.tls_deadline(key, id),
+                Deadline::HttpIdle(_)
+                | Deadline::HttpRequest(_)
+                | Deadline::HttpJob(_)
+                | Deadline::HttpLinger(_) => self.http_deadline(key, what),
+                Deadline::AcceptRetry(l) => self.accept_retry(l),
             }
         }
     }

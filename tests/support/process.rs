@@ -97,6 +97,13 @@ impl Proc {
         self.child.id() as i32
     }
 
+    /// The descriptors open in the process now, as /proc/PID/fd lists them.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or_else(|e| panic!("{}: /proc/{}/fd: {e}", self.name, self.pid()))
+    }
+
     pub fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.out.bytes.lock().unwrap()).into_owned()
     }
