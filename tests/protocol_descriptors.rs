@@ -81,3 +81,23 @@ fn a_backlogged_client_is_accepted_once_descriptors_are_free_without_a_new_clien
         sync(c);
     }
 }
+
+/// Clustered: the two connections to etcd are counted as well.
+#[test]
+fn the_sockets_to_etcd_are_counted() {
+    if !need(support::etcd::ETCD) {
+        return;
+    }
+    let etcd = support::etcd::Etcd::start();
+    let url = etcd.url();
+    let s = HttpServer::start(&["--etcd", &url, "--cluster", "fds"]);
+    // A leader has its lease, its claim and its watch: both links are up.
+    wait_until(10, "the server to lead", || {
+        s.get("/cluster").text().contains("\"role\":\"leader\"")
+    });
+    let mut h = s.connect();
+    // The /cluster request's connection may still be closing: wait for it.
+    wait_until(5, "the count to be what is open", || {
+        open_fds_metric(&mut h) == s.server.open_fds()
+    });
+}

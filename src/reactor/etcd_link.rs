@@ -94,6 +94,11 @@ pub(super) struct EtcdLink {
 }
 
 impl EtcdLink {
+    /// Its sockets open now (connected or connecting).
+    pub(super) fn open_sockets(&self) -> u64 {
+        u64::from(self.unary.wire.is_some()) + u64::from(self.watch.wire.is_some())
+    }
+
     /// The link `c` describes; the error says which TLS file could not be read (they were
     /// checked with the flags, so only a file changed since then).
     pub(super) fn new(c: &ClusterConfig, id: String) -> Result<EtcdLink, String> {

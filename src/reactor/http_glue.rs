@@ -463,7 +463,10 @@ impl Server {
             Endpoint::Failed => Reply::json(200, failed_ops::list(self.engine.failed_list())),
             Endpoint::Metrics => {
                 let net = self.net_stats();
-                let process = crate::footprint::read_process();
+                let mut process = crate::footprint::read_process();
+                if let Some(p) = process.as_mut() {
+                    p.open_fds = self.open_fds().unwrap_or(0);
+                }
                 let functions = self.engine.function_statuses();
                 let schedules = self.engine.schedule_statuses();
                 let journal = self.journal.metrics();

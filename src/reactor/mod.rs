@@ -123,6 +123,9 @@ pub struct Server {
     cluster: Option<Box<etcd_link::EtcdLink>>,
     /// TLS listeners, sessions and handshakes (tls_glue.rs).
     tls: tls_glue::TlsGlue,
+    /// The descriptors open when the loop started less those `fds_held` counted then, so
+    /// that the sum of the two is what is open (`open_fds`); `None` without /proc.
+    fds_base: Option<i64>,
     /// Listeners whose accept failed, with the deadline of their next try (accept.rs).
     accept_retries: Vec<(token::Listener, crate::timer::TimerKey)>,
 }
@@ -193,6 +196,7 @@ impl Server {
             access,
             cluster,
             tls,
+            fds_base: None,
             accept_retries: Vec::new(),
         })
     }
@@ -230,6 +234,11 @@ impl Server {
     /// the earliest deadline, then acting at one `now`.
     pub fn run(&mut self) -> io::Result<Exit> {
         let mut events = Events::with_capacity(1024);
+        // What start-up opened (standard streams, the log, the poller, the listeners, the
+        // signal pipe, the journal) and what was inherited, listed once; from here on the
+        // loop counts what it opens and closes (`open_fds`).
+        self.fds_base =
+            crate::footprint::count_open_fds().map(|n| n as i64 - self.fds_held() as i64);
         loop {
             let now = self.clock.now_ms();
             if !self.busy() && self.idle_trim.due(now, self.turn == 1) {
@@ -337,6 +346,21 @@ impl Server {
             return Some(exit);
         }
         None
+    }
+
+    /// The descriptors the loop opens and closes: connections, the journal's files, the
+    /// sockets to etcd. (A turn's passing reads of a file, the schedules say, are closed by
+    /// its end.)
+    fn fds_held(&self) -> u64 {
+        let etcd = self.cluster.as_ref().map_or(0, |l| l.open_sockets());
+        self.conns.len() as u64 + self.journal.open_files() + etcd
+    }
+
+    /// The descriptors open now, for `/metrics`: counted, not listed (a listing reads one
+    /// entry per connection, in the middle of a turn). `None` without /proc.
+    pub(super) fn open_fds(&self) -> Option<u64> {
+        let open = self.fds_base? + self.fds_held() as i64;
+        Some(open.max(0) as u64)
     }
 
     /// Work is waiting that the next turn must do without sleeping.
