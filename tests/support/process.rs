@@ -152,6 +152,15 @@ impl Proc {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The exit status if the process has exited, once its outputs are read to their end
+    /// (what it wrote last, an error at start say, is in `stdout`/`stderr` then); `None`
+    /// while it runs.
+    pub fn has_exited(&mut self) -> Option<ExitStatus> {
+        let st = self.child.try_wait().ok()??;
+        self.outputs_closed();
+        Some(st)
+    }
+
     /// Wait until stderr (the log) contains `needle`; panics after `secs`.
     pub fn wait_log(&self, needle: &str, secs: u64) {
         poll(secs, &format!("{} to log {needle:?}", self.name), || {

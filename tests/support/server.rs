@@ -87,9 +87,12 @@ impl Server {
         let mut proc = Proc::spawn("gearwheel serve", cmd, None);
         let addr = poll(10, "the server to start", || {
             let log = proc.stderr();
-            match listening_on(&log, "Listening on ") {
-                Some(addr) => Ok(addr),
-                None if !proc.running() => panic!("server exited; log:\n{log}"),
+            if let Some(addr) = listening_on(&log, "Listening on ") {
+                return Ok(addr);
+            }
+            match proc.has_exited() {
+                // The log read again once its reader has read it all.
+                Some(st) => panic!("server exited ({st}); log:\n{}", proc.stderr()),
                 None => Err(log),
             }
         });
