@@ -116,8 +116,8 @@ impl Server {
         }
     }
 
-    /// Accept works again on `from` (a client came, or the backlog is empty): a retry armed
-    /// for it is not needed any more.
+    /// Accept on `from` works again, every waiting client taken: a retry armed for it is not
+    /// needed any more.
     fn accept_works(&mut self, from: Listener) {
         if let Some(p) = self.accept_retries.iter().position(|&(l, _)| l == from) {
             let (_, key) = self.accept_retries.swap_remove(p);
@@ -139,9 +139,10 @@ impl Server {
             Listener::Gearman(i) => (i, false),
             Listener::Http(i) => (i, true),
         };
-        // Accept failed on this listener before: its first outcome now ends or goes on with
-        // that failure.
-        let mut failing = retrying || self.accept_retries.iter().any(|&(l, _)| l == from);
+        // Accept failed on this listener before: the failure is over once the backlog is
+        // empty. (A client taken and then another failure is the same failure going on,
+        // not a new one to log.)
+        let failing = retrying || self.accept_retries.iter().any(|&(l, _)| l == from);
         loop {
             let listener = if http {
                 self.http.listener(li)
@@ -151,18 +152,14 @@ impl Server {
             let Some(listener) = listener else {
                 return;
             };
-            let accepted = listener.accept();
-            let works = match &accepted {
-                Ok(_) => true,
-                Err(e) => e.kind() == io::ErrorKind::WouldBlock,
-            };
-            if failing && works {
-                failing = false;
-                self.accept_works(from);
-            }
-            let (stream, peer) = match accepted {
+            let (stream, peer) = match listener.accept() {
                 Ok(x) => x,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if failing {
+                        self.accept_works(from);
+                    }
+                    return;
+                }
                 // A client that gave up before its turn: the next one may be there.
                 Err(e)
                     if matches!(
