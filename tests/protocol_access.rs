@@ -26,7 +26,8 @@ fn conn_from(s: &Server, from: &str) -> Conn {
     Conn::from_stream(stream_from(from, s.addr))
 }
 
-/// An HTTP connection from `from`.
+/// An HTTP connection from `from` (the bearer-token test's, which needs `tls`).
+#[cfg(feature = "tls")]
 fn http_from(addr: SocketAddr, from: &str) -> Http {
     let mut h = Http::connect(addr);
     h.stream = stream_from(from, addr);
@@ -258,7 +259,8 @@ fn a_bad_acl_stops_the_start_and_check_names_line_and_column() {
     assert_eq!(out.code(), Some(2), "{out:?}");
 }
 
-/// `curl` with these arguments; returns (status, body).
+/// `curl` with these arguments; returns (status, body) (the bearer-token test's).
+#[cfg(feature = "tls")]
 fn curl(args: &[&str]) -> (u16, String) {
     let out = Command::new("curl")
         .args(["-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10"])
@@ -270,6 +272,29 @@ fn curl(args: &[&str]) -> (u16, String) {
     (code.trim().parse().unwrap_or(0), body.to_string())
 }
 
+/// Bearer tokens need the `tls` feature's SHA-256: a build without it refuses a `token`
+/// line at start, with the reason (docs/security.md).
+#[cfg(not(feature = "tls"))]
+#[test]
+fn without_tls_an_acl_with_a_bearer_token_is_refused_at_start() {
+    let dir = TempDir::new("acl-no-tls");
+    let rules = format!("token ci {}\ntoken:ci status *\n", sha256_hex("s3cret"));
+    let path = write_file(&dir, "acl", &rules);
+    let out = gw(
+        &["serve", "-p", "0", "--acl", path.to_str().unwrap()],
+        None,
+        10,
+    );
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "acl:1:1: bearer tokens need SHA-256, which a build without the tls feature lacks"
+        ),
+        "{out:?}"
+    );
+}
+
+#[cfg(feature = "tls")]
 #[test]
 fn http_denials_are_403_and_a_bearer_token_is_an_identity() {
     if !support::require(support::have("curl"), "curl") {

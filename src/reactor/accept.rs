@@ -1,21 +1,30 @@
 //! The listeners and accept: the addresses bound, `--max-connections`, socket options, the TLS
 //! session and the connection's identity at accept, its slot and `ConnId`, and the engine told
-//! (an HTTP connection's OPTION_REQ at accept is in http_glue.rs).
+//! (an HTTP connection's OPTION_REQ at accept is in http_glue.rs); an accept that fails (out
+//! of descriptors) tried again on a deadline.
 
 use std::io;
 use std::net::SocketAddr;
 
-use log::error;
+use log::{debug, error, info};
 use mio::net::TcpListener;
-use mio::{Interest, Poll, Token};
+use mio::{Interest, Poll};
 
 use super::conn::Connection;
-use super::{CONN_BASE, Server, http_glue, listen};
+use super::deadlines::Deadline;
+use super::token::{self, Listener, Source};
+use super::{Server, listen};
 use crate::access::peer::Peer;
 use crate::config::Config;
 use crate::engine::{ConnId, ConnInfo};
 use crate::log_budget::Cause;
 use crate::peer_log;
+
+/// How long a listener whose accept failed waits before it tries again. Listeners are
+/// edge-triggered: clients already waiting in the backlog raise no new event, so without a
+/// retry they would wait for the next client to arrive. Often enough that they are served
+/// soon after descriptors free up, seldom enough that a server out of them spends nothing.
+const ACCEPT_RETRY_MS: u64 = 100;
 
 /// Bind and register the Gearman listeners, `--listen` then `--ssl-listen` (tokens 0..), with
 /// the addresses they got.
@@ -26,21 +35,25 @@ pub(super) fn bind_listeners(
     let mut listeners = Vec::new();
     let mut local_addrs = Vec::new();
     for (i, addr) in config.listen.iter().enumerate() {
+        token::check_listener(i)?;
         let mut l = listen::bind(*addr, config.backlog)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+        let token = Source::Listener(Listener::Gearman(i)).token();
         poll.registry()
-            .register(&mut l, Token(i), Interest::READABLE)?;
+            .register(&mut l, token, Interest::READABLE)?;
         local_addrs.push(l.local_addr()?);
         listeners.push(l);
     }
     let ssl_listen = config.tls.iter().flat_map(|t| t.listen.iter());
     for addr in ssl_listen {
         let i = listeners.len();
+        token::check_listener(i)?;
         let mut l = listen::bind(*addr, config.backlog).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot listen for TLS on {addr}: {e}"))
         })?;
+        let token = Source::Listener(Listener::Gearman(i)).token();
         poll.registry()
-            .register(&mut l, Token(i), Interest::READABLE)?;
+            .register(&mut l, token, Interest::READABLE)?;
         local_addrs.push(l.local_addr()?);
         listeners.push(l);
     }
@@ -72,8 +85,66 @@ impl Server {
         self.tls.https()
     }
 
-    pub(super) fn accept(&mut self, li: usize) {
-        let http = li >= http_glue::HTTP_LISTENER_BASE;
+    /// A listener's retry is due (see `ACCEPT_RETRY_MS`).
+    pub(super) fn accept_retry(&mut self, from: Listener) {
+        self.accept_retries.retain(|&(l, _)| l != from);
+        self.accept_on(from, true);
+    }
+
+    /// The address of a listener, for the log.
+    fn listener_addr(&self, l: Listener) -> Option<SocketAddr> {
+        match l {
+            Listener::Gearman(i) => self.local_addrs.get(i).copied(),
+            Listener::Http(i) => self.http_addrs().get(i).copied(),
+        }
+    }
+
+    /// Accept failed on `from` for a reason other than an empty backlog: try again after
+    /// `ACCEPT_RETRY_MS` unless a retry is armed already. Logged at the first failure, not at
+    /// every retry that fails again.
+    fn accept_failed(&mut self, from: Listener, e: io::Error, retrying: bool) {
+        if self.accept_retries.iter().any(|&(l, _)| l == from) {
+            return;
+        }
+        let at = self.turn_now.saturating_add(ACCEPT_RETRY_MS);
+        let key = self.deadlines.arm(at, Deadline::AcceptRetry(from));
+        self.accept_retries.push((from, key));
+        let addr = self.listener_addr(from);
+        let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
+        if retrying {
+            debug!("accept on {addr} failed again: {e}");
+        } else {
+            error!("accept on {addr} failed: {e}; trying again every {ACCEPT_RETRY_MS} ms");
+        }
+    }
+
+    /// Accept on `from` works again, every waiting client taken: a retry armed for it is not
+    /// needed any more.
+    fn accept_works(&mut self, from: Listener) {
+        if let Some(p) = self.accept_retries.iter().position(|&(l, _)| l == from) {
+            let (_, key) = self.accept_retries.swap_remove(p);
+            self.deadlines.cancel(key);
+        }
+        let addr = self.listener_addr(from);
+        let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
+        info!("accept on {addr} works again");
+    }
+
+    /// A listener is readable: accept every client waiting.
+    pub(super) fn accept(&mut self, from: Listener) {
+        self.accept_on(from, false);
+    }
+
+    /// Accept every client waiting on `from`; `retrying`: a retry after a failure.
+    fn accept_on(&mut self, from: Listener, retrying: bool) {
+        let (li, http) = match from {
+            Listener::Gearman(i) => (i, false),
+            Listener::Http(i) => (i, true),
+        };
+        // Accept failed on this listener before: the failure is over once the backlog is
+        // empty. (A client taken and then another failure is the same failure going on,
+        // not a new one to log.)
+        let failing = retrying || self.accept_retries.iter().any(|&(l, _)| l == from);
         loop {
             let listener = if http {
                 self.http.listener(li)
@@ -85,11 +156,25 @@ impl Server {
             };
             let (stream, peer) = match listener.accept() {
                 Ok(x) => x,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if failing {
+                        self.accept_works(from);
+                    }
+                    return;
+                }
+                // A client that gave up before its turn: the next one may be there.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue;
+                }
                 Err(e) => {
-                    // EMFILE and friends: log and try again on the next readiness event.
-                    error!("accept failed: {e}");
+                    // EMFILE, ENFILE, ENOBUFS...: clients may wait in the backlog, and no
+                    // readiness event will say so again.
+                    self.accept_failed(from, e, retrying);
                     return;
                 }
             };
@@ -118,7 +203,7 @@ impl Server {
             };
             let tls = session.is_some();
             let local = if http {
-                self.http_addrs().get(li - http_glue::HTTP_LISTENER_BASE)
+                self.http_addrs().get(li)
             } else {
                 self.local_addrs.get(li)
             };
@@ -132,9 +217,9 @@ impl Server {
             let idx = entry.key();
             let id = ConnId {
                 index: idx as u32,
-                generation: self.next_generation.wrapping_add(1),
+                generation: token::next_generation(self.last_generation),
             };
-            let registration = (self.poll.registry(), Token(CONN_BASE + idx));
+            let registration = (self.poll.registry(), Source::Conn(id).token());
             let c = match Connection::accept(stream, id, registration, session, access) {
                 Ok(c) => c,
                 Err(e) => {
@@ -142,7 +227,7 @@ impl Server {
                     continue;
                 }
             };
-            self.next_generation = id.generation;
+            self.last_generation = id.generation;
             let info = ConnInfo {
                 fd: c.fd(),
                 ip: peer.ip().to_canonical(),

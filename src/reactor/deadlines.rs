@@ -1,12 +1,15 @@
 //! The reactor's own deadlines: what it must do to a connection when time passes (an HTTP
 //! request that does not arrive, an idle keep-alive, a job answer that comes too late, a TLS
-//! handshake that does not finish), in a timer wheel of its own (`crate::timer::Timers`, the engine's type, not its wheel). The loop
+//! handshake that does not finish) or to a listener (an accept to try again), in a timer wheel of its own (`crate::timer::Timers`, the engine's type, not its wheel). The loop
 //! sleeps until the earlier of the two wheels.
 //!
 //! Adding a deadline kind: one variant in `Deadline`, its arm in `Server::on_deadlines`, and
-//! `arm`/`cancel` where it starts and stops. A deadline names its connection's `ConnId`, so
-//! one that outlives its connection (or its slot's next tenant) is recognised and dropped.
+//! `arm`/`cancel` where it starts and stops; every match on `Deadline` lists every variant,
+//! so that the compiler names each place a new kind must be handled. A deadline names its
+//! connection's `ConnId`, so one that outlives its connection (or its slot's next tenant) is
+//! recognised and dropped.
 
+use super::token::Listener;
 use crate::engine::ConnId;
 use crate::timer::{TimerKey, Timers};
 
@@ -23,10 +26,13 @@ pub enum Deadline {
     HttpLinger(ConnId),
     /// A TLS handshake did not finish within `--ssl-handshake-timeout` (tls_glue.rs).
     TlsHandshake(ConnId),
+    /// Accept on a listener again: it failed (out of descriptors, say) with clients waiting,
+    /// and under edge-triggered polling no readiness event comes for them (accept.rs).
+    AcceptRetry(Listener),
 }
 
-/// The wheel of reactor deadlines, made at the first one: only HTTP and TLS connections have
-/// any, and a wheel's slots are 8 kB a server without them need not hold.
+/// The wheel of reactor deadlines, made at the first one: only HTTP and TLS connections (and a
+/// failing accept) have any, and a wheel's slots are 8 kB a server without them need not hold.
 #[derive(Default)]
 pub struct Deadlines {
     wheel: Option<Timers<Deadline>>,

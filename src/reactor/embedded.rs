@@ -10,16 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::thread::JoinHandle;
 
-use mio::{Registry, Token, Waker};
+use mio::{Registry, Waker};
 
 use super::{Exit, Server, TlsSetup};
 use argh::FromArgs;
 
 use crate::clock::{Clock, ManualClock};
 use crate::config::{Config, ServeArgs, split_equals};
-
-/// The token of the waker a manual clock (and `Embedded`'s stop) rings.
-pub(super) const WAKE_TOKEN: Token = Token(usize::MAX - 4);
 
 const RUN: u8 = 0;
 const STOP: u8 = 1;
@@ -35,7 +32,7 @@ impl Wake {
     /// A waker on `registry`, rung by every move of `clock`.
     pub(super) fn watch(clock: &ManualClock, registry: &Registry) -> io::Result<Arc<Wake>> {
         let wake = Arc::new(Wake {
-            waker: Waker::new(registry, WAKE_TOKEN)?,
+            waker: Waker::new(registry, super::token::Source::Wake.token())?,
             stop: AtomicU8::new(RUN),
         });
         let w = wake.clone();

@@ -15,15 +15,13 @@ use mio::net::TcpStream;
 use mio::{Registry, Token};
 
 use super::Server;
+use super::token::Source;
 use super::transport::Transport;
 use crate::client::ClientTls;
 use crate::cluster::etcd::{self, ResponseReader};
 use crate::cluster::{ClaimAsk, Link, Machine, Output, Refusal, Settings, Status};
 use crate::config::{ClusterConfig, EtcdTls};
 
-/// The two etcd connections' tokens: reserved at the top, next to the signal pipe's.
-pub(super) const ETCD_UNARY: Token = Token(usize::MAX - 2);
-pub(super) const ETCD_WATCH: Token = Token(usize::MAX - 3);
 /// Reconnect backoff: first wait, and the most (well inside a lease's TTL).
 const BACKOFF_MIN_MS: u64 = 100;
 const BACKOFF_MAX_MS: u64 = 1000;
@@ -96,6 +94,11 @@ pub(super) struct EtcdLink {
 }
 
 impl EtcdLink {
+    /// Its sockets open now (connected or connecting).
+    pub(super) fn open_sockets(&self) -> u64 {
+        u64::from(self.unary.wire.is_some()) + u64::from(self.watch.wire.is_some())
+    }
+
     /// The link `c` describes; the error says which TLS file could not be read (they were
     /// checked with the flags, so only a file changed since then).
     pub(super) fn new(c: &ClusterConfig, id: String) -> Result<EtcdLink, String> {
@@ -116,8 +119,8 @@ impl EtcdLink {
             endpoints: c.endpoints.clone(),
             max_message: c.max_message,
             request_timeout_ms: c.request_timeout_ms,
-            unary: Chan::new(ETCD_UNARY, c.max_message),
-            watch: Chan::new(ETCD_WATCH, c.max_message),
+            unary: Chan::new(Source::Etcd(Link::Unary).token(), c.max_message),
+            watch: Chan::new(Source::Etcd(Link::Watch).token(), c.max_message),
             machine,
             out: Output::default(),
             pushed: None,
@@ -465,16 +468,11 @@ impl EtcdLink {
 
 impl Server {
     /// A readiness event on an etcd connection.
-    pub(super) fn etcd_event(&mut self, token: Token) {
+    pub(super) fn etcd_event(&mut self, link: Link) {
         let Some(l) = self.cluster.as_mut() else {
             return;
         };
         let now = self.turn_mono;
-        let link = if token == ETCD_UNARY {
-            Link::Unary
-        } else {
-            Link::Watch
-        };
         l.event(link, self.poll.registry(), now);
     }
 

@@ -82,6 +82,8 @@ pub(super) enum Denial {
         function: Option<String>,
         identity: Identity,
     },
+    /// No connection holds the slot asked about: with no peer to judge, nothing is served.
+    NoConnection,
 }
 
 impl Denial {
@@ -105,6 +107,7 @@ impl Denial {
                     op.name()
                 ),
             },
+            Denial::NoConnection => "the connection is gone".into(),
         }
     }
 
@@ -115,12 +118,13 @@ impl Denial {
             Denial::ShutdownRefused | Denial::ConsoleNotLoopback => "admin",
             Denial::UnknownToken => "unknown_token",
             Denial::Denied { op, .. } => op.name(),
+            Denial::NoConnection => "no_connection",
         }
     }
 
     /// The connection is closed after the reply.
     pub(super) fn closes(&self) -> bool {
-        *self == Denial::Protected
+        matches!(self, Denial::Protected | Denial::NoConnection)
     }
 
     /// The reply to an admin line.
@@ -128,9 +132,10 @@ impl Denial {
         let code = match self {
             Denial::ShutdownRefused => "SHUTDOWN_REFUSED",
             Denial::Protected => "PROTECTED_MODE",
-            Denial::UnknownToken | Denial::Denied { .. } | Denial::ConsoleNotLoopback => {
-                "PERMISSION_DENIED"
-            }
+            Denial::UnknownToken
+            | Denial::Denied { .. }
+            | Denial::ConsoleNotLoopback
+            | Denial::NoConnection => "PERMISSION_DENIED",
         };
         format!("ERR {code} {}\r\n", self.text().replace(' ', "+")).into()
     }
@@ -235,7 +240,8 @@ fn judge_by_acl(
 impl Server {
     /// May connection `idx` have `need` served (`bearer`: an HTTP request's token)? The
     /// rules are `judge`'s; a denial is counted here, and logged up to `--acl-denials-logged`
-    /// a connection, within the server's budget of peer-caused lines (`crate::log_budget`).
+    /// a connection, within the server's budget of peer-caused lines (`crate::log_budget`). An
+    /// empty slot is refused: a gate that cannot see who asks lets nothing through.
     #[inline]
     pub(super) fn gate(
         &mut self,
@@ -244,7 +250,7 @@ impl Server {
         bearer: Option<&Bearer>,
     ) -> Result<(), Denial> {
         let Some(c) = self.conns.get(idx) else {
-            return Ok(());
+            return Err(Denial::NoConnection);
         };
         match judge(&self.access, &self.engine, c, need, bearer) {
             Ok(()) => Ok(()),
@@ -476,5 +482,43 @@ impl Server {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use argh::FromArgs;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::{Config, ServeArgs};
+    use crate::reactor::TlsSetup;
+    use crate::reactor::token::Listener;
+
+    /// A server bound on loopback, not running: the test turns its handles by hand.
+    fn server(args: &[&str]) -> Server {
+        let a = ServeArgs::from_args(&["gearwheel", "serve"], args).expect("flags");
+        let config = Config::from_args(a, None).expect("config");
+        let tls = TlsSetup::load(&config).expect("no TLS");
+        Server::bind_on(config, tls, Arc::new(ManualClock::new(0))).expect("bind")
+    }
+
+    #[test]
+    fn a_slot_without_a_connection_is_refused() {
+        let mut s = server(&["-p", "0"]);
+        // Nothing needed, nobody there: refused all the same.
+        assert_eq!(s.gate(0, Need::Free, None), Err(Denial::NoConnection));
+        assert!(!s.permits(0, Need::Free));
+        assert!(Denial::NoConnection.closes());
+        // A loopback peer in the slot is served.
+        let _peer = std::net::TcpStream::connect(s.local_addrs()[0]).expect("connect");
+        s.accept(Listener::Gearman(0));
+        assert_eq!(s.conns.len(), 1);
+        assert_eq!(s.gate(0, Need::Free, None), Ok(()));
+        assert!(s.permits(0, Need::Free));
+        // The slot next to it is still empty.
+        assert_eq!(s.gate(1, Need::Free, None), Err(Denial::NoConnection));
     }
 }

@@ -19,11 +19,12 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use log::{debug, info};
 use mio::net::TcpListener;
-use mio::{Interest, Poll, Token};
+use mio::{Interest, Poll};
 
 use super::conn::{Connection, Kind, READ_CAP, ReadStatus};
 use super::deadlines::Deadline;
 use super::http_conn::{HttpConn, InFlight};
+use super::token::{self, Listener, Source};
 use super::{FRAMES_PER_TURN, Server, listen};
 use crate::config::Config;
 use crate::engine::ConnId;
@@ -42,9 +43,6 @@ use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
 
-/// HTTP listener tokens are `HTTP_LISTENER_BASE + i`: above the Gearman listeners, below the
-/// connections.
-pub(super) const HTTP_LISTENER_BASE: usize = 1 << 15;
 /// Pipelined bytes an HTTP connection may have buffered while its current request waits for
 /// a job; reading pauses beyond this until the answer is out.
 const PIPELINE_CAP: usize = 64 * 1024;
@@ -109,11 +107,13 @@ impl HttpGlue {
         glue.header_timeout_ms = http.header_timeout.as_millis() as u64;
         glue.idle_timeout_ms = http.idle_timeout.as_millis() as u64;
         for (i, addr) in http.listen.iter().enumerate() {
+            token::check_listener(i)?;
             let mut l = listen::bind(*addr, config.backlog).map_err(|e| {
                 io::Error::new(e.kind(), format!("cannot listen for HTTP on {addr}: {e}"))
             })?;
+            let token = Source::Listener(Listener::Http(i)).token();
             poll.registry()
-                .register(&mut l, Token(HTTP_LISTENER_BASE + i), Interest::READABLE)?;
+                .register(&mut l, token, Interest::READABLE)?;
             glue.addrs.push(l.local_addr()?);
             glue.listeners.push(l);
         }
@@ -121,9 +121,9 @@ impl HttpGlue {
         Ok(glue)
     }
 
-    /// The listener for token `t`, when `t` is an HTTP listener's.
-    pub(super) fn listener(&self, t: usize) -> Option<&TcpListener> {
-        self.listeners.get(t.checked_sub(HTTP_LISTENER_BASE)?)
+    /// HTTP listener `i`.
+    pub(super) fn listener(&self, i: usize) -> Option<&TcpListener> {
+        self.listeners.get(i)
     }
 
     /// A connection was refused for `--max-connections`.
@@ -490,7 +490,10 @@ impl Server {
             Endpoint::Failed => Reply::json(200, failed_ops::list(self.engine.failed_list())),
             Endpoint::Metrics => {
                 let net = self.net_stats();
-                let process = crate::footprint::read_process();
+                let mut process = crate::footprint::read_process();
+                if let Some(p) = process.as_mut() {
+                    p.open_fds = self.open_fds().unwrap_or(0);
+                }
                 let functions = self.engine.function_statuses();
                 let schedules = self.engine.schedule_statuses();
                 let journal = self.journal.metrics();
@@ -634,11 +637,14 @@ impl Server {
 
     /// Act on an HTTP deadline that passed (armed under `key`).
     pub(super) fn http_deadline(&mut self, key: TimerKey, what: Deadline) {
-        let (Deadline::HttpIdle(id)
-        | Deadline::HttpRequest(id)
-        | Deadline::HttpJob(id)
-        | Deadline::HttpLinger(id)
-        | Deadline::TlsHandshake(id)) = what;
+        let id = match what {
+            Deadline::HttpIdle(id)
+            | Deadline::HttpRequest(id)
+            | Deadline::HttpJob(id)
+            | Deadline::HttpLinger(id) => id,
+            // Not HTTP's (mod.rs sends them elsewhere).
+            Deadline::TlsHandshake(_) | Deadline::AcceptRetry(_) => return,
+        };
         let now = self.turn_now;
         let idx = id.index as usize;
         let Some(c) = self.conns.get_mut(idx) else {
@@ -677,7 +683,7 @@ impl Server {
                 c.close_after_flush();
                 self.want_write(idx);
             }
-            _ => {
+            Deadline::HttpRequest(_) => {
                 peer_log!(
                     now,
                     Cause::Protocol,
@@ -693,6 +699,8 @@ impl Server {
                     now,
                 );
             }
+            // Answered above (HttpJob), or not HTTP's.
+            Deadline::HttpJob(_) | Deadline::TlsHandshake(_) | Deadline::AcceptRetry(_) => {}
         }
     }
 
@@ -715,16 +723,21 @@ impl Server {
             return;
         };
         let what = kind(c.id);
+        let ms = match what {
+            Deadline::HttpIdle(_) => self.http.idle_timeout_ms,
+            Deadline::HttpRequest(_) => self.http.header_timeout_ms,
+            // Armed elsewhere, each with its own time.
+            Deadline::HttpJob(_)
+            | Deadline::HttpLinger(_)
+            | Deadline::TlsHandshake(_)
+            | Deadline::AcceptRetry(_) => return,
+        };
         let Some(h) = c.http_mut() else {
             return;
         };
         if let Some((k, _)) = h.timer.take() {
             self.deadlines.cancel(k);
         }
-        let ms = match what {
-            Deadline::HttpIdle(_) => self.http.idle_timeout_ms,
-            _ => self.http.header_timeout_ms,
-        };
         h.timer = Some((self.deadlines.arm(now.saturating_add(ms), what), what));
     }
 

@@ -141,6 +141,11 @@ fn record(d: Durable) -> Record {
 }
 
 impl JournalDriver {
+    /// The files the journal holds open (none without one).
+    pub(super) fn open_files(&self) -> u64 {
+        self.journal.as_ref().map_or(0, Journal::open_files)
+    }
+
     /// Open (creating) the journal in `dir`, put its jobs back into `engine` and remember its
     /// schedule runs. With `repair`, damaged records are dropped first. Returns a line for the
     /// log.

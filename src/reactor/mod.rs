@@ -22,6 +22,7 @@ mod schedules;
 mod shutdown;
 mod signals;
 mod tls_glue;
+mod token;
 mod transport;
 
 use std::io;
@@ -32,7 +33,7 @@ use std::time::Duration;
 
 use log::info;
 use mio::net::TcpListener;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll};
 use slab::Slab;
 
 use crate::clock::{Clock, SystemClock};
@@ -40,14 +41,13 @@ use crate::config::Config;
 use crate::engine::{Engine, Outbox};
 
 use conn::Connection;
+use deadlines::Deadline;
 pub use embedded::Embedded;
 pub use schedules::read_schedules;
 pub use signals::Signals;
 pub use tls_glue::TlsSetup;
+use token::Source;
 
-const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
-/// Connection tokens start here; lower tokens are listeners.
-const CONN_BASE: usize = 1 << 16;
 /// Frames one connection may have served per loop turn before others get a go.
 const FRAMES_PER_TURN: usize = 256;
 /// How long a lazy reply may wait for company: 2 ticks of the loop's millisecond clock, so
@@ -75,7 +75,8 @@ pub struct Server {
     engine: Engine,
     outbox: Outbox,
     config: Config,
-    next_generation: u32,
+    /// The generation of the connection accepted last (token.rs).
+    last_generation: u32,
     /// Connections with bytes to write this turn.
     pending_writes: Vec<usize>,
     /// The list being flushed, kept to reuse its allocation: no allocation per turn.
@@ -122,6 +123,11 @@ pub struct Server {
     cluster: Option<Box<etcd_link::EtcdLink>>,
     /// TLS listeners, sessions and handshakes (tls_glue.rs).
     tls: tls_glue::TlsGlue,
+    /// The descriptors open when the loop started less those `fds_held` counted then, so
+    /// that the sum of the two is what is open (`open_fds`); `None` without /proc.
+    fds_base: Option<i64>,
+    /// Listeners whose accept failed, with the deadline of their next try (accept.rs).
+    accept_retries: Vec<(token::Listener, crate::timer::TimerKey)>,
 }
 
 impl Server {
@@ -167,7 +173,7 @@ impl Server {
             engine,
             outbox: Outbox::default(),
             config,
-            next_generation: 0,
+            last_generation: 0,
             pending_writes: Vec::new(),
             flushing: Vec::new(),
             revisit: Vec::new(),
@@ -190,6 +196,8 @@ impl Server {
             access,
             cluster,
             tls,
+            fds_base: None,
+            accept_retries: Vec::new(),
         })
     }
 
@@ -217,7 +225,7 @@ impl Server {
     pub fn set_signals(&mut self, mut s: Signals) -> io::Result<()> {
         self.poll
             .registry()
-            .register(s.receiver(), SIGNAL_TOKEN, Interest::READABLE)?;
+            .register(s.receiver(), Source::Signals.token(), Interest::READABLE)?;
         self.signals = Some(s);
         Ok(())
     }
@@ -227,6 +235,11 @@ impl Server {
     pub fn run(&mut self) -> io::Result<Exit> {
         let mut events = Events::with_capacity(1024);
         crate::log_budget::configure(self.config.refusals_logged_per_second);
+        // What start-up opened (standard streams, the log, the poller, the listeners, the
+        // signal pipe, the journal) and what was inherited, listed once; from here on the
+        // loop counts what it opens and closes (`open_fds`).
+        self.fds_base =
+            crate::footprint::count_open_fds().map(|n| n as i64 - self.fds_held() as i64);
         loop {
             let now = self.clock.now_ms();
             if !self.busy() && self.idle_trim.due(now, self.turn == 1) {
@@ -264,13 +277,17 @@ impl Server {
         self.turn += 1;
         // A manual clock's move is not activity. `any` stops at the first event, which on the
         // system clock is never the waker's: one look per turn.
-        if events.iter().any(|e| e.token() != embedded::WAKE_TOKEN) {
+        let wake = Source::Wake.token();
+        if events.iter().any(|e| e.token() != wake) {
             self.idle_trim.activity(now);
         }
         for ev in events.iter() {
-            match ev.token() {
-                etcd_link::ETCD_UNARY | etcd_link::ETCD_WATCH => self.etcd_event(ev.token()),
-                SIGNAL_TOKEN => {
+            let Some(source) = Source::of(ev.token()) else {
+                continue;
+            };
+            match source {
+                Source::Etcd(link) => self.etcd_event(link),
+                Source::Signals => {
                     if let Some(exit) = self.on_signals(now) {
                         // Whatever this turn already made durable is written first.
                         self.journal.close(&mut self.engine, &mut self.outbox, now);
@@ -279,7 +296,7 @@ impl Server {
                     }
                 }
                 // A manual clock moved (the turn acts at its new time), or a stop.
-                embedded::WAKE_TOKEN => {
+                Source::Wake => {
                     if let Some((exit, close)) = self.on_wake() {
                         if close {
                             self.journal.close(&mut self.engine, &mut self.outbox, now);
@@ -287,13 +304,16 @@ impl Server {
                         return Some(exit);
                     }
                 }
-                Token(t) if t < CONN_BASE => self.accept(t),
-                Token(t) => {
-                    let idx = t - CONN_BASE;
+                Source::Listener(l) => self.accept(l),
+                Source::Conn(id) => {
+                    let idx = id.index as usize;
+                    let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+                        // Its connection closed earlier in this batch, and the slot may hold
+                        // a connection accepted since: the event is not the new one's.
+                        continue;
+                    };
                     if ev.is_read_closed() || ev.is_error() {
-                        if let Some(c) = self.conns.get_mut(idx) {
-                            c.set_hung_up();
-                        }
+                        c.set_hung_up();
                     }
                     if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                         self.read_conn(idx, now);
@@ -328,6 +348,21 @@ impl Server {
             return Some(exit);
         }
         None
+    }
+
+    /// The descriptors the loop opens and closes: connections, the journal's files, the
+    /// sockets to etcd. (A turn's passing reads of a file, the schedules say, are closed by
+    /// its end.)
+    fn fds_held(&self) -> u64 {
+        let etcd = self.cluster.as_ref().map_or(0, |l| l.open_sockets());
+        self.conns.len() as u64 + self.journal.open_files() + etcd
+    }
+
+    /// The descriptors open now, for `/metrics`: counted, not listed (a listing reads one
+    /// entry per connection, in the middle of a turn). `None` without /proc.
+    pub(super) fn open_fds(&self) -> Option<u64> {
+        let open = self.fds_base? + self.fds_held() as i64;
+        Some(open.max(0) as u64)
     }
 
     /// Work is waiting that the next turn must do without sleeping.
@@ -375,8 +410,12 @@ impl Server {
                 return;
             };
             match what {
-                deadlines::Deadline::TlsHandshake(_) => self.tls_deadline(key, what),
-                _ => self.http_deadline(key, what),
+                Deadline::TlsHandshake(id) => self.tls_deadline(key, id),
+                Deadline::HttpIdle(_)
+                | Deadline::HttpRequest(_)
+                | Deadline::HttpJob(_)
+                | Deadline::HttpLinger(_) => self.http_deadline(key, what),
+                Deadline::AcceptRetry(l) => self.accept_retry(l),
             }
         }
     }

@@ -111,7 +111,7 @@ impl Server {
                 self.output.recount(&mut c.counted, c.wbuf.len());
                 match flushed {
                     Ok(()) => {
-                        let token = Token(CONN_BASE + idx);
+                        let token = Source::Conn(c.id).token();
                         if let Err(e) = c.update_interest(self.poll.registry(), token) {
                             info!("connection {idx}: cannot change its interest: {e}");
                             self.to_close.push(idx);

@@ -12,6 +12,7 @@ use super::Server;
 use super::deadlines::Deadline;
 use super::transport::TlsSession;
 use crate::config::Config;
+use crate::engine::ConnId;
 use crate::http::metrics::TlsStats;
 use crate::log_budget::Cause;
 use crate::peer_log;
@@ -174,10 +175,7 @@ impl Server {
     }
 
     /// A TLS handshake's deadline passed: close the connection if it is still at it.
-    pub(super) fn tls_deadline(&mut self, key: TimerKey, what: Deadline) {
-        let Deadline::TlsHandshake(id) = what else {
-            return;
-        };
+    pub(super) fn tls_deadline(&mut self, key: TimerKey, id: ConnId) {
         let idx = id.index as usize;
         let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
             return;

@@ -32,6 +32,13 @@ pub(super) struct Compaction {
     snap: SnapOut,
 }
 
+impl Compaction {
+    /// The files it holds open: the snapshot it writes and the segment it reads.
+    pub(super) fn open_files(&self) -> u64 {
+        1 + u64::from(self.reader.is_some())
+    }
+}
+
 /// The snapshot being written: its length so far, bytes not yet written, and where each
 /// copied record landed (applied to the live set once the snapshot is durable).
 #[derive(Debug, Default)]

@@ -79,6 +79,13 @@ pub struct Journal {
 }
 
 impl Journal {
+    /// The files it holds open: the lock, the active segment once written, and a
+    /// compaction's snapshot and input (counted in the server's open descriptors).
+    pub fn open_files(&self) -> u64 {
+        let compaction = self.compaction.as_ref().map_or(0, |c| c.open_files());
+        1 + u64::from(self.cur.is_some()) + compaction
+    }
+
     /// Locks DIR (creating it if missing), replays it, finishes or discards an interrupted
     /// compaction, cuts a torn tail, and returns the journal ready to append and the state to
     /// feed the engine.

@@ -97,6 +97,13 @@ impl Proc {
         self.child.id() as i32
     }
 
+    /// The descriptors open in the process now, as /proc/PID/fd lists them.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or_else(|e| panic!("{}: /proc/{}/fd: {e}", self.name, self.pid()))
+    }
+
     pub fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.out.bytes.lock().unwrap()).into_owned()
     }
@@ -124,8 +131,34 @@ impl Proc {
         }
     }
 
+    /// Stop the process (SIGSTOP) and wait until the kernel shows it stopped: from then on,
+    /// what peers do piles up in its sockets, to be seen in one batch of events at `resume`.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+        poll(5, &format!("{} to stop", self.name), || {
+            match state(self.pid()) {
+                Some('T') => Ok(()),
+                other => Err(format!("state {other:?}")),
+            }
+        });
+    }
+
+    /// Let a paused process go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The exit status if the process has exited, once its outputs are read to their end
+    /// (what it wrote last, an error at start say, is in `stdout`/`stderr` then); `None`
+    /// while it runs.
+    pub fn has_exited(&mut self) -> Option<ExitStatus> {
+        let st = self.child.try_wait().ok()??;
+        self.outputs_closed();
+        Some(st)
     }
 
     /// Wait until stderr (the log) contains `needle`; panics after `secs`.
@@ -299,12 +332,13 @@ pub fn have(cmd: &str) -> bool {
 
 /// Is a process alive (and not a zombie)?
 pub fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            // The state follows the parenthesised command name.
-            s.rsplit_once(')')
-                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-                .unwrap_or(false)
-        })
-        .unwrap_or(false)
+    state(pid).is_some_and(|s| s != 'Z')
+}
+
+/// A process's state letter from /proc/PID/stat (R, S, T, Z ...); `None` once it is gone.
+pub fn state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the parenthesised command name.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
 }

@@ -12,6 +12,12 @@ use super::gearman::Conn;
 use super::process::{BIN, Proc};
 use super::wait::{poll, wait_workers};
 
+/// setrlimit's resource argument (its type differs between C libraries).
+#[cfg(target_env = "gnu")]
+type Resource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type Resource = libc::c_int;
+
 /// A server a test speaks Gearman to: a process (`Server`) or in-process (`InProcess`).
 pub trait Serves {
     fn connect(&self) -> Conn;
@@ -44,16 +50,26 @@ impl Server {
     /// `start`, with every file the server writes limited to `bytes` (RLIMIT_FSIZE: a write
     /// past it fails with EFBIG, as on a full disk).
     pub fn start_with_file_limit(extra: &[&str], bytes: u64) -> Server {
+        Server::start_limited(extra, libc::RLIMIT_FSIZE, bytes)
+    }
+
+    /// `start`, with at most `fds` descriptors open (RLIMIT_NOFILE, soft and hard: past it,
+    /// `accept` fails with EMFILE).
+    pub fn start_with_fd_limit(extra: &[&str], fds: u64) -> Server {
+        Server::start_limited(extra, libc::RLIMIT_NOFILE, fds)
+    }
+
+    fn start_limited(extra: &[&str], resource: Resource, value: u64) -> Server {
         let mut cmd = Command::new(BIN);
         cmd.args(default_args(extra));
         // SAFETY: setrlimit is async-signal-safe and touches only the child.
         unsafe {
             cmd.pre_exec(move || {
                 let lim = libc::rlimit {
-                    rlim_cur: bytes,
-                    rlim_max: bytes,
+                    rlim_cur: value,
+                    rlim_max: value,
                 };
-                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                if libc::setrlimit(resource, &lim) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -71,9 +87,12 @@ impl Server {
         let mut proc = Proc::spawn("gearwheel serve", cmd, None);
         let addr = poll(10, "the server to start", || {
             let log = proc.stderr();
-            match listening_on(&log, "Listening on ") {
-                Some(addr) => Ok(addr),
-                None if !proc.running() => panic!("server exited; log:\n{log}"),
+            if let Some(addr) = listening_on(&log, "Listening on ") {
+                return Ok(addr);
+            }
+            match proc.has_exited() {
+                // The log read again once its reader has read it all.
+                Some(st) => panic!("server exited ({st}); log:\n{}", proc.stderr()),
                 None => Err(log),
             }
         });
