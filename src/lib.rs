@@ -30,7 +30,7 @@
 //!   `client::etcd` (the etcd link's TLS settings and its lease revoke at exit, and the
 //!   `--etcd-*` files' check in `config`), never `cli`.
 //!
-//! Dependencies point one way, with no loop between modules (tests/module_graph.rs).
+//! Dependencies point one way, with no loop between modules (tests/docs/module_graph.rs).
 
 pub mod access;
 pub mod cli;

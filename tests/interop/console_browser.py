@@ -2,7 +2,7 @@
 """Drive gearwheel's console in headless Chromium (selenium + chromedriver).
 
 Usage: console_browser.py BASE_URL OUT_DIR
-The server (started by tests/browser_console.rs) has: 3 background jobs queued for
+The server (started by tests/interop/browser_console.rs) has: 3 background jobs queued for
 `console.q`, 2 for a function named `<img src=x onerror=alert(1)>`, a worker `console-worker`
 running one `console.work` job, a future job for `console.later` due in 2100, and a schedules
 file with `console.tick` and `nightly.backup`. Prints one line per check and the path of each

@@ -3,7 +3,7 @@
 headless Chromium (selenium + chromedriver).
 
 Usage: console_failed.py BASE_URL GEARMAN_HOST:PORT OUT_DIR
-The server (started by tests/browser_console.rs) has two failed jobs of `console.flaky`: the
+The server (started by tests/interop/browser_console.rs) has two failed jobs of `console.flaky`: the
 older with the workload `retry me` and the error "disk full on /var", the newer with a 3000-byte
 workload and an error that is HTML; a worker `console-worker` runs one `console.work` job.
 Prints one line per check and the path of each screenshot; exits non-zero on the first failure.

@@ -1,4 +1,4 @@
-"""A python `gear` client for the interop tests (tests/interop_python.rs).
+"""A python `gear` client for the interop tests (tests/interop/python.rs).
 
 Usage: python3 gear_client.py PORT SCENARIO [ARG]
 Each scenario prints one result per line; the Rust test compares the lines.

@@ -1,4 +1,4 @@
-"""A python `gear` worker for the interop tests (tests/interop_python.rs).
+"""A python `gear` worker for the interop tests (tests/interop/python.rs).
 
 Usage: python3 gear_worker.py PORT
 Prints "ready" once connected and registered, and "job NAME ARGS" before each job.

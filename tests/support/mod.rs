@@ -19,7 +19,7 @@
 //! `TlsServer` (tls_serve.rs: mutual TLS under an access list); etcd.rs runs a real etcd
 //! (`support::etcd::Etcd`), cluster.rs servers joined to it (`support::cluster::*`) and
 //! partition.rs a relay that cuts one of them off (`support::partition::Relay`); man.rs is
-//! the markdown-to-roff of tests/man_pages.rs.
+//! the markdown-to-roff of tests/docs/man_pages.rs.
 #![allow(dead_code)]
 
 pub mod cluster;

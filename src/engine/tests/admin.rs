@@ -100,7 +100,7 @@ fn cancels_from_the_middle_and_give_backs_to_the_head_keep_queue_order() {
     w.e.check_queues();
 }
 
-/// Who may shut down is the reactor's gate's question (tests/protocol_access.rs); the engine
+/// Who may shut down is the reactor's gate's question (tests/protocol/access.rs); the engine
 /// does what the line says.
 #[test]
 fn shutdown_asks_the_loop_to_stop() {

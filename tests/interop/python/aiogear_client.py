@@ -1,4 +1,4 @@
-"""aiogear 0.2.6 (asyncio) against gearwheel (tests/interop_python_libs.rs).
+"""aiogear 0.2.6 (asyncio) against gearwheel (tests/interop/python_libs.rs).
 
 Usage: python3 aiogear_client.py PORT worker
        python3 aiogear_client.py PORT client SCENARIO [ARG]

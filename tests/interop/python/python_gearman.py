@@ -1,4 +1,4 @@
-"""python-gearman's Python 3 forks against gearwheel (tests/interop_python_libs.rs): PyPI
+"""python-gearman's Python 3 forks against gearwheel (tests/interop/python_libs.rs): PyPI
 `python3-gearman` 0.1.0 (module python3_gearman) and `pygearman` 0.2.6 (module gearman). They
 share python-gearman 2.0's API; pygearman adds getpid, show jobs and cancel job to its admin
 client.

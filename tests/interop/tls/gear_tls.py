@@ -1,4 +1,4 @@
-"""python `gear` over mutual TLS, for tests/interop_tls_clients.rs.
+"""python `gear` over mutual TLS, for tests/interop/tls_clients.rs.
 
 Usage:
   gear_tls.py worker HOST PORT KEY CERT CA NAME   registers reverse and who; prints "ready",

@@ -1,0 +1,54 @@
+//! One test binary: raw Gearman bytes, admin lines and HTTP against a real server on port 0; the
+//! journal across restarts and crashes; TLS. Each file in tests/protocol/ was a test binary of its
+//! own; one binary links tests/support once instead of once per file. Run one file's tests with
+//! `cargo test --test protocol FILE::` (e.g. `cargo test --test protocol http_client_leaves::`).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod http_client_leaves;
+mod http_console;
+mod http_failed;
+mod http_guard;
+mod http_journal_metrics;
+mod http_metrics;
+mod http_protocol;
+mod http_schedule_alerts;
+mod http_schedule_ops;
+mod http_submit;
+mod journal_bounded;
+mod journal_crash;
+mod journal_disk_full;
+mod journal_kill_loop;
+mod journal_restart;
+mod access;
+mod admin;
+mod admin_order;
+mod backlog;
+mod descriptors;
+mod errors;
+mod failed;
+mod footprint;
+mod functions;
+mod future;
+mod garbage;
+mod grab_wait;
+mod jobs;
+mod journal;
+mod leases;
+mod log;
+mod memory;
+mod names;
+mod output_bound;
+mod process;
+mod reread;
+mod retries;
+mod schedule_ops;
+mod schedules;
+mod slots;
+mod smoke;
+mod stress;
+mod unique_status;
+mod workers;
+mod support_server;
+mod tls_server;
