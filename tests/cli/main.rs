@@ -10,7 +10,7 @@ mod admin;
 mod env;
 mod help;
 mod import_crontab;
+mod protocol_cli;
 mod schedules_push;
 mod serve;
 mod work;
-mod protocol_cli;

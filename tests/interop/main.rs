@@ -6,8 +6,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod browser_console;
 mod alerts;
+mod browser_console;
 mod cli;
 mod epoch;
 mod http;
