@@ -63,6 +63,24 @@ for f in /lib/systemd/system/gearwheel.service /lib/systemd/system/gearwheel-wor
     run test -f "$f"
 done
 
+step "Every relative link of the installed documentation resolves"
+# The README and docs/ are read in /usr/share/doc/gearwheel, away from the repository: a link
+# to a file the package does not ship goes nowhere there.
+broken=0
+while IFS= read -r md; do
+    dir="$(dirname "$md")"
+    while IFS= read -r target; do
+        target="${target%%#*}"
+        [ -z "$target" ] && continue
+        if [ ! -e "$dir/$target" ]; then
+            echo "broken link in $md: $target" >&2
+            broken=1
+        fi
+    done < <(grep -oE '\]\([^)]+\)' "$md" | sed -E 's/^\]\(//; s/\)$//' | grep -vE '^(https?:|mailto:|#)')
+done < <(find /usr/share/doc/gearwheel -name '*.md')
+[ "$broken" = 0 ] || exit 1
+echo "all links resolve"
+
 step "gearwheel --version"
 got="$(/usr/bin/gearwheel --version)"
 printf '%s\n' "$got"
