@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What open consoles cost a busy server (issue 20): the background-job benchmark
+"""What open consoles cost a busy server: the background-job benchmark
 (benches/load, --mode bg) against a fresh gearwheel with no console open, then with CONSOLES
 open consoles, alternating (none, N, N, none, ...) so that the machine's drift hits both
 alike; prints each run, the medians and the ratio of jobs/s.

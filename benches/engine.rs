@@ -408,7 +408,7 @@ fn main() {
         },
     );
 
-    // Issue 14 item 1: a worker's function count must not make any step of a job slower.
+    // A worker of many functions: its function count must not make any step of a job slower.
     // One sleeping worker registered for `nf` functions; each job goes to another of them
     // and takes the whole idle cycle: submit (NOOP), GRAB, WORK_COMPLETE, GRAB (NO_JOB),
     // PRE_SLEEP. Flat from 1 to 50,000 functions means no step scans the worker's list.
@@ -460,7 +460,7 @@ fn main() {
     }
 
     // GET_STATUS_UNIQUE finds a unique across all functions: flat in their number, and with
-    // thousands of functions holding a job of the same unique (issue 14).
+    // thousands of functions holding a job of the same unique.
     println!("GET_STATUS_UNIQUE (per request, every function holding a job):");
     for (nf, shared) in [(1, false), (1_000, false), (100_000, false), (10_000, true)] {
         let name = if shared {

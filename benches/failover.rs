@@ -1,4 +1,4 @@
-//! Failover time of a cluster (issue 19): three servers on one etcd run `@every 1s` with
+//! Failover time of a cluster: three servers on one etcd run `@every 1s` with
 //! catchup=last; the leader is killed with -9 and the time from the kill to the first run
 //! fired by the next leader (as a worker sees it) is measured, 20 times; the median and the
 //! worst are printed with the command that produced them. The lease TTL is the default, 5 s

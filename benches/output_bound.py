@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory under peers that ask and never read (--max-total-output, issue 14 item 4).
+"""Memory under peers that ask and never read (--max-total-output).
 
 N clients each send M echoes of 1 MiB (ECHO_REQ) and read none of the replies. The server's
 RSS and its unsent bytes (/metrics gearman_output_buffered_bytes) are sampled every 200 ms for

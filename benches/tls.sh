@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TLS side by side (issue 17): gearwheel's own TLS, plaintext gearwheel, and gearmand behind
+# TLS side by side: gearwheel's own TLS, plaintext gearwheel, and gearmand behind
 # stunnel4 (how TLS is added to a server that has none; Debian's gearmand is built without
 # it), all with the same certificates under one load generator (benches/load/ with --tls-*:
 # every connection a mutual-TLS rustls client, pipelining like the plaintext runs). Prints the

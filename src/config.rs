@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use argh::FromArgs;
-use log::LevelFilter;
 
 use crate::engine::EngineConfig;
 use crate::logger::{self, LogTarget};
@@ -32,7 +31,7 @@ pub struct ServeArgs {
     #[argh(option, short = 'L')]
     pub listen: Vec<String>,
     /// port to listen on (default 4730, or $GEARMAND_PORT; 0 picks a free port)
-    #[argh(option, short = 'p')]
+    #[argh(option, short = 'p', from_str_fn(listen_port))]
     pub port: Option<u16>,
     /// log file path, or "stderr", or "none" (default stderr)
     #[argh(option, short = 'l')]
@@ -153,7 +152,7 @@ pub struct ServeArgs {
     #[argh(option)]
     pub schedules: Option<PathBuf>,
     /// serve HTTP (job submission, /status, /metrics) on this port too (0 picks a free port)
-    #[argh(option)]
+    #[argh(option, from_str_fn(listen_port))]
     pub http_port: Option<u16>,
     /// address for the HTTP listener, optionally ADDR:PORT (repeatable; default the --listen
     /// addresses, port --http-port or 8080)
@@ -184,10 +183,14 @@ pub struct ServeArgs {
     /// denials logged per connection; later ones are counted in /metrics only (default 10)
     #[argh(option, default = "10")]
     pub acl_denials_logged: u32,
-    /// denials logged per second by the whole server; later ones are only counted
-    /// (default 100)
-    #[argh(option, default = "100")]
-    pub acl_denials_logged_per_second: u32,
+    /// log lines the whole server writes per second about what peers cause (denials,
+    /// refusals, protocol and connection errors); the rest are counted and summed up in one
+    /// line a second (default 100)
+    #[argh(option)]
+    pub refusals_logged_per_second: Option<u32>,
+    /// the former name of --refusals-logged-per-second
+    #[argh(option, hidden_help)]
+    pub acl_denials_logged_per_second: Option<u32>,
     /// identities counted by name in gearman_access_denied_total; others count as "other"
     /// (default 100)
     #[argh(option, default = "100")]
@@ -265,7 +268,7 @@ pub struct ServeArgs {
 pub struct Config {
     pub listen: Vec<SocketAddr>,
     pub log_target: LogTarget,
-    pub log_level: LevelFilter,
+    pub log_level: logger::Verbosity,
     pub log_level_name: String,
     pub pid_file: Option<PathBuf>,
     pub backlog: i32,
@@ -299,6 +302,8 @@ pub struct Config {
     /// `--http-port` / `--http-listen`: the HTTP listener, if any.
     pub http: Option<HttpConfig>,
     /// `--acl`, `--protected-mode` and the denial bounds.
+    /// `--refusals-logged-per-second` (`crate::log_budget`).
+    pub refusals_logged_per_second: u32,
     pub access: crate::access::AccessConfig,
     /// `--ssl` / `--ssl-listen` and the certificate files, if TLS is on.
     pub tls: Option<TlsConfig>,
@@ -396,6 +401,12 @@ pub(crate) fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+/// A port to listen on (0: any free port), or what is wrong with it, in words.
+fn listen_port(text: &str) -> Result<u16, String> {
+    text.parse::<u16>()
+        .map_err(|_| format!("{text} is not a port (1-65535, or 0 for any free port)"))
+}
+
 fn resolve(addr: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
     if let Ok(sa) = addr.parse::<SocketAddr>() {
         return Ok(vec![sa]);
@@ -405,8 +416,8 @@ fn resolve(addr: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
     let (host, port) = match addr.rsplit_once(':') {
-        Some((h, p)) if p.parse::<u16>().is_ok() && !h.contains(':') => {
-            (h, p.parse().unwrap_or(port))
+        Some((h, p)) if !h.contains(':') => {
+            (h, listen_port(p).map_err(|e| format!("{addr:?}: {e}"))?)
         }
         _ => (addr, port),
     };
@@ -426,9 +437,7 @@ impl Config {
         let mut notices = Vec::new();
         let port = match (a.port, env_port) {
             (Some(p), _) => p,
-            (None, Some(p)) => p
-                .parse()
-                .map_err(|_| format!("GEARMAND_PORT={p:?} is not a port number"))?,
+            (None, Some(p)) => listen_port(&p).map_err(|e| format!("GEARMAND_PORT={p:?}: {e}"))?,
             (None, None) => 4730,
         };
         let mut listen = Vec::new();
@@ -546,6 +555,16 @@ impl Config {
         if a.repair && a.data_dir.is_none() {
             return Err("--repair needs --data-dir".into());
         }
+        // The old name, from when only the ACL's denials were bounded, still works.
+        let refusals_logged_per_second = match (
+            a.refusals_logged_per_second,
+            a.acl_denials_logged_per_second,
+        ) {
+            (Some(_), Some(_)) => {
+                return Err("--acl-denials-logged-per-second is the former name of --refusals-logged-per-second: give one".into());
+            }
+            (n, old) => n.or(old).unwrap_or(crate::log_budget::DEFAULT_PER_SECOND),
+        };
         Ok(Config {
             listen,
             log_target: LogTarget::parse(a.log_file.as_deref().unwrap_or("stderr")),
@@ -600,8 +619,8 @@ impl Config {
                 },
                 denials_logged: a.acl_denials_logged,
                 metric_identities: a.acl_metric_identities,
-                denials_logged_per_second: a.acl_denials_logged_per_second,
             },
+            refusals_logged_per_second,
             cluster,
             tls,
         })
@@ -665,7 +684,7 @@ mod tests {
         );
         assert_eq!(c.engine.job_retries, 3);
         assert!(c.engine.round_robin && c.engine.exceptions);
-        assert_eq!(c.log_level, LevelFilter::Info);
+        assert_eq!(c.log_level, logger::Verbosity::Info);
         assert_eq!(c.notices.len(), 2);
         assert!(c.keepalive.is_some());
     }
@@ -716,6 +735,29 @@ mod tests {
                 .contains("--grab-wait")
         );
         assert!(Config::from_args(serve(&["serve", "-L", "[::1]:4800"]).unwrap(), None).is_ok());
+    }
+
+    #[test]
+    fn the_refusals_budget_keeps_its_former_name() {
+        let per_second = |args: &[&str]| {
+            Config::from_args(serve(args).unwrap(), None).map(|c| c.refusals_logged_per_second)
+        };
+        assert_eq!(per_second(&["serve"]), Ok(100));
+        assert_eq!(
+            per_second(&["serve", "--refusals-logged-per-second", "7"]),
+            Ok(7)
+        );
+        assert_eq!(
+            per_second(&["serve", "--acl-denials-logged-per-second", "8"]),
+            Ok(8)
+        );
+        let both = per_second(&[
+            "serve",
+            "--refusals-logged-per-second",
+            "7",
+            "--acl-denials-logged-per-second=8",
+        ]);
+        assert!(both.unwrap_err().contains("former name"));
     }
 
     #[test]

@@ -242,7 +242,7 @@ mod tests {
     /// The server lives on the main thread's stack, and start-up moves it (bind, then serve,
     /// then the loop) in copies that stay resident as stack for the life of the process. It
     /// was 22 kB with the two timer wheels' slots and the etcd link inline (a 96 kB stack
-    /// where 44 kB did before issue 15); what is big or optional is behind a pointer now.
+    /// where 44 kB did before the reactor's own deadline wheel); what is big or optional is behind a pointer now.
     #[test]
     fn the_server_is_small_to_move() {
         let size = std::mem::size_of::<crate::reactor::Server>();

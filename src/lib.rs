@@ -18,8 +18,11 @@
 //! - `cluster`: several servers on one etcd: the pure etcd conversation (election, lease,
 //!   claims of schedule runs) and its codec, the etcd v3 JSON gateway (`cluster::etcd`); the
 //!   reactor owns its sockets.
-//! - `config`: validated settings; `logger`: the `log` back end; `footprint`: the idle
+//! - `config`: validated settings; `config_file`: the one way the server reads a file it
+//!   reads again while it runs (regular files only, never a blocking open); `logger`: the `log` back end; `footprint`: the idle
 //!   resident set and the process's numbers from /proc; `plural`: counts with their noun.
+//! - `log_budget`: the one bound on log lines a peer can cause (`peer_log!`), with a summary
+//!   of what it held back; `peer_text`: peer bytes escaped and cut short for a log line.
 //! - `tls` (feature `tls`): certificate files, rustls configurations, peer names.
 //! - `client`: a blocking Gearman client/worker library and a blocking etcd client
 //!   (`client::etcd`); `cli`: the `work`, `submit`, `admin`, `check` and `import-crontab`
@@ -35,11 +38,14 @@ pub mod client;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod config_file;
 pub mod engine;
 pub mod footprint;
 pub mod http;
 pub mod json;
+pub mod log_budget;
 pub mod logger;
+pub mod peer_text;
 pub mod plural;
 pub mod proto;
 pub mod reactor;

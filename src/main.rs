@@ -131,7 +131,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     // The data directory is opened (and locked) before privileges are dropped.
     match &journal {
         Some((dir, fsync, repair)) => match server.open_journal(dir, *fsync, *repair) {
-            Ok(line) => log::info!("{line}"),
+            Ok(line) => gearwheel::notice!("{line}"),
             Err(e) => {
                 logger::announce(Level::Error, &e);
                 return fail(1, detached);
@@ -163,7 +163,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
             }
             return fail(1, detached);
         }
-        log::info!("running as user {} (uid {}, gid {})", u.name, u.uid, u.gid);
+        gearwheel::notice!("running as user {} (uid {}, gid {})", u.name, u.uid, u.gid);
     }
     match Signals::install() {
         Ok(s) => {
@@ -182,7 +182,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     }
     if let Some(path) = schedules {
         match server.load_schedules(path.clone()) {
-            Ok((n, report)) => log::info!(
+            Ok((n, report)) => gearwheel::notice!(
                 "schedules: {} from {}{}",
                 gearwheel::plural::count(n as u64, "entry", "entries"),
                 path.display(),
@@ -217,7 +217,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     if server.tls_everywhere() {
         logger::announce(Level::Info, "TLS (--ssl) on every listener, HTTP included");
     }
-    log::info!("gearwheel {VERSION} started");
+    gearwheel::notice!("gearwheel {VERSION} started");
     if let Some(ready) = detached.take() {
         if let Err(e) = service::null_stdio(!log_to_stderr) {
             log::warn!("cannot point stdio at /dev/null: {e}");
@@ -234,7 +234,7 @@ fn serve(args: gearwheel::config::ServeArgs) -> ExitCode {
     }
     match result {
         Ok(Exit::Stopped) | Ok(Exit::Graceful) => {
-            log::info!("stopped");
+            gearwheel::notice!("stopped");
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -323,7 +323,8 @@ mod tests {
 
     /// The slots live behind pointers: a wheel is part of the engine and of the reactor, and
     /// with 8 KiB inline each the server on the main thread's stack (moved three times at
-    /// start) held the idle stack 52 kB deeper than before issue 15 (44 -> 96 kB resident).
+    /// start) held the idle stack 52 kB deeper than before the reactor got a wheel of its own (44 -> 96 kB
+    /// resident).
     #[test]
     fn a_wheel_is_small_to_move() {
         let size = std::mem::size_of::<Timers<u64>>();

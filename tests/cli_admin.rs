@@ -278,7 +278,7 @@ fn the_admin_protocols_own_command_names_work() {
 fn binary_uniques_are_escaped_in_tables_and_raw_with_raw() {
     let s = Server::start(&[]);
     // The server writes control characters of uniques as `\xHH` itself (they could forge
-    // reply lines, issue 14 item 7); what it passes on as bytes (C1 controls, bytes that are
+    // reply lines); what it passes on as bytes (C1 controls, bytes that are
     // not UTF-8, the backslash) the tool escapes.
     let unique: &[u8] = b"u\xc2\x9b31m\xff\\";
     client(&s)

@@ -345,6 +345,14 @@ fn tricky_crontabs_move_over_and_what_cannot_is_reported() {
         let line = format!("gearwheel import-crontab: {path}:{n}: {what}");
         assert!(o.stderr.contains(&line), "{line}\n{}", o.stderr);
     }
+    // MAILTO's way over is an alert job: the report names the setting that sends it.
+    assert!(
+        o.stderr
+            .contains("put ON_FAILURE=FUNCTION above the entries")
+            && !o.stderr.contains("does not exist yet"),
+        "{}",
+        o.stderr
+    );
     assert!(
         o.stderr.contains("19 entries; 4 line(s) not carried over"),
         "{}",

@@ -286,3 +286,50 @@ fn the_in_memory_warning_shows_at_the_default_log_level() {
         "{log}"
     );
 }
+
+/// The log of a server at `level` that accepted one future job and was stopped by SIGTERM,
+/// read once it has exited (so every line it wrote is in).
+fn log_of_a_short_life(level: &str) -> String {
+    let mut s = support::Server::start_args(&["serve", "-p", "0", "--verbose", level]);
+    let mut c = s.connect();
+    c.send_req(t::SUBMIT_JOB_EPOCH, &[b"later", b"", b"4102444800", b"x"]);
+    c.expect(t::JOB_CREATED);
+    s.signal(libc::SIGTERM);
+    assert!(s.exited(10).success(), "{}", s.log());
+    s.log()
+}
+
+#[test]
+fn notice_logs_the_start_and_the_stop_but_no_job() {
+    let log = log_of_a_short_life("NOTICE");
+    for line in [
+        "gearwheel 0.1.0 started",
+        "stop signal: shutting down",
+        "stopped",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.trim_start().starts_with("NOTICE ") && l.ends_with(line)),
+            "no NOTICE line {line:?} in {log}"
+        );
+    }
+    assert!(!log.contains("accepted future job"), "{log}");
+    assert!(
+        !log.lines().any(|l| l.trim_start().starts_with("INFO ")),
+        "{log}"
+    );
+    // INFO shows the job too, and the NOTICE lines still as NOTICE.
+    let log = log_of_a_short_life("INFO");
+    assert!(
+        log.lines()
+            .any(|l| l.trim_start().starts_with("INFO ") && l.contains("accepted future job")),
+        "{log}"
+    );
+    assert!(log.contains("NOTICE"), "{log}");
+    // WARNING writes neither.
+    let log = log_of_a_short_life("WARNING");
+    assert!(
+        !log.contains("started") && !log.contains("accepted"),
+        "{log}"
+    );
+}

@@ -324,6 +324,99 @@ fn submit_reports_bad_flags_and_unreachable_servers() {
 }
 
 #[test]
+fn ports_that_are_not_ports_are_bad_flags_in_words() {
+    for cmd in [
+        &["submit", "-s", "127.0.0.1:abc", "-f", "x", "d"][..],
+        &["submit", "-s", "127.0.0.1:70000", "-f", "x", "d"],
+        &["admin", "-s", "127.0.0.1:70000", "status"],
+        &["admin", "-s", "[::1]:abc", "status"],
+        &["work", "-s", "127.0.0.1:0", "-f", "x", "--", "cat"],
+    ] {
+        let o = gw(cmd, None, 10);
+        assert_eq!(o.code(), Some(2), "{cmd:?}: {o:?}");
+        let port = cmd[2].rsplit(':').next().unwrap();
+        let want = format!("{port} is not a port (1-65535)");
+        assert!(o.stderr.contains(&want), "{cmd:?}: {}", o.stderr);
+    }
+    for (env, cmd) in [
+        ("GEARMAN_SERVERS", &["submit", "-f", "x", "d"][..]),
+        ("GEARMAN_SERVER", &["admin", "status"]),
+    ] {
+        let o = gw_env(cmd, &[(env, "127.0.0.1:4730,box:99999")]);
+        assert_eq!(o.code(), Some(2), "{cmd:?}: {o:?}");
+        assert!(
+            o.stderr.contains("99999 is not a port (1-65535)"),
+            "{}",
+            o.stderr
+        );
+    }
+    // The server's own port flags: 0 picks a free port, so it is one.
+    for args in [
+        &["serve", "-p", "70000"][..],
+        &["serve", "--http-port", "65536"],
+        &["serve", "-L", "127.0.0.1:99999"],
+    ] {
+        let o = gw(args, None, 10);
+        assert_eq!(o.code(), Some(2), "{args:?}: {o:?}");
+        assert!(
+            o.stderr
+                .contains("is not a port (1-65535, or 0 for any free port)"),
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+}
+
+/// `gw` with these environment variables set.
+fn gw_env(args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gearwheel"));
+    c.args(args).envs(env.iter().copied());
+    run_out(&mut c, None, 10)
+}
+
+#[test]
+fn submit_shows_the_servers_refusal_and_exits_1() {
+    // Protected mode: a peer beyond loopback gets one ERROR, which says what to do, and the
+    // close; the submitter must show that text, not the close.
+    let Some(ip) = own_address() else { return };
+    let s = Server::start(&["-L", "0.0.0.0"]);
+    let far = format!("{ip}:{}", s.port());
+    for cmd in [
+        &["submit", "-s", &far, "-f", "f", "x"][..],
+        &["submit", "-s", &far, "-b", "-f", "f", "x"],
+        &["admin", "-s", &far, "status"],
+    ] {
+        let o = gw(cmd, None, 20);
+        assert_eq!(o.code(), Some(1), "{cmd:?}: {o:?}");
+        assert!(
+            o.stderr.contains("PROTECTED_MODE") && o.stderr.contains("--acl FILE"),
+            "{cmd:?}: {}",
+            o.stderr
+        );
+    }
+    // An access list that lets this peer read but not submit.
+    let dir = TempDir::new("cli-acl");
+    let acl = dir.path("acl");
+    std::fs::write(&acl, "addr:127.0.0.1 status *\n").unwrap();
+    let s = Server::start(&["--acl", acl.to_str().unwrap()]);
+    for bg in [false, true] {
+        let mut args = vec!["-f", "f", "x"];
+        if bg {
+            args.push("-b");
+        }
+        let o = submit(&s, &args, None);
+        assert_eq!(o.code(), Some(1), "{o:?}");
+        assert!(
+            o.stderr.contains(
+                "PERMISSION_DENIED: submit on function f is not granted to addr:127.0.0.1"
+            ),
+            "{}",
+            o.stderr
+        );
+    }
+}
+
+#[test]
 fn php_client_against_a_gearwheel_worker() {
     if !need("php-cli with the gearman extension (php-gearman)") {
         return;

@@ -1,4 +1,4 @@
-//! etcd over TLS with client certificates (issue 19): a real etcd started here serves its
+//! etcd over TLS with client certificates: a real etcd started here serves its
 //! clients on `https://` with `--client-cert-auth`, its certificate and the clients' issued
 //! by a throwaway CA (`TestCa`). Two gearwheel servers with a client certificate elect one
 //! leader and fire an `@every 1s` entry once per time, across a kill -9 of the leader; a

@@ -1,4 +1,4 @@
-//! Several servers, one etcd, every scheduled run exactly once (issue 19), against a real
+//! Several servers, one etcd, every scheduled run exactly once, against a real
 //! etcd started here on loopback ports: three gearwheel servers load one schedules file
 //! (`@every 1s` and `*/1 * * * *`, workloads naming `{time}`), workers take jobs from all of
 //! them, and the leader is killed with -9 ten times at random moments. No scheduled time may

@@ -1,5 +1,5 @@
-//! `overlap=skip` without `timeout=` across a leader change, against a real etcd (issue 19;
-//! docs/cluster.md "overlap=skip across servers"): a run still going on a server that is a
+//! `overlap=skip` without `timeout=` across a leader change, against a real etcd
+//! (docs/cluster.md "overlap=skip across servers"): a run still going on a server that is a
 //! live member of the cluster blocks the new leader's runs of that entry until it ends (the
 //! owner marks its record done), and a run whose server is no longer a live member (killed
 //! with -9) never blocks one. A missing etcd skips (a failure under

@@ -1,4 +1,4 @@
-//! A schedules file pushed through etcd (issue 19; docs/cluster.md), against a real etcd
+//! A schedules file pushed through etcd (docs/cluster.md), against a real etcd
 //! started here: `gearwheel schedules push` stores a file every server loads in place of its
 //! own; a file with errors written straight into etcd (push itself refuses one) is refused by
 //! every server, which keeps firing the schedule it runs (its own file, or the last pushed

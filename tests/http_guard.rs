@@ -1,7 +1,8 @@
 //! The HTTP listener refuses what a web page could make a browser send: a Host that is not the
 //! server's (DNS rebinding), a request a browser marks as from another site, an Origin that is
 //! not the server's own. Scripts and curl (the listen address as Host, no Origin, no
-//! Sec-Fetch-Site) are served as ever. Every refusal is logged and counted in /metrics.
+//! Sec-Fetch-Site) are served as ever. Every refusal is logged and counted in /metrics. Live
+//! data (the JSON endpoints, /metrics) is never cached nor sniffed.
 
 mod support;
 
@@ -164,4 +165,42 @@ fn configured_names_are_served() {
         &raw("GET", "/healthz", &[("Host", "other.example")], b""),
     );
     assert_eq!(r.status, 403);
+}
+
+#[test]
+fn live_data_is_never_cached_nor_sniffed() {
+    let dir = TempDir::new("uncached");
+    let schedules = dir.path("schedules.cron");
+    std::fs::write(&schedules, "").unwrap();
+    let s = HttpServer::start(&["--schedules", schedules.to_str().unwrap()]);
+    let paths = [
+        "/status",
+        "/workers",
+        "/failed",
+        "/schedules",
+        "/metrics",
+        "/jobs/H:x:1",
+        "/healthz",
+    ];
+    for p in paths {
+        let r = s.call("GET", p, &[], b"");
+        assert_eq!(r.header("Cache-Control"), Some("no-store"), "{p}: {r:?}");
+        assert_eq!(
+            r.header("X-Content-Type-Options"),
+            Some("nosniff"),
+            "{p}: {r:?}"
+        );
+    }
+    // An operation's answer too.
+    let r = s.call("POST", "/failed/H:x:1/retry", &[], b"");
+    assert_eq!(r.header("Cache-Control"), Some("no-store"), "{r:?}");
+    // The console keeps its own (revalidated, once).
+    let r = s.call("GET", "/ui/api/server", &[], b"");
+    let cache: Vec<_> = r
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("cache-control"))
+        .collect();
+    assert_eq!(cache.len(), 1, "{r:?}");
+    assert_eq!(r.header("Cache-Control"), Some("no-cache"), "{r:?}");
 }

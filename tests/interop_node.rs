@@ -1,4 +1,4 @@
-//! Interop with the node Gearman libraries the issue tracker named (issue 16), each as worker
+//! Interop with the node Gearman libraries users run, each as worker
 //! and client of a real gearwheel: gearmanode 0.9.2, abraxas 2.1.10, node-gearman 0.2.2 and
 //! gearman-node 2.0.13, installed by `npm ci` in tests/interop/node (pinned by its lock file).
 //! The programs are tests/interop/node/LIBRARY.js (their one command line in main.js); what

@@ -1,4 +1,4 @@
-//! Interop with the python Gearman libraries the issue tracker named (issue 16), each as
+//! Interop with the python Gearman libraries users run, each as
 //! worker and client of a real gearwheel: python3-gearman 0.1.0 and pygearman 0.2.6 (two
 //! Python 3 forks of python-gearman 2.0, one program for both:
 //! tests/interop/python/python_gearman.py) and aiogear 0.2.6 (asyncio:

@@ -1,4 +1,4 @@
-//! Real Gearman clients over mutual TLS against one gearwheel (issue 17, interop): python
+//! Real Gearman clients over mutual TLS against one gearwheel (interop): python
 //! `gear` and Perl `Gearman::Client`/`Gearman::Worker` as worker and client, each with its own
 //! client certificate from a test CA; curl over HTTPS with a client certificate; the
 //! libgearman `gearman` CLI on the plaintext loopback listener of the same server while a TLS

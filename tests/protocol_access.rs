@@ -374,6 +374,54 @@ fn http_denials_are_403_and_a_bearer_token_is_an_identity() {
 }
 
 #[test]
+fn bearer_tokens_are_refused_beside_a_plaintext_http_listener_beyond_loopback() {
+    let dir = TempDir::new("acl-token-plain");
+    let tokens = format!(
+        "token ci {}\ntoken:ci  submit  build.*\n",
+        sha256_hex("s3cret")
+    );
+    let path = write_file(&dir, "acl", &tokens);
+    let acl = path.to_str().unwrap();
+    // At start: exit 2, in words naming the listener.
+    let plain = [
+        "-L",
+        "127.0.0.1",
+        "--http-listen",
+        "0.0.0.0:0",
+        "--acl",
+        acl,
+    ];
+    let out = gw(&[&["serve", "-p", "0"], &plain[..]].concat(), None, 10);
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    let want = "acl: bearer tokens are defined, but the HTTP listener 0.0.0.0:";
+    assert!(out.stderr.contains(want), "{out:?}");
+    assert!(
+        out.stderr.contains("serve HTTP over TLS (--ssl)"),
+        "{out:?}"
+    );
+    // A reload that brings tokens in is refused the same way, and the rules in force stay.
+    std::fs::write(&path, "addr:127.0.0.1  admin  *\n").unwrap();
+    let s = Server::start(&plain);
+    let http = http_addr(&s);
+    let mut c = s.connect();
+    std::fs::write(&path, &tokens).unwrap();
+    let reply = c.admin("reload acl", false);
+    assert!(
+        reply.starts_with("ERR ACL_ERROR ") && reply.contains("bearer+tokens+are+defined"),
+        "{reply:?}"
+    );
+    assert_eq!(c.admin("maxqueue f 3", false), "OK\r\n");
+    let mut h = Http::connect(SocketAddr::new("127.0.0.1".parse().unwrap(), http.port()));
+    let bearer = [
+        ("Authorization", "Bearer s3cret"),
+        ("X-Gearman-Background", "true"),
+    ];
+    h.send(&request("POST", "/build.one", &bearer, b"x"));
+    let r = h.read();
+    assert_eq!(r.status, 401, "the secret is unknown: {r:?}");
+}
+
+#[test]
 fn denials_are_logged_up_to_the_cap_then_summed_up() {
     let (s, _, _dir) = acl_server("addr:127.0.0.9 status *\n", &["--acl-denials-logged", "2"]);
     let mut c = Conn::connect(s.addr);
@@ -532,7 +580,7 @@ fn without_an_acl_console_actions_are_served_to_loopback_peers_only() {
 fn a_flood_of_connections_is_logged_at_a_bounded_rate() {
     let (s, _, _dir) = acl_server(
         "addr:127.0.0.9 status *\n",
-        &["--acl-denials-logged-per-second", "1"],
+        &["--refusals-logged-per-second", "1"],
     );
     let mut sent = 0;
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -540,7 +588,7 @@ fn a_flood_of_connections_is_logged_at_a_bounded_rate() {
     // the line about the held-back ones came.
     while !s
         .log()
-        .contains("denials not logged (more than --acl-denials-logged-per-second 1)")
+        .contains("(past --refusals-logged-per-second 1): denied")
     {
         assert!(std::time::Instant::now() < end, "{}", s.log());
         for _ in 0..3 {

@@ -478,7 +478,7 @@ fn can_do_past_max_functions_per_worker_gets_an_error_and_the_connection_stays()
     assert!(w.grab_uniq().is_some());
 }
 
-/// Issue 14 item 1: many CAN_DOs on one connection are cheap to make and to drop (they were
+/// Many CAN_DOs on one connection are cheap to make and to drop (they were
 /// quadratic), and the worker's jobs still flow. Bounded: 10,000 functions, a few jobs.
 #[test]
 fn a_worker_of_ten_thousand_functions_registers_works_and_leaves() {

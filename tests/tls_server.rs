@@ -10,7 +10,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use gearwheel::tls::{ClientStream, ClientTls};
@@ -411,6 +411,122 @@ fn start_errors_for_missing_files_and_flag_combinations() {
     }
 }
 
+/// A self-signed X.509 version 1 certificate and its key in `dir`, made the way the mistake is
+/// made: `openssl x509 -req` without an extension file.
+fn version_1_certificate(dir: &Path) -> Option<(String, String)> {
+    if !have("openssl") {
+        eprintln!("SKIP: openssl is not installed");
+        return None;
+    }
+    let (cert, key, csr) = (dir.join("v1.pem"), dir.join("v1.key"), dir.join("v1.csr"));
+    let p = |p: &Path| p.to_str().unwrap().to_string();
+    run(
+        "openssl req",
+        std::process::Command::new("openssl").args([
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &p(&key),
+            "-out",
+            &p(&csr),
+        ]),
+        None,
+        20,
+    );
+    run(
+        "openssl x509",
+        std::process::Command::new("openssl").args([
+            "x509",
+            "-req",
+            "-in",
+            &p(&csr),
+            "-signkey",
+            &p(&key),
+            "-days",
+            "30",
+            "-out",
+            &p(&cert),
+        ]),
+        None,
+        20,
+    );
+    Some((p(&cert), p(&key)))
+}
+
+#[test]
+fn a_version_1_certificate_and_a_key_of_another_are_refused_in_words() {
+    let ca = TestCa::new("srv-words");
+    let a = ca.server("gearwheel");
+    let b = ca.client("other");
+    // The key of another certificate: both files named, and how to check a pair.
+    let o = gw(
+        &[
+            "serve",
+            "-p",
+            "0",
+            "--ssl",
+            "--ssl-certificate",
+            &a.cert,
+            "--ssl-key",
+            &b.key,
+        ],
+        None,
+        20,
+    );
+    assert_eq!(o.code(), Some(2), "{o:?}");
+    let want = format!("{} is not the private key of {}", b.key, a.cert);
+    assert!(o.stderr.contains(&want), "{}", o.stderr);
+    assert!(!o.stderr.contains("KeyMismatch"), "{}", o.stderr);
+    let Some((v1, v1_key)) = version_1_certificate(ca.dir()) else {
+        return;
+    };
+    // The server's own certificate, and a client's.
+    for args in [
+        &[
+            "serve",
+            "-p",
+            "0",
+            "--ssl",
+            "--ssl-certificate",
+            &v1,
+            "--ssl-key",
+            &v1_key,
+        ][..],
+        &[
+            "submit",
+            "--ssl",
+            "--ssl-ca-file",
+            &ca.ca_arg(),
+            "--ssl-certificate",
+            &v1,
+            "--ssl-key",
+            &v1_key,
+            "-s",
+            "127.0.0.1:1",
+            "-f",
+            "f",
+            "x",
+        ],
+    ] {
+        let o = gw(args, None, 20);
+        assert_eq!(o.code(), Some(2), "{args:?}: {o:?}");
+        let want = format!("{v1}: an X.509 version 1 certificate");
+        assert!(o.stderr.contains(&want), "{}", o.stderr);
+        assert!(
+            o.stderr.contains("re-issue it as version 3") && o.stderr.contains("docs/security.md"),
+            "{}",
+            o.stderr
+        );
+        assert!(!o.stderr.contains("UnsupportedCertVersion"), "{}", o.stderr);
+    }
+}
+
 #[test]
 fn gearwheel_work_and_submit_over_mutual_tls() {
     let ca = TestCa::new("srv-cli");
@@ -486,6 +602,123 @@ fn the_client_certificate_names_the_connection_for_the_acl() {
     let (code, text) = split_error(&other.expect(t::ERROR));
     assert_eq!(code, "PERMISSION_DENIED", "{text}");
     server.wait_log("cn:other", 10);
+}
+
+/// What a connection presenting `cert` (a file pair of `ca`) gets for SUBMIT_JOB_BG of
+/// `func`: `Ok(JOB_CREATED or the ERROR code)`, or `Err` when the handshake was refused.
+fn submit_as(
+    addr: SocketAddr,
+    ca: &TestCa,
+    cert: &(PathBuf, PathBuf),
+    func: &str,
+) -> Result<String, String> {
+    let mut c = TlsConn::connect(addr, &client_tls(&ca.ca(), Some((&cert.0, &cert.1))));
+    c.0.write_all(&req(t::SUBMIT_JOB_BG, &[func.as_bytes(), b"", b"x"]))
+        .and_then(|_| c.0.flush())
+        .map_err(|e| e.to_string())?;
+    match c.read().map_err(|e| e.to_string())? {
+        (t::JOB_CREATED, _) => Ok("JOB_CREATED".into()),
+        (t::ERROR, body) => Ok(split_error(&body).0),
+        (other, _) => Ok(format!("packet {other}")),
+    }
+}
+
+#[test]
+fn a_certificate_is_named_by_its_one_cn_of_any_string_type_or_refused() {
+    if !require(have("curl"), "curl") {
+        return;
+    }
+    let ca = TestCa::new("srv-names");
+    let rig = TlsServer::start(
+        &ca.ca(),
+        &ca.server("gearwheel"),
+        &[
+            "addr:127.0.0.0/8  submit          addr.*",
+            "cn:bmp-worker     submit          bmp.*",
+            "cn:t61-worker     submit          t61.*",
+            "cn:ops            submit,status   *",
+        ],
+        Listen::All { https: true },
+    );
+    let (server, addr) = (&rig.server, rig.server.addr);
+    let cn = |v: DnValue| [(DnType::CommonName, v)];
+    let ia5 = |s: &str| Ia5String::try_from(s).unwrap();
+    // A CN as a BMPString or a TeletexString is a name, not an address.
+    let bmp = ca.issue_named(
+        "bmp",
+        &cn(DnValue::BmpString(
+            BmpString::try_from("bmp-worker").unwrap(),
+        )),
+        vec![],
+    );
+    assert_eq!(
+        submit_as(addr, &ca, &bmp, "bmp.job").as_deref(),
+        Ok("JOB_CREATED")
+    );
+    assert_eq!(
+        submit_as(addr, &ca, &bmp, "addr.job").as_deref(),
+        Ok("PERMISSION_DENIED")
+    );
+    let t61 = ca.issue_named(
+        "t61",
+        &cn(DnValue::TeletexString(
+            TeletexString::try_from("t61-worker").unwrap(),
+        )),
+        vec![],
+    );
+    assert_eq!(
+        submit_as(addr, &ca, &t61, "t61.job").as_deref(),
+        Ok("JOB_CREATED")
+    );
+    // A certificate that names no one is refused at the handshake, never served as
+    // addr:127.0.0.1: only an IP, an email or a URI SAN, or two CNs.
+    let unnamed = [
+        (
+            "ip",
+            vec![],
+            vec![SanType::IpAddress("127.0.0.1".parse().unwrap())],
+        ),
+        (
+            "mail",
+            vec![],
+            vec![SanType::Rfc822Name(ia5("ops@example.net"))],
+        ),
+        (
+            "uri",
+            vec![],
+            vec![SanType::URI(ia5("spiffe://example.net/ops"))],
+        ),
+        (
+            "two-cns",
+            vec![
+                (DnType::CommonName, DnValue::Utf8String("ops".into())),
+                (
+                    DnType::CustomDnType(vec![2, 5, 4, 3]),
+                    DnValue::Utf8String("bmp-worker".into()),
+                ),
+            ],
+            vec![],
+        ),
+    ];
+    for (file, subject, sans) in unnamed {
+        let cert = ca.issue_named(file, &subject, sans);
+        let got = submit_as(addr, &ca, &cert, "addr.job");
+        assert!(got.is_err(), "{file}: served: {got:?}");
+    }
+    server.wait_log("TLS handshake failed (unnamed_certificate): the certificate has no subject CN and no DNS SAN", 10);
+    server.wait_log(
+        "TLS handshake failed (unnamed_certificate): the certificate has several subject CNs",
+        10,
+    );
+    let (oc, ok) = ca.issue("ops", "ops", &[]);
+    let https = rig.https.unwrap();
+    let metrics = curl(
+        &ca,
+        &format!("https://127.0.0.1:{https}/metrics"),
+        Some((&oc, &ok)),
+    );
+    let line = "gearman_tls_handshake_failures_total{reason=\"unnamed_certificate\"} 4";
+    assert!(metrics.contains(line), "{line} not in\n{metrics}");
 }
 
 /// One HTTPS connection, its handshake done.

@@ -1,4 +1,4 @@
-//! The one-line account of skipped interop tests at the end of `cargo test` (issue 16 item 16).
+//! The one-line account of skipped interop tests at the end of `cargo test`.
 //!
 //! A test whose client is missing passes with a `SKIP:` line, but libtest hides what a passing
 //! test prints, so a plain `cargo test` looked the same with every client or none. This file's

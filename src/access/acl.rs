@@ -61,7 +61,8 @@ pub enum Identity {
 impl fmt::Display for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Identity::Cn(name) => write!(f, "cn:{name}"),
+            // A certificate's name is the peer's: escaped wherever it is shown.
+            Identity::Cn(name) => write!(f, "cn:{}", crate::peer_text::shown(name)),
             Identity::Addr(ip) => write!(f, "addr:{ip}"),
             Identity::Token(name) => write!(f, "token:{name}"),
         }
@@ -295,6 +296,11 @@ impl Acl {
 
     pub fn rule_count(&self) -> usize {
         self.rules.len()
+    }
+
+    /// The file defines bearer tokens (`token NAME HEX` lines).
+    pub fn defines_tokens(&self) -> bool {
+        !self.tokens.is_empty()
     }
 }
 

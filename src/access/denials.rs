@@ -60,59 +60,9 @@ impl DenialCounts {
     }
 }
 
-/// The denial lines the whole server may log per second, so that a flood of connections,
-/// each under its own per-connection cap, cannot fill the log either
-/// (`--acl-denials-logged-per-second`). The lines held back are counted and said in one line
-/// with the next second's first.
-#[derive(Debug, Default)]
-pub struct LogWindow {
-    max: u32,
-    second: u64,
-    logged: u32,
-    held: u64,
-}
-
-impl LogWindow {
-    pub fn new(max: u32) -> LogWindow {
-        LogWindow {
-            max,
-            ..LogWindow::default()
-        }
-    }
-
-    /// May a denial line be logged at `now_ms`? `Some(n)`: yes, and `n` lines held back in the
-    /// seconds before are to be said first (0: none); `None`: no, it is counted.
-    pub fn admit(&mut self, now_ms: u64) -> Option<u64> {
-        let second = now_ms / 1000;
-        if second != self.second {
-            self.second = second;
-            self.logged = 0;
-        }
-        if self.logged >= self.max {
-            self.held += 1;
-            return None;
-        }
-        self.logged += 1;
-        Some(std::mem::take(&mut self.held))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_log_window_holds_back_past_its_rate_and_says_how_many() {
-        let mut w = LogWindow::new(2);
-        assert_eq!(w.admit(5_000), Some(0));
-        assert_eq!(w.admit(5_100), Some(0));
-        assert_eq!(w.admit(5_200), None);
-        assert_eq!(w.admit(5_999), None);
-        assert_eq!(w.admit(6_000), Some(2));
-        assert_eq!(w.admit(6_001), Some(0));
-        assert_eq!(w.admit(6_002), None);
-        assert_eq!(w.admit(9_000), Some(1));
-    }
 
     #[test]
     fn identities_past_the_cap_count_as_other() {

@@ -1,4 +1,4 @@
-//! Access control (issue 17): who a connection is and what the ACL file lets it do.
+//! Access control: who a connection is and what the ACL file lets it do.
 //!
 //! Pure: `acl` parses and matches the `--acl` file; `classify` says what each request needs;
 //! `token` turns a bearer secret into the digest the file names; `denials` counts refusals
@@ -26,8 +26,6 @@ pub struct AccessConfig {
     pub denials_logged: u32,
     /// `--acl-metric-identities`: identities counted by name in /metrics.
     pub metric_identities: usize,
-    /// `--acl-denials-logged-per-second`: denial lines of the whole server per second.
-    pub denials_logged_per_second: u32,
 }
 
 impl Default for AccessConfig {
@@ -37,13 +35,13 @@ impl Default for AccessConfig {
             protected_mode: true,
             denials_logged: 10,
             metric_identities: 100,
-            denials_logged_per_second: 100,
         }
     }
 }
 
-/// Read and parse an ACL file; the error is `FILE:LINE:COL: message`.
+/// Read and parse an ACL file (a regular file only: `config_file`); the error is
+/// `FILE:LINE:COL: message`.
 pub fn read_acl(path: &std::path::Path) -> Result<Acl, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::config_file::read_text(path)?;
     Acl::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
 }

@@ -278,7 +278,7 @@ fn read(
                     imp,
                     line_no,
                     format!(
-                        "{name}={value}: cron mails a run's output; gearwheel does not (on_failure= of issue 18 does not exist yet): the worker logs each run's exit status and a failing run's stderr tail is the job's exception text"
+                        "{name}={value}: cron mails a run's output; gearwheel mails nothing itself: put ON_FAILURE=FUNCTION above the entries and run a worker for FUNCTION that mails the alert job a failed run sends it (gearwheel-schedules(5), Alerts); meanwhile the worker logs each run's exit status and a failing run's stderr tail is the job's exception text"
                     ),
                 ),
                 "RANDOM_DELAY" => report(

@@ -81,8 +81,8 @@ pub struct WorkArgs {
     name = "submit",
     example = "echo hello | gearwheel submit -f up",
     example = "gearwheel submit -f report --in 2h weekly",
-    note = "Exit codes: 0 done, 1 the job failed (its text on stderr), 2 bad flags, 3 the \
-            server could not be reached."
+    note = "Exit codes: 0 done, 1 the job failed or the server refused it (the text on \
+            stderr), 2 bad flags, 3 the server could not be reached."
 )]
 pub struct SubmitArgs {
     /// function to call

@@ -10,6 +10,9 @@ use crate::proto::packet::PacketType;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The ERROR code of a server that does not know an OPTION_REQ (gearmand's and ours).
+const UNKNOWN_OPTION: &str = "UNKNOWN_OPTION";
+
 /// Turn the flags into the submit packet's kind. `now` is unix seconds.
 pub(crate) fn kind(a: &SubmitArgs, now: u64) -> Result<SubmitKind, String> {
     if a.function.is_empty() || a.function.contains('\0') {
@@ -147,10 +150,12 @@ fn submit(
         return Ok(0);
     }
     // Ask for WORK_EXCEPTION so that the worker's reason reaches us; a server that does not
-    // know the option still sends WORK_FAIL.
+    // know the option (UNKNOWN_OPTION) still sends WORK_FAIL. Any other ERROR is a refusal
+    // (PROTECTED_MODE, PERMISSION_DENIED): the server may close the connection after it, so
+    // its text is what the user must see, not the close that follows.
     match conn.option_exceptions() {
-        Ok(()) | Err(Error::Server { .. }) => {}
-        Err(e) => return Err(e),
+        Err(Error::Server { code, .. }) if code == UNKNOWN_OPTION => {}
+        other => other?,
     }
     let handle = conn.submit(kind, function, unique, data)?;
     let shown = String::from_utf8_lossy(&handle).into_owned();

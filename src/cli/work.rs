@@ -72,15 +72,9 @@ impl Spec {
                 Err(e) => return Err(format!("--timeout {e}")),
             },
         };
+        // A syntax error is a bad flag (checked there); a name that does not resolve yet is
+        // retried.
         let servers = client::servers::from_env(&a.server)?;
-        for s in &servers {
-            // A syntax error is a bad flag; a name that does not resolve yet is retried.
-            if let Err(e) = client::conn::resolve(s) {
-                if e.kind() == std::io::ErrorKind::InvalidInput {
-                    return Err(format!("-s {e}"));
-                }
-            }
-        }
         Ok(Spec {
             functions: a.function,
             servers,

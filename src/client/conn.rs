@@ -111,17 +111,15 @@ pub fn resolve(addr: &str) -> io::Result<Vec<SocketAddr>> {
     if let Ok(ip) = bare.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, DEFAULT_PORT)]);
     }
-    let (host, port) = match addr.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') => {
-            let port = p.parse::<u16>().map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{addr:?}: {p:?} is not a port number"),
-                )
+    let (host, port) = match super::servers::port_text(addr) {
+        Some(p) => {
+            let port = super::servers::port(p).map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("{addr:?}: {e}"))
             })?;
-            (h, port)
+            let host = &addr[..addr.len() - p.len() - 1];
+            (host.trim_start_matches('[').trim_end_matches(']'), port)
         }
-        _ => (addr, DEFAULT_PORT),
+        None => (addr, DEFAULT_PORT),
     };
     let found: Vec<SocketAddr> = (host, port).to_socket_addrs()?.collect();
     if found.is_empty() {

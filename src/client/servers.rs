@@ -19,10 +19,7 @@ pub fn servers(
 ) -> Result<Vec<String>, String> {
     let port = match env("GEARMAND_PORT").filter(|p| !p.trim().is_empty()) {
         None => DEFAULT_PORT,
-        Some(p) => p
-            .trim()
-            .parse()
-            .map_err(|_| format!("GEARMAND_PORT={p:?} is not a port number"))?,
+        Some(p) => port(p.trim()).map_err(|e| format!("GEARMAND_PORT={p:?}: {e}"))?,
     };
     let (listed, from): (Vec<String>, &str) = if !flags.is_empty() {
         (flags.to_vec(), "-s")
@@ -47,12 +44,43 @@ pub fn servers(
         .iter()
         .map(|a| {
             if a.is_empty() || a.contains(char::is_whitespace) {
-                Err(format!("{from} {a:?}: not a HOST[:PORT]"))
-            } else {
-                Ok(with_port(a, port))
+                return Err(format!("{from} {a:?}: not a HOST[:PORT]"));
             }
+            // A port that is not one is a bad flag, said as such, not a server that cannot be
+            // reached.
+            if let Some(p) = port_text(a) {
+                self::port(p).map_err(|e| format!("{from} {a:?}: {e}"))?;
+            }
+            Ok(with_port(a, port))
         })
         .collect()
+}
+
+/// A port number a client connects to, or what is wrong with it, in words.
+pub fn port(text: &str) -> Result<u16, String> {
+    match text.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(format!("{text} is not a port (1-65535)")),
+    }
+}
+
+/// The port part of `HOST:PORT`, `IPv4:PORT` or `[IPv6]:PORT`, as written (`None`: no port).
+pub fn port_text(addr: &str) -> Option<&str> {
+    if addr
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok()
+    {
+        return None;
+    }
+    match addr.strip_prefix('[') {
+        Some(rest) => rest.split_once("]:").map(|(_, p)| p),
+        None => match addr.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => Some(p),
+            _ => None,
+        },
+    }
 }
 
 /// `servers` from the process environment.
@@ -62,16 +90,13 @@ pub fn from_env(flags: &[String]) -> Result<Vec<String>, String> {
 
 /// `addr` with `port` added when it has none.
 fn with_port(addr: &str, port: u16) -> String {
-    if addr.parse::<SocketAddr>().is_ok() {
-        return addr.to_string();
-    }
     let bare = addr.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<IpAddr>() {
         return SocketAddr::new(ip, port).to_string();
     }
-    match addr.rsplit_once(':') {
-        Some((h, _)) if !h.contains(':') => addr.to_string(),
-        _ => format!("{addr}:{port}"),
+    match port_text(addr) {
+        Some(_) => addr.to_string(),
+        None => format!("{addr}:{port}"),
     }
 }
 
@@ -120,6 +145,21 @@ mod tests {
             with(&[("GEARMAN_SERVERS", ",")], &[])
                 .unwrap_err()
                 .contains("GEARMAN_SERVERS")
+        );
+        // A port that is not one is said in words, wherever it was written.
+        assert_eq!(
+            with(&[], &["127.0.0.1:abc"]).unwrap_err(),
+            "-s \"127.0.0.1:abc\": abc is not a port (1-65535)"
+        );
+        assert!(
+            with(&[("GEARMAN_SERVERS", "a,[::1]:70000")], &[])
+                .unwrap_err()
+                .contains("70000 is not a port (1-65535)")
+        );
+        assert!(
+            with(&[("GEARMAND_PORT", "0")], &[])
+                .unwrap_err()
+                .contains("0 is not a port (1-65535)")
         );
         // An empty variable counts as unset, as in libgearman.
         assert_eq!(

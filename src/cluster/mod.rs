@@ -1,4 +1,4 @@
-//! Several servers, one schedule (issue 19): the etcd conversation (election, lease, claims
+//! Several servers, one schedule: the etcd conversation (election, lease, claims
 //! of schedule runs, the watch) as a pure state machine, the records it keeps in etcd, and
 //! the digests that tell servers with different schedules files apart. `etcd` is the pure
 //! codec for etcd's v3 JSON gateway. The reactor owns the sockets (src/reactor/etcd_link.rs);

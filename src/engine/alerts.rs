@@ -10,6 +10,7 @@ use bytes::Bytes;
 use super::run_history::{RunOutcome, RunRecord, one_line};
 use super::{Engine, NewJob, Outbox, rfc3339};
 use crate::json::Obj;
+use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Priority};
 
 /// What an alert says about one run.
@@ -106,7 +107,7 @@ impl Engine {
             log::warn!(
                 "schedule {id}: alert for the run at {} not sent: the queue of {} is full",
                 rfc3339(run.scheduled_ms),
-                String::from_utf8_lossy(&to)
+                shown(&to)
             );
             return;
         }
@@ -128,7 +129,7 @@ impl Engine {
                 "alert"
             },
             rfc3339(run.scheduled_ms),
-            String::from_utf8_lossy(&to),
+            shown(&to),
             self.by_handle.of(&self.jobs[k])
         );
     }

@@ -86,7 +86,7 @@ impl Engine {
                 log::warn!(
                     "Dropped job due to max retry count: {} {}",
                     self.by_handle.of(job),
-                    String::from_utf8_lossy(job.body.unique_bytes())
+                    shown(job.body.unique_bytes())
                 );
                 self.fail_job(k, FailReason::RetriesSpent, now, out);
                 continue;
@@ -278,6 +278,7 @@ impl Engine {
         id: ConnId,
         handle: &Bytes,
         text: &'static str,
+        now: u64,
         out: &mut Outbox,
     ) -> Option<JobKey> {
         let key = self.by_handle.get(handle, &self.jobs);
@@ -286,10 +287,13 @@ impl Engine {
             _ => {
                 // Most often a late result of a job that timed out (CAN_DO_TIMEOUT or an
                 // entry's timeout=) or was cancelled: dropped, and said so.
-                log::info!(
-                    "worker {}: result for {:?}, not a job it runs (ended: timed out or cancelled, or never its own); dropped",
+                crate::peer_log!(
+                    now,
+                    Cause::Worker,
+                    Info,
+                    "worker {}: result for \"{}\", not a job it runs (ended: timed out or cancelled, or never its own); dropped",
                     id.index,
-                    String::from_utf8_lossy(&handle[..handle.len().min(64)])
+                    shown(handle)
                 );
                 out.push(id, Response::error("JOB_NOT_FOUND", text));
                 None
@@ -297,16 +301,17 @@ impl Engine {
         }
     }
 
+    /// WORK_DATA and WORK_WARNING: passed on to the job's clients.
     pub(super) fn forward(
         &mut self,
         id: ConnId,
         ptype: PacketType,
         handle: Bytes,
         data: Bytes,
-        text: &'static str,
+        now: u64,
         out: &mut Outbox,
     ) {
-        let Some(key) = self.running_job(id, &handle, text, out) else {
+        let Some(key) = self.running_job(id, &handle, NOT_FOUND_DATA, now, out) else {
             return;
         };
         let job = &self.jobs[key];

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::handles::KeyRef;
 use super::types::FOREIGN;
 use super::{Engine, JobKey, JobState, NewJob};
+use crate::peer_text::shown;
 use crate::proto::request::JobBody;
 use crate::proto::request::Priority;
 
@@ -146,7 +147,7 @@ impl Engine {
             if taken {
                 log::warn!(
                     "journal: job {} has the unique of a job already restored; kept as a separate job",
-                    String::from_utf8_lossy(&r.handle)
+                    shown(&r.handle)
                 );
             }
             !taken

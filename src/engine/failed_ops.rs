@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::failed::{FailedJob, FailedList, FailedSelector};
 use super::schedules::Outcome;
 use super::{Durable, Engine, JobKey, NewJob, Origin, Outbox};
+use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::proto::request::{JobBody, Priority};
 
@@ -58,8 +59,8 @@ impl Engine {
         for d in self.failed.push(job) {
             log::warn!(
                 "failed job {} ({}) dropped from the failed list: past --keep-failed or --keep-failed-bytes",
-                String::from_utf8_lossy(&d.handle),
-                String::from_utf8_lossy(&d.func)
+                shown(&d.handle),
+                shown(&d.func)
             );
             if d.handle == handle {
                 kept = false;
@@ -120,8 +121,8 @@ impl Engine {
             self.journal_failed_gone(j.handle.clone());
             log::info!(
                 "failed job {} ({}) dropped by an operator",
-                String::from_utf8_lossy(&j.handle),
-                String::from_utf8_lossy(&j.func)
+                shown(&j.handle),
+                shown(&j.func)
             );
         }
         gone.len()
@@ -171,16 +172,16 @@ impl Engine {
             let h = self.by_handle.of(&self.jobs[k]).to_string();
             log::info!(
                 "failed job {} ({}) queued again as {h}",
-                String::from_utf8_lossy(&j.handle),
-                String::from_utf8_lossy(&j.func)
+                shown(&j.handle),
+                shown(&j.func)
             );
             handles.push(h);
         }
         for j in full {
             log::warn!(
                 "failed job {} not queued again: the queue of {} is full",
-                String::from_utf8_lossy(&j.handle),
-                String::from_utf8_lossy(&j.func)
+                shown(&j.handle),
+                shown(&j.func)
             );
             // Still listed and still in the journal, unless the bounds now drop it.
             let handle = j.handle.clone();

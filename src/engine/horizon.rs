@@ -4,6 +4,7 @@
 //! a job that waits months or years in silence.
 
 use super::rfc3339;
+use crate::peer_text::shown;
 
 /// The warning for a job due at `due` (ms) when it is more than `horizon` ms after `now`;
 /// `None` when it is not, or when `horizon` is 0 (never warn).
@@ -23,7 +24,7 @@ pub(super) fn message(
          misread? (SUBMIT_JOB_SCHED matches all five fields and numbers weekdays 0 = Monday to \
          6 = Sunday; SUBMIT_JOB_EPOCH is in seconds)",
         handle,
-        String::from_utf8_lossy(func),
+        shown(func),
         rfc3339(due),
         short(ahead),
         short(horizon)

@@ -50,7 +50,7 @@ impl Engine {
             return;
         }
         // What a job keeps is copied out of the packet: a slice would keep the whole read
-        // buffer it arrived in, whatever else that held (issue 14 item 3).
+        // buffer it arrived in, whatever else that held, for as long as the job waits.
         let new = NewJob {
             func: f,
             body: JobBody::new(body.unique_bytes(), body.data_bytes()),
@@ -66,7 +66,7 @@ impl Engine {
             // Here, not in create_job: a job put back from the journal was logged when it came.
             log::info!(
                 "accepted future job {handle} ({}), due {}",
-                String::from_utf8_lossy(&func),
+                shown(&func),
                 rfc3339(due)
             );
             let horizon = self.config.future_horizon_ms;

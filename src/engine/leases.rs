@@ -9,6 +9,7 @@ use std::io::Write as _;
 use bytes::Bytes;
 
 use super::{Durable, Engine, FuncId, JobKey};
+use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::schedule::duration::parse_duration;
 
@@ -85,7 +86,7 @@ impl Engine {
         {
             log::warn!(
                 "timeout {}: refused, {MAX_LEASES} functions have a lease already",
-                String::from_utf8_lossy(&func)
+                shown(&func)
             );
             return Bytes::from_static(
                 b"ERR TOO_MANY_LEASES Clear+one+with+timeout+FUNCTION+off\r\n",
@@ -94,7 +95,7 @@ impl Engine {
         self.set_lease(func.clone(), ms);
         log::info!(
             "timeout {}: {}",
-            String::from_utf8_lossy(&func),
+            shown(&func),
             if ms == 0 {
                 "no lease".to_string()
             } else {

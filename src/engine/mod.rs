@@ -35,10 +35,10 @@ mod workers;
 use bytes::Bytes;
 use slab::Slab;
 
+use crate::log_budget::Cause;
+use crate::peer_text::shown;
 use crate::proto::packet::PacketType;
-use crate::proto::request::{
-    GrabKind, JobBody, Priority, Request, RequestError, show_after_handle,
-};
+use crate::proto::request::{GrabKind, JobBody, Priority, Request, RequestError};
 use crate::proto::response::Response;
 use crate::schedule::{SchedSpec, Zone};
 use crate::timer::{TimerKey, Timers};
@@ -436,9 +436,10 @@ fn parse_epoch(b: &[u8]) -> Result<u64, RequestError> {
 fn debug_after_handle(packet: &str, handle: &[u8], after: &[u8]) {
     if !after.is_empty() {
         log::debug!(
-            "{packet} {}: after the handle, {}",
-            handle.escape_ascii(),
-            show_after_handle(after)
+            "{packet} {}: after the handle, {} bytes \"{}\"",
+            shown(handle),
+            after.len(),
+            shown(after)
         );
     }
 }

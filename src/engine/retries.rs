@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use super::schedules::Outcome;
 use super::{Engine, JobKey, NewJob, Outbox};
+use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::proto::request::JobBody;
 use crate::schedule::backoff::RetryPolicy;
@@ -92,7 +93,7 @@ impl Engine {
         }
         log::warn!(
             "job {old} ({}{}) failed (attempt {failures}); retry {failures} of {} in {} ms as {}",
-            String::from_utf8_lossy(&self.functions[func].name),
+            shown(&self.functions[func].name),
             entry.map_or_else(String::new, |e| format!(", schedule {e}")),
             policy.retries,
             delay,
@@ -125,7 +126,7 @@ impl Engine {
         {
             log::warn!(
                 "retry {}: refused, {MAX_RETRY_POLICIES} functions have a retry policy already",
-                String::from_utf8_lossy(func)
+                shown(func)
             );
             return false;
         }

@@ -6,10 +6,10 @@ use super::*;
 impl Engine {
     pub(super) fn serve(&mut self, id: ConnId, req: Request, now: u64, out: &mut Outbox) {
         match req {
-            Request::CanDo { func } => self.can_do(id, func, None, out),
+            Request::CanDo { func } => self.can_do(id, func, None, now, out),
             // A timeout of 0 means none (it would fail every job the moment it is assigned).
             Request::CanDoTimeout { func, timeout_ms } => {
-                self.can_do(id, func, (timeout_ms > 0).then_some(timeout_ms), out)
+                self.can_do(id, func, (timeout_ms > 0).then_some(timeout_ms), now, out)
             }
             Request::CantDo { func } => {
                 // Only a function this worker registered: a CANT_DO of another costs nothing.
@@ -83,7 +83,7 @@ impl Engine {
                 numerator,
                 denominator,
             } => {
-                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
+                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, now, out) else {
                     return;
                 };
                 let e = self.extra_mut(key);
@@ -101,18 +101,13 @@ impl Engine {
                 }
             }
             Request::WorkData { handle, data } => {
-                self.forward(id, PacketType::WorkData, handle, data, NOT_FOUND_DATA, out)
+                self.forward(id, PacketType::WorkData, handle, data, now, out)
             }
-            Request::WorkWarning { handle, data } => self.forward(
-                id,
-                PacketType::WorkWarning,
-                handle,
-                data,
-                NOT_FOUND_DATA,
-                out,
-            ),
+            Request::WorkWarning { handle, data } => {
+                self.forward(id, PacketType::WorkWarning, handle, data, now, out)
+            }
             Request::WorkComplete { handle, data } => {
-                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
+                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, now, out) else {
                     return;
                 };
                 for &c in self.clients(key) {
@@ -146,7 +141,7 @@ impl Engine {
                     }
                     return;
                 }
-                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, out) else {
+                let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, now, out) else {
                     return;
                 };
                 for &c in self.clients(key) {
@@ -161,7 +156,7 @@ impl Engine {
                 self.ended_by(id);
             }
             Request::WorkException { handle, data } => {
-                let Some(key) = self.running_job(id, &handle, NOT_FOUND_EXCEPTION, out) else {
+                let Some(key) = self.running_job(id, &handle, NOT_FOUND_EXCEPTION, now, out) else {
                     return;
                 };
                 if let Some(c) = self.conn_mut(id) {

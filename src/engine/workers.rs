@@ -37,6 +37,7 @@ impl Engine {
         id: ConnId,
         func: Bytes,
         timeout_ms: Option<u64>,
+        now: u64,
         out: &mut Outbox,
     ) {
         let limit = self.config.max_functions_per_worker;
@@ -44,7 +45,10 @@ impl Engine {
         if limit > 0 && c.registrations >= limit {
             c.refused_functions += 1;
             if c.refused_functions == 1 {
-                log::warn!(
+                crate::peer_log!(
+                    now,
+                    crate::log_budget::Cause::Worker,
+                    Warn,
                     "worker {} ({}) registered {limit} functions: refusing more \
                      (--max-functions-per-worker)",
                     id.index,

@@ -21,6 +21,7 @@ pub fn reason(status: u16) -> &'static str {
         100 => "Continue",
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
@@ -84,6 +85,14 @@ impl Reply {
     pub fn header(mut self, name: &'static str, value: impl Into<Bytes>) -> Self {
         self.headers.push((name, value.into()));
         self
+    }
+
+    /// The server's live data (the JSON endpoints, /metrics, the answers to schedule and
+    /// failed-job operations): never kept by a browser or a proxy (it changes, and /failed
+    /// holds workloads), and never sniffed as another type than it says.
+    pub fn uncached(self) -> Self {
+        self.header("Cache-Control", "no-store")
+            .header("X-Content-Type-Options", "nosniff")
     }
 }
 
@@ -191,6 +200,19 @@ mod tests {
         let (s, _) = w(&r, Version::Http11, true, true);
         assert!(s.ends_with("Content-Length: 2\r\n\r\n"));
         assert!(s.contains("X-A: a??Injected: 1\r\n"));
+    }
+
+    #[test]
+    fn every_status_the_server_sends_has_its_phrase() {
+        let (s, _) = w(&Reply::text(401, "who?"), Version::Http11, true, false);
+        assert!(s.starts_with("HTTP/1.1 401 Unauthorized\r\n"), "{s}");
+        // Every status a reply is made with (grep `Reply::` in src/http and src/reactor).
+        for status in [
+            100, 200, 400, 401, 403, 404, 405, 408, 409, 413, 414, 417, 431, 500, 501, 502, 503,
+            504, 505,
+        ] {
+            assert_ne!(reason(status), "Unknown", "{status}");
+        }
     }
 
     #[test]

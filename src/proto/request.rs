@@ -280,17 +280,6 @@ fn handle_arg(body: &Bytes) -> (Bytes, Bytes) {
     }
 }
 
-/// At most this many bytes after a handle are shown in the log.
-const AFTER_HANDLE_SHOWN: usize = 128;
-
-/// The bytes a peer sent after a handle, escaped and cut for a DEBUG line: a peer's packet
-/// may be as large as the packet limit, a log line stays short.
-pub fn show_after_handle(rest: &[u8]) -> String {
-    let shown = &rest[..rest.len().min(AFTER_HANDLE_SHOWN)];
-    let more = if rest.len() > shown.len() { "..." } else { "" };
-    format!("{} bytes \"{}{more}\"", rest.len(), shown.escape_ascii())
-}
-
 fn check_unique(unique: &Bytes) -> Result<(), RequestError> {
     if unique.len() > MAX_UNIQUE {
         return Err(RequestError::new(
@@ -730,19 +719,6 @@ mod tests {
                 .code,
             "INVALID_PACKET"
         );
-    }
-
-    #[test]
-    fn what_follows_a_handle_is_shown_escaped_and_cut() {
-        assert_eq!(
-            show_after_handle(b"no\0good\n"),
-            "8 bytes \"no\\x00good\\n\""
-        );
-        let long = vec![b'x'; 1000];
-        let shown = show_after_handle(&long);
-        assert!(shown.starts_with("1000 bytes \"xxx"), "{shown}");
-        assert!(shown.ends_with("x...\""), "{shown}");
-        assert_eq!(shown.len(), "1000 bytes \"".len() + AFTER_HANDLE_SHOWN + 4);
     }
 
     #[test]

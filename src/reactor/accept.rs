@@ -6,7 +6,7 @@
 use std::io;
 use std::net::SocketAddr;
 
-use log::{debug, error, info, warn};
+use log::{debug, error, info};
 use mio::net::TcpListener;
 use mio::{Interest, Poll};
 
@@ -17,6 +17,8 @@ use super::{Server, listen};
 use crate::access::peer::Peer;
 use crate::config::Config;
 use crate::engine::{ConnId, ConnInfo};
+use crate::log_budget::Cause;
+use crate::peer_log;
 
 /// How long a listener whose accept failed waits before it tries again. Listeners are
 /// edge-triggered: clients already waiting in the backlog raise no new event, so without a
@@ -180,7 +182,10 @@ impl Server {
                 }
             };
             if self.conns.len() >= self.config.max_connections {
-                warn!(
+                peer_log!(
+                    self.turn_now,
+                    Cause::Accept,
+                    Warn,
                     "refusing connection from {peer}: --max-connections {} reached",
                     self.config.max_connections
                 );

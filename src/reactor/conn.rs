@@ -273,6 +273,11 @@ impl Connection {
         self.transport.failure()
     }
 
+    /// With `unnamed_certificate`: why the client certificate names no one.
+    pub fn tls_refusal(&self) -> Option<&'static str> {
+        self.transport.refusal()
+    }
+
     /// Shut our sending side; the peer's bytes may still be read.
     pub fn shutdown_write(&mut self) {
         self.transport.shutdown_write();
@@ -395,7 +400,7 @@ mod tests {
 
     /// Every connection, a thousand idle ones too, has one in the reactor's slab (and the slab
     /// doubles as it grows, so a byte here costs about two in `benches/compare.sh`'s idle bytes
-    /// per connection). It was 112 bytes before issue 15's refactor and grew to 256 with the
+    /// per connection). It was 112 bytes before connections got one kind and transport and grew to 256 with the
     /// peer's `SocketAddr` twice, the gate's `Access` with a `String`-carrying identity and the
     /// TLS handshake's deadline inline. Now: buffers, counters, the gate's 24-byte `Peer`
     /// (address, flags, denials), the output bound's count and one pointer for everything

@@ -159,7 +159,7 @@ fn start(config: Config, clock: Arc<ManualClock>) -> Result<Server, String> {
     server.load_acl()?;
     if let Some((dir, fsync, repair)) = &journal {
         let line = server.open_journal(dir, *fsync, *repair)?;
-        log::info!("{line}");
+        crate::notice!("{line}");
     }
     if let Some(path) = schedules {
         server.load_schedules(path).map_err(|e| e.join("\n"))?;

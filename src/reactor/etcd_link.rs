@@ -10,7 +10,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use log::{info, warn};
+use log::warn;
 use mio::net::TcpStream;
 use mio::{Registry, Token};
 
@@ -143,7 +143,7 @@ impl EtcdLink {
         match crate::client::etcd::client_tls(files) {
             Ok(tls) => {
                 self.tls = Some(tls);
-                info!(
+                crate::notice!(
                     "SIGHUP: etcd TLS files (--etcd-ca-file, --etcd-certificate, --etcd-key) read again"
                 );
             }
@@ -371,7 +371,7 @@ impl EtcdLink {
             // Said once etcd answered: over TLS, a session it refuses ends after our side
             // of the handshake, so "connected" before that would be said at every retry.
             let tls = if self.tls.is_some() { " over TLS" } else { "" };
-            info!(
+            crate::notice!(
                 "cluster: connected to etcd {}{tls} ({link:?})",
                 self.name(link)
             );
@@ -594,7 +594,7 @@ impl EtcdLink {
         let once =
             crate::client::etcd::Client::call_once(host, *addr, self.tls.as_ref(), &req, limit);
         if once.is_ok() {
-            info!("cluster: lease revoked; the other servers take over now");
+            crate::notice!("cluster: lease revoked; the other servers take over now");
         }
     }
 }

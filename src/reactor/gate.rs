@@ -9,23 +9,23 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use log::{error, info, warn};
+use log::{error, warn};
 
 use super::Server;
 use super::conn::Connection;
 use crate::access::classify::{self, Need, Scope};
-use crate::access::denials::{DenialCounts, LogWindow};
+use crate::access::denials::DenialCounts;
 use crate::access::peer::Peer;
 use crate::access::{self, AccessConfig, Acl, Identity, Operation};
 use crate::engine::{ConnId, Engine};
 use crate::http::console;
 use crate::http::parse::Bearer;
 use crate::http::response::Reply;
+use crate::log_budget::Cause;
+use crate::peer_log;
+use crate::peer_text::shown;
 use crate::proto::request::Request;
 use crate::proto::response::Response;
-
-/// How much of a function name a denial shows (it is the peer's).
-const SHOWN: usize = 64;
 
 /// What protected mode says, once, to a peer it refuses.
 const PROTECTED: &str = "protected mode: this server serves peers beyond loopback on a plaintext listener only with an access list; configure TLS (--ssl-certificate, --ssl-key, --ssl-ca-file) and --acl FILE, or start it with --protected-mode no on a network you trust";
@@ -37,7 +37,6 @@ pub(super) struct Gate {
     console: bool,
     acl: Option<Acl>,
     denials: DenialCounts,
-    log_window: LogWindow,
 }
 
 impl Gate {
@@ -45,7 +44,6 @@ impl Gate {
         Gate {
             console,
             denials: DenialCounts::new(config.metric_identities),
-            log_window: LogWindow::new(config.denials_logged_per_second),
             config,
             acl: None,
         }
@@ -166,13 +164,6 @@ impl Denial {
     }
 }
 
-/// A function name as a denial shows it: escaped, cut short.
-fn shown(f: &[u8]) -> String {
-    let cut = &f[..f.len().min(SHOWN)];
-    let more = if f.len() > SHOWN { "..." } else { "" };
-    format!("{}{more}", cut.escape_ascii())
-}
-
 /// The rules, first match wins:
 /// 1. protected mode refuses the peer (it is told why and closed);
 /// 2. without an ACL, `shutdown` and (while the console is on) its actions only from a
@@ -241,7 +232,7 @@ fn judge_by_acl(
     }
     Err(Denial::Denied {
         op,
-        function: function.map(shown),
+        function: function.map(|f| shown(f).to_string()),
         identity: identity.into_owned(),
     })
 }
@@ -249,8 +240,8 @@ fn judge_by_acl(
 impl Server {
     /// May connection `idx` have `need` served (`bearer`: an HTTP request's token)? The
     /// rules are `judge`'s; a denial is counted here, and logged up to `--acl-denials-logged`
-    /// a connection and `--acl-denials-logged-per-second` for the whole server. An empty slot
-    /// is refused: a gate that cannot see who asks lets nothing through.
+    /// a connection, within the server's budget of peer-caused lines (`crate::log_budget`). An
+    /// empty slot is refused: a gate that cannot see who asks lets nothing through.
     #[inline]
     pub(super) fn gate(
         &mut self,
@@ -271,6 +262,7 @@ impl Server {
     #[cold]
     #[inline(never)]
     fn denied(&mut self, idx: usize, d: Denial) -> Denial {
+        let now = self.turn_now;
         let Some(c) = self.conns.get_mut(idx) else {
             return d;
         };
@@ -278,7 +270,10 @@ impl Server {
             // No ACL is in force: counted and logged with the console's other refusals
             // (gearman_http_refused_total{reason="console_action"}), not as an ACL denial.
             self.http.console_refused += 1;
-            warn!(
+            peer_log!(
+                now,
+                Cause::Console,
+                Warn,
                 "HTTP connection {idx} from {}: 403 (console action): NotLoopback",
                 c.access.ip()
             );
@@ -293,21 +288,19 @@ impl Server {
         self.access.denials.count(&who, d.operation());
         let cap = self.access.config.denials_logged;
         if a.denials <= cap {
-            if let Some(held) = self.access.log_window.admit(self.turn_now) {
-                if held > 0 {
-                    warn!(
-                        "{held} denials not logged (more than --acl-denials-logged-per-second {}); counted in /metrics",
-                        self.access.config.denials_logged_per_second
-                    );
-                }
-                warn!(
-                    "denied: connection {idx} ({who}, from {}): {}",
-                    a.ip(),
-                    d.text()
-                );
-            }
+            peer_log!(
+                now,
+                Cause::Denied,
+                Warn,
+                "denied: connection {idx} ({who}, from {}): {}",
+                a.ip(),
+                d.text()
+            );
         } else if a.denials == cap.saturating_add(1) {
-            warn!(
+            peer_log!(
+                now,
+                Cause::Denied,
+                Warn,
                 "denied: connection {idx} ({who}, from {}): more than {cap} denials; the rest are counted in /metrics, not logged",
                 a.ip()
             );
@@ -353,7 +346,10 @@ impl Server {
         let a = &c.access;
         let cap = self.access.config.denials_logged;
         if a.denials > cap {
-            warn!(
+            peer_log!(
+                self.turn_now,
+                Cause::Denied,
+                Warn,
                 "connection {} ({}, from {}) closed after {} denials, {} of them not logged",
                 c.id.index,
                 c.identity(),
@@ -427,9 +423,9 @@ impl Server {
         let Some(path) = cfg.acl.clone() else {
             return Ok(None);
         };
-        let acl = access::read_acl(&path)?;
+        let acl = self.read_acl(&path)?;
         let n = acl.rule_count();
-        info!(
+        crate::notice!(
             "access list: {} from {}",
             crate::plural::count(n as u64, "rule", "rules"),
             path.display()
@@ -438,16 +434,37 @@ impl Server {
         Ok(Some(n))
     }
 
+    /// Read and parse the `--acl` file, and refuse one that defines bearer tokens while an
+    /// HTTP listener is plaintext beyond loopback: a secret sent there crosses the network in
+    /// the clear, where anyone on the path may take it, so tokens are for HTTPS (or loopback).
+    fn read_acl(&self, path: &std::path::Path) -> Result<Acl, String> {
+        let acl = access::read_acl(path)?;
+        let open: Vec<String> = self
+            .http_addrs()
+            .iter()
+            .filter(|a| !self.tls.https() && !a.ip().is_loopback())
+            .map(|a| a.to_string())
+            .collect();
+        if acl.defines_tokens() && !open.is_empty() {
+            return Err(format!(
+                "{}: bearer tokens are defined, but the HTTP listener {} is plaintext beyond loopback, where a secret crosses the network in the clear; serve HTTP over TLS (--ssl) or on loopback only (--http-listen 127.0.0.1)",
+                path.display(),
+                open.join(", ")
+            ));
+        }
+        Ok(acl)
+    }
+
     /// Read `--acl` again (SIGHUP, `reload acl`): the new rules replace the old at once, or a
     /// bad file changes nothing and the error says why.
     pub(super) fn reload_acl(&mut self, now: u64) -> Result<usize, String> {
         let Some(path): Option<PathBuf> = self.access.config.acl.clone() else {
             return Err("no --acl file was given".into());
         };
-        match access::read_acl(&path) {
+        match self.read_acl(&path) {
             Ok(acl) => {
                 let n = acl.rule_count();
-                info!(
+                crate::notice!(
                     "reloaded {}: {}",
                     path.display(),
                     crate::plural::count(n as u64, "rule", "rules")

@@ -2,10 +2,10 @@
 //! through the gate to the engine, up to a fairness budget per turn; paused connections (a held
 //! GRAB) resumed. http_glue.rs is its HTTP counterpart.
 
-use log::{info, warn};
-
 use super::conn::ReadStatus;
 use super::{FRAMES_PER_TURN, Server};
+use crate::log_budget::Cause;
+use crate::peer_log;
 use crate::proto::admin::AdminCommand;
 use crate::proto::frame::{Incoming, decode};
 use crate::proto::request::Request;
@@ -47,7 +47,10 @@ impl Server {
         if c.starts_with_tls_handshake() {
             // 0x16 never starts a Gearman packet or admin line; as an admin line it would
             // wait for a newline the TLS client never sends.
-            warn!(
+            peer_log!(
+                now,
+                Cause::Tls,
+                Warn,
                 "connection {idx} from {}: a TLS handshake on a plaintext Gearman port; closed",
                 c.peer()
             );
@@ -86,7 +89,12 @@ impl Server {
                 }
             }
             Err(e) => {
-                info!("connection {idx} read error: {e}");
+                peer_log!(
+                    now,
+                    Cause::Connection,
+                    Info,
+                    "connection {idx} read error: {e}"
+                );
                 self.mark_close(idx);
             }
         }
@@ -134,7 +142,12 @@ impl Server {
                         Some((code, text)) => Response::error(code, text),
                         None => Response::text("ERR LINE_TOO_LONG Admin+line+is+too+long\r\n"),
                     };
-                    warn!("closing connection {idx}: {e:?}");
+                    peer_log!(
+                        now,
+                        Cause::Protocol,
+                        Warn,
+                        "closing connection {idx}: {e:?}"
+                    );
                     self.outbox.push(id, reply);
                     c.close_after_flush();
                     c.rbuf.clear();

@@ -4,7 +4,7 @@
 //! the request's own headers are checked here, each refusal logged and counted), and the
 //! job-rate ring the loop feeds once a turn.
 
-use log::{info, warn};
+use log::info;
 
 use super::Server;
 use crate::engine::{CancelRefused, ScheduleOpError};
@@ -14,6 +14,9 @@ use crate::http::endpoint::FailedOp;
 use crate::http::json;
 use crate::http::parse::SiteHeaders;
 use crate::http::response::Reply;
+use crate::log_budget::Cause;
+use crate::peer_log;
+use crate::peer_text::shown;
 use crate::proto::admin::ScheduleOp;
 
 impl Server {
@@ -86,7 +89,12 @@ impl Server {
         // the request comes from the console's page.
         if let Err(why) = action::may_act(site) {
             self.http.console_refused += 1;
-            warn!("HTTP connection {idx} from {peer}: 403 (console action): {why:?}");
+            peer_log!(
+                now,
+                Cause::Console,
+                Warn,
+                "HTTP connection {idx} from {peer}: 403 (console action): {why:?}"
+            );
             return console::guarded(Reply::text(403, why.message()));
         }
         let reply = match act {
@@ -99,12 +107,11 @@ impl Server {
     }
 
     fn console_cancel(&mut self, handle: &[u8], peer: &str, now: u64) -> Reply {
-        let shown = String::from_utf8_lossy(handle).into_owned();
         match self.engine.cancel_job(handle, now, &mut self.outbox) {
             Ok(()) => {
-                info!("console: job {shown} cancelled by {peer}");
+                info!("console: job {} cancelled by {peer}", shown(handle));
                 let mut body = String::from("{\"cancelled\":");
-                json::string(&mut body, &shown);
+                json::string(&mut body, &String::from_utf8_lossy(handle));
                 body.push_str("}\n");
                 Reply::json(200, body)
             }
@@ -121,20 +128,21 @@ impl Server {
     fn console_failed(&mut self, op: FailedOp, handle: &[u8], peer: &str, now: u64) -> Reply {
         let reply = self.http_failed_op(op, handle, now);
         if reply.status == 200 {
-            let shown = String::from_utf8_lossy(handle);
-            info!("console: {op:?} failed job {shown}, asked by {peer}");
+            info!(
+                "console: {op:?} failed job {}, asked by {peer}",
+                shown(handle)
+            );
         }
         reply
     }
 
     fn console_schedule(&mut self, op: ScheduleOp, id: &[u8], peer: &str, now: u64) -> Reply {
-        let shown = String::from_utf8_lossy(id).into_owned();
         match self.engine.schedule_op(id, op, now, &mut self.outbox) {
             Ok(handles) => {
-                info!("console: {op:?} schedule {shown}, asked by {peer}");
+                info!("console: {op:?} schedule {}, asked by {peer}", shown(id));
                 let mut body = String::new();
                 let mut o = json::Obj::new(&mut body);
-                o.str("schedule", &shown);
+                o.str("schedule", &String::from_utf8_lossy(id));
                 json::array(o.key("jobs"), &handles, |out, h| json::string(out, h));
                 o.end();
                 body.push('\n');

@@ -36,6 +36,9 @@ use crate::http::response::{self, Reply};
 use crate::http::route;
 use crate::http::session::Next;
 use crate::http::{HttpLimits, failed_ops, json, schedule_ops};
+use crate::log_budget::Cause;
+use crate::peer_log;
+use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
@@ -213,7 +216,10 @@ impl Server {
         // no worker comes. A background answer comes within the turn and is still given.
         let closed = matches!(status, Ok(ReadStatus::Eof)) || c.hung_up();
         if closed && c.http().is_some_and(HttpConn::waits_for_a_result) {
-            info!(
+            peer_log!(
+                now,
+                Cause::Connection,
+                Info,
                 "HTTP connection {idx}: the client closed while waiting for its job; it gives the job up"
             );
             self.http.stats.left_waiting += 1;
@@ -250,7 +256,12 @@ impl Server {
                 }
             }
             Err(e) => {
-                info!("HTTP connection {idx} read error: {e}");
+                peer_log!(
+                    now,
+                    Cause::Connection,
+                    Info,
+                    "HTTP connection {idx} read error: {e}"
+                );
                 self.mark_close(idx);
             }
         }
@@ -298,7 +309,14 @@ impl Server {
                     self.want_write(idx);
                 }
                 Next::Error(e) => {
-                    info!("HTTP connection {idx}: {} {}", e.status, e.message);
+                    peer_log!(
+                        now,
+                        Cause::Protocol,
+                        Info,
+                        "HTTP connection {idx}: {} {}",
+                        e.status,
+                        shown(&e.message)
+                    );
                     self.http_answer(
                         idx,
                         Version::Http11,
@@ -315,7 +333,7 @@ impl Server {
                     debug!(
                         "HTTP connection {idx}: {:?} {} ({} body bytes)",
                         head.method,
-                        head.target,
+                        shown(&head.target),
                         body.len()
                     );
                     let (version, keep_alive) = (head.version, head.keep_alive);
@@ -348,11 +366,11 @@ impl Server {
                                 .schedule_statuses()
                                 .into_iter()
                                 .find(|s| s.id.as_bytes() == &id[..]);
-                            let r = schedule_ops::reply(op, &done, entry.as_ref());
+                            let r = schedule_ops::reply(op, &done, entry.as_ref()).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Failed { op, handle } => {
-                            let r = self.http_failed_op(op, &handle, now);
+                            let r = self.http_failed_op(op, &handle, now).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Act(a) => {
@@ -429,8 +447,17 @@ impl Server {
         failed_ops::reply(op, handle, done)
     }
 
-    /// The body of a read-only endpoint.
+    /// The answer of a read-only endpoint: outside the console (whose own headers are
+    /// `console::guarded`), live data that no cache keeps.
     fn http_endpoint(&self, idx: usize, endpoint: &Endpoint) -> Reply {
+        let reply = self.http_read(idx, endpoint);
+        match endpoint {
+            Endpoint::Console(_) => reply,
+            _ => reply.uncached(),
+        }
+    }
+
+    fn http_read(&self, idx: usize, endpoint: &Endpoint) -> Reply {
         match endpoint {
             Endpoint::Status => {
                 let t = self.engine.totals();
@@ -654,7 +681,12 @@ impl Server {
                 self.want_write(idx);
             }
             Deadline::HttpRequest(_) => {
-                info!("HTTP connection {idx}: request not complete in time; 408");
+                peer_log!(
+                    now,
+                    Cause::Protocol,
+                    Info,
+                    "HTTP connection {idx}: request not complete in time; 408"
+                );
                 self.http_answer(
                     idx,
                     Version::Http11,

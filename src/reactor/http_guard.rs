@@ -1,15 +1,13 @@
 //! The HTTP listener's refusals of requests from the wrong host or a browser on another site
 //! (`crate::http::guard` decides): each one is answered 403, logged and counted.
 
-use log::warn;
-
 use super::Server;
 use crate::http::guard::{self, Refusal};
 use crate::http::parse::SiteHeaders;
 use crate::http::response::Reply;
-
-/// How much of a header value a log line shows.
-const SHOWN: usize = 80;
+use crate::log_budget::Cause;
+use crate::peer_log;
+use crate::peer_text;
 
 /// Refusals by reason, for `/metrics`.
 #[derive(Debug, Default)]
@@ -37,7 +35,10 @@ impl Server {
             .get(idx)
             .map(|c| c.peer())
             .map_or_else(|| "?".to_string(), |a| a.ip().to_string());
-        warn!(
+        peer_log!(
+            self.turn_now,
+            Cause::Host,
+            Warn,
             "HTTP connection {idx} from {peer}: 403 ({}): Host {}, Origin {}, Sec-Fetch-Site {}",
             why.reason(),
             shown(&site.host),
@@ -52,10 +53,6 @@ impl Server {
 fn shown(v: &Option<Vec<u8>>) -> String {
     match v {
         None => "-".into(),
-        Some(b) => {
-            let cut = &b[..b.len().min(SHOWN)];
-            let more = if b.len() > SHOWN { "..." } else { "" };
-            format!("{:?}{more}", String::from_utf8_lossy(cut))
-        }
+        Some(b) => format!("\"{}\"", peer_text::shown(b)),
     }
 }

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use log::{error, info, warn};
+use log::{error, warn};
 
 use crate::config::{Config, Fsync};
 use crate::engine::{Durable, Engine, FailedJob, FinishKind, Outbox, RestoredJob, ScheduleMarks};
@@ -173,7 +173,8 @@ impl JournalDriver {
         };
         let started = std::time::Instant::now();
         // Damage messages name `--repair` themselves; a lock held by a live server or an I/O
-        // error must not suggest repairing a journal (issue 16 item 7).
+        // error must not suggest repairing a journal: nothing in it is damaged, and the fix is
+        // elsewhere (stop the other server, free the disk).
         let (journal, replayed) = Journal::open(dir, opts).map_err(|e| e.to_string())?;
         let jobs = replayed.jobs.len();
         let future = replayed
@@ -322,7 +323,7 @@ impl JournalDriver {
                     self.fsync.observe(out.fsync_us);
                 }
                 if self.failing {
-                    info!("journal: writing again");
+                    crate::notice!("journal: writing again");
                     self.failing = false;
                 }
                 added.clear();

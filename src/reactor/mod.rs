@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use log::{info, warn};
+use log::info;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
 use slab::Slab;
@@ -230,6 +230,7 @@ impl Server {
     /// the earliest deadline, then acting at one `now`.
     pub fn run(&mut self) -> io::Result<Exit> {
         let mut events = Events::with_capacity(1024);
+        crate::log_budget::configure(self.config.refusals_logged_per_second);
         loop {
             let now = self.clock.now_ms();
             if !self.busy() && self.idle_trim.due(now, self.turn == 1) {
@@ -330,6 +331,7 @@ impl Server {
         self.output_turn_end(now);
         self.http_sample_rates(now);
         self.journal.compact_step();
+        crate::log_budget::flush(now);
         if let Some(exit) = self.check_shutdown(now) {
             self.flush_all();
             self.journal.close(&mut self.engine, &mut self.outbox, now);
@@ -364,6 +366,7 @@ impl Server {
             self.idle_trim.deadline(),
             self.output.deadline(),
             self.cluster_sleep(now),
+            crate::log_budget::summary_at(),
             self.corked
                 .iter()
                 .map(|&(_, since)| since.min(now) + self.lazy_hold_ms)

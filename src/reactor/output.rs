@@ -3,6 +3,8 @@
 //! closes at the turn's end.
 
 use super::*;
+use crate::log_budget::Cause;
+use crate::peer_log;
 
 impl Server {
     /// Write at once what one connection's requests gave other connections (a job for a
@@ -116,7 +118,10 @@ impl Server {
                             continue;
                         }
                         if c.wbuf.len() > self.config.max_output_buffer {
-                            warn!(
+                            peer_log!(
+                                self.turn_now,
+                                Cause::Output,
+                                Warn,
                                 "closing connection {idx}: {} unsent bytes exceed --max-output-buffer",
                                 c.wbuf.len()
                             );
@@ -126,7 +131,12 @@ impl Server {
                         }
                     }
                     Err(e) => {
-                        info!("connection {idx} write error: {e}");
+                        peer_log!(
+                            self.turn_now,
+                            Cause::Connection,
+                            Info,
+                            "connection {idx} write error: {e}"
+                        );
                         self.to_close.push(idx);
                     }
                 }

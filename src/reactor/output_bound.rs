@@ -7,10 +7,10 @@
 //! holders are closed until the total is back under it. Memory freed by such connections is
 //! handed back to the OS, at most once a second.
 
-use log::{info, warn};
-
 use super::Server;
 use crate::http::metrics::OutputStats;
+use crate::log_budget::Cause;
+use crate::peer_log;
 
 /// A connection with more unsent bytes than this is not read while the total is over the
 /// bound. A reply or two (64 KiB) is what a peer that reads has in flight.
@@ -119,7 +119,10 @@ impl Server {
         c.output_held = true;
         self.output.held.push(idx);
         self.output.holds += 1;
-        info!(
+        peer_log!(
+            self.turn_now,
+            Cause::Output,
+            Info,
             "connection {idx}: not read while its {} unsent bytes wait (--max-total-output {} reached)",
             c.wbuf.len(),
             self.output.max
@@ -145,7 +148,10 @@ impl Server {
                 }
                 gone += unsent;
                 self.output.closes += 1;
-                warn!(
+                peer_log!(
+                    now,
+                    Cause::Output,
+                    Warn,
                     "closing connection {idx}: {unsent} unsent bytes, and all connections hold more than twice --max-total-output {}",
                     self.output.max
                 );

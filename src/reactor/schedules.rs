@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use log::{error, info, warn};
+use log::{error, warn};
 
 use super::Server;
 
@@ -62,7 +62,7 @@ impl Server {
                     .engine
                     .load_schedules(file, now, false, &mut self.outbox)
                     .kept;
-                info!(
+                crate::notice!(
                     "reloaded {name}: {}, next run kept for {kept}",
                     crate::plural::count(n as u64, "entry", "entries")
                 );
@@ -79,13 +79,13 @@ impl Server {
     }
 }
 
-/// Read and parse a schedules file; errors as `FILE:LINE:COL: message`.
+/// Read and parse a schedules file (a regular file only: `config_file`); errors as
+/// `FILE:LINE:COL: message`.
 pub fn read_schedules(
     path: &std::path::Path,
     zone: &crate::schedule::Zone,
 ) -> Result<crate::schedule::file::ScheduleFile, Vec<String>> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| vec![format!("{}: {e}", path.display())])?;
+    let text = crate::config_file::read_text(path).map_err(|e| vec![e])?;
     match crate::schedule::file::parse(&text, zone) {
         Ok(f) => {
             for w in &f.warnings {

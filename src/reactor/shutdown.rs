@@ -1,8 +1,6 @@
 //! Stopping: what the signals ask (stop, graceful drain, SIGHUP's reloads), the graceful drain
 //! (listeners closed, the engine told) and the check at each turn's end whether to exit.
 
-use log::info;
-
 use super::{Exit, Server};
 use crate::engine::Shutdown;
 
@@ -12,7 +10,7 @@ impl Server {
         let got = s.take();
         if got.reopen_log {
             if crate::logger::to_file() {
-                info!("SIGHUP: reopening the log file");
+                crate::notice!("SIGHUP: reopening the log file");
                 crate::logger::reopen();
             }
             if self.schedules_path.is_some() {
@@ -24,7 +22,7 @@ impl Server {
             self.tls_reload();
         }
         if got.stop {
-            info!("stop signal: shutting down");
+            crate::notice!("stop signal: shutting down");
             return Some(Exit::Stopped);
         }
         if got.graceful {
@@ -38,7 +36,7 @@ impl Server {
             return;
         }
         self.draining = true;
-        info!(
+        crate::notice!(
             "graceful shutdown: no longer accepting Gearman connections (HTTP: health and metrics only); waiting up to {}s for {}",
             self.config.graceful_timeout.as_secs(),
             crate::plural::count(
@@ -63,7 +61,7 @@ impl Server {
             None => {}
         }
         if self.draining && self.engine.drain_done() {
-            info!(
+            crate::notice!(
                 "graceful shutdown: done ({} still running); exiting",
                 crate::plural::count(self.engine.running_jobs() as u64, "job", "jobs")
             );

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use log::{info, warn};
+use log::info;
 
 use super::Server;
 use super::deadlines::Deadline;
@@ -14,6 +14,9 @@ use super::transport::TlsSession;
 use crate::config::Config;
 use crate::engine::ConnId;
 use crate::http::metrics::TlsStats;
+use crate::log_budget::Cause;
+use crate::peer_log;
+use crate::peer_text::shown;
 use crate::timer::TimerKey;
 
 /// The server's TLS configuration as loaded at start: `load` reads the files, so that a
@@ -128,8 +131,12 @@ impl Server {
             self.deadlines.cancel(key);
             let reason = c.tls_failure().unwrap_or("closed");
             *self.tls.failed.entry(reason).or_default() += 1;
-            warn!(
-                "connection {idx} from {}: TLS handshake failed ({reason}); closed",
+            let why = c.tls_refusal().map_or(String::new(), |w| format!(": {w}"));
+            peer_log!(
+                self.turn_now,
+                Cause::Tls,
+                Warn,
+                "connection {idx} from {}: TLS handshake failed ({reason}){why}; closed",
                 c.peer()
             );
             return;
@@ -157,8 +164,10 @@ impl Server {
         info!(
             "connection {idx} from {}: TLS handshake done{}",
             c.peer(),
-            name.as_deref()
-                .map_or(String::new(), |n| format!(", client certificate {n:?}"))
+            name.as_deref().map_or(String::new(), |n| format!(
+                ", client certificate \"{}\"",
+                shown(n)
+            ))
         );
         if let Some(n) = name {
             c.name_peer(crate::access::Identity::Cn(n));
@@ -176,7 +185,10 @@ impl Server {
         }
         c.set_handshake_deadline(None);
         self.tls.timeouts += 1;
-        warn!(
+        peer_log!(
+            self.turn_now,
+            Cause::Tls,
+            Warn,
             "connection {idx} from {}: no TLS handshake within {} ms (--ssl-handshake-timeout); closed",
             c.peer(),
             self.tls.handshake_timeout_ms
@@ -190,7 +202,7 @@ impl Server {
         #[cfg(feature = "tls")]
         if let Some(server) = self.tls.setup.server.as_mut() {
             match server.reload() {
-                Ok(()) => info!("SIGHUP: TLS certificate, key and CA files read again"),
+                Ok(()) => crate::notice!("SIGHUP: TLS certificate, key and CA files read again"),
                 Err(e) => log::error!(
                     "SIGHUP: TLS files not reloaded, the current certificate stays: {e}"
                 ),

@@ -114,6 +114,15 @@ impl Transport {
         }
     }
 
+    /// Why a client certificate was refused for naming no one, in words.
+    pub(super) fn refusal(&self) -> Option<&'static str> {
+        match &self.tls {
+            #[cfg(feature = "tls")]
+            Some(t) => t.session.refusal(),
+            _ => None,
+        }
+    }
+
     /// The TLS handshake's deadline while it runs (`None` for plain TCP).
     pub(super) fn handshake_deadline(&self) -> Option<TimerKey> {
         self.tls.as_ref().and_then(|t| t.handshake)

@@ -9,6 +9,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
+use super::name::NamedClientVerifier;
+
 /// Resumable sessions a server keeps (stateful resumption; about 100 bytes each), so that a
 /// reconnecting worker skips the full handshake. Bounded: the oldest is forgotten first.
 const SESSION_CACHE: usize = 1024;
@@ -80,17 +82,14 @@ fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, String> {
             let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider())
                 .build()
                 .map_err(|e| format!("{}: {e}", ca.display()))?;
-            builder.with_client_cert_verifier(verifier)
+            builder.with_client_cert_verifier(Arc::new(NamedClientVerifier(verifier)))
         }
         None => builder.with_no_client_auth(),
     };
-    let mut config = builder.with_single_cert(chain, key).map_err(|e| {
-        format!(
-            "{} and {}: {e}",
-            files.certificate.display(),
-            files.key.display()
-        )
-    })?;
+    check_version(&files.certificate, &chain)?;
+    let mut config = builder
+        .with_single_cert(chain, key)
+        .map_err(|e| pair_error(&files.certificate, &files.key, e))?;
     config.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
     Ok(Arc::new(config))
 }
@@ -108,17 +107,62 @@ pub fn client_config(
         .map_err(|e| format!("TLS: {e}"))?
         .with_root_certificates(roots);
     let config = match identity {
-        Some((cert, key)) => builder
-            .with_client_auth_cert(read_certs(cert)?, read_key(key)?)
-            .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?,
+        Some((cert, key)) => {
+            let chain = read_certs(cert)?;
+            check_version(cert, &chain)?;
+            builder
+                .with_client_auth_cert(chain, read_key(key)?)
+                .map_err(|e| pair_error(cert, key, e))?
+        }
         None => builder.with_no_client_auth(),
     };
     Ok(Arc::new(config))
 }
 
+/// A certificate this side presents must be X.509 version 3: rustls (webpki) refuses
+/// versions 1 and 2 and says only `UnsupportedCertVersion`, and `openssl x509 -req` without
+/// an extension file writes version 1. A leaf that does not parse is left to rustls to name.
+fn check_version(path: &Path, chain: &[CertificateDer<'_>]) -> Result<(), String> {
+    let Some(Ok((_, leaf))) = chain
+        .first()
+        .map(|der| x509_parser::parse_x509_certificate(der.as_ref()))
+    else {
+        return Ok(());
+    };
+    match leaf.version().0 {
+        2 => Ok(()),
+        v => Err(format!(
+            "{}: an X.509 version {} certificate, which gearwheel's TLS (rustls) refuses: \
+             re-issue it as version 3, which `openssl x509 -req` writes when given an \
+             extension file (-extfile with subjectAltName=DNS:NAME for a server, \
+             extendedKeyUsage=clientAuth for a client), as in docs/security.md",
+            path.display(),
+            v + 1
+        )),
+    }
+}
+
+/// rustls's refusal of a certificate and key pair, in words: it says `KeyMismatch` when the
+/// key is not the certificate's.
+fn pair_error(cert: &Path, key: &Path, e: rustls::Error) -> String {
+    match e {
+        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => format!(
+            "{} is not the private key of {}: give the key the certificate was issued for \
+             (`openssl x509 -noout -pubkey -in CERT` and `openssl pkey -pubout -in KEY` print \
+             the same public key for a pair)",
+            key.display(),
+            cert.display()
+        ),
+        e => format!("{} and {}: {e}", cert.display(), key.display()),
+    }
+}
+
+// The files are read through `config_file` (regular files only, never a blocking open: they
+// are read again on SIGHUP, in the loop), and parsed from memory.
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+    let pem = crate::config_file::read(path)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if certs.is_empty() {
         return Err(format!("{}: no PEM certificate in it", path.display()));
@@ -127,7 +171,7 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_file(path)
+    PrivateKeyDer::from_pem_slice(&crate::config_file::read(path)?)
         .map_err(|e| format!("{}: no usable private key: {e}", path.display()))
 }
 

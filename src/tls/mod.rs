@@ -5,8 +5,10 @@
 //! the same plaintext bytes either way. Built with the cargo feature `tls` (on by default).
 //!
 //! The interface the ACL layer uses: after the handshake, [`peer_name`] of the connection's
-//! rustls session is the client certificate's subject CN, else its first DNS SAN (`None`
+//! rustls session is the client certificate's one subject CN, else its first DNS SAN (`None`
 //! without a client certificate); the reactor keeps it on the connection as its identity.
+//! Under mutual TLS a certificate without such a name fails the handshake (name.rs), so a
+//! certificate holder always has a name.
 
 mod client;
 mod files;
@@ -15,7 +17,7 @@ mod stream;
 
 pub use client::{ClientStream, ClientTls};
 pub use files::{ServerTls, TlsFiles, client_config};
-pub use name::{cert_name, peer_name};
+pub use name::{Unnamed, cert_name, peer_name};
 pub use stream::TlsStream;
 
 // The throwaway CA the integration tests use too.

@@ -8,6 +8,7 @@ use std::io::{self, Read, Write};
 
 use rustls::{ClientConnection, Connection, ServerConnection};
 
+use super::name::unnamed;
 use super::peer_name;
 
 /// Plaintext rustls holds per direction before `write` says `WouldBlock` (it also bounds what
@@ -22,6 +23,8 @@ pub struct TlsStream {
     handshake_done: bool,
     /// Why the session failed, as a metrics label (see [`failure_reason`]).
     failure: Option<&'static str>,
+    /// Why a client certificate was refused for naming no one, in words.
+    refusal: Option<&'static str>,
 }
 
 impl TlsStream {
@@ -42,6 +45,7 @@ impl TlsStream {
             name: None,
             handshake_done: false,
             failure: None,
+            refusal: None,
         }
     }
 
@@ -82,6 +86,7 @@ impl TlsStream {
             }
             if let Err(e) = self.conn.process_new_packets() {
                 self.failure = Some(failure_reason(&e));
+                self.refusal = unnamed(&e).map(|u| u.0);
                 let _ = self.flush(sock);
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -134,10 +139,15 @@ impl TlsStream {
     }
 
     /// Why the session failed (`read` gave `InvalidData`), as a short label: `not_tls`,
-    /// `no_client_certificate`, `bad_certificate`, `alert`, `incompatible` or `other`
-    /// (rustls's own words are in the error `read` gave).
+    /// `no_client_certificate`, `bad_certificate`, `unnamed_certificate`, `alert`,
+    /// `incompatible` or `other` (rustls's own words are in the error `read` gave).
     pub fn failure(&self) -> Option<&'static str> {
         self.failure
+    }
+
+    /// For `unnamed_certificate`: why the certificate names no one, in words for the log.
+    pub fn refusal(&self) -> Option<&'static str> {
+        self.refusal
     }
 
     /// Queues a close_notify (a clean TLS end) for the next flush.
@@ -147,10 +157,13 @@ impl TlsStream {
 }
 
 /// A failed session's reason as a metrics label: bytes that are not TLS, a client without a
-/// certificate under mutual TLS, a certificate that does not verify, an alert from the peer
-/// (it refused ours), nothing in common, or anything else.
+/// certificate under mutual TLS, a certificate that does not verify or that names no one, an
+/// alert from the peer (it refused ours), nothing in common, or anything else.
 fn failure_reason(e: &rustls::Error) -> &'static str {
     use rustls::Error as E;
+    if unnamed(e).is_some() {
+        return "unnamed_certificate";
+    }
     match e {
         E::InvalidMessage(_) | E::InappropriateMessage { .. } => "not_tls",
         E::InappropriateHandshakeMessage { .. } => "not_tls",

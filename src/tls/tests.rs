@@ -7,7 +7,10 @@ use std::sync::Arc;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, HandshakeKind, ServerConnection};
 
-use super::tls_support::TestCa;
+use super::tls_support::{
+    BmpString, DnType, DnValue, Ia5String, PrintableString, SanType, TeletexString, TestCa,
+    UniversalString,
+};
 
 use super::{ServerTls, TlsFiles, cert_name, client_config, peer_name};
 
@@ -134,23 +137,115 @@ fn mutual_tls_requires_a_certificate_from_the_ca() {
 }
 
 #[test]
-fn name_is_the_cn_else_the_first_dns_san() {
+fn name_is_the_one_cn_else_the_first_dns_san() {
     let ca = TestCa::new("names");
     let read = |file: &Path| {
         use rustls::pki_types::pem::PemObject;
         rustls::pki_types::CertificateDer::from_pem_file(file).unwrap()
     };
-    let (with_cn, _) = ca.issue("cn", "web-1", &["web1.example", "web1b.example"]);
-    assert_eq!(cert_name(&read(&with_cn)).as_deref(), Some("web-1"));
-    let (san_only, _) = ca.issue("san", "", &["web2.example", "web2b.example"]);
-    assert_eq!(cert_name(&read(&san_only)).as_deref(), Some("web2.example"));
-    let (neither, _) = ca.issue("none", "", &[]);
-    assert_eq!(cert_name(&read(&neither)), None);
+    let name = |(cert, _): (std::path::PathBuf, std::path::PathBuf)| cert_name(&read(&cert));
+    let named = |file: &str, subject: &[(DnType, DnValue)], sans: Vec<SanType>| {
+        name(ca.issue_named(file, subject, sans))
+    };
+    let cn = |v: DnValue| [(DnType::CommonName, v)];
+    let ia5 = |s: &str| Ia5String::try_from(s).unwrap();
+
     assert_eq!(
-        cert_name(&rustls::pki_types::CertificateDer::from(vec![
-            0x30, 0x03, 1, 2, 3
-        ])),
-        None
+        name(ca.issue("cn", "web-1", &["web1.example", "web1b.example"])).as_deref(),
+        Ok("web-1")
+    );
+    let san_only = name(ca.issue("san", "", &["web2.example", "web2b.example"]));
+    assert_eq!(san_only.as_deref(), Ok("web2.example"));
+    // Whatever string type encodes the CN, it is read.
+    let types = [
+        (
+            "utf8",
+            DnValue::Utf8String("wörker-ütf8".into()),
+            "wörker-ütf8",
+        ),
+        (
+            "printable",
+            DnValue::PrintableString(PrintableString::try_from("worker-p").unwrap()),
+            "worker-p",
+        ),
+        ("ia5", DnValue::Ia5String(ia5("worker-ia5")), "worker-ia5"),
+        (
+            "teletex",
+            DnValue::TeletexString(TeletexString::try_from("worker-t61").unwrap()),
+            "worker-t61",
+        ),
+        (
+            "bmp",
+            DnValue::BmpString(BmpString::try_from("wörker-bmp").unwrap()),
+            "wörker-bmp",
+        ),
+        (
+            "universal",
+            DnValue::UniversalString(UniversalString::try_from("wörker-u").unwrap()),
+            "wörker-u",
+        ),
+    ];
+    for (file, value, want) in types {
+        assert_eq!(
+            named(file, &cn(value), vec![]).as_deref(),
+            Ok(want),
+            "{file}"
+        );
+    }
+    // A CN that is there names the holder, even with a DNS SAN beside it.
+    let bmp = DnValue::BmpString(BmpString::try_from("bmp-web").unwrap());
+    let with_san = named(
+        "bmp-san",
+        &cn(bmp),
+        vec![SanType::DnsName(ia5("other.example"))],
+    );
+    assert_eq!(with_san.as_deref(), Ok("bmp-web"));
+
+    // No name: nothing, or only SANs that name no one.
+    let none = |r: Result<String, super::Unnamed>| r.unwrap_err().0;
+    assert!(none(name(ca.issue("none", "", &[]))).contains("no subject CN and no DNS SAN"));
+    let far = SanType::IpAddress("127.0.0.1".parse().unwrap());
+    assert!(none(named("ip", &[], vec![far])).contains("no DNS SAN"));
+    let mail = SanType::Rfc822Name(ia5("ops@example.net"));
+    assert!(none(named("mail", &[], vec![mail])).contains("no DNS SAN"));
+    let uri = SanType::URI(ia5("spiffe://example.net/worker"));
+    assert!(none(named("uri", &[], vec![uri])).contains("no DNS SAN"));
+    // Two CNs (two RDNs, the same attribute type): which one is meant is not guessed.
+    let two = [
+        (DnType::CommonName, DnValue::Utf8String("ops".into())),
+        (
+            DnType::CustomDnType(vec![2, 5, 4, 3]),
+            DnValue::Utf8String("web-1".into()),
+        ),
+    ];
+    let two_with_san = named("two", &two, vec![SanType::DnsName(ia5("web.example"))]);
+    assert!(none(two_with_san).contains("several subject CNs"));
+    // A CN that does not decode does not give way to the DNS SAN: the BMPString "bmp-web"
+    // above with a lone surrogate in place of its "b" (the name is only read, not verified).
+    let (cert, _) = ca.issue_named(
+        "bmp-bad",
+        &cn(DnValue::BmpString(BmpString::try_from("bmp-web").unwrap())),
+        vec![SanType::DnsName(ia5("other.example"))],
+    );
+    let mut der = read(&cert).to_vec();
+    let at = der
+        .windows(4)
+        .position(|w| w == [0x1e, 14, 0, b'b'])
+        .unwrap();
+    der[at + 2] = 0xd8;
+    let bad = rustls::pki_types::CertificateDer::from(der);
+    assert!(
+        cert_name(&bad)
+            .unwrap_err()
+            .0
+            .contains("CN does not decode")
+    );
+    let garbage = rustls::pki_types::CertificateDer::from(vec![0x30, 0x03, 1, 2, 3]);
+    assert!(
+        cert_name(&garbage)
+            .unwrap_err()
+            .0
+            .contains("does not parse")
     );
 }
 
@@ -162,7 +257,7 @@ fn reload_takes_a_new_certificate_and_keeps_the_old_on_a_bad_file() {
     let served_cn = |tls: &ServerTls| {
         let (mut c, mut s) = (connect(&client), tls.accept().unwrap());
         handshake(&mut c, &mut s).unwrap();
-        cert_name(&c.peer_certificates().unwrap()[0])
+        cert_name(&c.peer_certificates().unwrap()[0]).ok()
     };
     assert_eq!(served_cn(&tls).as_deref(), Some("gearwheel"));
     ca.issue("server", "gearwheel-rotated", &["localhost"]);

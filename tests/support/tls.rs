@@ -6,7 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+#[allow(unused_imports)]
+pub use rcgen::string::{BmpString, Ia5String, PrintableString, TeletexString, UniversalString};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+pub use rcgen::{DnType, DnValue, SanType};
 
 /// A test CA in its own directory: `issue` writes a certificate and key signed by it.
 pub struct TestCa {
@@ -41,13 +44,34 @@ impl TestCa {
 
     /// Writes FILE.pem and FILE.key: a certificate with this CN (none when empty) and SANs.
     pub fn issue(&self, file: &str, cn: &str, sans: &[&str]) -> (PathBuf, PathBuf) {
-        let key = KeyPair::generate().unwrap();
         let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
         let mut params = CertificateParams::new(sans).unwrap();
         params.distinguished_name = rcgen::DistinguishedName::new();
         if !cn.is_empty() {
             params.distinguished_name.push(DnType::CommonName, cn);
         }
+        self.issue_params(file, params)
+    }
+
+    /// Writes FILE.pem and FILE.key: a certificate with this subject and these SANs, each
+    /// of any kind rcgen can write (an IP, email or URI SAN, a CN as a BMPString, two CNs).
+    pub fn issue_named(
+        &self,
+        file: &str,
+        subject: &[(DnType, DnValue)],
+        sans: Vec<SanType>,
+    ) -> (PathBuf, PathBuf) {
+        let mut params = CertificateParams::default();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        for (t, v) in subject {
+            params.distinguished_name.push(t.clone(), v.clone());
+        }
+        params.subject_alt_names = sans;
+        self.issue_params(file, params)
+    }
+
+    fn issue_params(&self, file: &str, params: CertificateParams) -> (PathBuf, PathBuf) {
+        let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         let (cert_path, key_path) = (
             self.dir.join(format!("{file}.pem")),

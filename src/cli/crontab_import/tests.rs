@@ -60,7 +60,7 @@ fn a_user_crontab() {
     assert_eq!(imp.reports.len(), 1);
     assert_eq!(imp.reports[0].line, 3);
     assert!(
-        imp.reports[0].message.contains("on_failure="),
+        imp.reports[0].message.contains("ON_FAILURE=FUNCTION"),
         "{:?}",
         imp.reports
     );

@@ -624,7 +624,7 @@ impl Machine {
     fn unary_reply(&mut self, f: InFlight, r: Reply, now: u64, out: &mut Output) {
         match (f.purpose, r) {
             (Purpose::Grant, Reply::LeaseGranted { lease, ttl_secs }) => {
-                log::info!("cluster: lease {lease:x} granted ({ttl_secs} s)");
+                crate::notice!("cluster: lease {lease:x} granted ({ttl_secs} s)");
                 self.lease = Some(lease);
                 self.safety_stopped = false;
                 if f.epoch == self.epoch {
