@@ -12,7 +12,6 @@ use mio::{Interest, Poll};
 
 use super::conn::Connection;
 use super::deadlines::Deadline;
-use super::door::Full;
 use super::token::{self, Listener, Source};
 use super::{Server, listen};
 use crate::access::peer::Peer;
@@ -234,19 +233,11 @@ impl Server {
             let unserved = match self.door.enter(access.ip()) {
                 Ok(counted) => counted,
                 Err(full) => {
-                    let why = match full {
-                        Full::Address(n) => format!(
-                            "{n} connections from its address not yet served (--max-connections-per-address)"
-                        ),
-                        Full::Unserved(n) => format!(
-                            "{n} connections from beyond loopback not yet served (--max-unserved-connections)"
-                        ),
-                    };
                     peer_log!(
                         self.turn_now,
                         Cause::Accept,
                         Warn,
-                        "refusing connection from {peer}: {why}"
+                        "refusing connection from {peer}: {full}"
                     );
                     self.http.refused();
                     drop(stream);

@@ -22,6 +22,21 @@ pub enum Full {
     Unserved(usize),
 }
 
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::Address(n) => write!(
+                f,
+                "{n} connections from its address not yet served (--max-connections-per-address)"
+            ),
+            Full::Unserved(n) => write!(
+                f,
+                "{n} connections from beyond loopback not yet served (--max-unserved-connections)"
+            ),
+        }
+    }
+}
+
 /// The unserved connections by address, and the accept failures not yet logged.
 #[derive(Debug)]
 pub struct Door {
