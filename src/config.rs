@@ -94,6 +94,15 @@ pub struct ServeArgs {
     /// most connections at once; more are accepted and closed at once (default 65536)
     #[argh(option, default = "65536")]
     pub max_connections: usize,
+    /// connections from one address beyond loopback not yet served (no complete first request,
+    /// or no TLS handshake done); more are accepted and closed at once (default 64)
+    #[argh(option, default = "64")]
+    pub max_connections_per_address: usize,
+    /// connections from beyond loopback not yet served, all addresses together; the rest of
+    /// --max-connections stays for loopback peers and served ones (default: half of
+    /// --max-connections)
+    #[argh(option)]
+    pub max_unserved_connections: Option<usize>,
     /// unsent reply bytes one connection may pile up before it is closed (default 64 MiB)
     #[argh(option, default = "64 << 20")]
     pub max_output_buffer: usize,
@@ -283,6 +292,9 @@ pub struct Config {
     pub keepalive: Option<Keepalive>,
     pub limits: Limits,
     pub max_connections: usize,
+    /// `--max-connections-per-address` and `--max-unserved-connections` (reactor/door.rs).
+    pub max_connections_per_address: usize,
+    pub max_unserved_connections: usize,
     pub max_output_buffer: usize,
     /// `--max-total-output`: unsent bytes of all connections together.
     pub max_total_output: usize,
@@ -489,6 +501,16 @@ impl Config {
         if a.max_connections == 0 {
             return Err("--max-connections must be at least 1".into());
         }
+        if a.max_connections_per_address == 0 {
+            return Err("--max-connections-per-address must be at least 1".into());
+        }
+        if a.max_unserved_connections == Some(0) {
+            return Err("--max-unserved-connections must be at least 1".into());
+        }
+        let max_unserved_connections = a
+            .max_unserved_connections
+            .unwrap_or(a.max_connections / 2)
+            .max(1);
         if a.max_total_output < 64 * 1024 {
             return Err("--max-total-output must be at least 65536 bytes".into());
         }
@@ -586,6 +608,8 @@ impl Config {
                 max_admin_line: 8192,
             },
             max_connections: a.max_connections,
+            max_connections_per_address: a.max_connections_per_address,
+            max_unserved_connections,
             max_output_buffer: a.max_output_buffer,
             max_total_output: a.max_total_output,
             graceful_timeout: Duration::from_secs(a.graceful_timeout),

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{AdminArgs, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_USAGE, say};
 use super::{escape, table};
-use crate::client::{self, Conn, format_duration};
+use crate::client::{self, Conn, Error, format_duration};
 
 /// How a reply is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -408,6 +408,12 @@ pub fn run(a: AdminArgs) -> u8 {
         });
     let raw_lines = match reply {
         Ok(l) => l,
+        // The server refused the connection itself (protected mode answers at accept with
+        // an ERROR packet): its words, and the exit code of a refused command.
+        Err(Error::Server { code, text }) => {
+            say("admin", format_args!("{server}: {code}: {text}"));
+            return EXIT_FAILED;
+        }
         Err(e) => {
             say("admin", format_args!("{server}: {e}"));
             return EXIT_UNREACHABLE;

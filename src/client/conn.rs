@@ -27,6 +27,15 @@ pub enum Error {
     Server { code: String, text: String },
 }
 
+/// An ERROR packet's code and text.
+fn server_error(f: &Frame) -> Error {
+    let a = split_args(&f.body, 2);
+    Error::Server {
+        code: String::from_utf8_lossy(&a[0]).into_owned(),
+        text: String::from_utf8_lossy(&a[1]).into_owned(),
+    }
+}
+
 impl Error {
     /// A read timed out; the connection and any partial packet are still good.
     pub fn is_timeout(&self) -> bool {
@@ -245,11 +254,7 @@ impl Conn {
         match self.next()? {
             Incoming::Packet(f) if f.magic == Magic::Res => {
                 if f.ptype == PacketType::Error {
-                    let a = split_args(&f.body, 2);
-                    return Err(Error::Server {
-                        code: String::from_utf8_lossy(&a[0]).into_owned(),
-                        text: String::from_utf8_lossy(&a[1]).into_owned(),
-                    });
+                    return Err(server_error(&f));
                 }
                 Ok(f)
             }
@@ -269,10 +274,15 @@ impl Conn {
         Ok(String::from_utf8_lossy(&self.recv_line_bytes()?).into_owned())
     }
 
-    /// The next admin line as the server sent it (uniques may hold any byte).
+    /// The next admin line as the server sent it (uniques may hold any byte). An ERROR
+    /// packet instead (a server that refuses the connection at accept sends one, whatever
+    /// was asked) comes back as `Error::Server`.
     pub fn recv_line_bytes(&mut self) -> Result<Bytes, Error> {
         match self.next()? {
             Incoming::Admin(line) => Ok(line),
+            Incoming::Packet(f) if f.magic == Magic::Res && f.ptype == PacketType::Error => {
+                Err(server_error(&f))
+            }
             Incoming::Packet(f) => Err(Error::Protocol(format!(
                 "a {} packet where an admin line was expected",
                 f.ptype.name()

@@ -3,7 +3,7 @@
 //! (an HTTP connection's OPTION_REQ at accept is in http_glue.rs); an accept that fails (out
 //! of descriptors) tried again on a deadline.
 
-use std::io;
+use std::io::{self, Write};
 use std::net::SocketAddr;
 
 use log::{debug, error, info};
@@ -71,11 +71,14 @@ impl Server {
         &self.local_addrs[self.tls.first_tls_listener.min(self.local_addrs.len())..]
     }
 
-    /// The listeners that speak plaintext (the ones protected mode guards), HTTP included.
-    pub(super) fn plaintext_addrs(&self) -> impl Iterator<Item = &SocketAddr> {
-        let https = self.tls.https();
+    /// The listeners that do not authenticate their peers (the ones protected mode guards),
+    /// HTTP included: plaintext ones, and TLS ones that ask no client certificate.
+    pub(super) fn unauthenticated_addrs(&self) -> impl Iterator<Item = &SocketAddr> {
+        let certified = self.tls.asks_client_certificate();
+        let https = self.tls.https() && certified;
         let gearman = self.local_addrs.iter().enumerate();
-        let gearman = gearman.filter(|(i, _)| !self.tls.listener_is_tls(*i, false));
+        let gearman =
+            gearman.filter(move |(i, _)| !(certified && self.tls.listener_is_tls(*i, false)));
         let http = self.http_addrs().iter().filter(move |_| !https);
         gearman.map(|(_, a)| a).chain(http)
     }
@@ -100,34 +103,45 @@ impl Server {
     }
 
     /// Accept failed on `from` for a reason other than an empty backlog: try again after
-    /// `ACCEPT_RETRY_MS` unless a retry is armed already. Logged at the first failure, not at
-    /// every retry that fails again.
-    fn accept_failed(&mut self, from: Listener, e: io::Error, retrying: bool) {
+    /// `ACCEPT_RETRY_MS` unless a retry is armed already. Logged at most once a minute
+    /// (door.rs), with the failures since the last line: a server at its descriptor limit,
+    /// where every freed descriptor lets one accept through before the next fails, would
+    /// otherwise write a line per client.
+    fn accept_failed(&mut self, from: Listener, e: io::Error) {
+        let said = self.door.accept_failed(self.turn_now);
+        let addr = self.listener_addr(from);
+        let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
+        match said {
+            Some(n) => error!(
+                "accept on {addr} failed: {e} ({}); trying again every {ACCEPT_RETRY_MS} ms, and saying so again at most once a minute",
+                crate::plural::count(
+                    n,
+                    "failure since the last such line",
+                    "failures since the last such line"
+                )
+            ),
+            None => debug!("accept on {addr} failed again: {e}"),
+        }
         if self.accept_retries.iter().any(|&(l, _)| l == from) {
             return;
         }
         let at = self.turn_now.saturating_add(ACCEPT_RETRY_MS);
         let key = self.deadlines.arm(at, Deadline::AcceptRetry(from));
         self.accept_retries.push((from, key));
-        let addr = self.listener_addr(from);
-        let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
-        if retrying {
-            debug!("accept on {addr} failed again: {e}");
-        } else {
-            error!("accept on {addr} failed: {e}; trying again every {ACCEPT_RETRY_MS} ms");
-        }
     }
 
-    /// Accept on `from` works again, every waiting client taken: a retry armed for it is not
-    /// needed any more.
+    /// Accept works again on `from` (a client came, or the backlog is empty): a retry armed
+    /// for it is not needed any more. Said only after a line said it failed.
     fn accept_works(&mut self, from: Listener) {
         if let Some(p) = self.accept_retries.iter().position(|&(l, _)| l == from) {
             let (_, key) = self.accept_retries.swap_remove(p);
             self.deadlines.cancel(key);
         }
-        let addr = self.listener_addr(from);
-        let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
-        info!("accept on {addr} works again");
+        if self.door.accept_works() {
+            let addr = self.listener_addr(from);
+            let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
+            info!("accept on {addr} works again");
+        }
     }
 
     /// A listener is readable: accept every client waiting.
@@ -174,7 +188,7 @@ impl Server {
                 Err(e) => {
                     // EMFILE, ENFILE, ENOBUFS...: clients may wait in the backlog, and no
                     // readiness event will say so again.
-                    self.accept_failed(from, e, retrying);
+                    self.accept_failed(from, e);
                     return;
                 }
             };
@@ -190,6 +204,43 @@ impl Server {
                 drop(stream);
                 continue;
             }
+            let tls = self.tls.listener_is_tls(li, http);
+            let local = if http {
+                self.http_addrs().get(li)
+            } else {
+                self.local_addrs.get(li)
+            };
+            // Protected mode covers every listener whose peers are not authenticated:
+            // plaintext ones, and TLS ones that ask no client certificate.
+            let authenticated = tls && self.tls.asks_client_certificate();
+            let access = match local {
+                Some(_) if authenticated => Peer::new(peer, false),
+                Some(&local) => self.access_for(peer, local),
+                None => Peer::new(peer, true),
+            };
+            if access.protected && !tls {
+                // Refused before a byte is read: the peer costs the accept and one short
+                // write, never a buffered request.
+                let refusal = self.protected_at_accept(&access, http);
+                let _ = (&stream).write(&refusal);
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                drop(stream);
+                continue;
+            }
+            let unserved = match self.door.enter(access.ip()) {
+                Ok(counted) => counted,
+                Err(full) => {
+                    peer_log!(
+                        self.turn_now,
+                        Cause::Accept,
+                        Warn,
+                        "refusing connection from {peer}: {full}"
+                    );
+                    self.http.refused();
+                    drop(stream);
+                    continue;
+                }
+            };
             let _ = stream.set_nodelay(true);
             if let Some(k) = &self.config.keepalive {
                 listen::set_keepalive(&stream, k);
@@ -198,20 +249,11 @@ impl Server {
                 Ok(s) => s,
                 Err(e) => {
                     error!("cannot start TLS with {peer}: {e}");
+                    if unserved {
+                        self.door.leave(access.ip());
+                    }
                     continue;
                 }
-            };
-            let tls = session.is_some();
-            let local = if http {
-                self.http_addrs().get(li)
-            } else {
-                self.local_addrs.get(li)
-            };
-            // Protected mode is for plaintext listeners: a TLS one is not refused by it.
-            let access = match local {
-                Some(_) if tls => Peer::new(peer, false),
-                Some(&local) => self.access_for(peer, local),
-                None => Peer::new(peer, true),
             };
             let entry = self.conns.vacant_entry();
             let idx = entry.key();
@@ -220,13 +262,18 @@ impl Server {
                 generation: token::next_generation(self.last_generation),
             };
             let registration = (self.poll.registry(), Source::Conn(id).token());
-            let c = match Connection::accept(stream, id, registration, session, access) {
+            let ip = access.ip();
+            let mut c = match Connection::accept(stream, id, registration, session, access) {
                 Ok(c) => c,
                 Err(e) => {
                     error!("cannot register connection from {peer}: {e}");
+                    if unserved {
+                        self.door.leave(ip);
+                    }
                     continue;
                 }
             };
+            c.unserved = unserved;
             self.last_generation = id.generation;
             let info = ConnInfo {
                 fd: c.fd(),

@@ -85,6 +85,9 @@ pub struct Connection {
     pub output_held: bool,
     /// Who the peer is, for the gate (gate.rs).
     pub access: Peer,
+    /// From beyond loopback, and no request of it has reached the gate yet: it holds one of
+    /// the slots `--max-unserved-connections` allows (door.rs).
+    pub unserved: bool,
 }
 
 /// What a read pass found.
@@ -132,6 +135,7 @@ impl Connection {
             counted: 0,
             output_held: false,
             access,
+            unserved: false,
         })
     }
 
@@ -283,9 +287,23 @@ impl Connection {
         self.transport.shutdown_write();
     }
 
+    /// A peer protected mode refuses (on a TLS listener that asks no client certificate,
+    /// refused once its handshake ends) is read no further than its handshake needs: a byte
+    /// of what follows at most, never a request. Once refused, an HTTP connection's lingering
+    /// close reads on, into a buffer it empties after each read.
+    fn unserved_cap(&self, cap: usize) -> usize {
+        let lingering = self.http().is_some_and(|h| h.lingering);
+        if self.access.protected && !lingering {
+            cap.min(1)
+        } else {
+            cap
+        }
+    }
+
     /// Read what the socket has until the buffer holds `cap` bytes: HTTP, where the frame
     /// lengths of `fill` do not apply and the caller knows how much one request needs.
     pub fn fill_upto(&mut self, cap: usize) -> io::Result<ReadStatus> {
+        let cap = self.unserved_cap(cap);
         loop {
             if self.rbuf.len() >= cap {
                 return Ok(ReadStatus::Capped);
@@ -302,6 +320,9 @@ impl Connection {
     /// Read what the socket has, up to the cap.
     pub fn fill(&mut self, limits: &Limits) -> io::Result<ReadStatus> {
         loop {
+            if self.access.protected && !self.rbuf.is_empty() {
+                return Ok(ReadStatus::Capped);
+            }
             let cap = match frame_len(&self.rbuf) {
                 // An oversized header is left for the decoder to refuse; nothing more is read.
                 Some(n) if n > limits.max_packet + HEADER_LEN => return Ok(ReadStatus::Capped),

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use log::{error, warn};
 
 use super::Server;
@@ -19,7 +19,7 @@ use crate::access::peer::Peer;
 use crate::access::{self, AccessConfig, Acl, Identity, Operation};
 use crate::engine::{ConnId, Engine};
 use crate::http::console;
-use crate::http::parse::Bearer;
+use crate::http::parse::{Bearer, Version};
 use crate::http::response::Reply;
 use crate::log_budget::Cause;
 use crate::peer_log;
@@ -28,7 +28,7 @@ use crate::proto::request::Request;
 use crate::proto::response::Response;
 
 /// What protected mode says, once, to a peer it refuses.
-const PROTECTED: &str = "protected mode: this server serves peers beyond loopback on a plaintext listener only with an access list; configure TLS (--ssl-certificate, --ssl-key, --ssl-ca-file) and --acl FILE, or start it with --protected-mode no on a network you trust";
+const PROTECTED: &str = "protected mode: this server serves peers beyond loopback on a listener that does not authenticate them (plaintext, or TLS without --ssl-ca-file) only with an access list; configure TLS (--ssl-certificate, --ssl-key, --ssl-ca-file) and --acl FILE, or start it with --protected-mode no on a network you trust";
 
 /// The access state of the server: the flags, the rules in force, the denials counted.
 pub(super) struct Gate {
@@ -49,7 +49,8 @@ impl Gate {
         }
     }
 
-    /// Does protected mode refuse peers beyond loopback on a plaintext listener at `local`?
+    /// Does protected mode refuse peers beyond loopback on a listener at `local` that does not
+    /// authenticate them?
     pub(super) fn protects(&self, local: std::net::SocketAddr) -> bool {
         self.config.protected_mode && self.config.acl.is_none() && !local.ip().is_loopback()
     }
@@ -249,9 +250,15 @@ impl Server {
         need: Need<'_>,
         bearer: Option<&Bearer>,
     ) -> Result<(), Denial> {
-        let Some(c) = self.conns.get(idx) else {
+        let Some(c) = self.conns.get_mut(idx) else {
             return Err(Denial::NoConnection);
         };
+        if c.unserved {
+            // Its first complete request: it no longer counts against the room unserved
+            // peers may hold (door.rs), whatever the gate says of the request.
+            c.unserved = false;
+            self.door.leave(c.access.ip());
+        }
         match judge(&self.access, &self.engine, c, need, bearer) {
             Ok(()) => Ok(()),
             Err(d) => Err(self.denied(idx, d)),
@@ -336,13 +343,61 @@ impl Server {
         }
     }
 
-    /// Protected mode applies to peers of the listener bound at `local`.
+    /// Protected mode applies to peers of the listener bound at `local`, which does not
+    /// authenticate them.
     pub(super) fn access_for(&self, peer: SocketAddr, local: SocketAddr) -> Peer {
         Peer::new(peer, self.access.protects(local))
     }
 
-    /// A connection is closing: say how many of its denials were not logged.
-    pub(super) fn gate_closed(&self, c: &Connection) {
+    /// Protected mode refuses `peer` at accept, on a plaintext listener (`http`: an HTTP
+    /// one): counted and logged as at a first request, and the one refusal to write before
+    /// the close, an ERROR packet or a 403. Nothing of the peer is read.
+    #[cold]
+    pub(super) fn protected_at_accept(&mut self, peer: &Peer, http: bool) -> BytesMut {
+        let d = Denial::Protected;
+        let who = Identity::Addr(peer.ip()).to_string();
+        self.access.denials.count(&who, d.operation());
+        peer_log!(
+            self.turn_now,
+            Cause::Denied,
+            Warn,
+            "denied: connection from {} ({who}) at accept: {}",
+            peer.peer(),
+            d.text()
+        );
+        let mut out = BytesMut::new();
+        if http {
+            let date = crate::http::response::http_date(self.turn_now);
+            let reply = d.http();
+            crate::http::response::write(&mut out, &reply, Version::Http11, false, false, &date);
+        } else {
+            crate::proto::response::encode(&d.packet(), &mut out);
+        }
+        out
+    }
+
+    /// A TLS handshake just ended on connection `idx` of a listener that asks no client
+    /// certificate: protected mode refuses its peer now, before any request of it is read
+    /// (conn.rs reads nothing past the handshake for it).
+    pub(super) fn protected_after_handshake(&mut self, idx: usize) {
+        let Some(c) = self.conns.get(idx).filter(|c| c.access.protected) else {
+            return;
+        };
+        let (id, http) = (c.id, c.is_http());
+        let d = self.denied(idx, Denial::Protected);
+        if http {
+            self.http_refuse(idx, d.http());
+        } else {
+            self.refuse(idx, id, d.packet(), true);
+        }
+    }
+
+    /// A connection is closing: say how many of its denials were not logged, and give back
+    /// the slot it held as unserved.
+    pub(super) fn gate_closed(&mut self, c: &Connection) {
+        if c.unserved {
+            self.door.leave(c.access.ip());
+        }
         let a = &c.access;
         let cap = self.access.config.denials_logged;
         if a.denials > cap {
@@ -399,7 +454,7 @@ impl Server {
     /// `FILE:LINE:COL: message`. Says at start what protected mode does.
     pub fn load_acl(&mut self) -> Result<Option<usize>, String> {
         let beyond: Vec<_> = self
-            .plaintext_addrs()
+            .unauthenticated_addrs()
             .filter(|a| !a.ip().is_loopback())
             .collect();
         let cfg = &self.access.config;

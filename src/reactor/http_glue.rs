@@ -601,6 +601,16 @@ impl Server {
         self.want_write(idx);
     }
 
+    /// Refuse HTTP connection `idx` before a request of it is read (protected mode after a
+    /// TLS handshake): `reply`, then the close.
+    pub(super) fn http_refuse(&mut self, idx: usize, reply: Reply) {
+        if let Some(c) = self.conns.get_mut(idx) {
+            c.rbuf.clear();
+        }
+        let now = self.turn_now;
+        self.http_answer(idx, Version::Http11, false, reply, false, now);
+    }
+
     /// Engine replies addressed to HTTP connections, set aside during `dispatch`.
     pub(super) fn http_deliver(&mut self) {
         if self.http.inbox.is_empty() {

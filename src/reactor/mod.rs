@@ -6,6 +6,7 @@ mod accept;
 mod admin;
 mod conn;
 mod deadlines;
+mod door;
 mod embedded;
 mod etcd_link;
 mod gate;
@@ -128,6 +129,8 @@ pub struct Server {
     fds_base: Option<i64>,
     /// Listeners whose accept failed, with the deadline of their next try (accept.rs).
     accept_retries: Vec<(token::Listener, crate::timer::TimerKey)>,
+    /// The room kept for loopback and served peers, and accept failures' log (door.rs).
+    door: door::Door,
 }
 
 impl Server {
@@ -163,6 +166,10 @@ impl Server {
         let output = output_bound::OutputBound::new(config.max_total_output);
         let console = config.http.as_ref().is_some_and(|h| h.console);
         let access = gate::Gate::new(config.access.clone(), console);
+        let door = door::Door::new(
+            config.max_connections_per_address,
+            config.max_unserved_connections,
+        );
         conn::prepare_read_buffer();
         Ok(Server {
             poll,
@@ -198,6 +205,7 @@ impl Server {
             tls,
             fds_base: None,
             accept_retries: Vec::new(),
+            door,
         })
     }
 

@@ -58,6 +58,8 @@ pub(super) struct TlsGlue {
     everywhere: bool,
     /// Gearman listeners from this index on are `--ssl-listen` ones.
     pub(super) first_tls_listener: usize,
+    /// `--ssl-ca-file` was given.
+    client_certificates: bool,
     handshake_timeout_ms: u64,
     completed: u64,
     failed: BTreeMap<&'static str, u64>,
@@ -71,6 +73,7 @@ impl TlsGlue {
             setup,
             everywhere: tls.is_some_and(|t| t.everywhere),
             first_tls_listener: config.listen.len(),
+            client_certificates: tls.is_some_and(|t| t.ca_file.is_some()),
             handshake_timeout_ms: tls.map_or(0, |t| t.handshake_timeout.as_millis() as u64),
             completed: 0,
             failed: BTreeMap::new(),
@@ -86,6 +89,11 @@ impl TlsGlue {
     /// `--ssl`: the HTTP listeners speak TLS too.
     pub(super) fn https(&self) -> bool {
         self.everywhere
+    }
+
+    /// `--ssl-ca-file`: the TLS listeners authenticate their peers by a client certificate.
+    pub(super) fn asks_client_certificate(&self) -> bool {
+        self.client_certificates
     }
 }
 
@@ -172,6 +180,7 @@ impl Server {
         if let Some(n) = name {
             c.name_peer(crate::access::Identity::Cn(n));
         }
+        self.protected_after_handshake(idx);
     }
 
     /// A TLS handshake's deadline passed: close the connection if it is still at it.

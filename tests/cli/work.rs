@@ -378,9 +378,14 @@ fn gw_env(args: &[&str], env: &[(&str, &str)]) -> Out {
 fn submit_shows_the_servers_refusal_and_exits_1() {
     // Protected mode: a peer beyond loopback gets one ERROR, which says what to do, and the
     // close; the submitter must show that text, not the close.
-    let Some(ip) = own_address() else { return };
+    if !support::netns::inside(
+        module_path!(),
+        "submit_shows_the_servers_refusal_and_exits_1",
+    ) {
+        return;
+    }
     let s = Server::start(&["-L", "0.0.0.0"]);
-    let far = format!("{ip}:{}", s.port());
+    let far = format!("{}:{}", support::netns::FAR, s.port());
     for cmd in [
         &["submit", "-s", &far, "-f", "f", "x"][..],
         &["submit", "-s", &far, "-b", "-f", "f", "x"],

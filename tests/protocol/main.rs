@@ -11,6 +11,7 @@ mod admin;
 mod admin_order;
 mod backlog;
 mod descriptors;
+mod door;
 mod errors;
 mod failed;
 mod footprint;

@@ -557,29 +557,67 @@ fn gearwheel_work_and_submit_over_mutual_tls() {
     assert_ne!(o.code(), Some(0), "{o:?}");
 }
 
+/// A TLS connection to `to` from the far address of the test's network namespace.
+fn far_tls(to: SocketAddr, tls: &ClientTls) -> TlsConn {
+    let tcp = netns::stream_from(netns::FAR, to);
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    TlsConn(tls.wrap(&to.ip().to_string(), tcp).unwrap())
+}
+
+/// Encryption is not authentication: a TLS listener that asks no client certificate is
+/// guarded by protected mode as a plaintext one is; one that asks for it (--ssl-ca-file) is
+/// not, its peers being authenticated.
 #[test]
-fn protected_mode_guards_plaintext_listeners_not_tls_ones() {
-    let Some(ip) = own_address() else {
+fn protected_mode_guards_every_listener_that_does_not_authenticate_its_peers() {
+    if !netns::inside(
+        module_path!(),
+        "protected_mode_guards_every_listener_that_does_not_authenticate_its_peers",
+    ) {
         return;
-    };
+    }
     let ca = TestCa::new("srv-protected");
-    let own = ip.to_string();
-    let (c, k) = ca.issue("gearwheel", "gearwheel", &["127.0.0.1", &own]);
+    let (c, k) = ca.issue("gearwheel", "gearwheel", &["127.0.0.1", netns::FAR]);
     let cert = CertFiles::new(&c, &k);
     let server = start_tls(&cert, &["-L", "0.0.0.0", "--ssl-listen", "0.0.0.0:0"]);
     let tls_port = server.listener("TLS listening on ").port();
-    // The start names the plaintext listener only.
+    // The start names both listeners.
     let line = server.log_line("protected mode: no --acl", 10);
     assert!(line.contains(&format!(":{}", server.port())), "{line}");
-    assert!(!line.contains(&format!(":{tls_port}")), "{line}");
-    // From beyond loopback: served over TLS, refused in plaintext.
+    assert!(line.contains(&format!(":{tls_port}")), "{line}");
+    // From beyond loopback, over TLS: the handshake, then the refusal, unasked.
     let tls = client_tls(&ca.ca(), None);
-    let mut secure = TlsConn::connect(SocketAddr::new(ip, tls_port), &tls);
-    assert_eq!(secure.echo(b"over tls").unwrap(), b"over tls");
-    let mut plain = Conn::connect(SocketAddr::new(ip, server.port()));
-    plain.send_req(t::ECHO_REQ, &[b"x"]);
+    let mut secure = far_tls(netns::far(tls_port), &tls);
+    let (code, _) = split_error(&secure.expect(t::ERROR));
+    assert_eq!(code, "PROTECTED_MODE");
+    assert!(secure.echo(b"x").is_err());
+    // In plaintext too; from loopback, TLS is served.
+    let mut plain = Conn::from_stream(netns::stream_from(netns::FAR, netns::far(server.port())));
     let (code, _) = split_error(&plain.expect(t::ERROR));
     assert_eq!(code, "PROTECTED_MODE");
+    let mut near = TlsConn::connect(netns::near(tls_port), &tls);
+    assert_eq!(near.echo(b"near").unwrap(), b"near");
+
+    // Asking for a client certificate, the TLS listener authenticates its peers: a far one
+    // with a certificate of the CA is served, and the start names the plaintext one only.
+    let ca_arg = ca.ca_arg();
+    let server = start_tls(
+        &cert,
+        &[
+            "-L",
+            "0.0.0.0",
+            "--ssl-listen",
+            "0.0.0.0:0",
+            "--ssl-ca-file",
+            &ca_arg,
+        ],
+    );
+    let tls_port = server.listener("TLS listening on ").port();
+    let line = server.log_line("protected mode: no --acl", 10);
+    assert!(!line.contains(&format!(":{tls_port}")), "{line}");
+    let id = ca.client("far-client");
+    let mutual = client_tls(&ca.ca(), Some((Path::new(&id.cert), Path::new(&id.key))));
+    let mut secure = far_tls(netns::far(tls_port), &mutual);
+    assert_eq!(secure.echo(b"over tls").unwrap(), b"over tls");
 }
 
 #[test]

@@ -19,7 +19,8 @@
 //! `TlsServer` (tls_serve.rs: mutual TLS under an access list); etcd.rs runs a real etcd
 //! (`support::etcd::Etcd`), cluster.rs servers joined to it (`support::cluster::*`) and
 //! partition.rs a relay that cuts one of them off (`support::partition::Relay`); man.rs is
-//! the markdown-to-roff of tests/docs/man_pages.rs.
+//! the markdown-to-roff of tests/docs/man_pages.rs; netns.rs runs a test's body in a network
+//! namespace of its own, with far peers from an address of no real network.
 #![allow(dead_code)]
 
 pub mod cluster;
@@ -29,6 +30,7 @@ pub mod http;
 pub mod in_process;
 pub mod interop;
 pub mod man;
+pub mod netns;
 pub mod partition;
 pub mod process;
 pub mod protocol;

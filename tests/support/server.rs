@@ -2,7 +2,7 @@
 //! from its "Listening on" lines; and this machine's own address, to reach it from beyond
 //! loopback.
 
-use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
+use std::net::{SocketAddr, TcpListener};
 use std::ops::{Deref, DerefMut};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -148,24 +148,6 @@ fn listening_on(log: &str, what: &str) -> Option<SocketAddr> {
     let at = log.find(&prefix)? + prefix.len();
     let (addr, _) = log[at..].split_once('\n')?;
     Some(addr.trim().parse().expect("a listener's address"))
-}
-
-/// This machine's own non-loopback address (the source the routing table picks), so a test
-/// can reach a server bound to 0.0.0.0 as a peer from beyond loopback. `None` (with the reason
-/// printed) on a machine without one.
-pub fn own_address() -> Option<IpAddr> {
-    // A UDP "connect" sends nothing: it only asks the routing table for a source address.
-    let ip = UdpSocket::bind("0.0.0.0:0")
-        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
-        .and_then(|s| s.local_addr())
-        .map(|a| a.ip());
-    match ip {
-        Ok(ip) if !ip.is_loopback() && !ip.is_unspecified() => Some(ip),
-        other => {
-            eprintln!("SKIP: no non-loopback address to connect from ({other:?})");
-            None
-        }
-    }
 }
 
 /// A connection through gearwheel's own client library.
