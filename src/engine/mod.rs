@@ -3,12 +3,9 @@
 //! a buffer or the clock: `now` (milliseconds since the Unix epoch) is passed in.
 
 mod admin;
-mod alerts;
-mod cluster_runs;
 mod dispatch;
 mod durable;
-mod failed;
-mod failed_ops;
+mod failures;
 mod forget;
 mod handles;
 mod horizon;
@@ -17,17 +14,13 @@ mod leases;
 mod outbox;
 mod query;
 mod reactor_api;
-mod retries;
-mod run_end;
-mod run_history;
-mod schedule_ops;
 mod schedules;
 mod serve;
 mod timers;
-pub use run_history::ScheduleMarks;
-pub use run_history::{RunOutcome, RunRecord};
-pub use schedule_ops::ScheduleOpError;
 pub use schedules::LoadReport;
+pub use schedules::ops::ScheduleOpError;
+pub use schedules::run_history::ScheduleMarks;
+pub use schedules::run_history::{RunOutcome, RunRecord};
 mod types;
 mod uniques;
 mod workers;
@@ -44,15 +37,15 @@ use crate::schedule::{SchedSpec, Zone};
 use crate::timer::{TimerKey, Timers};
 
 pub use admin::CancelRefused;
-pub use cluster_runs::RunClaim;
 pub use durable::{Durable, FinishKind, RestoredJob};
-pub use failed::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
+pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
 pub use outbox::{Outbox, Shutdown};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,
     ScheduleStatus, WorkerStatus,
 };
+pub use schedules::cluster_runs::RunClaim;
 use timers::TimerEvent;
 pub use types::JobCounters;
 pub use types::{
@@ -194,7 +187,7 @@ pub struct Engine {
     /// Every function's `JobCounters` summed (see `counters`).
     counted: JobCounters,
     /// Background jobs that failed for good (failed.rs).
-    failed: failed::FailedList,
+    failed: failures::FailedList,
     /// Job leases by function (`timeout FUNCTION DURATION`, leases.rs).
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
@@ -208,7 +201,7 @@ const NOT_FOUND_EXCEPTION: &str = "An exception was received for a job that does
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         let by_handle = handles::HandleIndex::new(&config.handle_prefix);
-        let failed = failed::FailedList::new(config.keep_failed, config.keep_failed_bytes);
+        let failed = failures::FailedList::new(config.keep_failed, config.keep_failed_bytes);
         Engine {
             config,
             conns: Vec::new(),

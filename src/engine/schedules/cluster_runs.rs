@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use super::{Engine, Outbox};
+use crate::engine::{Engine, Outbox};
 use crate::schedule::cron::Timing;
 use crate::schedule::file::{Catchup, Overlap};
 
@@ -36,7 +36,7 @@ impl Engine {
         self.schedules.leader = leader;
     }
 
-    pub(super) fn claim_for(&self, slot: usize, nominal: u64, now: u64) -> RunClaim {
+    pub(in crate::engine) fn claim_for(&self, slot: usize, nominal: u64, now: u64) -> RunClaim {
         let st = &self.schedules.entries[slot];
         let skip = st.entry.overlap == Overlap::Skip;
         RunClaim {
@@ -79,7 +79,7 @@ impl Engine {
             }
             None => log::warn!(
                 "schedule {entry}: claimed run at {} dropped: the entry is no longer loaded",
-                super::rfc3339(nominal)
+                crate::engine::rfc3339(nominal)
             ),
         }
     }
@@ -95,7 +95,7 @@ impl Engine {
         log::log!(
             level,
             "schedule {entry}: run at {} not made: {why}",
-            super::rfc3339(nominal)
+            crate::engine::rfc3339(nominal)
         );
     }
 
@@ -133,7 +133,7 @@ impl Engine {
 impl Engine {
     /// A job of a scheduled run ended for good (not requeued, not retried): the last one of
     /// a clustered overlap=skip entry ends its claimed run.
-    pub(super) fn cluster_job_ended(&mut self, entry: &Rc<str>, out: &mut Outbox) {
+    pub(in crate::engine) fn cluster_job_ended(&mut self, entry: &Rc<str>, out: &mut Outbox) {
         let Some(open) = self.schedules.cluster_open.get_mut(entry) else {
             return;
         };

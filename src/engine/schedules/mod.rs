@@ -2,6 +2,12 @@
 //! time, and keeping each entry's history (runs, outcomes, durations, skips) for
 //! `show schedules` and the log.
 
+mod alerts;
+pub(super) mod cluster_runs;
+pub(super) mod ops;
+mod run_end;
+pub(super) mod run_history;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
@@ -9,13 +15,13 @@ use std::rc::Rc;
 use bytes::Bytes;
 use chrono::DateTime;
 
-use super::handles::KeyRef;
-use super::run_history::{History, RunOutcome, RunRecord, ScheduleMarks};
-use super::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339};
+use crate::engine::handles::KeyRef;
+use crate::engine::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339};
 use crate::proto::request::{JobBody, Priority};
 use crate::schedule::cron::Timing;
 use crate::schedule::file::{Catchup, Entry, EntryPriority, Overlap, ScheduleFile};
 use crate::timer::TimerKey;
+use run_history::{History, RunOutcome, RunRecord, ScheduleMarks};
 
 /// Before this (2020-01-01) the wall clock is taken to be unset (an appliance without RTC).
 const PLAUSIBLE_MS: u64 = 1_577_836_800_000;
@@ -94,7 +100,7 @@ pub(crate) enum Outcome<'a> {
     Exception(&'a [u8]),
     Cancelled,
     /// Ran past a time limit (which one).
-    Timeout(super::leases::TimeLimit),
+    Timeout(crate::engine::leases::TimeLimit),
     RetriesSpent,
     /// A worker died holding it; it is queued again.
     Requeued,
@@ -349,7 +355,7 @@ impl Engine {
         }
         let st = &self.schedules.entries[slot];
         let h = &st.history;
-        self.durable.push(super::Durable::ScheduleRan {
+        self.durable.push(crate::engine::Durable::ScheduleRan {
             entry: Rc::clone(&st.id),
             fire_ms: h.last_run_ms.unwrap_or(0),
             seen_ms: h.seen_ms.unwrap_or(0),
@@ -717,7 +723,7 @@ impl Engine {
                 h.runs,
                 h.failures,
                 h.skips,
-                super::run_history::marks_columns(h),
+                run_history::marks_columns(h),
                 h.last_error.as_deref().unwrap_or("-"),
                 h.recent.column(),
                 pending.get(&st.id).copied().unwrap_or(0),
