@@ -40,12 +40,11 @@ pub use admin::CancelRefused;
 pub use durable::{Durable, FinishKind, RestoredJob};
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
-pub use outbox::{Outbox, Shutdown};
+pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,
     ScheduleStatus, WorkerStatus,
 };
-pub use schedules::cluster_runs::RunClaim;
 use timers::TimerEvent;
 pub use types::JobCounters;
 pub use types::{

@@ -6,24 +6,10 @@
 
 use std::rc::Rc;
 
+use crate::engine::outbox::RunClaim;
 use crate::engine::{Engine, Outbox};
 use crate::schedule::cron::Timing;
 use crate::schedule::file::{Catchup, Overlap};
-
-/// A due run waiting for its claim.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunClaim {
-    pub entry: Rc<str>,
-    /// Its scheduled time (unix ms).
-    pub nominal_ms: u64,
-    /// `overlap=skip`: another server's run still going blocks it.
-    pub overlap_skip: bool,
-    /// The unique its jobs get (overlap=skip), for the other servers to see.
-    pub unique: String,
-    /// Until when this run blocks the entry on other servers: now plus the entry's
-    /// `timeout=` (0 without one: nothing says when it ends, so it does not block).
-    pub until_ms: u64,
-}
 
 impl Engine {
     /// Claim runs from the cluster before making them (on) or make them at once (off).
