@@ -139,6 +139,22 @@ struct NewJob {
     origin: Option<Origin>,
 }
 
+impl NewJob {
+    /// A job as a client submits it: due at once, no reducer, from no schedule entry (the
+    /// REDUCE, EPOCH and SCHED kinds set theirs over this).
+    fn submitted(func: FuncId, body: JobBody, priority: Priority, background: bool) -> NewJob {
+        NewJob {
+            func,
+            body,
+            reducer: None,
+            priority,
+            background,
+            due_ms: None,
+            origin: None,
+        }
+    }
+}
+
 /// Why a job left the engine without a result from a worker.
 enum FailReason {
     Cancelled,
