@@ -1,6 +1,23 @@
 //! The job engine: the only owner of jobs, queues, functions, workers and waiting clients.
 //! It turns a request from a connection into replies in an outbox, and never sees a socket,
 //! a buffer or the clock: `now` (milliseconds since the Unix epoch) is passed in.
+//!
+//! - `serve`: the request match, one arm per Gearman request; `admin`: the admin lines.
+//! - `jobs`: a job's submission, creation, queues and end; `dispatch`: its way to a worker.
+//! - `workers`: registrations, sleeping workers and their wake-ups; `forget`: idle functions
+//!   forgotten past `--max-idle-functions`.
+//! - `handles` and `uniques`: the handle index and the unique index.
+//! - `types`: the engine's records (connections, functions, jobs); `outbox`: what the engine
+//!   hands the reactor.
+//! - `timers`: the timer events and what fires them; `leases`: time limits on running jobs;
+//!   `horizon`: the far-future warning.
+//! - `schedules/`: schedule entries: arming, runs and their ends, history, an operator's
+//!   hand, cluster claims, alerts.
+//! - `failures/`: retries with backoff, jobs failing for good, the failed list.
+//! - `durable`: what the journal learns of the engine, and jobs put back from it.
+//! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
+//!   reactor needs beyond `handle`.
+//! - `tests`: the engine's unit tests, one file per concern.
 
 mod admin;
 mod dispatch;

@@ -1,6 +1,14 @@
 //! Schedule entries inside the engine: arming them in the wheel, injecting their jobs on
 //! time, and keeping each entry's history (runs, outcomes, durations, skips) for
 //! `show schedules` and the log.
+//!
+//! This file: the entries as loaded, armed in the wheel and injected on time. Beside it:
+//!
+//! - `run_end`: how a run ends in its entry (its job's outcome, a run missed or skipped).
+//! - `run_history`: each entry's counts, marks and ring of its last runs.
+//! - `ops`: an operator's hand on an entry: run, skip, pause, resume.
+//! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
+//! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
 
 mod alerts;
 pub(super) mod cluster_runs;
