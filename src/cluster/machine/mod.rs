@@ -561,7 +561,15 @@ impl Machine {
             // Re-read on the next success: we may or may not hold the key.
             Purpose::Campaign => self.want_campaign = true,
             Purpose::PutMember => self.member_put = false,
-            _ => {}
+            // Asked again by their own timers or the next leader's work; nothing to undo.
+            Purpose::Grant
+            | Purpose::KeepAlive { .. }
+            | Purpose::LoadRuns
+            | Purpose::PublishLeader
+            | Purpose::ReadState
+            | Purpose::DeleteRun
+            | Purpose::FinishRun { .. }
+            | Purpose::Compact { .. } => {}
         }
     }
 
