@@ -1,9 +1,12 @@
 //! Access control: who a connection is and what the ACL file lets it do.
 //!
-//! Pure: `acl` parses and matches the `--acl` file; `classify` says what each request needs;
-//! `token` turns a bearer secret into the digest the file names; `denials` counts refusals
-//! for /metrics; `peer` is what the gate knows of a connection from its accept. The
-//! reactor's gate (src/reactor/gate.rs) puts them together.
+//! All of it pure; the reactor's gate (src/reactor/gate.rs) puts the parts together.
+//!
+//! - `acl`: the `--acl` file, parsed and matched; `acl_tests`: its unit tests.
+//! - `classify`: what each request needs (Gearman packets, admin lines, HTTP routes).
+//! - `token`: a bearer secret into the digest the file names.
+//! - `denials`: refusals counted for `/metrics`.
+//! - `peer`: what the gate knows of a connection from its accept.
 
 pub mod acl;
 pub mod classify;

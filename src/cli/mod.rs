@@ -4,6 +4,13 @@
 //!
 //! Exit codes: 0 success; 1 the job failed (WORK_FAIL / WORK_EXCEPTION) or the server answered
 //! `ERR`; 2 bad flags; 3 the server could not be reached or broke the protocol.
+//!
+//! - `args`: the top-level command line; `help`: `--help` wrapped for a terminal.
+//! - `work`, `submit`, `admin`: the commands of those names; `table` and `escape`: the
+//!   `admin` command's tables and terminal-safe bytes.
+//! - `import_crontab`: the `import-crontab` command; `crontab_import`: its pure translation;
+//!   `crontab_words`: a crontab command's words.
+//! - `schedules`: `gearwheel schedules push|show`, a cluster's schedules file in etcd.
 
 pub mod admin;
 pub mod args;

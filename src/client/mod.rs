@@ -2,6 +2,11 @@
 //! commands: one TCP connection per `Conn`, request packets out, response packets and admin
 //! lines in through the server's own codec. No async and no threads here; it must not touch
 //! the engine or the reactor.
+//!
+//! - `conn`: one blocking connection to a Gearman server; `stream`: its socket, plain or TLS.
+//! - `servers`: which servers the commands talk to (`-s`, `$GEARMAN_SERVERS`).
+//! - `duration`: durations and points in time as the command line gives them.
+//! - `etcd`: a blocking etcd client on the gateway codec.
 
 pub mod conn;
 pub mod duration;

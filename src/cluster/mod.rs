@@ -3,6 +3,15 @@
 //! the digests that tell servers with different schedules files apart. `etcd` is the pure
 //! codec for etcd's v3 JSON gateway. The reactor owns the sockets (src/reactor/etcd_link.rs);
 //! the engine asks for claims through its outbox.
+//!
+//! - `machine/`: the etcd conversation as a pure state machine (lease, election, watch,
+//!   claims, compaction).
+//! - `etcd/`: the v3 JSON gateway codec (requests to bytes, bytes to replies).
+//! - `types`: the machine's vocabulary with the outside (links, settings, claims, status).
+//! - `records`: the values kept under `gearwheel/{cluster}/`, as JSON both ways.
+//! - `digest`: digests of a schedules file, per entry and whole.
+//! - `view`: `show cluster`, `/cluster` and the cluster metrics, from a `Status`.
+//! - `tests`: the machine's unit tests.
 
 pub mod digest;
 pub mod etcd;

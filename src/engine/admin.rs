@@ -119,7 +119,7 @@ impl Engine {
                     .iter()
                     .filter_map(|(k, j)| match j.state() {
                         JobState::Future => Some((self.due_ms(k).unwrap_or(0), j)),
-                        _ => None,
+                        JobState::Queued | JobState::Running(_) => None,
                     })
                     .collect();
                 rows.sort_by_key(|(due, j)| (*due, j.id));

@@ -6,21 +6,13 @@ use super::*;
 impl Engine {
     // ---- clients -------------------------------------------------------------------------
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn submit(
-        &mut self,
-        id: ConnId,
-        func: Bytes,
-        body: JobBody,
-        reducer: Option<Bytes>,
-        priority: Priority,
-        background: bool,
-        due_ms: Option<u64>,
-        now: u64,
-        out: &mut Outbox,
-    ) {
-        let f = self.func_id(&func);
-        let key = KeyRef::of(body.unique_bytes(), body.data_bytes());
+    /// A client's SUBMIT_JOB, of any kind (`NewJob::submitted`): joined to a job with the
+    /// same unique, refused when its queue is full, else made; JOB_CREATED either way.
+    pub(super) fn submit(&mut self, id: ConnId, new: NewJob, now: u64, out: &mut Outbox) {
+        let f = new.func;
+        let background = new.background;
+        let due_ms = new.due_ms;
+        let key = KeyRef::of(new.body.unique_bytes(), new.body.data_bytes());
         let indexed = key.is_some();
         if let Some(existing) = key.and_then(|k| self.by_unique.get(f, k, &self.jobs)) {
             if background {
@@ -45,32 +37,29 @@ impl Engine {
             );
             return;
         }
-        if self.queue_full(f, priority) {
+        if self.queue_full(f, new.priority) {
             out.push(id, Response::error("QUEUE_ERROR", "Job queue is full"));
             return;
         }
         // What a job keeps is copied out of the packet: a slice would keep the whole read
         // buffer it arrived in, whatever else that held, for as long as the job waits.
         let new = NewJob {
-            func: f,
-            body: JobBody::new(body.unique_bytes(), body.data_bytes()),
-            reducer: reducer.as_deref().map(Bytes::copy_from_slice),
-            priority,
-            background,
-            due_ms,
-            origin: None,
+            body: JobBody::new(new.body.unique_bytes(), new.body.data_bytes()),
+            reducer: new.reducer.as_deref().map(Bytes::copy_from_slice),
+            ..new
         };
         let k = self.create_job(new, indexed, (!background).then_some(id), now, out);
         let handle = self.by_handle.of(&self.jobs[k]);
         if let Some(due) = due_ms.filter(|&d| d > now) {
             // Here, not in create_job: a job put back from the journal was logged when it came.
+            let func = &self.functions[f].name;
             log::info!(
                 "accepted future job {handle} ({}), due {}",
-                shown(&func),
+                shown(func),
                 rfc3339(due)
             );
             let horizon = self.config.future_horizon_ms;
-            if let Some(m) = horizon::message(&handle, &func, due, now, horizon) {
+            if let Some(m) = horizon::message(&handle, func, due, now, horizon) {
                 log::warn!("{m}");
             }
         }

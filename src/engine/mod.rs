@@ -1,14 +1,28 @@
 //! The job engine: the only owner of jobs, queues, functions, workers and waiting clients.
 //! It turns a request from a connection into replies in an outbox, and never sees a socket,
 //! a buffer or the clock: `now` (milliseconds since the Unix epoch) is passed in.
+//!
+//! - `serve`: the request match, one arm per Gearman request; `admin`: the admin lines.
+//! - `jobs`: a job's submission, creation, queues and end; `dispatch`: its way to a worker.
+//! - `workers`: registrations, sleeping workers and their wake-ups; `forget`: idle functions
+//!   forgotten past `--max-idle-functions`.
+//! - `handles` and `uniques`: the handle index and the unique index.
+//! - `types`: the engine's records (connections, functions, jobs); `outbox`: what the engine
+//!   hands the reactor.
+//! - `timers`: the timer events and what fires them; `leases`: time limits on running jobs;
+//!   `horizon`: the far-future warning.
+//! - `schedules/`: schedule entries: arming, runs and their ends, history, an operator's
+//!   hand, cluster claims, alerts.
+//! - `failures/`: retries with backoff, jobs failing for good, the failed list.
+//! - `durable`: what the journal learns of the engine, and jobs put back from it.
+//! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
+//!   reactor needs beyond `handle`.
+//! - `tests`: the engine's unit tests, one file per concern.
 
 mod admin;
-mod alerts;
-mod cluster_runs;
 mod dispatch;
 mod durable;
-mod failed;
-mod failed_ops;
+mod failures;
 mod forget;
 mod handles;
 mod horizon;
@@ -17,17 +31,13 @@ mod leases;
 mod outbox;
 mod query;
 mod reactor_api;
-mod retries;
-mod run_end;
-mod run_history;
-mod schedule_ops;
 mod schedules;
 mod serve;
 mod timers;
-pub use run_history::ScheduleMarks;
-pub use run_history::{RunOutcome, RunRecord};
-pub use schedule_ops::ScheduleOpError;
 pub use schedules::LoadReport;
+pub use schedules::ops::ScheduleOpError;
+pub use schedules::run_history::ScheduleMarks;
+pub use schedules::run_history::{RunOutcome, RunRecord};
 mod types;
 mod uniques;
 mod workers;
@@ -44,11 +54,10 @@ use crate::schedule::{SchedSpec, Zone};
 use crate::timer::{TimerKey, Timers};
 
 pub use admin::CancelRefused;
-pub use cluster_runs::RunClaim;
 pub use durable::{Durable, FinishKind, RestoredJob};
-pub use failed::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
+pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
-pub use outbox::{Outbox, Shutdown};
+pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,
     ScheduleStatus, WorkerStatus,
@@ -147,6 +156,22 @@ struct NewJob {
     origin: Option<Origin>,
 }
 
+impl NewJob {
+    /// A job as a client submits it: due at once, no reducer, from no schedule entry (the
+    /// REDUCE, EPOCH and SCHED kinds set theirs over this).
+    fn submitted(func: FuncId, body: JobBody, priority: Priority, background: bool) -> NewJob {
+        NewJob {
+            func,
+            body,
+            reducer: None,
+            priority,
+            background,
+            due_ms: None,
+            origin: None,
+        }
+    }
+}
+
 /// Why a job left the engine without a result from a worker.
 enum FailReason {
     Cancelled,
@@ -194,7 +219,7 @@ pub struct Engine {
     /// Every function's `JobCounters` summed (see `counters`).
     counted: JobCounters,
     /// Background jobs that failed for good (failed.rs).
-    failed: failed::FailedList,
+    failed: failures::FailedList,
     /// Job leases by function (`timeout FUNCTION DURATION`, leases.rs).
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
@@ -208,7 +233,7 @@ const NOT_FOUND_EXCEPTION: &str = "An exception was received for a job that does
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         let by_handle = handles::HandleIndex::new(&config.handle_prefix);
-        let failed = failed::FailedList::new(config.keep_failed, config.keep_failed_bytes);
+        let failed = failures::FailedList::new(config.keep_failed, config.keep_failed_bytes);
         Engine {
             config,
             conns: Vec::new(),

@@ -15,7 +15,7 @@ pub struct Outbox {
     /// connection (see `push_lazy`), ascending.
     pub lazy: Vec<usize>,
     /// Due schedule runs of a clustered server, waiting for their claim (cluster_runs.rs).
-    pub claims: Vec<super::RunClaim>,
+    pub claims: Vec<RunClaim>,
     /// Claimed overlap=skip runs of this server whose jobs all ended (entry, scheduled ms):
     /// the cluster marks their records done (cluster_runs.rs).
     pub runs_ended: Vec<(std::rc::Rc<str>, u64)>,
@@ -45,4 +45,19 @@ impl Outbox {
         self.replies.clear();
         self.lazy.clear();
     }
+}
+
+/// A due run waiting for its claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunClaim {
+    pub entry: std::rc::Rc<str>,
+    /// Its scheduled time (unix ms).
+    pub nominal_ms: u64,
+    /// `overlap=skip`: another server's run still going blocks it.
+    pub overlap_skip: bool,
+    /// The unique its jobs get (overlap=skip), for the other servers to see.
+    pub unique: String,
+    /// Until when this run blocks the entry on other servers: now plus the entry's
+    /// `timeout=` (0 without one: nothing says when it ends, so it does not block).
+    pub until_ms: u64,
 }

@@ -29,52 +29,40 @@ impl Engine {
                 body,
                 priority,
                 background,
-            } => self.submit(id, func, body, None, priority, background, None, now, out),
+            } => {
+                let new = NewJob::submitted(self.func_id(&func), body, priority, background);
+                self.submit(id, new, now, out)
+            }
             Request::SubmitReduceJob {
                 func,
                 body,
                 reducer,
                 background,
-            } => self.submit(
-                id,
-                func,
-                body,
-                Some(reducer),
-                Priority::Normal,
-                background,
-                None,
-                now,
-                out,
-            ),
+            } => {
+                let new = NewJob {
+                    reducer: Some(reducer),
+                    ..NewJob::submitted(self.func_id(&func), body, Priority::Normal, background)
+                };
+                self.submit(id, new, now, out)
+            }
             Request::SubmitJobEpoch { func, body, epoch } => match parse_epoch(&epoch) {
                 Ok(secs) => {
-                    let due = secs.saturating_mul(1000);
-                    self.submit(
-                        id,
-                        func,
-                        body,
-                        None,
-                        Priority::Normal,
-                        true,
-                        Some(due),
-                        now,
-                        out,
-                    )
+                    let new = NewJob {
+                        due_ms: Some(secs.saturating_mul(1000)),
+                        ..NewJob::submitted(self.func_id(&func), body, Priority::Normal, true)
+                    };
+                    self.submit(id, new, now, out)
                 }
                 Err(e) => out.push(id, Response::error(e.code, e.text)),
             },
             Request::SubmitJobSched { func, body, fields } => match self.sched_due(&fields, now) {
-                Ok(due) => self.submit(
-                    id,
-                    func,
-                    body,
-                    None,
-                    Priority::Normal,
-                    true,
-                    Some(due),
-                    now,
-                    out,
-                ),
+                Ok(due) => {
+                    let new = NewJob {
+                        due_ms: Some(due),
+                        ..NewJob::submitted(self.func_id(&func), body, Priority::Normal, true)
+                    };
+                    self.submit(id, new, now, out)
+                }
                 Err(text) => out.push(id, Response::error("INVALID_ARGUMENT", text)),
             },
             Request::GrabJob(kind) => self.grab(id, kind, now, out),

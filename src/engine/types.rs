@@ -403,7 +403,7 @@ pub struct Rare {
     pub reducer: Option<Bytes>,
     /// The schedule entry that injected the job (and when a worker last took it).
     pub origin: Option<Origin>,
-    /// Failed attempts before this one, when it is a retry (src/engine/retries.rs).
+    /// Failed attempts before this one, when it is a retry (src/engine/failures/retries.rs).
     pub failures: u32,
     /// When its first attempt failed (0: it is not a retry).
     pub first_fail_ms: u64,

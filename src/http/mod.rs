@@ -12,6 +12,7 @@
 //! - `failed_ops`: `GET /failed`, `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
 //! - `schedule_ops`: `POST /schedules/ID/run|skip|pause|resume` and its JSON answer.
 //! - `response`: status lines, headers and bodies; `json` and `metrics`: the read-only bodies.
+//! - `prometheus`: the Prometheus text-format writer `metrics` renders through.
 //! - `console`: the console in the browser (embedded page, its JSON, the job-rate ring).
 
 pub mod console;

@@ -333,7 +333,24 @@ fn check_request(req: &Request) -> Result<(), RequestError> {
         | Request::SubmitReduceJob { func, .. }
         | Request::SubmitJobEpoch { func, .. }
         | Request::SubmitJobSched { func, .. } => func,
-        _ => return Ok(()),
+        // A name only ever looked up (CANT_DO) cannot enter a listing; the rest carry none.
+        // Listed one by one, so that a new request with a function name is checked here.
+        Request::CantDo { .. }
+        | Request::ResetAbilities
+        | Request::PreSleep
+        | Request::GrabJob(_)
+        | Request::WorkStatus { .. }
+        | Request::WorkComplete { .. }
+        | Request::WorkFail { .. }
+        | Request::WorkException { .. }
+        | Request::WorkData { .. }
+        | Request::WorkWarning { .. }
+        | Request::GetStatus { .. }
+        | Request::GetStatusUnique { .. }
+        | Request::EchoReq { .. }
+        | Request::SetClientId { .. }
+        | Request::OptionReq { .. }
+        | Request::AllYours => return Ok(()),
     };
     if is_bad_name(func) {
         return Err(bad_name());

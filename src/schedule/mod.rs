@@ -1,5 +1,10 @@
 //! Time-pattern logic: the SUBMIT_JOB_SCHED fields and time zones (the schedules file joins
 //! them here). Pure: times in, times out; nothing here reads the clock.
+//!
+//! - `file`: the schedules file's parser; `check`: `gearwheel check` on a file.
+//! - `cron`: the adapter giving the `cron` crate crontab's meaning; `words`: a timing in words.
+//! - `sched`: SUBMIT_JOB_SCHED's five fields; `zone`: time zones.
+//! - `duration`: `30s`, `5m`, `1h30m`; `backoff`: retry policies and their delays.
 
 pub mod backoff;
 pub mod check;

@@ -102,10 +102,13 @@
 //!
 //! # Modules
 //!
-//! `journal` (the `Journal`: open, append, commit, the write path), `live` (the live set),
-//! `compact` (compaction), `replay` (reading files back at open), `record` and `file` (the
-//! formats above), `repair` (`serve --repair`), `handles` (DIR/HANDLES, the server's reserved
-//! handle numbers), `metrics` (the journal's numbers for `/metrics`).
+//! - `journal`: the `Journal` (open, append, commit, the write path).
+//! - `live`: the live set; `compact`: compaction; `replay`: reading files back at open.
+//! - `record` and `file`: the formats above; `error`: `StoreError`.
+//! - `repair`: `serve --repair`.
+//! - `handles`: DIR/HANDLES, the server's reserved handle numbers.
+//! - `metrics`: the journal's numbers for `/metrics`.
+//! - `tests`: the journal's unit tests.
 
 mod compact;
 mod error;

@@ -228,7 +228,16 @@ impl Record {
             Record::ScheduleRan {
                 counters: Some(c), ..
             } if c.marks() != 0 => SCHEDULE_STATE_MARKED,
-            _ => VERSION,
+            // Every other layout is the first: a new record type is listed here on purpose.
+            Record::JobAdded(_)
+            | Record::JobFinished { .. }
+            | Record::JobRetried { .. }
+            | Record::ScheduleRan { .. }
+            | Record::FailedKept(_)
+            | Record::FailedGone { .. }
+            | Record::FunctionRetry { .. }
+            | Record::JobAttempts { .. }
+            | Record::FunctionLease { .. } => VERSION,
         }
     }
 

@@ -64,7 +64,10 @@ impl Rebuild {
             Record::FailedGone { handle } => {
                 self.failed.remove(&handle);
             }
-            _ => {}
+            // Kept by the live set alone (`Live::apply`, live.rs), read back from there.
+            Record::JobRetried { .. }
+            | Record::ScheduleRan { .. }
+            | Record::FunctionLease { .. } => {}
         }
     }
 }

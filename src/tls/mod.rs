@@ -9,6 +9,13 @@
 //! without a client certificate); the reactor keeps it on the connection as its identity.
 //! Under mutual TLS a certificate without such a name fails the handshake (name.rs), so a
 //! certificate holder always has a name.
+//!
+//! - `files`: the PEM files and the rustls server and client configurations.
+//! - `client`: the client side (`--ssl` for the commands, the `--etcd-*` files).
+//! - `stream`: one TLS session over a non-blocking socket, server or client side.
+//! - `name`: the name a certificate gives its holder, and the verifier that demands one.
+//! - `tests`: configurations through in-memory handshakes; `stream_tests`: sessions over
+//!   loopback sockets driven by mio.
 
 mod client;
 mod files;

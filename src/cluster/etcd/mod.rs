@@ -4,6 +4,11 @@
 //!
 //! On the wire keys and values are base64 and int64 fields are JSON strings; fields equal to
 //! their zero value are left out by etcd, so every decoded field defaults to zero.
+//!
+//! - `request`: a request into one HTTP/1.1 POST; `wire`: the JSON bodies into replies.
+//! - `response`: HTTP response framing (Content-Length, chunked, a watch's stream).
+//! - `endpoint`: `--etcd` URLs and `--cluster` names, checked in one place.
+//! - `tests`: codec tests on bytes recorded from etcd's gateway.
 
 mod endpoint;
 mod request;

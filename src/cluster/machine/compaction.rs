@@ -41,7 +41,14 @@ impl Compaction {
             | Reply::Deleted { revision, .. }
             | Reply::Txn { revision, .. }
             | Reply::Compacted { revision } => *revision,
-            _ => return,
+            // The lease's replies carry no store revision; the watch's come on the other link
+            // and never reach here (`saw` is called on the unary link's replies).
+            Reply::LeaseGranted { .. }
+            | Reply::LeaseKeptAlive { .. }
+            | Reply::LeaseRevoked
+            | Reply::WatchCreated { .. }
+            | Reply::WatchEvents { .. }
+            | Reply::WatchCanceled { .. } => return,
         };
         self.latest = self.latest.max(rev);
     }

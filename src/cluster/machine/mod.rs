@@ -5,6 +5,12 @@
 //! Time here is the loop's monotonic milliseconds (`now`), never the wall clock: the lease is
 //! judged by how long ago etcd last confirmed it, and a wall clock that steps must not make an
 //! expired lease look alive. Wall time appears only inside claims (scheduled times).
+//!
+//! This file: the machine, its requests in flight (`Purpose`) and the lease. Beside it:
+//!
+//! - `claims`: claims of schedule runs and their fenced transactions.
+//! - `watch`: the watch on the cluster's keys (leader, members, runs, a pushed file).
+//! - `compaction`: the leader's compaction of etcd's history.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -555,7 +561,15 @@ impl Machine {
             // Re-read on the next success: we may or may not hold the key.
             Purpose::Campaign => self.want_campaign = true,
             Purpose::PutMember => self.member_put = false,
-            _ => {}
+            // Asked again by their own timers or the next leader's work; nothing to undo.
+            Purpose::Grant
+            | Purpose::KeepAlive { .. }
+            | Purpose::LoadRuns
+            | Purpose::PublishLeader
+            | Purpose::ReadState
+            | Purpose::DeleteRun
+            | Purpose::FinishRun { .. }
+            | Purpose::Compact { .. } => {}
         }
     }
 

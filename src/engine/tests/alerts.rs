@@ -3,7 +3,7 @@
 
 use super::schedule_ops::{MIN, T0, line, queued, row, run_to, world};
 use super::*;
-use crate::engine::run_history::RUNS_KEPT;
+use crate::engine::schedules::run_history::RUNS_KEPT;
 use crate::schedule::file::parse;
 
 /// The column of `show schedules` with the last error, and the one with the last runs.

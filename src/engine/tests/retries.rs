@@ -142,7 +142,7 @@ fn function_policies_and_the_server_default() {
 fn the_table_of_function_policies_is_bounded() {
     let mut w = World::new();
     let c = w.conn();
-    for i in 0..super::super::retries::MAX_RETRY_POLICIES {
+    for i in 0..crate::engine::failures::retries::MAX_RETRY_POLICIES {
         assert_eq!(w.admin(c, &format!("retry p{i} 1 1s")), "OK\r\n");
     }
     assert!(

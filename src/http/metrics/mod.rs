@@ -6,6 +6,8 @@
 //! `gearman_jobs_running`, `gearman_jobs_waiting`, `gearman_workers`, and the original
 //! exporter's `gearman_status_total`, `_running`, `_workers`), so dashboards built on it keep
 //! working without the exporter in between.
+//!
+//! - `tests`: every family, its labels and the text format.
 
 use crate::engine::{EngineTotals, FunctionStatus, ScheduleStatus};
 use crate::footprint::ProcessStats;

@@ -6,8 +6,8 @@ use std::io::Write as _;
 use bytes::Bytes;
 
 use super::failed::{FailedJob, FailedList, FailedSelector};
-use super::schedules::Outcome;
-use super::{Durable, Engine, JobKey, NewJob, Origin, Outbox};
+use crate::engine::schedules::Outcome;
+use crate::engine::{Durable, Engine, JobKey, NewJob, Origin, Outbox};
 use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::proto::request::{JobBody, Priority};
@@ -21,7 +21,7 @@ impl Engine {
     /// failed attempt that will be retried never reaches (retries.rs), so both see only final
     /// failures. Returns the journal record that
     /// ends the job when it was kept (see `Durable::FailedKept`).
-    pub(super) fn failed_for_good(
+    pub(in crate::engine) fn failed_for_good(
         &mut self,
         k: JobKey,
         outcome: &Outcome<'_>,
@@ -88,7 +88,7 @@ impl Engine {
     }
 
     /// `show failed [FUNCTION]`: one tab-separated line per kept job, oldest first.
-    pub(super) fn failed_listing(&self, func: Option<&[u8]>) -> Vec<u8> {
+    pub(in crate::engine) fn failed_listing(&self, func: Option<&[u8]>) -> Vec<u8> {
         let mut s = Vec::new();
         for j in self.failed.iter() {
             if func.is_some_and(|f| f != j.func.as_ref()) {
@@ -103,8 +103,8 @@ impl Engine {
                 s,
                 "\t{}\t{}\t{}\t{}\t",
                 j.attempts,
-                super::rfc3339(j.first_ms),
-                super::rfc3339(j.last_ms),
+                crate::engine::rfc3339(j.first_ms),
+                crate::engine::rfc3339(j.last_ms),
                 j.entry.as_deref().unwrap_or("-")
             );
             push_escaped(&mut s, &j.error);
@@ -141,7 +141,7 @@ impl Engine {
         let mut full = Vec::new();
         for j in self.failed.take(sel) {
             let f = self.func_id(&j.func);
-            let key = super::handles::KeyRef::of(&j.unique, &j.data);
+            let key = crate::engine::handles::KeyRef::of(&j.unique, &j.data);
             if let Some(existing) = key.and_then(|uk| self.by_unique.get(f, uk, &self.jobs)) {
                 handles.push(self.by_handle.of(&self.jobs[existing]).to_string());
                 self.journal_failed_gone(j.handle.clone());

@@ -8,8 +8,8 @@
 use std::io::Write as _;
 use std::rc::Rc;
 
-use super::schedules::Outcome;
-use super::{Engine, JobKey, NewJob, Outbox};
+use crate::engine::schedules::Outcome;
+use crate::engine::{Engine, JobKey, NewJob, Outbox};
 use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::proto::request::JobBody;
@@ -35,7 +35,12 @@ impl Engine {
 
     /// If job `k` has retries left after `outcome`, end it and queue it again after its
     /// backoff; true when it did. Called from `end_job` before a failure is final.
-    pub(super) fn retry_later(&mut self, k: JobKey, outcome: &Outcome<'_>, now: u64) -> bool {
+    pub(in crate::engine) fn retry_later(
+        &mut self,
+        k: JobKey,
+        outcome: &Outcome<'_>,
+        now: u64,
+    ) -> bool {
         if !self.jobs[k].background()
             || !matches!(
                 outcome,
@@ -59,12 +64,12 @@ impl Engine {
         let due = now.saturating_add(delay);
         let job = &self.jobs[k];
         let (func, unique, data, priority) = (job.func(), job.unique(), job.data(), job.priority);
-        let indexed = job.is(super::types::INDEXED);
+        let indexed = job.is(crate::engine::types::INDEXED);
         let old = self.by_handle.of(job).to_string();
         let entry: Option<Rc<str>> = origin.as_ref().map(|o| Rc::clone(&o.entry));
         // The entry's history, counters and on_failure alert see the run once, when it ends
         // for good: a failed attempt with retries left is only logged here.
-        self.remove_job(k, super::FinishKind::Fail);
+        self.remove_job(k, crate::engine::FinishKind::Fail);
         let new = NewJob {
             func,
             // Same unique, same workload: placeholders are not filled again, and an
@@ -84,7 +89,7 @@ impl Engine {
         r.first_fail_ms = first_fail_ms;
         if self.config.durable {
             // After the retry's JobAdded (create_job wrote it), in the same turn's write.
-            self.durable.push(super::Durable::JobAttempts {
+            self.durable.push(crate::engine::Durable::JobAttempts {
                 id: self.jobs[nk].id,
                 failures,
                 first_ms: first_fail_ms,
@@ -103,7 +108,7 @@ impl Engine {
     }
 
     /// Failed attempts before the current one and when the first failed (0: none).
-    pub(super) fn prior_failures(&self, k: JobKey) -> (u32, u64) {
+    pub(in crate::engine) fn prior_failures(&self, k: JobKey) -> (u32, u64) {
         self.rare(k)
             .map_or((0, 0), |r| (r.failures, r.first_fail_ms))
     }
@@ -132,7 +137,7 @@ impl Engine {
         }
         self.restore_retry(func, policy);
         if self.config.durable {
-            self.durable.push(super::Durable::FunctionRetry {
+            self.durable.push(crate::engine::Durable::FunctionRetry {
                 func: bytes::Bytes::copy_from_slice(func),
                 policy,
             });
@@ -150,13 +155,13 @@ impl Engine {
     /// `show retries`: `FUNCTION\tRETRIES\tBACKOFF\tPENDING`, first `*` for the server's
     /// default (PENDING `-`), then each function with its own policy or retries pending
     /// (future jobs that are retries).
-    pub(super) fn retries_listing(&self) -> Vec<u8> {
+    pub(in crate::engine) fn retries_listing(&self) -> Vec<u8> {
         let mut s = Vec::new();
         let d = self.config.retry;
         let _ = writeln!(s, "*\t{}\t{}\t-", d.retries, d.backoff.text());
-        let mut pending: super::FastMap<super::FuncId, u32> = Default::default();
+        let mut pending: crate::engine::FastMap<crate::engine::FuncId, u32> = Default::default();
         for (k, j) in &self.jobs {
-            if j.state() == super::JobState::Future && self.prior_failures(k).0 > 0 {
+            if j.state() == crate::engine::JobState::Future && self.prior_failures(k).0 > 0 {
                 *pending.entry(j.func()).or_default() += 1;
             }
         }

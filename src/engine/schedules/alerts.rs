@@ -8,7 +8,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use super::run_history::{RunOutcome, RunRecord, one_line};
-use super::{Engine, NewJob, Outbox, rfc3339};
+use crate::engine::{Engine, NewJob, Outbox, rfc3339};
 use crate::json::Obj;
 use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Priority};
@@ -58,7 +58,7 @@ impl Alert<'_> {
 }
 
 /// One run's account as the engine hands it to `alert`: its record and what went wrong.
-pub(super) struct RunAccount<'a> {
+pub(in crate::engine) struct RunAccount<'a> {
     pub run: RunRecord,
     pub attempts: u32,
     pub error: Option<&'a str>,
@@ -69,7 +69,7 @@ impl Engine {
     /// Submit the alert for a run of the entry in `slot`, to its `on_failure=` (any outcome
     /// but a completion; a cancel is an operator's own act and alerts nobody) or `on_success=`.
     /// The alert job has no schedule origin, so an alert that fails alerts nobody (no loop).
-    pub(super) fn alert(
+    pub(in crate::engine) fn alert(
         &mut self,
         slot: usize,
         account: RunAccount<'_>,

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::FastMap;
+use crate::engine::FastMap;
 
 /// Functions counted by name in the drop counters; drops of any further function are counted
 /// under one "other" total, so a flood of names cannot grow the metrics without bound.

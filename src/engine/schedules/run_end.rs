@@ -6,19 +6,19 @@ use std::rc::Rc;
 
 use super::alerts::RunAccount;
 use super::run_history::{RunOutcome, RunRecord, one_line};
-use super::schedules::{Outcome, missed_runs, opt_time};
-use super::{Engine, JobKey, Outbox, rfc3339};
+use super::{Outcome, missed_runs, opt_time};
+use crate::engine::{Engine, JobKey, Outbox, rfc3339};
 
 impl Engine {
     /// Retries waiting for their backoff (future jobs after a failed attempt), by schedule
     /// entry: one pass over the jobs, for `show schedules` and `/schedules`.
-    pub(super) fn retries_pending_by_entry(&self) -> HashMap<Rc<str>, u32> {
+    pub(in crate::engine) fn retries_pending_by_entry(&self) -> HashMap<Rc<str>, u32> {
         let mut pending: HashMap<Rc<str>, u32> = HashMap::new();
         if self.schedules.entries.is_empty() {
             return pending;
         }
         for (k, j) in &self.jobs {
-            if j.state() != super::JobState::Future || self.prior_failures(k).0 == 0 {
+            if j.state() != crate::engine::JobState::Future || self.prior_failures(k).0 == 0 {
                 continue;
             }
             if let Some(origin) = self.rare(k).and_then(|r| r.origin.as_ref()) {
@@ -30,7 +30,7 @@ impl Engine {
 
     /// A scheduled job ended (or was requeued): log it, keep it in the entry's history, and
     /// send the entry's alert (`on_failure=`, `on_success=`).
-    pub(super) fn schedule_outcome(
+    pub(in crate::engine) fn schedule_outcome(
         &mut self,
         k: JobKey,
         outcome: Outcome<'_>,
@@ -110,7 +110,7 @@ impl Engine {
 
     /// A run that never happened (missed, or skipped past the entry's interval): keep it in the
     /// history, and alert `on_failure=` with the reason.
-    pub(super) fn run_not_made(
+    pub(in crate::engine) fn run_not_made(
         &mut self,
         slot: usize,
         record: RunRecord,
@@ -136,7 +136,7 @@ impl Engine {
     /// None of a run's jobs started: keep it in the history; the second such run in a row
     /// means nothing ran for longer than the entry's interval, which alerts `on_failure=`
     /// once per streak.
-    pub(super) fn run_skipped(
+    pub(in crate::engine) fn run_skipped(
         &mut self,
         slot: usize,
         nominal: u64,

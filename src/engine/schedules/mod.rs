@@ -1,6 +1,20 @@
 //! Schedule entries inside the engine: arming them in the wheel, injecting their jobs on
 //! time, and keeping each entry's history (runs, outcomes, durations, skips) for
 //! `show schedules` and the log.
+//!
+//! This file: the entries as loaded, armed in the wheel and injected on time. Beside it:
+//!
+//! - `run_end`: how a run ends in its entry (its job's outcome, a run missed or skipped).
+//! - `run_history`: each entry's counts, marks and ring of its last runs.
+//! - `ops`: an operator's hand on an entry: run, skip, pause, resume.
+//! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
+//! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
+
+mod alerts;
+pub(super) mod cluster_runs;
+pub(super) mod ops;
+mod run_end;
+pub(super) mod run_history;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -9,13 +23,13 @@ use std::rc::Rc;
 use bytes::Bytes;
 use chrono::DateTime;
 
-use super::handles::KeyRef;
-use super::run_history::{History, RunOutcome, RunRecord, ScheduleMarks};
-use super::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339};
+use crate::engine::handles::KeyRef;
+use crate::engine::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339};
 use crate::proto::request::{JobBody, Priority};
 use crate::schedule::cron::Timing;
 use crate::schedule::file::{Catchup, Entry, EntryPriority, Overlap, ScheduleFile};
 use crate::timer::TimerKey;
+use run_history::{History, RunOutcome, RunRecord, ScheduleMarks};
 
 /// Before this (2020-01-01) the wall clock is taken to be unset (an appliance without RTC).
 const PLAUSIBLE_MS: u64 = 1_577_836_800_000;
@@ -94,7 +108,7 @@ pub(crate) enum Outcome<'a> {
     Exception(&'a [u8]),
     Cancelled,
     /// Ran past a time limit (which one).
-    Timeout(super::leases::TimeLimit),
+    Timeout(crate::engine::leases::TimeLimit),
     RetriesSpent,
     /// A worker died holding it; it is queued again.
     Requeued,
@@ -349,7 +363,7 @@ impl Engine {
         }
         let st = &self.schedules.entries[slot];
         let h = &st.history;
-        self.durable.push(super::Durable::ScheduleRan {
+        self.durable.push(crate::engine::Durable::ScheduleRan {
             entry: Rc::clone(&st.id),
             fire_ms: h.last_run_ms.unwrap_or(0),
             seen_ms: h.seen_ms.unwrap_or(0),
@@ -717,7 +731,7 @@ impl Engine {
                 h.runs,
                 h.failures,
                 h.skips,
-                super::run_history::marks_columns(h),
+                run_history::marks_columns(h),
                 h.last_error.as_deref().unwrap_or("-"),
                 h.recent.column(),
                 pending.get(&st.id).copied().unwrap_or(0),

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
-use super::rfc3339;
+use crate::engine::rfc3339;
 
 /// Runs kept per entry (the "last 20 runs"); older ones fall off.
 pub const RUNS_KEPT: usize = 20;
@@ -53,7 +53,7 @@ pub struct ScheduleMarks {
 
 /// The columns `show schedules` ends with: paused or active, whether the next run is skipped,
 /// and whether the last run was manual.
-pub(super) fn marks_columns(h: &History) -> String {
+pub(in crate::engine) fn marks_columns(h: &History) -> String {
     let m = h.marks;
     format!(
         "{}\t{}\t{}",

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::{Engine, Outbox, rfc3339};
+use crate::engine::{Engine, Outbox, rfc3339};
 use crate::proto::admin::ScheduleOp;
 
 /// Why an operation on an entry did nothing.
@@ -143,7 +143,7 @@ impl Engine {
     }
 
     /// As `count_run_in`, for the entry with id `entry` if it is still loaded.
-    pub(super) fn count_manual_run(&mut self, entry: &str, jobs: usize, now: u64) {
+    pub(in crate::engine) fn count_manual_run(&mut self, entry: &str, jobs: usize, now: u64) {
         if let Some(&slot) = self.schedules.by_id.get(entry) {
             self.count_run_in(slot, jobs, now);
             self.journal_history(slot);

@@ -6,24 +6,10 @@
 
 use std::rc::Rc;
 
-use super::{Engine, Outbox};
+use crate::engine::outbox::RunClaim;
+use crate::engine::{Engine, Outbox};
 use crate::schedule::cron::Timing;
 use crate::schedule::file::{Catchup, Overlap};
-
-/// A due run waiting for its claim.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunClaim {
-    pub entry: Rc<str>,
-    /// Its scheduled time (unix ms).
-    pub nominal_ms: u64,
-    /// `overlap=skip`: another server's run still going blocks it.
-    pub overlap_skip: bool,
-    /// The unique its jobs get (overlap=skip), for the other servers to see.
-    pub unique: String,
-    /// Until when this run blocks the entry on other servers: now plus the entry's
-    /// `timeout=` (0 without one: nothing says when it ends, so it does not block).
-    pub until_ms: u64,
-}
 
 impl Engine {
     /// Claim runs from the cluster before making them (on) or make them at once (off).
@@ -36,7 +22,7 @@ impl Engine {
         self.schedules.leader = leader;
     }
 
-    pub(super) fn claim_for(&self, slot: usize, nominal: u64, now: u64) -> RunClaim {
+    pub(in crate::engine) fn claim_for(&self, slot: usize, nominal: u64, now: u64) -> RunClaim {
         let st = &self.schedules.entries[slot];
         let skip = st.entry.overlap == Overlap::Skip;
         RunClaim {
@@ -79,7 +65,7 @@ impl Engine {
             }
             None => log::warn!(
                 "schedule {entry}: claimed run at {} dropped: the entry is no longer loaded",
-                super::rfc3339(nominal)
+                crate::engine::rfc3339(nominal)
             ),
         }
     }
@@ -95,7 +81,7 @@ impl Engine {
         log::log!(
             level,
             "schedule {entry}: run at {} not made: {why}",
-            super::rfc3339(nominal)
+            crate::engine::rfc3339(nominal)
         );
     }
 
@@ -133,7 +119,7 @@ impl Engine {
 impl Engine {
     /// A job of a scheduled run ended for good (not requeued, not retried): the last one of
     /// a clustered overlap=skip entry ends its claimed run.
-    pub(super) fn cluster_job_ended(&mut self, entry: &Rc<str>, out: &mut Outbox) {
+    pub(in crate::engine) fn cluster_job_ended(&mut self, entry: &Rc<str>, out: &mut Outbox) {
         let Some(open) = self.schedules.cluster_open.get_mut(entry) else {
             return;
         };
