@@ -10,3 +10,4 @@ mod changelog;
 mod doc_links;
 mod man_pages;
 mod module_graph;
+mod module_maps;
