@@ -2,6 +2,7 @@
 //! client certificate (mutual TLS) in front of a plaintext gearwheel, with a test CA made by
 //! rcgen. A worker and a client each present their own certificate; a client without one, and
 //! a client that does not trust the server's CA, are refused.
+#![cfg(feature = "tls")]
 
 use crate::support;
 

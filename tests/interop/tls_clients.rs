@@ -10,6 +10,7 @@
 //!
 //! Every payload is 100 kB of pseudo-random text reversed by the worker, so a result proves
 //! the bytes crossed TLS both ways intact.
+#![cfg(feature = "tls")]
 
 use crate::support;
 
