@@ -70,6 +70,9 @@ pub struct Connection {
     pub wbuf: BytesMut,
     /// Already on the pending-write list this turn.
     pub write_pending: bool,
+    /// On the revisit list (`Server::revisit`): read again before the turn ends. A flag, so
+    /// that asking costs O(1) however many connections wait there.
+    pub revisit: bool,
     /// Bytes read from and written to the socket, for `/metrics`.
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -127,6 +130,7 @@ impl Connection {
             rbuf: BytesMut::new(),
             wbuf: BytesMut::new(),
             write_pending: false,
+            revisit: false,
             bytes_in: 0,
             bytes_out: 0,
             paused: false,

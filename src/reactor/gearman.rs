@@ -67,8 +67,8 @@ impl Server {
         match status {
             Ok(ReadStatus::Drained) => {}
             Ok(ReadStatus::Capped) => {
-                if c.serving() && !self.revisit.contains(&idx) {
-                    self.revisit.push(idx);
+                if c.serving() {
+                    self.want_revisit(idx);
                 }
             }
             Ok(ReadStatus::Eof) => {
@@ -79,7 +79,7 @@ impl Server {
                     c.read_deferred = true;
                     return;
                 }
-                if self.revisit.contains(&idx) {
+                if c.revisit {
                     return;
                 }
                 c.close_after_flush();
@@ -111,9 +111,7 @@ impl Server {
                 return;
             }
             if served == FRAMES_PER_TURN {
-                if !self.revisit.contains(&idx) {
-                    self.revisit.push(idx);
-                }
+                self.want_revisit(idx);
                 return;
             }
             let id = c.id;
@@ -168,9 +166,7 @@ impl Server {
             };
             c.paused = false;
             if std::mem::take(&mut c.read_deferred) {
-                if !self.revisit.contains(&idx) {
-                    self.revisit.push(idx);
-                }
+                self.want_revisit(idx);
             } else if !c.rbuf.is_empty() {
                 self.process_frames(idx, now);
             }

@@ -181,7 +181,7 @@ impl Server {
                 Ok(ReadStatus::Drained) => c.rbuf.clear(),
                 Ok(ReadStatus::Capped) => {
                     c.rbuf.clear();
-                    self.http_revisit(idx);
+                    self.want_revisit(idx);
                 }
                 Ok(ReadStatus::Eof) | Err(_) => self.mark_close(idx),
             }
@@ -230,14 +230,14 @@ impl Server {
             Ok(ReadStatus::Drained) => {}
             Ok(ReadStatus::Capped) => {
                 // While a job answers, the pipelined rest waits; the answer revisits.
-                if !busy && !self.revisit.contains(&idx) {
-                    self.revisit.push(idx);
+                if !busy {
+                    self.want_revisit(idx);
                 }
             }
             Ok(ReadStatus::Eof) => {
                 c.set_read_closed();
                 // Requests that came with the close (a half-close) are still answered.
-                if busy || self.revisit.contains(&idx) {
+                if busy || c.revisit {
                     return;
                 }
                 let cut_short = c.http().is_some_and(|h| h.session.mid_request(&c.rbuf));
@@ -284,7 +284,7 @@ impl Server {
                 return;
             }
             if served == FRAMES_PER_TURN {
-                self.http_revisit(idx);
+                self.want_revisit(idx);
                 return;
             }
             match h.session.poll(&mut c.rbuf) {
@@ -593,7 +593,7 @@ impl Server {
                     h.timer = Some((key, linger));
                 }
                 // Whatever is already in the socket is read now (edge-triggered).
-                self.http_revisit(idx);
+                self.want_revisit(idx);
                 return;
             }
             c.close_after_flush();
@@ -641,7 +641,7 @@ impl Server {
                 }
             }
             self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
-            self.http_revisit(idx);
+            self.want_revisit(idx);
         }
     }
 
@@ -679,7 +679,7 @@ impl Server {
             }
             let reply = f.wait.timeout_reply(f.timeout_ms);
             self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
-            self.http_revisit(idx);
+            self.want_revisit(idx);
             return;
         }
         if h.timer.is_none_or(|(k, _)| k != key) {
@@ -759,12 +759,6 @@ impl Server {
             .and_then(|h| h.timer.take())
         {
             self.deadlines.cancel(k);
-        }
-    }
-
-    fn http_revisit(&mut self, idx: usize) {
-        if !self.revisit.contains(&idx) {
-            self.revisit.push(idx);
         }
     }
 

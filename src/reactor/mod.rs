@@ -334,6 +334,9 @@ impl Server {
             }
         }
         for idx in std::mem::take(&mut self.revisit) {
+            if let Some(c) = self.conns.get_mut(idx) {
+                c.revisit = false;
+            }
             self.read_conn(idx, now);
         }
         self.engine.on_time(now, &mut self.outbox);
@@ -424,6 +427,18 @@ impl Server {
                 | Deadline::HttpJob(_)
                 | Deadline::HttpLinger(_) => self.http_deadline(key, what),
                 Deadline::AcceptRetry(l) => self.accept_retry(l),
+            }
+        }
+    }
+
+    /// Read connection `idx` again before this turn ends (a read stopped at its cap, frames
+    /// left for the next pass, or a connection let go by a hold). Once per turn: the
+    /// connection's flag says whether it is on the list already.
+    pub(super) fn want_revisit(&mut self, idx: usize) {
+        if let Some(c) = self.conns.get_mut(idx) {
+            if !c.revisit {
+                c.revisit = true;
+                self.revisit.push(idx);
             }
         }
     }

@@ -169,7 +169,8 @@ impl Server {
                     return true;
                 }
                 c.output_held = false;
-                if !self.revisit.contains(&idx) {
+                if !c.revisit {
+                    c.revisit = true;
                     self.revisit.push(idx);
                 }
                 false
