@@ -11,11 +11,13 @@
 //! - `claims`: claims of schedule runs and their fenced transactions.
 //! - `watch`: the watch on the cluster's keys (leader, members, runs, a pushed file).
 //! - `compaction`: the leader's compaction of etcd's history.
+//! - `requests`: the etcd request each purpose sends, built when it is sent.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 mod claims;
 mod compaction;
+mod requests;
 mod watch;
 
 use super::etcd::{Compare, EtcdError, Kv, Op, Reply, Request, Txn};
@@ -417,141 +419,6 @@ impl Machine {
                 });
             }
         }
-    }
-
-    /// The request for a purpose, built when it is sent (a claim compares the revision read
-    /// last, which an earlier claim may have changed). `None`: nothing to send (a claim
-    /// decided without etcd).
-    fn request_for(&mut self, p: &Purpose, now: u64, out: &mut Output) -> Option<Request> {
-        let leader_key = self.key("leader");
-        let member_key = self.key(&format!("members/{}", self.s.id));
-        Some(match p {
-            Purpose::Grant => Request::LeaseGrant {
-                ttl_secs: self.s.ttl_secs,
-            },
-            Purpose::KeepAlive { lease } => Request::LeaseKeepAlive { lease: *lease },
-            Purpose::PutMember => Request::Put {
-                key: member_key,
-                value: self.me.to_json(),
-                lease: self.lease?,
-            },
-            Purpose::Campaign => Request::Txn(Txn {
-                compare: vec![Compare::CreateRevision {
-                    key: leader_key.clone(),
-                    revision: 0,
-                }],
-                success: vec![
-                    Op::Put {
-                        key: leader_key.clone(),
-                        value: self.me.to_json(),
-                        lease: self.lease?,
-                    },
-                    Op::Get {
-                        key: leader_key.clone(),
-                    },
-                ],
-                failure: vec![Op::Get { key: leader_key }],
-            }),
-            Purpose::PublishLeader => {
-                let fence = self.fence?;
-                Request::Txn(Txn {
-                    compare: vec![Compare::CreateRevision {
-                        key: leader_key.clone(),
-                        revision: fence,
-                    }],
-                    success: vec![Op::Put {
-                        key: leader_key,
-                        value: self.me.to_json(),
-                        lease: self.lease?,
-                    }],
-                    failure: vec![],
-                })
-            }
-            Purpose::LoadRuns => Request::GetPrefix {
-                prefix: self.key("runs/"),
-            },
-            Purpose::ReadState => Request::Txn(Txn {
-                compare: vec![],
-                success: vec![
-                    Op::Get { key: leader_key },
-                    Op::GetPrefix {
-                        prefix: self.key("members/"),
-                    },
-                    Op::Get {
-                        key: self.key("schedules"),
-                    },
-                ],
-                failure: vec![],
-            }),
-            Purpose::DeleteRun => {
-                let id = self.stale_runs.pop()?;
-                let fence = self.fence?;
-                Request::Txn(Txn {
-                    compare: vec![Compare::CreateRevision {
-                        key: leader_key,
-                        revision: fence,
-                    }],
-                    success: vec![Op::Delete {
-                        key: self.run_key(&id),
-                    }],
-                    failure: vec![],
-                })
-            }
-            Purpose::Claim { ask, .. } => {
-                if let Err(r) = self.precheck(ask, now) {
-                    self.decide(ask.clone(), Err(r), out);
-                    return None;
-                }
-                let fence = self.fence?;
-                let key = self.run_key(&ask.entry);
-                let revision = self.runs.get(&ask.entry).map_or(0, |c| c.mod_revision);
-                let record = self.claim_record(ask, fence);
-                Request::Txn(Txn {
-                    compare: vec![
-                        Compare::CreateRevision {
-                            key: leader_key.clone(),
-                            revision: fence,
-                        },
-                        Compare::ModRevision {
-                            key: key.clone(),
-                            revision,
-                        },
-                    ],
-                    success: vec![Op::Put {
-                        key: key.clone(),
-                        value: record.to_json(),
-                        lease: 0,
-                    }],
-                    failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
-                })
-            }
-            Purpose::Compact { revision } => Request::Compact {
-                revision: *revision,
-            },
-            Purpose::FinishRun { entry } => {
-                let o = self.own.get(entry).filter(|o| o.ended)?;
-                let key = self.run_key(entry);
-                let record = RunRecord {
-                    done: Some(true),
-                    ..o.record.clone()
-                };
-                // Not fenced by the leader key: a server that lost the leadership still
-                // owns its run's record, and the revision compare keeps it from writing
-                // over any newer claim.
-                Request::Txn(Txn {
-                    compare: vec![Compare::ModRevision {
-                        key: key.clone(),
-                        revision: o.revision,
-                    }],
-                    success: vec![Op::Put {
-                        key,
-                        value: record.to_json(),
-                        lease: 0,
-                    }],
-                    failure: vec![],
-                })
-            }
-        })
     }
 
     /// A request's answer will never come.
