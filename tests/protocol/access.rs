@@ -6,31 +6,22 @@
 
 use crate::support;
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::*;
 
-/// A TCP connection to `to` from the source address `from` (any port).
-fn stream_from(from: &str, to: SocketAddr) -> TcpStream {
-    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    let src: SocketAddr = format!("{from}:0").parse().unwrap();
-    sock.bind(&src.into()).unwrap();
-    sock.connect(&to.into()).unwrap();
-    sock.into()
-}
-
 /// A Gearman connection from `127.0.0.N` (`from`).
 fn conn_from(s: &Server, from: &str) -> Conn {
-    Conn::from_stream(stream_from(from, s.addr))
+    Conn::from_stream(netns::stream_from(from, s.addr))
 }
 
 /// An HTTP connection from `from` (the bearer-token test's, which needs `tls`).
 #[cfg(feature = "tls")]
 fn http_from(addr: SocketAddr, from: &str) -> Http {
     let mut h = Http::connect(addr);
-    h.stream = stream_from(from, addr);
+    h.stream = netns::stream_from(from, addr);
     h.set_timeout(std::time::Duration::from_secs(5));
     h
 }
