@@ -182,6 +182,7 @@ impl Engine {
                 scheduled_ms: first_fail_ms,
                 started_ms: None,
                 manual: false,
+                too_long: None,
             });
         }
         let job = &mut self.jobs[k];

@@ -38,6 +38,7 @@ pub use schedules::LoadReport;
 pub use schedules::ops::ScheduleOpError;
 pub use schedules::run_history::ScheduleMarks;
 pub use schedules::run_history::{RunOutcome, RunRecord};
+pub use schedules::watch::{PingError, PingKind};
 mod types;
 mod uniques;
 mod workers;
