@@ -10,11 +10,12 @@
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
 //! - `watch`: heartbeat entries (`expect=ping`) and their pings; `max_duration=` and
-//!   `min_duration=` of any run.
+//!   `min_duration=` of any run. `ping_state`: what a heartbeat entry keeps between pings.
 
 mod alerts;
 pub(super) mod cluster_runs;
 pub(super) mod ops;
+mod ping_state;
 mod run_end;
 pub(super) mod run_history;
 pub(super) mod watch;

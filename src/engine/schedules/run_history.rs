@@ -39,7 +39,7 @@ pub struct History {
     /// Why the last failed, missed or skipped run went wrong (one line, bounded).
     pub last_error: Option<String>,
     /// A heartbeat entry's pings (`expect=ping`): the run awaited and the run going on.
-    pub ping: super::watch::PingState,
+    pub ping: super::ping_state::PingState,
 }
 
 /// What the operator set on an entry, and whether its last run was a manual one.

@@ -7,11 +7,11 @@
 use std::rc::Rc;
 
 use super::alerts::RunAccount;
+use super::ping_state::{PingState, Started};
 use super::run_history::{RunOutcome, RunRecord, one_line};
 use super::{missed_runs, utc};
 use crate::engine::{Engine, JobKey, JobState, Outbox, TimerEvent, rfc3339};
 use crate::schedule::duration::show_duration;
-use crate::timer::TimerKey;
 
 /// The characters of a ping's body kept as its run's error text: the tail, where a failing
 /// command says why.
@@ -37,39 +37,6 @@ pub enum PingError {
     UnknownEntry,
     /// The entry runs jobs of its own (no `expect=ping`).
     NotWatched,
-}
-
-/// A heartbeat entry's pings: the run it waits for and the run going on.
-#[derive(Clone, Debug, Default)]
-pub struct PingState {
-    /// The run awaited: its scheduled time and its grace deadline in the wheel.
-    awaiting: Option<(u64, TimerKey)>,
-    /// A scheduled time already answered by a ping that came before it (the ping's machine
-    /// a little ahead, or a daemon pinging on its own beat): its tick awaits nothing.
-    answered_early: Option<u64>,
-    /// The latest scheduled time that came, for a ping outside any run's window.
-    last_due: Option<u64>,
-    /// A `/start` ping's run, until its end ping.
-    started: Option<Started>,
-    /// Runs missed in a row: only the first of a streak alerts.
-    missed_in_row: u64,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Started {
-    at_ms: u64,
-    scheduled_ms: u64,
-    /// The `max_duration=` deadline, cancelled by the end ping.
-    too_long: Option<TimerKey>,
-}
-
-impl PingState {
-    /// The deadlines to cancel when the entries are loaded again (they are armed again).
-    pub(super) fn take_timers(&mut self) -> impl Iterator<Item = TimerKey> {
-        let a = self.awaiting.as_mut().map(|(_, k)| *k);
-        let b = self.started.as_mut().and_then(|s| s.too_long.take());
-        a.into_iter().chain(b)
-    }
 }
 
 /// The tail of a ping's body as one line of at most `PING_TAIL_CHARS` characters, blank lines
