@@ -69,6 +69,20 @@ impl Engine {
     pub(super) fn ping_due(&mut self, slot: usize, nominal: u64) {
         let generation = self.schedules.generation;
         let st = &mut self.schedules.entries[slot];
+        if st.history.marks.skip_next {
+            // `skip schedule`: this run is not waited for (a maintenance window).
+            let h = &mut st.history;
+            h.marks.skip_next = false;
+            h.skips += 1;
+            h.seen_ms = h.seen_ms.max(Some(nominal));
+            log::info!(
+                "schedule {}: run at {} not waited for, as asked (skip schedule)",
+                st.id,
+                rfc3339(nominal)
+            );
+            self.journal_history(slot);
+            return;
+        }
         let grace = st.entry.grace_ms;
         let p = &mut st.history.ping;
         p.last_due = p.last_due.max(Some(nominal));

@@ -294,3 +294,20 @@ fn a_reload_keeps_the_run_awaited() {
     run_to(&mut w, T40 + 3 * MIN);
     assert!(alert(&mut w, "alert").contains("06:40:00Z within its grace of 3m"));
 }
+
+#[test]
+fn a_skipped_heartbeat_run_is_not_waited_for() {
+    let mut w = world(HEARTBEAT, false, T0);
+    let c = w.conn();
+    assert_eq!(w.admin(c, "skip schedule host.alive"), "OK\r\n");
+    run_to(&mut w, T40 + 3 * MIN);
+    assert_eq!(queued(&mut w, "alert"), 0, "06:40 was skipped");
+    let r = row(&mut w, "host.alive");
+    assert_eq!(
+        (r[9].as_str(), r[11].as_str()),
+        ("1", "-"),
+        "one skip, the mark used"
+    );
+    run_to(&mut w, T40 + 7 * MIN);
+    assert!(alert(&mut w, "alert").contains("06:45:00Z within its grace"));
+}
