@@ -161,6 +161,11 @@ impl Engine {
             return;
         }
         p.awaiting = None;
+        if st.history.marks.paused {
+            // Paused after its time came: the operator said not to wait for it.
+            return;
+        }
+        let p = &mut st.history.ping;
         p.missed_in_row += 1;
         let in_row = p.missed_in_row;
         // The scheduled times that came during the grace were waiting on this one.

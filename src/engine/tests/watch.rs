@@ -311,3 +311,14 @@ fn a_skipped_heartbeat_run_is_not_waited_for() {
     run_to(&mut w, T40 + 7 * MIN);
     assert!(alert(&mut w, "alert").contains("06:45:00Z within its grace"));
 }
+
+#[test]
+fn a_run_awaited_when_the_entry_is_paused_is_not_missed() {
+    let mut w = world(HEARTBEAT, false, T0);
+    run_to(&mut w, T40 + MIN);
+    let c = w.conn();
+    assert_eq!(w.admin(c, "pause schedule host.alive"), "OK\r\n");
+    run_to(&mut w, T40 + 30 * MIN);
+    assert_eq!(queued(&mut w, "alert"), 0);
+    assert_eq!(row(&mut w, "host.alive")[RECENT], "-");
+}
