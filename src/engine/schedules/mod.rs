@@ -363,14 +363,20 @@ impl Engine {
         }
         let st = &self.schedules.entries[slot];
         let h = &st.history;
-        self.durable.push(crate::engine::Durable::ScheduleRan {
-            entry: Rc::clone(&st.id),
+        self.durable.push(crate::store::Record::ScheduleRan {
+            entry: crate::engine::durable::entry_bytes(&st.id),
             fire_ms: h.last_run_ms.unwrap_or(0),
-            seen_ms: h.seen_ms.unwrap_or(0),
-            runs: h.runs,
-            failures: h.failures,
-            skips: h.skips,
-            marks: h.marks,
+            // Kept only by the older record without counters.
+            outcome: 0,
+            counters: Some(crate::store::ScheduleCounters {
+                seen_ms: h.seen_ms.unwrap_or(0),
+                runs: h.runs,
+                failures: h.failures,
+                skips: h.skips,
+                paused: h.marks.paused,
+                skip_next: h.marks.skip_next,
+                last_manual: h.marks.last_manual,
+            }),
         });
     }
 
