@@ -84,9 +84,13 @@ impl Engine {
         for r in jobs {
             self.restore_job(r, now, out);
         }
-        for (func, retries, base_ms, max_ms) in func_retries {
-            let backoff = Backoff { base_ms, max_ms };
-            self.restore_retry(&func, RetryPolicy { retries, backoff });
+        for r in func_retries {
+            let backoff = Backoff {
+                base_ms: r.base_ms,
+                max_ms: r.max_ms,
+            };
+            let retries = r.retries;
+            self.restore_retry(&r.func, RetryPolicy { retries, backoff });
         }
         for f in failed {
             self.restore_failed(FailedJob {
@@ -101,8 +105,8 @@ impl Engine {
                 entry: f.entry.as_deref().map(entry_str),
             });
         }
-        for (func, ms) in leases {
-            self.restore_lease(func, ms);
+        for l in leases {
+            self.restore_lease(l.func, l.ms);
         }
         for s in schedules {
             let id = String::from_utf8_lossy(&s.entry);
@@ -170,13 +174,13 @@ impl Engine {
         if retries > 0 {
             self.extra_mut(k).retries = retries;
         }
-        if let Some((failures, first_fail_ms, entry)) = attempts {
+        if let Some(a) = attempts {
             let rare = self.extra_mut(k).rare.get_or_insert_with(Default::default);
-            rare.failures = failures;
-            rare.first_fail_ms = first_fail_ms;
-            rare.origin = entry.map(|entry| super::Origin {
+            rare.failures = a.failures;
+            rare.first_fail_ms = a.first_ms;
+            rare.origin = a.entry.map(|entry| super::Origin {
                 entry: entry_str(&entry),
-                scheduled_ms: first_fail_ms,
+                scheduled_ms: a.first_ms,
                 started_ms: None,
                 manual: false,
             });

@@ -125,13 +125,14 @@ mod tests;
 
 use std::path::PathBuf;
 
-use bytes::Bytes;
-
 pub use error::StoreError;
 pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
-pub use record::{FailedKept, FinishReason, JobAdded, Record, ScheduleCounters};
+pub use record::{
+    FailedKept, FinishReason, FunctionLease, FunctionRetry, JobAdded, JobAttempts, Record,
+    ScheduleCounters, ScheduleRan,
+};
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
 /// When the journal calls fsync.
@@ -184,36 +185,25 @@ pub struct Replayed {
     /// Live jobs in the order they were added.
     pub jobs: Vec<ReplayedJob>,
     /// The newest ScheduleRan per entry, sorted by entry.
-    pub schedules: Vec<ScheduleRun>,
+    pub schedules: Vec<ScheduleRan>,
     /// The failed list, oldest first.
     pub failed: Vec<FailedKept>,
     /// Job leases by function (`timeout FUNCTION DURATION`), sorted by function.
-    pub leases: Vec<(Bytes, u64)>,
-    /// Function retry policies (`retry FUNCTION`): function, retries, first backoff, cap.
-    pub func_retries: Vec<(Bytes, u32, u64, u64)>,
+    pub leases: Vec<FunctionLease>,
+    /// Function retry policies (`retry FUNCTION`), sorted by function.
+    pub func_retries: Vec<FunctionRetry>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,
     pub stats: ReplayStats,
 }
 
-/// A retry's record: failed attempts before it, when the first failed, its schedule entry.
-pub type Attempts = (u32, u64, Option<Bytes>);
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayedJob {
     pub job: JobAdded,
     pub retries: u32,
-    pub attempts: Option<Attempts>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScheduleRun {
-    pub entry: Bytes,
-    pub fire_ms: u64,
-    pub outcome: u8,
-    /// `None` from a journal written before the counters were kept.
-    pub counters: Option<ScheduleCounters>,
+    /// A retry: its JobAttempts record.
+    pub attempts: Option<JobAttempts>,
 }
 
 /// For the start-up log line.

@@ -166,6 +166,45 @@ pub struct FailedKept {
     pub entry: Option<Bytes>,
 }
 
+/// A schedule entry's state: it fired at `fire_ms` (0: never yet); the newest per entry is
+/// what a restart brings back. With `counters` it is written as T_SCHEDULE_STATE (and
+/// `outcome` is not kept), without as the older T_SCHEDULE_RAN.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleRan {
+    pub entry: Bytes,
+    pub fire_ms: u64,
+    pub outcome: u8,
+    /// `None` from a journal written before the counters were kept.
+    pub counters: Option<ScheduleCounters>,
+}
+
+/// `retry FUNCTION N BACKOFF`: the function's retry policy; the newest per function counts.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FunctionRetry {
+    pub func: Bytes,
+    pub retries: u32,
+    pub base_ms: u64,
+    pub max_ms: u64,
+}
+
+/// Job `id` (written right after its JobAdded) is a retry after `failures` failed attempts,
+/// the first at `first_ms`, of a run of schedule entry `entry`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobAttempts {
+    pub id: u64,
+    pub failures: u32,
+    pub first_ms: u64,
+    pub entry: Option<Bytes>,
+}
+
+/// `timeout FUNCTION DURATION`: function `func`'s job lease is `ms` (0: none); the newest per
+/// function wins.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FunctionLease {
+    pub func: Bytes,
+    pub ms: u64,
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,35 +215,18 @@ pub enum Record {
     JobFinished { id: u64, reason: FinishReason },
     /// The job was given back `retries` times so far (a newer record supersedes an older one).
     JobRetried { id: u64, retries: u32 },
-    /// A schedule entry fired at `fire_ms` (0: never yet); the newest record per entry is
-    /// its state. With `counters` it is written as T_SCHEDULE_STATE (and `outcome` is not
-    /// kept), without as the older T_SCHEDULE_RAN.
-    ScheduleRan {
-        entry: Bytes,
-        fire_ms: u64,
-        outcome: u8,
-        counters: Option<ScheduleCounters>,
-    },
+    /// A schedule entry's state changed (it ran, skipped, failed, was paused).
+    ScheduleRan(ScheduleRan),
     /// A job failed for good and was kept in the failed list.
     FailedKept(FailedKept),
     /// The failed job with this handle left the list.
     FailedGone { handle: Bytes },
     /// `retry FUNCTION N BACKOFF`: the function's retry policy.
-    FunctionRetry {
-        func: Bytes,
-        retries: u32,
-        base_ms: u64,
-        max_ms: u64,
-    },
-    /// Job `id` is a retry after `failures` failed attempts, the first at `first_ms`.
-    JobAttempts {
-        id: u64,
-        failures: u32,
-        first_ms: u64,
-        entry: Option<Bytes>,
-    },
-    /// Function `func`'s job lease is `ms` (0: none).
-    FunctionLease { func: Bytes, ms: u64 },
+    FunctionRetry(FunctionRetry),
+    /// A job is a retry: its failed attempts so far.
+    JobAttempts(JobAttempts),
+    /// `timeout FUNCTION DURATION`: the function's job lease.
+    FunctionLease(FunctionLease),
 }
 
 impl Record {
@@ -213,31 +235,31 @@ impl Record {
             Record::JobAdded(_) => T_JOB_ADDED,
             Record::JobFinished { .. } => T_JOB_FINISHED,
             Record::JobRetried { .. } => T_JOB_RETRIED,
-            Record::ScheduleRan { counters: None, .. } => T_SCHEDULE_RAN,
-            Record::ScheduleRan { .. } => T_SCHEDULE_STATE,
+            Record::ScheduleRan(ScheduleRan { counters: None, .. }) => T_SCHEDULE_RAN,
+            Record::ScheduleRan(_) => T_SCHEDULE_STATE,
             Record::FailedKept(_) => T_FAILED_KEPT,
             Record::FailedGone { .. } => T_FAILED_GONE,
-            Record::JobAttempts { .. } => T_JOB_ATTEMPTS,
-            Record::FunctionLease { .. } => T_FUNCTION_LEASE,
-            Record::FunctionRetry { .. } => T_FUNCTION_RETRY,
+            Record::JobAttempts(_) => T_JOB_ATTEMPTS,
+            Record::FunctionLease(_) => T_FUNCTION_LEASE,
+            Record::FunctionRetry(_) => T_FUNCTION_RETRY,
         }
     }
 
     fn version(&self) -> u8 {
         match self {
-            Record::ScheduleRan {
+            Record::ScheduleRan(ScheduleRan {
                 counters: Some(c), ..
-            } if c.marks() != 0 => SCHEDULE_STATE_MARKED,
+            }) if c.marks() != 0 => SCHEDULE_STATE_MARKED,
             // Every other layout is the first: a new record type is listed here on purpose.
             Record::JobAdded(_)
             | Record::JobFinished { .. }
             | Record::JobRetried { .. }
-            | Record::ScheduleRan { .. }
+            | Record::ScheduleRan(_)
             | Record::FailedKept(_)
             | Record::FailedGone { .. }
-            | Record::FunctionRetry { .. }
-            | Record::JobAttempts { .. }
-            | Record::FunctionLease { .. } => VERSION,
+            | Record::FunctionRetry(_)
+            | Record::JobAttempts(_)
+            | Record::FunctionLease(_) => VERSION,
         }
     }
 
@@ -250,9 +272,9 @@ impl Record {
             }
             Record::JobFinished { .. } => JOB_FINISHED_PAYLOAD as u64,
             Record::JobRetried { .. } => JOB_RETRIED_PAYLOAD as u64,
-            Record::ScheduleRan {
+            Record::ScheduleRan(ScheduleRan {
                 entry, counters, ..
-            } => {
+            }) => {
                 let fixed = match counters {
                     None => SCHEDULE_RAN_FIXED,
                     Some(c) if c.marks() != 0 => SCHEDULE_STATE_MARKED_FIXED,
@@ -271,11 +293,11 @@ impl Record {
                     + f.data.len() as u64
             }
             Record::FailedGone { handle } => handle.len() as u64,
-            Record::FunctionRetry { func, .. } => (FUNCTION_RETRY_FIXED + func.len()) as u64,
-            Record::JobAttempts { entry, .. } => {
-                (JOB_ATTEMPTS_FIXED + entry.as_ref().map_or(0, |e| e.len())) as u64
+            Record::FunctionRetry(r) => (FUNCTION_RETRY_FIXED + r.func.len()) as u64,
+            Record::JobAttempts(a) => {
+                (JOB_ATTEMPTS_FIXED + a.entry.as_ref().map_or(0, |e| e.len())) as u64
             }
-            Record::FunctionLease { func, .. } => (FUNCTION_LEASE_FIXED + func.len()) as u64,
+            Record::FunctionLease(l) => (FUNCTION_LEASE_FIXED + l.func.len()) as u64,
         }
     }
 }
@@ -322,12 +344,12 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&id.to_le_bytes());
             buf.extend_from_slice(&retries.to_le_bytes());
         }
-        Record::ScheduleRan {
+        Record::ScheduleRan(ScheduleRan {
             entry,
             fire_ms,
             outcome,
             counters,
-        } => {
+        }) => {
             buf.extend_from_slice(&fire_ms.to_le_bytes());
             match counters {
                 None => buf.push(*outcome),
@@ -361,30 +383,30 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&f.data);
         }
         Record::FailedGone { handle } => buf.extend_from_slice(handle),
-        Record::FunctionRetry {
+        Record::FunctionRetry(FunctionRetry {
             func,
             retries,
             base_ms,
             max_ms,
-        } => {
+        }) => {
             buf.extend_from_slice(&retries.to_le_bytes());
             buf.extend_from_slice(&base_ms.to_le_bytes());
             buf.extend_from_slice(&max_ms.to_le_bytes());
             buf.extend_from_slice(func);
         }
-        Record::JobAttempts {
+        Record::JobAttempts(JobAttempts {
             id,
             failures,
             first_ms,
             entry,
-        } => {
+        }) => {
             buf.extend_from_slice(&id.to_le_bytes());
             buf.extend_from_slice(&failures.to_le_bytes());
             buf.extend_from_slice(&first_ms.to_le_bytes());
             buf.push(u8::from(entry.is_some()));
             buf.extend_from_slice(entry.as_deref().unwrap_or(&[]));
         }
-        Record::FunctionLease { func, ms } => {
+        Record::FunctionLease(FunctionLease { func, ms }) => {
             buf.extend_from_slice(&ms.to_le_bytes());
             buf.extend_from_slice(func);
         }
@@ -552,12 +574,12 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
         T_SCHEDULE_RAN => {
             let fire_ms = c.u64()?;
             let outcome = c.u8()?;
-            Record::ScheduleRan {
+            Record::ScheduleRan(ScheduleRan {
                 entry: Bytes::copy_from_slice(&payload[c.at..]),
                 fire_ms,
                 outcome,
                 counters: None,
-            }
+            })
         }
         T_SCHEDULE_STATE => {
             let fire_ms = c.u64()?;
@@ -577,12 +599,12 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 counters.skip_next = marks & MARK_SKIP_NEXT != 0;
                 counters.last_manual = marks & MARK_LAST_MANUAL != 0;
             }
-            Record::ScheduleRan {
+            Record::ScheduleRan(ScheduleRan {
                 entry: Bytes::copy_from_slice(&payload[c.at..]),
                 fire_ms,
                 outcome: 0,
                 counters: Some(counters),
-            }
+            })
         }
         T_FAILED_KEPT => {
             let id = c.u64()?;
@@ -622,12 +644,12 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             let retries = c.u32()?;
             let base_ms = c.u64()?;
             let max_ms = c.u64()?;
-            Record::FunctionRetry {
+            Record::FunctionRetry(FunctionRetry {
                 func: Bytes::copy_from_slice(&payload[c.at..]),
                 retries,
                 base_ms,
                 max_ms,
-            }
+            })
         }
         T_JOB_ATTEMPTS => {
             let id = c.u64()?;
@@ -642,20 +664,20 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             if !has_entry && !rest.is_empty() {
                 return Err("record longer than its fields");
             }
-            Record::JobAttempts {
+            Record::JobAttempts(JobAttempts {
                 id,
                 failures,
                 first_ms,
                 entry: has_entry.then_some(rest),
-            }
+            })
         }
         T_FAILED_GONE => Record::FailedGone {
             handle: Bytes::copy_from_slice(payload),
         },
-        T_FUNCTION_LEASE => Record::FunctionLease {
+        T_FUNCTION_LEASE => Record::FunctionLease(FunctionLease {
             ms: c.u64()?,
             func: Bytes::copy_from_slice(&payload[FUNCTION_LEASE_FIXED..]),
-        },
+        }),
         _ => return Err("unknown record type"),
     };
     Ok(rec)

@@ -14,6 +14,7 @@ use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::proto::request::JobBody;
 use crate::schedule::backoff::RetryPolicy;
+use crate::store::{FunctionRetry, JobAttempts, Record};
 
 /// Functions that may have their own retry policy (`retry FUNCTION`).
 pub const MAX_RETRY_POLICIES: usize = 10_000;
@@ -89,12 +90,13 @@ impl Engine {
         r.first_fail_ms = first_fail_ms;
         if self.config.durable {
             // After the retry's JobAdded (create_job wrote it), in the same turn's write.
-            self.durable.push(crate::store::Record::JobAttempts {
+            let attempts = JobAttempts {
                 id: self.jobs[nk].id,
                 failures,
                 first_ms: first_fail_ms,
                 entry: entry.as_deref().map(crate::engine::durable::entry_bytes),
-            });
+            };
+            self.durable.push(Record::JobAttempts(attempts));
         }
         log::warn!(
             "job {old} ({}{}) failed (attempt {failures}); retry {failures} of {} in {} ms as {}",
@@ -137,12 +139,12 @@ impl Engine {
         }
         self.restore_retry(func, policy);
         if self.config.durable {
-            self.durable.push(crate::store::Record::FunctionRetry {
+            self.durable.push(Record::FunctionRetry(FunctionRetry {
                 func: bytes::Bytes::copy_from_slice(func),
                 retries: policy.retries,
                 base_ms: policy.backoff.base_ms,
                 max_ms: policy.backoff.max_ms,
-            });
+            }));
         }
         true
     }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::schedule::file::parse;
-use crate::store::{Record, Replayed, ScheduleRun};
+use crate::store::{Record, Replayed};
 
 /// 2026-11-22T06:37:30Z
 pub(super) const T0: u64 = 1_795_329_450_000;
@@ -71,20 +71,9 @@ pub(super) fn queued(w: &mut World, func: &str) -> u64 {
 pub(super) fn restart(w: &mut World, text: &str, now: u64) -> World {
     let mut replayed = Replayed::default();
     for d in w.e.take_durable() {
-        if let Record::ScheduleRan {
-            entry,
-            fire_ms,
-            outcome,
-            counters,
-        } = d
-        {
-            replayed.schedules.retain(|s| s.entry != entry);
-            replayed.schedules.push(ScheduleRun {
-                entry,
-                fire_ms,
-                outcome,
-                counters,
-            });
+        if let Record::ScheduleRan(s) = d {
+            replayed.schedules.retain(|old| old.entry != s.entry);
+            replayed.schedules.push(s);
         }
     }
     let mut next = World::with(config(true));

@@ -240,12 +240,12 @@ type Saved = (String, u64, u64, [u64; 3]);
 fn journalled(w: &mut World) -> Vec<Saved> {
     let mut newest: Vec<Saved> = Vec::new();
     for d in w.e.take_durable() {
-        if let crate::store::Record::ScheduleRan {
+        if let crate::store::Record::ScheduleRan(crate::store::ScheduleRan {
             entry,
             fire_ms,
             counters: Some(c),
             ..
-        } = d
+        }) = d
         {
             let entry = String::from_utf8_lossy(&entry).into_owned();
             newest.retain(|(e, ..)| *e != entry);
