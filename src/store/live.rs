@@ -8,7 +8,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use bytes::Bytes;
 
 use super::Record;
-use super::record::RETRIED_LEN;
+use super::record::{self, RETRIED_LEN, RecHeader, RecordKind};
 
 /// Where a live job's JobAdded record is. `slot` is its position during replay only.
 #[derive(Clone, Copy, Debug)]
@@ -76,6 +76,17 @@ impl Loc {
             seq: 0,
         }
     }
+}
+
+/// A live record's key: which map of the live set says where it is.
+#[derive(Clone, Debug)]
+pub(super) enum LiveKey {
+    Job(u64),
+    Schedule(Bytes),
+    Failed(Bytes),
+    Attempts(u64),
+    Lease(Bytes),
+    FuncRetry(Bytes),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -223,6 +234,78 @@ impl LiveSet {
                 keep_newest(&mut self.leases, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+        }
+    }
+}
+
+impl LiveSet {
+    /// The key of the record at (`file`, `off`) when it is still live: the newest of its key.
+    /// Read from the record's bytes without decoding them (compaction copies the bytes).
+    pub(super) fn live_key(
+        &self,
+        h: &RecHeader,
+        payload: &[u8],
+        file: u32,
+        off: u64,
+    ) -> Option<LiveKey> {
+        let here = |l: &Loc| l.file == file && l.off == off;
+        // The map's own key, cloned: a `Bytes` clone copies nothing.
+        fn key_of<'a>(
+            map: &'a HashMap<Bytes, Loc>,
+            k: &[u8],
+            here: impl Fn(&Loc) -> bool,
+        ) -> Option<&'a Bytes> {
+            map.get_key_value(k)
+                .filter(|(_, l)| here(l))
+                .map(|(k, _)| k)
+        }
+        match h.ty {
+            RecordKind::JobAdded => {
+                let id = record::job_id(payload)?;
+                let l = self.jobs.get(&id)?;
+                (l.file == file && l.off == off).then_some(LiveKey::Job(id))
+            }
+            RecordKind::ScheduleRan | RecordKind::ScheduleState => {
+                let entry = record::schedule_entry(h, payload)?;
+                key_of(&self.schedules, entry, here).map(|k| LiveKey::Schedule(k.clone()))
+            }
+            RecordKind::FailedKept => {
+                let handle = record::failed_handle(h, payload)?;
+                key_of(&self.failed, handle, here).map(|k| LiveKey::Failed(k.clone()))
+            }
+            RecordKind::JobAttempts => {
+                let id = record::job_id(payload)?;
+                self.attempts
+                    .get(&id)
+                    .filter(|l| here(l))
+                    .map(|_| LiveKey::Attempts(id))
+            }
+            RecordKind::FunctionLease => {
+                let func = record::lease_function(payload)?;
+                key_of(&self.leases, func, here).map(|k| LiveKey::Lease(k.clone()))
+            }
+            RecordKind::FunctionRetry => {
+                let func = record::retry_function(payload)?;
+                key_of(&self.func_retry, func, here).map(|k| LiveKey::FuncRetry(k.clone()))
+            }
+            // Folded into the live set: a finish or a failed-gone only ends something, and a
+            // job's retry count is written after its JobAdded when that is copied.
+            RecordKind::JobFinished | RecordKind::JobRetried | RecordKind::FailedGone => None,
+        }
+    }
+
+    /// Where the record kept under `key` is: its file and offset, to move it.
+    pub(super) fn place(&mut self, key: &LiveKey) -> Option<(&mut u32, &mut u64)> {
+        fn loc(l: &mut Loc) -> (&mut u32, &mut u64) {
+            (&mut l.file, &mut l.off)
+        }
+        match key {
+            LiveKey::Job(id) => self.jobs.get_mut(id).map(|l| (&mut l.file, &mut l.off)),
+            LiveKey::Schedule(e) => self.schedules.get_mut(e).map(loc),
+            LiveKey::Failed(h) => self.failed.get_mut(h).map(loc),
+            LiveKey::Attempts(id) => self.attempts.get_mut(id).map(loc),
+            LiveKey::Lease(f) => self.leases.get_mut(f).map(loc),
+            LiveKey::FuncRetry(f) => self.func_retry.get_mut(f).map(loc),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
-use super::record::{self, HEADER_LEN};
+use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
     FailedKept, FunctionLease, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF, Record, ReplayStats,
     Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
@@ -131,8 +131,8 @@ pub(super) struct FileEnd {
 enum Damage {
     ShortHeader,
     BadHeader,
-    ShortBody(u8),
-    BadChecksum { ty: u8, end: u64 },
+    ShortBody(RecordKind),
+    BadChecksum { ty: RecordKind, end: u64 },
 }
 
 /// Replays one file into `rb`. Only the last log segment may have its tail cut.
@@ -210,7 +210,7 @@ pub(super) fn replay_file(
                                 off,
                                 format!(
                                     "a {} record passes its checksum but is malformed ({why})",
-                                    record::type_name(h.ty)
+                                    h.ty.name()
                                 ),
                             )
                         })?;
@@ -233,10 +233,10 @@ pub(super) fn replay_file(
             Damage::ShortHeader => "the file ends inside a record header".to_string(),
             Damage::BadHeader => "damaged record header".to_string(),
             Damage::ShortBody(ty) => {
-                format!("the file ends inside a {} record", record::type_name(ty))
+                format!("the file ends inside a {} record", ty.name())
             }
             Damage::BadChecksum { ty, .. } => {
-                format!("checksum mismatch in a {} record", record::type_name(ty))
+                format!("checksum mismatch in a {} record", ty.name())
             }
         };
         if !tail_ok {
