@@ -14,7 +14,8 @@
 //! - `schedules/`: schedule entries: arming, runs and their ends, history, an operator's
 //!   hand, cluster claims, alerts.
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
-//! - `durable`: what the journal learns of the engine, and jobs put back from it.
+//! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
+//!   which puts back what the journal replayed.
 //! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
 //!   reactor needs beyond `handle`.
 //! - `tests`: the engine's unit tests, one file per concern.

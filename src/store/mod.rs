@@ -110,7 +110,8 @@
 //! # Modules
 //!
 //! - `journal`: the `Journal` (open, append, commit, the write path).
-//! - `live`: the live set; `compact`: compaction; `replay`: reading files back at open.
+//! - `live`: the live set (and which records stay live: `LiveSet::live_key`); `compact`:
+//!   compaction; `replay`: reading files back at open into `Replayed`.
 //! - `record` and `file`: the formats above; `error`: `StoreError`.
 //! - `repair`: `serve --repair`.
 //! - `handles`: DIR/HANDLES, the server's reserved handle numbers.
