@@ -146,7 +146,10 @@ impl Denial {
         match self {
             Denial::Protected => Response::error("PROTECTED_MODE", self.text()),
             Denial::ShutdownRefused => Response::text(self.admin_line()),
-            _ => Response::error("PERMISSION_DENIED", self.text()),
+            Denial::UnknownToken
+            | Denial::Denied { .. }
+            | Denial::ConsoleNotLoopback
+            | Denial::NoConnection => Response::error("PERMISSION_DENIED", self.text()),
         }
     }
 
@@ -160,7 +163,9 @@ impl Denial {
             Denial::ConsoleNotLoopback => {
                 console::guarded(Reply::text(403, &format!("forbidden: {}", self.text())))
             }
-            _ => Reply::text(403, &format!("forbidden: {}", self.text())),
+            Denial::ShutdownRefused | Denial::Denied { .. } | Denial::NoConnection => {
+                Reply::text(403, &format!("forbidden: {}", self.text()))
+            }
         }
     }
 }
@@ -290,7 +295,11 @@ impl Server {
         }
         let who = match &d {
             Denial::Denied { identity, .. } => identity.to_string(),
-            _ => c.identity().to_string(),
+            Denial::Protected
+            | Denial::ShutdownRefused
+            | Denial::ConsoleNotLoopback
+            | Denial::UnknownToken
+            | Denial::NoConnection => c.identity().to_string(),
         };
         let a = &mut c.access;
         a.denials = a.denials.saturating_add(1);

@@ -92,7 +92,9 @@ impl Transport {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.is_handshaking(),
-            _ => false,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => false,
         }
     }
 
@@ -101,7 +103,9 @@ impl Transport {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.peer_name(),
-            _ => None,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => None,
         }
     }
 
@@ -110,7 +114,9 @@ impl Transport {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.failure(),
-            _ => None,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => None,
         }
     }
 
@@ -119,7 +125,9 @@ impl Transport {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.refusal(),
-            _ => None,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => None,
         }
     }
 
@@ -199,7 +207,9 @@ impl Transport {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.wants_write(),
-            _ => false,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => false,
         }
     }
 
