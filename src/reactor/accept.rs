@@ -1,6 +1,6 @@
 //! The listeners and accept: the addresses bound, `--max-connections`, socket options, the TLS
 //! session and the connection's identity at accept, its slot and `ConnId`, and the engine told
-//! (an HTTP connection's OPTION_REQ at accept is in http_glue.rs); an accept that fails (out
+//! (an HTTP connection's OPTION_REQ at accept is in http/mod.rs); an accept that fails (out
 //! of descriptors) tried again on a deadline.
 
 use std::io::{self, Write};

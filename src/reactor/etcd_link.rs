@@ -15,8 +15,8 @@ use mio::net::TcpStream;
 use mio::{Registry, Token};
 
 use super::Server;
+use super::conn::transport::Transport;
 use super::token::Source;
-use super::transport::Transport;
 use crate::client::ClientTls;
 use crate::cluster::etcd::{self, ResponseReader};
 use crate::cluster::{ClaimAsk, Link, Machine, Output, Refusal, Settings, Status};

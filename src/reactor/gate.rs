@@ -389,7 +389,7 @@ impl Server {
 
     /// A TLS handshake just ended on connection `idx` of a listener that asks no client
     /// certificate: protected mode refuses its peer now, before any request of it is read
-    /// (conn.rs reads nothing past the handshake for it).
+    /// (conn/mod.rs reads nothing past the handshake for it).
     pub(super) fn protected_after_handshake(&mut self, idx: usize) {
         let Some(c) = self.conns.get(idx).filter(|c| c.access.protected) else {
             return;

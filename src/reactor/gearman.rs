@@ -1,6 +1,6 @@
 //! The Gearman read path: a connection's bytes read, frames decoded, requests parsed and passed
 //! through the gate to the engine, up to a fairness budget per turn; paused connections (a held
-//! GRAB) resumed. http_glue.rs is its HTTP counterpart.
+//! GRAB) resumed. http/mod.rs is its HTTP counterpart.
 
 use super::conn::ReadStatus;
 use super::{FRAMES_PER_TURN, Server};

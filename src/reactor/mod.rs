@@ -1,6 +1,23 @@
 //! The mio reactor: listeners, the slab of connections, read and write buffers, signals and
 //! the loop. The only owner of sockets; it turns frames into requests for the engine and the
 //! engine's outbox into bytes, and never decides anything about a job.
+//!
+//! This file: `Server`, the loop and one turn, the sleep until the next deadline.
+//!
+//! - `token`: the one token space: what each mio `Token` names.
+//! - `accept`: the listeners bound, accept, `--max-connections`; `listen`: socket options.
+//! - `door`: who is let in at accept (room for loopback and served peers).
+//! - `conn/`: the connections, their transport and the turn's write side.
+//! - `gearman`: the Gearman read path; `admin`: the admin lines the loop answers itself.
+//! - `gate`: the one gate into the engine (ACL, protected mode, denials counted).
+//! - `http/`: the HTTP listener, its connections, the console and the guard.
+//! - `tls_glue`: TLS listeners, sessions, handshakes and certificate reloads.
+//! - `etcd_link`: the connections to etcd and the cluster machine.
+//! - `journal`: the journal driver and its group commit.
+//! - `schedules`: the schedules file read and reloaded.
+//! - `deadlines`: the reactor's own timer wheel.
+//! - `signals`: signals as loop events; `shutdown`: stopping and the graceful drain.
+//! - `embedded`: a server on a thread with a manual clock, for tests.
 
 mod accept;
 mod admin;
@@ -11,20 +28,14 @@ mod embedded;
 mod etcd_link;
 mod gate;
 mod gearman;
-mod http_conn;
-mod http_console;
-mod http_glue;
-mod http_guard;
+mod http;
 mod journal;
 mod listen;
-mod output;
-mod output_bound;
 mod schedules;
 mod shutdown;
 mod signals;
 mod tls_glue;
 mod token;
-mod transport;
 
 use std::io;
 use std::net::SocketAddr;
@@ -71,8 +82,8 @@ pub struct Server {
     listeners: Vec<TcpListener>,
     local_addrs: Vec<SocketAddr>,
     conns: Slab<Connection>,
-    /// The HTTP listeners, and what HTTP connections share (see http_glue.rs).
-    http: http_glue::HttpGlue,
+    /// The HTTP listeners, and what HTTP connections share (http/).
+    http: http::HttpGlue,
     engine: Engine,
     outbox: Outbox,
     config: Config,
@@ -113,8 +124,8 @@ pub struct Server {
     wake: Option<Arc<embedded::Wake>>,
     /// `LAZY_HOLD_MS`, or 0 on a manual clock.
     lazy_hold_ms: u64,
-    /// Unsent output of all connections against `--max-total-output` (output_bound.rs).
-    output: output_bound::OutputBound,
+    /// Unsent output of all connections against `--max-total-output` (conn/output_bound.rs).
+    output: conn::output_bound::OutputBound,
     /// The reactor's own deadlines (deadlines.rs).
     deadlines: deadlines::Deadlines,
     /// The ACL, protected mode and the denials counted (gate.rs).
@@ -150,7 +161,7 @@ impl Server {
         let lazy_hold_ms = if wake.is_some() { 0 } else { LAZY_HOLD_MS };
         let (listeners, local_addrs) = accept::bind_listeners(&config, &poll)?;
         let tls = tls_glue::TlsGlue::new(&config, tls);
-        let http = http_glue::HttpGlue::bind(&config, &poll)?;
+        let http = http::HttpGlue::bind(&config, &poll)?;
         let mut engine = Engine::new(config.engine.clone());
         let cluster = match &config.cluster {
             Some(c) => {
@@ -163,7 +174,7 @@ impl Server {
             None => None,
         };
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
-        let output = output_bound::OutputBound::new(config.max_total_output);
+        let output = conn::output_bound::OutputBound::new(config.max_total_output);
         let console = config.http.as_ref().is_some_and(|h| h.console);
         let access = gate::Gate::new(config.access.clone(), console);
         let door = door::Door::new(

@@ -1,7 +1,7 @@
 //! TLS in the reactor: which listeners speak it (`--ssl`: all; `--ssl-listen`: the extra ones),
 //! a session for each connection they accept, the handshake's deadline and outcome (counted
 //! for /metrics, the peer certificate's name made the connection's identity), and the
-//! certificate files re-read on SIGHUP. The transport (transport.rs) runs the session; the
+//! certificate files re-read on SIGHUP. The transport (conn/transport.rs) runs the session; the
 //! codec and the engine never see TLS.
 
 use std::collections::BTreeMap;
@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use log::info;
 
 use super::Server;
+use super::conn::transport::TlsSession;
 use super::deadlines::Deadline;
-use super::transport::TlsSession;
 use crate::config::Config;
 use crate::engine::ConnId;
 use crate::http::metrics::TlsStats;

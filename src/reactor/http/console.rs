@@ -6,7 +6,6 @@
 
 use log::info;
 
-use super::Server;
 use crate::engine::{CancelRefused, ScheduleOpError};
 use crate::http::console::action::{self, Action};
 use crate::http::console::{self, Page, api};
@@ -18,6 +17,7 @@ use crate::log_budget::Cause;
 use crate::peer_log;
 use crate::peer_text::shown;
 use crate::proto::admin::ScheduleOp;
+use crate::reactor::Server;
 
 impl Server {
     fn console_on(&self) -> bool {
@@ -33,7 +33,7 @@ impl Server {
     }
 
     /// Answer a console request (404 under `--no-console`).
-    pub(super) fn http_console(&self, idx: usize, page: Page) -> Reply {
+    pub(in crate::reactor) fn http_console(&self, idx: usize, page: Page) -> Reply {
         if !self.console_on() {
             return console::off();
         }
@@ -74,7 +74,7 @@ impl Server {
     }
 
     /// Do a console action, when the request may.
-    pub(super) fn http_console_act(
+    pub(in crate::reactor) fn http_console_act(
         &mut self,
         idx: usize,
         site: &SiteHeaders,
@@ -160,7 +160,7 @@ impl Server {
     }
 
     /// Feed the rate ring the engine's counters at the end of a turn.
-    pub(super) fn http_sample_rates(&mut self, now: u64) {
+    pub(in crate::reactor) fn http_sample_rates(&mut self, now: u64) {
         let counters = self.engine.counters();
         self.http.rates.observe(now, counters);
     }

@@ -2,16 +2,16 @@
 //! held for company, what one connection gave others handed on at once, and the flushes and
 //! closes at the turn's end.
 
-use super::*;
 use crate::log_budget::Cause;
 use crate::peer_log;
+use crate::reactor::*;
 
 impl Server {
     /// Write at once what one connection's requests gave other connections (a job for a
     /// worker, a result for a client), so that they start on it while this turn goes on; the
     /// replies to the connection itself wait for the turn's end, as it may have more to say.
     /// Not while changes wait for the journal: one commit per turn.
-    pub(super) fn hand_on(&mut self, from: usize, now: u64) {
+    pub(in crate::reactor) fn hand_on(&mut self, from: usize, now: u64) {
         if self.outbox.replies.is_empty() || self.engine.has_durable() || self.journal.failing() {
             return;
         }
@@ -31,7 +31,7 @@ impl Server {
     /// Run the group commit (the turn's durable changes reach the journal first), then encode
     /// the outbox's replies into write buffers, and hand the replies for HTTP connections to
     /// the HTTP glue, which answers them (`http_deliver`).
-    pub(super) fn dispatch(&mut self) {
+    pub(in crate::reactor) fn dispatch(&mut self) {
         // Group commit: this turn's durable changes reach the journal (and, under
         // --fsync always, the disk) before any reply that depends on them is written.
         self.journal
@@ -46,7 +46,7 @@ impl Server {
                 continue;
             }
             if c.is_http() {
-                // Answered as HTTP once the rest is written (http_glue.rs).
+                // Answered as HTTP once the rest is written (http/mod.rs).
                 self.http.inbox.push((to, r));
                 continue;
             }
@@ -73,7 +73,7 @@ impl Server {
     /// Send what lazy replies wait in once they have waited `LAZY_HOLD_MS`. So a JOB_CREATED
     /// leaves with its job's result if that comes within a millisecond or two, and never much
     /// later. A clock that stepped back releases them too: no reply waits on the wall clock.
-    pub(super) fn uncork(&mut self) {
+    pub(in crate::reactor) fn uncork(&mut self) {
         let now = self.turn_now;
         self.corked.retain(|&(idx, since)| {
             let Some(c) = self.conns.get_mut(idx) else {
@@ -96,7 +96,7 @@ impl Server {
     }
 
     /// Flush writes, close what must close (which may produce more replies), repeat.
-    pub(super) fn finish_turn(&mut self, now: u64) {
+    pub(in crate::reactor) fn finish_turn(&mut self, now: u64) {
         loop {
             let mut list = std::mem::take(&mut self.flushing);
             std::mem::swap(&mut list, &mut self.pending_writes);
@@ -162,7 +162,7 @@ impl Server {
         }
     }
 
-    pub(super) fn mark_close(&mut self, idx: usize) {
+    pub(in crate::reactor) fn mark_close(&mut self, idx: usize) {
         if let Some(c) = self.conns.get_mut(idx) {
             if c.set_closing() {
                 self.to_close.push(idx);
@@ -171,7 +171,7 @@ impl Server {
     }
 
     /// Best effort before exit: what is in the write buffers goes out.
-    pub(super) fn flush_all(&mut self) {
+    pub(in crate::reactor) fn flush_all(&mut self) {
         for (_, c) in self.conns.iter_mut() {
             let _ = c.flush();
         }

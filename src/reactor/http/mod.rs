@@ -1,6 +1,12 @@
 //! The HTTP listener inside the reactor: its listening sockets, each HTTP connection's state,
 //! and the glue between the sockets, the pure `crate::http` code and the engine.
 //!
+//! This file: `HttpGlue` (the listeners, what HTTP connections share) and the read path.
+//!
+//! - `conn`: one HTTP connection's state, kept in its `Connection`.
+//! - `console`: the console's pages, JSON and actions, and its job-rate ring.
+//! - `guard`: the 403s for the wrong Host or a cross-site browser, logged and counted.
+//!
 //! The engine still never sees a socket: a job submitted over HTTP is a
 //! `Request::SubmitJob` (or `SubmitJobEpoch`) from the HTTP connection's `ConnId`, and the
 //! engine's replies to that id (JOB_CREATED, WORK_*, ERROR) come back through the outbox,
@@ -11,6 +17,10 @@
 //! One request is answered at a time per connection; pipelined requests wait in the read
 //! buffer (at most `PIPELINE_CAP` bytes of them) until the one before is answered, so
 //! responses go out in request order.
+
+pub(super) mod conn;
+mod console;
+mod guard;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -23,7 +33,6 @@ use mio::{Interest, Poll};
 
 use super::conn::{Connection, Kind, READ_CAP, ReadStatus};
 use super::deadlines::Deadline;
-use super::http_conn::{HttpConn, InFlight};
 use super::token::{self, Listener, Source};
 use super::{FRAMES_PER_TURN, Server, listen};
 use crate::config::Config;
@@ -42,6 +51,7 @@ use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
+use conn::{HttpConn, InFlight};
 
 /// Pipelined bytes an HTTP connection may have buffered while its current request waits for
 /// a job; reading pauses beyond this until the answer is out.
@@ -60,10 +70,10 @@ pub(super) struct HttpGlue {
     /// Engine replies for HTTP connections, set aside by `dispatch` and answered after it.
     pub(super) inbox: Vec<(ConnId, Response)>,
     stats: Stats,
-    /// The hosts requests may name (http_guard.rs).
+    /// The hosts requests may name (guard.rs).
     pub(super) allowed: crate::http::guard::Allowed,
-    pub(super) refusals: super::http_guard::Refusals,
-    /// Job counts of the last minutes, for the console's chart (http_console.rs).
+    pub(super) refusals: guard::Refusals,
+    /// Job counts of the last minutes, for the console's chart (console.rs).
     pub(super) rates: crate::http::console::rates::Rates,
     /// Console actions refused (not loopback, or no sign of the console's page).
     pub(super) console_refused: u64,

@@ -7,10 +7,10 @@
 //! holders are closed until the total is back under it. Memory freed by such connections is
 //! handed back to the OS, at most once a second.
 
-use super::Server;
 use crate::http::metrics::OutputStats;
 use crate::log_budget::Cause;
 use crate::peer_log;
+use crate::reactor::Server;
 
 /// A connection with more unsent bytes than this is not read while the total is over the
 /// bound. A reply or two (64 KiB) is what a peer that reads has in flight.
@@ -22,7 +22,7 @@ const TRIM_EVERY_MS: u64 = 1_000;
 
 /// The count of unsent bytes and the connections held for it.
 #[derive(Debug)]
-pub(super) struct OutputBound {
+pub(in crate::reactor) struct OutputBound {
     max: usize,
     /// Unsent bytes of all connections as last counted (each connection's `counted`).
     total: usize,
@@ -37,7 +37,7 @@ pub(super) struct OutputBound {
 }
 
 impl OutputBound {
-    pub(super) fn new(max: usize) -> OutputBound {
+    pub(in crate::reactor) fn new(max: usize) -> OutputBound {
         OutputBound {
             max,
             total: 0,
@@ -50,13 +50,13 @@ impl OutputBound {
     }
 
     /// A connection's unsent bytes are now `unsent`; it was counted with `counted`.
-    pub(super) fn recount(&mut self, counted: &mut usize, unsent: usize) {
+    pub(in crate::reactor) fn recount(&mut self, counted: &mut usize, unsent: usize) {
         self.total = self.total.saturating_sub(*counted).saturating_add(unsent);
         *counted = unsent;
     }
 
     /// A connection counted with `counted` is gone.
-    pub(super) fn forget(&mut self, counted: usize) {
+    pub(in crate::reactor) fn forget(&mut self, counted: usize) {
         self.total = self.total.saturating_sub(counted);
         self.freed = self.freed.saturating_add(counted);
     }
@@ -88,11 +88,11 @@ impl OutputBound {
 
     /// When the loop must wake for a trim that waits for its turn (the loop may have nothing
     /// else to wake it for once the peers are gone).
-    pub(super) fn deadline(&self) -> Option<u64> {
+    pub(in crate::reactor) fn deadline(&self) -> Option<u64> {
         (self.freed >= TRIM_MIN).then(|| self.last_trim.saturating_add(TRIM_EVERY_MS))
     }
 
-    pub(super) fn stats(&self) -> OutputStats {
+    pub(in crate::reactor) fn stats(&self) -> OutputStats {
         OutputStats {
             bytes: self.total as u64,
             max: self.max as u64,
@@ -106,7 +106,7 @@ impl OutputBound {
 impl Server {
     /// Whether connection `idx` must not be read now: it is held, or the total is over the
     /// bound and it holds its share. A peer that hung up is read on, to its EOF and close.
-    pub(super) fn output_held(&mut self, idx: usize) -> bool {
+    pub(in crate::reactor) fn output_held(&mut self, idx: usize) -> bool {
         let Some(c) = self.conns.get_mut(idx) else {
             return false;
         };
@@ -132,7 +132,7 @@ impl Server {
 
     /// At the turn's end: close the largest holders past twice the bound, read again the held
     /// connections that may be, and give freed memory back.
-    pub(super) fn output_turn_end(&mut self, now: u64) {
+    pub(in crate::reactor) fn output_turn_end(&mut self, now: u64) {
         if let Some(excess) = self.output.excess() {
             let mut largest: Vec<(usize, usize)> = self
                 .conns
