@@ -192,7 +192,7 @@ impl Server {
                     return;
                 }
             };
-            if self.conns.len() >= self.config.max_connections {
+            if self.conns.slab.len() >= self.config.max_connections {
                 peer_log!(
                     self.turn_now,
                     Cause::Accept,
@@ -200,7 +200,7 @@ impl Server {
                     "refusing connection from {peer}: --max-connections {} reached",
                     self.config.max_connections
                 );
-                self.http.refused();
+                self.stats.refused += 1;
                 drop(stream);
                 continue;
             }
@@ -236,7 +236,7 @@ impl Server {
                         Warn,
                         "refusing connection from {peer}: {full}"
                     );
-                    self.http.refused();
+                    self.stats.refused += 1;
                     drop(stream);
                     continue;
                 }
@@ -255,11 +255,11 @@ impl Server {
                     continue;
                 }
             };
-            let entry = self.conns.vacant_entry();
+            let entry = self.conns.slab.vacant_entry();
             let idx = entry.key();
             let id = ConnId {
                 index: idx as u32,
-                generation: token::next_generation(self.last_generation),
+                generation: token::next_generation(self.conns.last_generation),
             };
             let registration = (self.poll.registry(), Source::Conn(id).token());
             let ip = access.ip();
@@ -274,7 +274,7 @@ impl Server {
                 }
             };
             c.unserved = unserved;
-            self.last_generation = id.generation;
+            self.conns.last_generation = id.generation;
             let info = ConnInfo {
                 fd: c.fd(),
                 ip: peer.ip().to_canonical(),

@@ -257,7 +257,7 @@ impl Server {
         need: Need<'_>,
         bearer: Option<&Bearer>,
     ) -> Result<(), Denial> {
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return Err(Denial::NoConnection);
         };
         if c.unserved {
@@ -277,7 +277,7 @@ impl Server {
     #[inline(never)]
     fn denied(&mut self, idx: usize, d: Denial) -> Denial {
         let now = self.turn_now;
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return d;
         };
         if d == Denial::ConsoleNotLoopback {
@@ -331,6 +331,7 @@ impl Server {
     /// OPTION_REQ at accept) and for what the console offers.
     pub(super) fn permits(&self, idx: usize, need: Need<'_>) -> bool {
         self.conns
+            .slab
             .get(idx)
             .is_some_and(|c| judge(&self.access, &self.engine, c, need, None).is_ok())
     }
@@ -348,7 +349,7 @@ impl Server {
     /// Send a refusal; when it `closes`, nothing more of the connection is read.
     pub(super) fn refuse(&mut self, idx: usize, id: ConnId, reply: Response, closes: bool) {
         self.outbox.push(id, reply);
-        if let Some(c) = self.conns.get_mut(idx).filter(|_| closes) {
+        if let Some(c) = self.conns.slab.get_mut(idx).filter(|_| closes) {
             c.close_after_flush();
             c.rbuf.clear();
         }
@@ -391,7 +392,7 @@ impl Server {
     /// certificate: protected mode refuses its peer now, before any request of it is read
     /// (conn/mod.rs reads nothing past the handshake for it).
     pub(super) fn protected_after_handshake(&mut self, idx: usize) {
-        let Some(c) = self.conns.get(idx).filter(|c| c.access.protected) else {
+        let Some(c) = self.conns.slab.get(idx).filter(|c| c.access.protected) else {
             return;
         };
         let (id, http) = (c.id, c.is_http());
@@ -440,7 +441,7 @@ impl Server {
             return;
         };
         let mut lost = Vec::new();
-        for (idx, c) in &self.conns {
+        for (idx, c) in &self.conns.slab {
             for func in self.engine.functions_of(c.id) {
                 if !acl.allows(&c.identity(), Operation::Work, Some(&func)) {
                     lost.push((idx, c.id, func));
@@ -448,7 +449,7 @@ impl Server {
             }
         }
         for (idx, id, func) in lost {
-            if let Some(c) = self.conns.get(idx) {
+            if let Some(c) = self.conns.slab.get(idx) {
                 warn!(
                     "access list reloaded: connection {idx} ({}, from {}) no longer works on {}",
                     c.identity(),
@@ -581,7 +582,7 @@ mod tests {
         // A loopback peer in the slot is served.
         let _peer = std::net::TcpStream::connect(s.local_addrs()[0]).expect("connect");
         s.accept(Listener::Gearman(0));
-        assert_eq!(s.conns.len(), 1);
+        assert_eq!(s.conns.slab.len(), 1);
         assert_eq!(s.gate(0, Need::Free, None), Ok(()));
         assert!(s.permits(0, Need::Free));
         // The slot next to it is still empty.

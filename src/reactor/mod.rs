@@ -16,6 +16,7 @@
 //! - `journal`: the journal driver and its group commit.
 //! - `schedules`: the schedules file read and reloaded.
 //! - `deadlines`: the reactor's own timer wheel.
+//! - `stats`: `Stats`, the reactor-wide counters for /metrics.
 //! - `signals`: signals as loop events; `shutdown`: stopping and the graceful drain.
 //! - `embedded`: a server on a thread with a manual clock, for tests.
 
@@ -34,6 +35,7 @@ mod listen;
 mod schedules;
 mod shutdown;
 mod signals;
+mod stats;
 mod tls_glue;
 mod token;
 
@@ -46,13 +48,12 @@ use std::time::Duration;
 use log::info;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
-use slab::Slab;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::engine::{Engine, Outbox};
 
-use conn::Connection;
+use conn::Conns;
 use deadlines::Deadline;
 pub use embedded::Embedded;
 pub use schedules::read_schedules;
@@ -81,26 +82,13 @@ pub struct Server {
     poll: Poll,
     listeners: Vec<TcpListener>,
     local_addrs: Vec<SocketAddr>,
-    conns: Slab<Connection>,
+    /// The connections and the turn's lists about them (conn/conns.rs).
+    conns: Conns,
     /// The HTTP listeners, and what HTTP connections share (http/).
     http: http::HttpGlue,
     engine: Engine,
     outbox: Outbox,
     config: Config,
-    /// The generation of the connection accepted last (token.rs).
-    last_generation: u32,
-    /// Connections with bytes to write this turn.
-    pending_writes: Vec<usize>,
-    /// The list being flushed, kept to reuse its allocation: no allocation per turn.
-    flushing: Vec<usize>,
-    /// Connections whose fairness budget ran out with frames still buffered.
-    revisit: Vec<usize>,
-    /// Connections to close at the end of this turn.
-    to_close: Vec<usize>,
-    /// Connections whose replies to their own requests wait for the turn's end (`hand_on`).
-    deferred: Vec<usize>,
-    /// Connections whose write waits for a lazy reply's company, with the time it came.
-    corked: Vec<(usize, u64)>,
     /// Loop turns since start.
     turn: u64,
     /// When to give memory back (src/footprint.rs).
@@ -124,8 +112,6 @@ pub struct Server {
     wake: Option<Arc<embedded::Wake>>,
     /// `LAZY_HOLD_MS`, or 0 on a manual clock.
     lazy_hold_ms: u64,
-    /// Unsent output of all connections against `--max-total-output` (conn/output_bound.rs).
-    output: conn::output_bound::OutputBound,
     /// The reactor's own deadlines (deadlines.rs).
     deadlines: deadlines::Deadlines,
     /// The ACL, protected mode and the denials counted (gate.rs).
@@ -140,6 +126,8 @@ pub struct Server {
     fds_base: Option<i64>,
     /// Listeners whose accept failed, with the deadline of their next try (accept.rs).
     accept_retries: Vec<(token::Listener, crate::timer::TimerKey)>,
+    /// The reactor-wide counters (stats.rs).
+    stats: stats::Stats,
     /// The room kept for loopback and served peers, and accept failures' log (door.rs).
     door: door::Door,
 }
@@ -174,7 +162,6 @@ impl Server {
             None => None,
         };
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
-        let output = conn::output_bound::OutputBound::new(config.max_total_output);
         let console = config.http.as_ref().is_some_and(|h| h.console);
         let access = gate::Gate::new(config.access.clone(), console);
         let door = door::Door::new(
@@ -186,18 +173,11 @@ impl Server {
             poll,
             listeners,
             local_addrs,
-            conns: Slab::new(),
+            conns: Conns::new(config.max_total_output),
             http,
             engine,
             outbox: Outbox::default(),
             config,
-            last_generation: 0,
-            pending_writes: Vec::new(),
-            flushing: Vec::new(),
-            revisit: Vec::new(),
-            to_close: Vec::new(),
-            deferred: Vec::new(),
-            corked: Vec::new(),
             turn: 0,
             idle_trim,
             signals: None,
@@ -209,7 +189,6 @@ impl Server {
             clock,
             wake,
             lazy_hold_ms,
-            output,
             deadlines: deadlines::Deadlines::default(),
             access,
             cluster,
@@ -217,6 +196,7 @@ impl Server {
             fds_base: None,
             accept_retries: Vec::new(),
             door,
+            stats: stats::Stats::default(),
         })
     }
 
@@ -326,7 +306,7 @@ impl Server {
                 Source::Listener(l) => self.accept(l),
                 Source::Conn(id) => {
                     let idx = id.index as usize;
-                    let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+                    let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.id == id) else {
                         // Its connection closed earlier in this batch, and the slot may hold
                         // a connection accepted since: the event is not the new one's.
                         continue;
@@ -339,13 +319,13 @@ impl Server {
                         self.hand_on(idx, now);
                     }
                     if ev.is_writable() {
-                        self.pending_writes.push(idx);
+                        self.conns.pending_writes.push(idx);
                     }
                 }
             }
         }
-        for idx in std::mem::take(&mut self.revisit) {
-            if let Some(c) = self.conns.get_mut(idx) {
+        for idx in std::mem::take(&mut self.conns.revisit) {
+            if let Some(c) = self.conns.slab.get_mut(idx) {
                 c.revisit = false;
             }
             self.read_conn(idx, now);
@@ -355,7 +335,7 @@ impl Server {
         self.cluster_turn(now);
         self.resume_paused(now);
         // The replies `hand_on` kept for the turn's end.
-        self.pending_writes.append(&mut self.deferred);
+        self.conns.pending_writes.append(&mut self.conns.deferred);
         self.dispatch();
         self.uncork();
         self.finish_turn(now);
@@ -364,7 +344,7 @@ impl Server {
         self.journal.compact_step();
         crate::log_budget::flush(now);
         if let Some(exit) = self.check_shutdown(now) {
-            self.flush_all();
+            self.conns.flush_all();
             self.journal.close(&mut self.engine, &mut self.outbox, now);
             self.cluster_resign();
             return Some(exit);
@@ -377,7 +357,7 @@ impl Server {
     /// its end.)
     fn fds_held(&self) -> u64 {
         let etcd = self.cluster.as_ref().map_or(0, |l| l.open_sockets());
-        self.conns.len() as u64 + self.journal.open_files() + etcd
+        self.conns.slab.len() as u64 + self.journal.open_files() + etcd
     }
 
     /// The descriptors open now, for `/metrics`: counted, not listed (a listing reads one
@@ -392,7 +372,7 @@ impl Server {
         // The first turn finishes start-up's own work (its journal commit, @reboot runs)
         // before the loop first sleeps.
         self.turn == 0
-            || !self.revisit.is_empty()
+            || !self.conns.revisit.is_empty()
             || self.journal.compacting()
             || !self.outbox.resumed.is_empty()
     }
@@ -410,10 +390,11 @@ impl Server {
             self.deadlines.next(),
             self.journal.deadline(),
             self.idle_trim.deadline(),
-            self.output.deadline(),
+            self.conns.output.deadline(),
             self.cluster_sleep(now),
             crate::log_budget::summary_at(),
-            self.corked
+            self.conns
+                .corked
                 .iter()
                 .map(|&(_, since)| since.min(now) + self.lazy_hold_ms)
                 .min(),
@@ -438,18 +419,6 @@ impl Server {
                 | Deadline::HttpJob(_)
                 | Deadline::HttpLinger(_) => self.http_deadline(key, what),
                 Deadline::AcceptRetry(l) => self.accept_retry(l),
-            }
-        }
-    }
-
-    /// Read connection `idx` again before this turn ends (a read stopped at its cap, frames
-    /// left for the next pass, or a connection let go by a hold). Once per turn: the
-    /// connection's flag says whether it is on the list already.
-    pub(super) fn want_revisit(&mut self, idx: usize) {
-        if let Some(c) = self.conns.get_mut(idx) {
-            if !c.revisit {
-                c.revisit = true;
-                self.revisit.push(idx);
             }
         }
     }

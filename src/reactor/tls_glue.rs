@@ -120,7 +120,7 @@ impl Server {
     /// A TLS connection was accepted at slot `idx`: its handshake must end in time.
     pub(super) fn tls_accepted(&mut self, idx: usize, now: u64) {
         let at = now.saturating_add(self.tls.handshake_timeout_ms);
-        if let Some(c) = self.conns.get_mut(idx) {
+        if let Some(c) = self.conns.slab.get_mut(idx) {
             let key = self.deadlines.arm(at, Deadline::TlsHandshake(c.id));
             c.set_handshake_deadline(Some(key));
         }
@@ -131,7 +131,7 @@ impl Server {
     /// (handshake messages, session tickets) go out.
     pub(super) fn tls_after_read(&mut self, idx: usize) {
         self.tls_handshake_check(idx);
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         if let Some(key) = c.handshake_deadline().filter(|_| !c.serving()) {
@@ -151,7 +151,7 @@ impl Server {
         }
         if c.serving() && c.has_unsent() && !c.write_pending {
             c.write_pending = true;
-            self.pending_writes.push(idx);
+            self.conns.pending_writes.push(idx);
         }
     }
 
@@ -159,7 +159,7 @@ impl Server {
     /// client certificate's name becomes the connection's identity (the gate sees it for the
     /// first request already, which a TLS 1.3 client sends with its Finished).
     pub(super) fn tls_handshake_check(&mut self, idx: usize) {
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         let Some(key) = c.handshake_deadline().filter(|_| !c.handshaking()) else {
@@ -186,7 +186,7 @@ impl Server {
     /// A TLS handshake's deadline passed: close the connection if it is still at it.
     pub(super) fn tls_deadline(&mut self, key: TimerKey, id: ConnId) {
         let idx = id.index as usize;
-        let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+        let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.id == id) else {
             return;
         };
         if c.handshake_deadline() != Some(key) {
@@ -202,7 +202,7 @@ impl Server {
             c.peer(),
             self.tls.handshake_timeout_ms
         );
-        self.mark_close(idx);
+        self.conns.mark_close(idx);
     }
 
     /// SIGHUP: read the certificate, key and CA files again. New connections get the new
@@ -226,7 +226,7 @@ impl Server {
     pub(super) fn tls_stats(&self) -> Option<TlsStats> {
         self.config.tls.as_ref()?;
         Some(TlsStats {
-            connections: self.conns.iter().filter(|(_, c)| c.is_tls()).count() as u64,
+            connections: self.conns.slab.iter().filter(|(_, c)| c.is_tls()).count() as u64,
             handshakes: self.tls.completed,
             failures: self.tls.failed.iter().map(|(r, n)| (*r, *n)).collect(),
             timeouts: self.tls.timeouts,

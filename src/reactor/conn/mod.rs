@@ -4,11 +4,13 @@
 //!
 //! This file: `Connection`, one connection's state and its bounded reads.
 //!
+//! - `conns`: `Conns`, the slab and the turn's lists about the connections.
 //! - `transport`: a connection's wire: the socket, plain or under a TLS session.
 //! - `output`: the write side of a turn: the outbox encoded, lazy replies corked, flushes
 //!   and closes at the turn's end.
 //! - `output_bound`: the server-wide bound on unsent output (`--max-total-output`).
 
+mod conns;
 pub(super) mod output;
 pub(super) mod output_bound;
 pub(super) mod transport;
@@ -28,6 +30,8 @@ use crate::engine::ConnId;
 use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
 use crate::timer::TimerKey;
 use transport::{TlsSession, Transport};
+
+pub(super) use conns::Conns;
 
 /// Bytes one connection may have buffered unparsed before reading pauses for a turn (a
 /// larger declared packet raises this to exactly its own size).

@@ -19,11 +19,11 @@ impl Server {
         self.dispatch();
         // Only this event's replies are on the list: what earlier events left was flushed
         // or deferred, so the search is short.
-        if let Some(p) = self.pending_writes.iter().position(|&i| i == from) {
-            self.pending_writes.swap_remove(p);
-            self.deferred.push(from);
+        if let Some(p) = self.conns.pending_writes.iter().position(|&i| i == from) {
+            self.conns.pending_writes.swap_remove(p);
+            self.conns.deferred.push(from);
         }
-        if !self.pending_writes.is_empty() {
+        if !self.conns.pending_writes.is_empty() {
             self.finish_turn(now);
         }
     }
@@ -39,7 +39,7 @@ impl Server {
         let mut lazy = self.outbox.lazy.drain(..).peekable();
         for (i, (to, r)) in self.outbox.replies.drain(..).enumerate() {
             let is_lazy = lazy.next_if_eq(&i).is_some();
-            let Some(c) = self.conns.get_mut(to.index as usize) else {
+            let Some(c) = self.conns.slab.get_mut(to.index as usize) else {
                 continue;
             };
             if c.id != to || c.closing() {
@@ -53,17 +53,17 @@ impl Server {
             crate::proto::response::encode(&r, &mut c.wbuf);
             // Counted at once, not at the flush: a turn reads many connections (and a capped
             // one twice), and each must see the total as it is to be held in time.
-            self.output.recount(&mut c.counted, c.wbuf.len());
+            self.conns.output.recount(&mut c.counted, c.wbuf.len());
             if is_lazy && !c.write_pending {
                 if !c.corked {
                     c.corked = true;
-                    self.corked.push((to.index as usize, self.turn_now));
+                    self.conns.corked.push((to.index as usize, self.turn_now));
                 }
                 continue;
             }
             if !c.write_pending {
                 c.write_pending = true;
-                self.pending_writes.push(to.index as usize);
+                self.conns.pending_writes.push(to.index as usize);
             }
         }
         drop(lazy);
@@ -75,8 +75,8 @@ impl Server {
     /// later. A clock that stepped back releases them too: no reply waits on the wall clock.
     pub(in crate::reactor) fn uncork(&mut self) {
         let now = self.turn_now;
-        self.corked.retain(|&(idx, since)| {
-            let Some(c) = self.conns.get_mut(idx) else {
+        self.conns.corked.retain(|&(idx, since)| {
+            let Some(c) = self.conns.slab.get_mut(idx) else {
                 return false;
             };
             if !c.corked {
@@ -88,7 +88,7 @@ impl Server {
             }
             if !c.write_pending {
                 c.write_pending = true;
-                self.pending_writes.push(idx);
+                self.conns.pending_writes.push(idx);
             }
             c.corked = false;
             false
@@ -98,23 +98,23 @@ impl Server {
     /// Flush writes, close what must close (which may produce more replies), repeat.
     pub(in crate::reactor) fn finish_turn(&mut self, now: u64) {
         loop {
-            let mut list = std::mem::take(&mut self.flushing);
-            std::mem::swap(&mut list, &mut self.pending_writes);
+            let mut list = std::mem::take(&mut self.conns.flushing);
+            std::mem::swap(&mut list, &mut self.conns.pending_writes);
             for idx in list.drain(..) {
-                let Some(c) = self.conns.get_mut(idx) else {
+                let Some(c) = self.conns.slab.get_mut(idx) else {
                     continue;
                 };
                 c.write_pending = false;
                 // Its lazy reply leaves now, in company; the entry on `corked` goes stale.
                 c.corked = false;
                 let flushed = c.flush();
-                self.output.recount(&mut c.counted, c.wbuf.len());
+                self.conns.output.recount(&mut c.counted, c.wbuf.len());
                 match flushed {
                     Ok(()) => {
                         let token = Source::Conn(c.id).token();
                         if let Err(e) = c.update_interest(self.poll.registry(), token) {
                             info!("connection {idx}: cannot change its interest: {e}");
-                            self.to_close.push(idx);
+                            self.conns.to_close.push(idx);
                             continue;
                         }
                         if c.wbuf.len() > self.config.max_output_buffer {
@@ -125,9 +125,9 @@ impl Server {
                                 "closing connection {idx}: {} unsent bytes exceed --max-output-buffer",
                                 c.wbuf.len()
                             );
-                            self.to_close.push(idx);
+                            self.conns.to_close.push(idx);
                         } else if c.flushed_to_close() {
-                            self.to_close.push(idx);
+                            self.conns.to_close.push(idx);
                         }
                     }
                     Err(e) => {
@@ -137,17 +137,17 @@ impl Server {
                             Info,
                             "connection {idx} write error: {e}"
                         );
-                        self.to_close.push(idx);
+                        self.conns.to_close.push(idx);
                     }
                 }
             }
-            self.flushing = list;
-            if self.to_close.is_empty() {
+            self.conns.flushing = list;
+            if self.conns.to_close.is_empty() {
                 return;
             }
-            for idx in std::mem::take(&mut self.to_close) {
-                if let Some(mut c) = self.conns.try_remove(idx) {
-                    self.output.forget(c.counted);
+            for idx in std::mem::take(&mut self.conns.to_close) {
+                if let Some(mut c) = self.conns.slab.try_remove(idx) {
+                    self.conns.output.forget(c.counted);
                     self.http_closed(&c);
                     self.gate_closed(&c);
                     if let Some(k) = c.handshake_deadline() {
@@ -159,21 +159,6 @@ impl Server {
             }
             self.resume_paused(now);
             self.dispatch();
-        }
-    }
-
-    pub(in crate::reactor) fn mark_close(&mut self, idx: usize) {
-        if let Some(c) = self.conns.get_mut(idx) {
-            if c.set_closing() {
-                self.to_close.push(idx);
-            }
-        }
-    }
-
-    /// Best effort before exit: what is in the write buffers goes out.
-    pub(in crate::reactor) fn flush_all(&mut self) {
-        for (_, c) in self.conns.iter_mut() {
-            let _ = c.flush();
         }
     }
 }

@@ -107,25 +107,25 @@ impl Server {
     /// Whether connection `idx` must not be read now: it is held, or the total is over the
     /// bound and it holds its share. A peer that hung up is read on, to its EOF and close.
     pub(in crate::reactor) fn output_held(&mut self, idx: usize) -> bool {
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return false;
         };
         if c.output_held {
             return true;
         }
-        if c.hung_up() || !self.output.holds(c.wbuf.len()) {
+        if c.hung_up() || !self.conns.output.holds(c.wbuf.len()) {
             return false;
         }
         c.output_held = true;
-        self.output.held.push(idx);
-        self.output.holds += 1;
+        self.conns.output.held.push(idx);
+        self.conns.output.holds += 1;
         peer_log!(
             self.turn_now,
             Cause::Output,
             Info,
             "connection {idx}: not read while its {} unsent bytes wait (--max-total-output {} reached)",
             c.wbuf.len(),
-            self.output.max
+            self.conns.output.max
         );
         true
     }
@@ -133,9 +133,10 @@ impl Server {
     /// At the turn's end: close the largest holders past twice the bound, read again the held
     /// connections that may be, and give freed memory back.
     pub(in crate::reactor) fn output_turn_end(&mut self, now: u64) {
-        if let Some(excess) = self.output.excess() {
+        if let Some(excess) = self.conns.output.excess() {
             let mut largest: Vec<(usize, usize)> = self
                 .conns
+                .slab
                 .iter()
                 .filter(|(_, c)| !c.closing() && c.wbuf.len() > HOLD_MIN)
                 .map(|(i, c)| (c.wbuf.len(), i))
@@ -147,37 +148,37 @@ impl Server {
                     break;
                 }
                 gone += unsent;
-                self.output.closes += 1;
+                self.conns.output.closes += 1;
                 peer_log!(
                     now,
                     Cause::Output,
                     Warn,
                     "closing connection {idx}: {unsent} unsent bytes, and all connections hold more than twice --max-total-output {}",
-                    self.output.max
+                    self.conns.output.max
                 );
-                self.mark_close(idx);
+                self.conns.mark_close(idx);
             }
             self.finish_turn(now);
         }
-        if !self.output.held.is_empty() {
-            let mut held = std::mem::take(&mut self.output.held);
+        if !self.conns.output.held.is_empty() {
+            let mut held = std::mem::take(&mut self.conns.output.held);
             held.retain(|&idx| {
-                let Some(c) = self.conns.get_mut(idx).filter(|c| c.output_held) else {
+                let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.output_held) else {
                     return false;
                 };
-                if self.output.holds(c.wbuf.len()) && !c.hung_up() {
+                if self.conns.output.holds(c.wbuf.len()) && !c.hung_up() {
                     return true;
                 }
                 c.output_held = false;
                 if !c.revisit {
                     c.revisit = true;
-                    self.revisit.push(idx);
+                    self.conns.revisit.push(idx);
                 }
                 false
             });
-            self.output.held = held;
+            self.conns.output.held = held;
         }
-        if self.output.trim_due(now) {
+        if self.conns.output.trim_due(now) {
             crate::footprint::trim_heap();
         }
     }

@@ -26,7 +26,7 @@ impl Server {
 
     /// The peer's address of connection `idx`, for the log.
     fn http_peer(&self, idx: usize) -> String {
-        match self.conns.get(idx).map(|c| c.peer()) {
+        match self.conns.slab.get(idx).map(|c| c.peer()) {
             Some(a) => a.ip().to_string(),
             None => "?".into(),
         }
@@ -52,7 +52,7 @@ impl Server {
                         .as_ref()
                         .map(|p| (p.start_time_seconds * 1000.0) as u64),
                     totals: self.engine.totals(),
-                    connections: self.conns.len(),
+                    connections: self.conns.slab.len(),
                     rss_bytes: process.as_ref().map(|p| p.resident_bytes),
                     journal: journal.as_ref(),
                     failed: self.engine.failed_list(),

@@ -36,6 +36,7 @@ impl Server {
         }
         let peer = self
             .conns
+            .slab
             .get(idx)
             .map(|c| c.peer())
             .map_or_else(|| "?".to_string(), |a| a.ip().to_string());
