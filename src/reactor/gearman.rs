@@ -23,7 +23,7 @@ impl Server {
     }
 
     pub(super) fn read_plaintext(&mut self, idx: usize, now: u64) {
-        if self.output_held(idx) {
+        if self.conns.output_held(idx, self.turn_now) {
             return;
         }
         let Some(c) = self.conns.slab.get_mut(idx) else {

@@ -296,7 +296,7 @@ impl Server {
                 }
                 // A manual clock moved (the turn acts at its new time), or a stop.
                 Source::Wake => {
-                    if let Some((exit, close)) = self.on_wake() {
+                    if let Some((exit, close)) = self.wake.as_ref().and_then(|w| w.stopped()) {
                         if close {
                             self.journal.close(&mut self.engine, &mut self.outbox, now);
                         }
@@ -339,7 +339,10 @@ impl Server {
         self.dispatch();
         self.uncork();
         self.finish_turn(now);
-        self.output_turn_end(now);
+        if self.conns.close_over_bound(now) {
+            self.finish_turn(now);
+        }
+        self.conns.release_held(now);
         self.http_sample_rates(now);
         self.journal.compact_step();
         crate::log_budget::flush(now);

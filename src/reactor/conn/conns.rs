@@ -1,13 +1,16 @@
 //! `Conns`: every connection (the slab) and the lists a turn keeps about them: who has bytes
 //! to write, who is read again before the turn ends, who closes at its end, whose replies
-//! wait for the turn's end or for company, and the bound on all their unsent output. One
-//! part, so that the turn's bookkeeping about connections is in one place and borrowed apart
-//! from the engine, the outbox and the other parts.
+//! wait for the turn's end or for company; and the bound on all their unsent output: whom it
+//! holds back, closes and releases at the turn's end. One part, so that the turn's
+//! bookkeeping about connections is in one place, borrowed apart from the engine, the outbox
+//! and the other parts.
 
 use slab::Slab;
 
 use super::Connection;
-use super::output_bound::OutputBound;
+use super::output_bound::{HOLD_MIN, OutputBound};
+use crate::log_budget::Cause;
+use crate::peer_log;
 
 pub(in crate::reactor) struct Conns {
     pub(in crate::reactor) slab: Slab<Connection>,
@@ -70,6 +73,90 @@ impl Conns {
     pub(in crate::reactor) fn flush_all(&mut self) {
         for (_, c) in self.slab.iter_mut() {
             let _ = c.flush();
+        }
+    }
+
+    /// Whether connection `idx` must not be read now: it is held, or the total is over the
+    /// bound and it holds its share. A peer that hung up is read on, to its EOF and close.
+    pub(in crate::reactor) fn output_held(&mut self, idx: usize, now: u64) -> bool {
+        let Some(c) = self.slab.get_mut(idx) else {
+            return false;
+        };
+        if c.output_held {
+            return true;
+        }
+        if c.hung_up() || !self.output.holds(c.wbuf.len()) {
+            return false;
+        }
+        c.output_held = true;
+        self.output.held.push(idx);
+        self.output.holds += 1;
+        peer_log!(
+            now,
+            Cause::Output,
+            Info,
+            "connection {idx}: not read while its {} unsent bytes wait (--max-total-output {} reached)",
+            c.wbuf.len(),
+            self.output.max
+        );
+        true
+    }
+
+    /// At the turn's end, first: past twice the bound, mark the largest holders to close.
+    /// `true` when some were: the caller closes them (`finish_turn`) before `release_held`.
+    pub(in crate::reactor) fn close_over_bound(&mut self, now: u64) -> bool {
+        let Some(excess) = self.output.excess() else {
+            return false;
+        };
+        let mut largest: Vec<(usize, usize)> = self
+            .slab
+            .iter()
+            .filter(|(_, c)| !c.closing() && c.wbuf.len() > HOLD_MIN)
+            .map(|(i, c)| (c.wbuf.len(), i))
+            .collect();
+        largest.sort_unstable_by(|a, b| b.cmp(a));
+        let mut gone = 0;
+        for (unsent, idx) in largest {
+            if gone >= excess {
+                break;
+            }
+            gone += unsent;
+            self.output.closes += 1;
+            peer_log!(
+                now,
+                Cause::Output,
+                Warn,
+                "closing connection {idx}: {unsent} unsent bytes, and all connections hold more than twice --max-total-output {}",
+                self.output.max
+            );
+            self.mark_close(idx);
+        }
+        true
+    }
+
+    /// At the turn's end, then: read again the held connections that may be, and give freed
+    /// memory back.
+    pub(in crate::reactor) fn release_held(&mut self, now: u64) {
+        if !self.output.held.is_empty() {
+            let mut held = std::mem::take(&mut self.output.held);
+            held.retain(|&idx| {
+                let Some(c) = self.slab.get_mut(idx).filter(|c| c.output_held) else {
+                    return false;
+                };
+                if self.output.holds(c.wbuf.len()) && !c.hung_up() {
+                    return true;
+                }
+                c.output_held = false;
+                if !c.revisit {
+                    c.revisit = true;
+                    self.revisit.push(idx);
+                }
+                false
+            });
+            self.output.held = held;
+        }
+        if self.output.trim_due(now) {
+            crate::footprint::trim_heap();
         }
     }
 }

@@ -7,7 +7,9 @@ use crate::http::response::Reply;
 use crate::log_budget::Cause;
 use crate::peer_log;
 use crate::peer_text;
-use crate::reactor::Server;
+use std::net::SocketAddr;
+
+use super::HttpGlue;
 
 /// Refusals by reason, for `/metrics`.
 #[derive(Debug, Default)]
@@ -23,25 +25,23 @@ impl Refusals {
     }
 }
 
-impl Server {
+impl HttpGlue {
     /// The 403 for a request the guard refuses, logged and counted; `None` to serve it.
-    pub(in crate::reactor) fn http_guard(
+    /// `peer` is the connection's address, for the log.
+    pub(in crate::reactor) fn guard(
         &mut self,
         idx: usize,
+        peer: Option<SocketAddr>,
         site: &SiteHeaders,
+        now: u64,
     ) -> Option<Reply> {
-        let why = guard::check(&self.http.allowed, site).err()?;
+        let why = guard::check(&self.allowed, site).err()?;
         if let Some(n) = Refusal::ALL.iter().position(|r| *r == why) {
-            self.http.refusals.0[n] += 1;
+            self.refusals.0[n] += 1;
         }
-        let peer = self
-            .conns
-            .slab
-            .get(idx)
-            .map(|c| c.peer())
-            .map_or_else(|| "?".to_string(), |a| a.ip().to_string());
+        let peer = peer.map_or_else(|| "?".to_string(), |a| a.ip().to_string());
         peer_log!(
-            self.turn_now,
+            now,
             Cause::Host,
             Warn,
             "HTTP connection {idx} from {peer}: 403 ({}): Host {}, Origin {}, Sec-Fetch-Site {}",

@@ -327,7 +327,9 @@ impl Server {
                     let (version, keep_alive) = (head.version, head.keep_alive);
                     // Any answer to HEAD, errors included, has no body.
                     let head_only = head.method == Method::Head;
-                    let mut route = match self.http_guard(idx, &head.site) {
+                    let peer = self.conns.slab.get(idx).map(|c| c.peer());
+                    let refused = self.http.guard(idx, peer, &head.site, self.turn_now);
+                    let mut route = match refused {
                         Some(refused) => Route::Reply(refused),
                         None => route::route(&head, body),
                     };
