@@ -245,7 +245,7 @@ impl Server {
             if let Some(k) = &self.config.keepalive {
                 listen::set_keepalive(&stream, k);
             }
-            let session = match self.tls_session(li, http) {
+            let session = match self.tls.session(li, http) {
                 Ok(s) => s,
                 Err(e) => {
                     error!("cannot start TLS with {peer}: {e}");
@@ -282,7 +282,8 @@ impl Server {
             entry.insert(c);
             self.engine.connect(id, info);
             if tls {
-                self.tls_accepted(idx, self.turn_now);
+                self.tls
+                    .accepted(&mut self.conns, &mut self.deadlines, idx, self.turn_now);
             }
             self.http_accepted(idx, http);
         }

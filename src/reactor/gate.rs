@@ -388,6 +388,17 @@ impl Server {
         out
     }
 
+    /// After a read of connection `idx` while its TLS handshake runs: when it just ended
+    /// (`TlsGlue::handshake_check` names the peer), protected mode judges the peer.
+    pub(super) fn tls_handshake_check(&mut self, idx: usize) {
+        if self
+            .tls
+            .handshake_check(&mut self.conns, &mut self.deadlines, idx)
+        {
+            self.protected_after_handshake(idx);
+        }
+    }
+
     /// A TLS handshake just ended on connection `idx` of a listener that asks no client
     /// certificate: protected mode refuses its peer now, before any request of it is read
     /// (conn/mod.rs reads nothing past the handshake for it).

@@ -18,7 +18,10 @@ impl Server {
         let tls = self.conns.slab.get(idx).is_some_and(|c| c.is_tls());
         self.read_plaintext(idx, now);
         if tls {
-            self.tls_after_read(idx);
+            self.tls_handshake_check(idx);
+            let now = self.turn_now;
+            self.tls
+                .after_read(&mut self.conns, &mut self.deadlines, idx, now);
         }
     }
 

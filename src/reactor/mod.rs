@@ -416,7 +416,9 @@ impl Server {
                 return;
             };
             match what {
-                Deadline::TlsHandshake(id) => self.tls_deadline(key, id),
+                Deadline::TlsHandshake(id) => {
+                    self.tls.deadline(&mut self.conns, key, id, now);
+                }
                 Deadline::HttpIdle(_)
                 | Deadline::HttpRequest(_)
                 | Deadline::HttpJob(_)

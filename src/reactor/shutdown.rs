@@ -19,7 +19,10 @@ impl Server {
             if self.access.has_acl() {
                 let _ = self.reload_acl(now);
             }
-            self.tls_reload();
+            self.tls.reload();
+            if let Some(l) = self.cluster.as_mut() {
+                l.reload_tls();
+            }
         }
         if got.stop {
             crate::notice!("stop signal: shutting down");

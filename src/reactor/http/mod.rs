@@ -524,7 +524,7 @@ impl Server {
                 r
             },
             output: self.conns.output.stats(),
-            tls: self.tls_stats(),
+            tls: self.tls.stats(&self.conns, self.config.tls.is_some()),
             ..self.stats.net(&self.conns.slab)
         }
     }
