@@ -285,7 +285,11 @@ impl Server {
                 continue;
             };
             match source {
-                Source::Etcd(link) => self.etcd_event(link),
+                Source::Etcd(link) => {
+                    if let Some(l) = self.cluster.as_mut() {
+                        l.event(link, self.poll.registry(), self.turn_mono);
+                    }
+                }
                 Source::Signals => {
                     if let Some(exit) = self.on_signals(now) {
                         // Whatever this turn already made durable is written first.
@@ -355,6 +359,38 @@ impl Server {
         None
     }
 
+    /// Once a turn, with a cluster: the etcd link's turn (etcd_link.rs), a file etcd pushed
+    /// loaded as a reload would, and again while that left claims to send.
+    fn cluster_turn(&mut self, wall: u64) {
+        loop {
+            let Some(l) = self.cluster.as_mut() else {
+                return;
+            };
+            let registry = self.poll.registry();
+            let pushed = l.turn(
+                &mut self.engine,
+                &mut self.outbox,
+                registry,
+                self.turn_mono,
+                wall,
+            );
+            if let Some(text) = pushed {
+                self.load_pushed_schedules(text, wall);
+            }
+            // Claims made by a takeover's catch-up go out this turn.
+            if self.outbox.claims.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// At exit: give the leadership up at once (see `EtcdLink::resign`).
+    fn cluster_resign(&mut self) {
+        if let Some(l) = self.cluster.as_mut() {
+            l.resign();
+        }
+    }
+
     /// The descriptors the loop opens and closes: connections, the journal's files, the
     /// sockets to etcd. (A turn's passing reads of a file, the schedules say, are closed by
     /// its end.)
@@ -394,7 +430,9 @@ impl Server {
             self.journal.deadline(),
             self.idle_trim.deadline(),
             self.conns.output.deadline(),
-            self.cluster_sleep(now),
+            self.cluster
+                .as_ref()
+                .and_then(|l| l.wake_at(now, self.clock.mono_ms())),
             crate::log_budget::summary_at(),
             self.conns
                 .corked
