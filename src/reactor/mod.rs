@@ -40,13 +40,11 @@ mod tls_glue;
 mod token;
 
 use std::io;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use log::info;
-use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
 
 use crate::clock::{Clock, SystemClock};
@@ -80,8 +78,8 @@ pub enum Exit {
 
 pub struct Server {
     poll: Poll,
-    listeners: Vec<TcpListener>,
-    local_addrs: Vec<SocketAddr>,
+    /// The Gearman listeners and their accept retries (accept.rs).
+    listeners: accept::Listeners,
     /// The connections and the turn's lists about them (conn/conns.rs).
     conns: Conns,
     /// The HTTP listeners, and what HTTP connections share (http/).
@@ -124,8 +122,6 @@ pub struct Server {
     /// The descriptors open when the loop started less those `fds_held` counted then, so
     /// that the sum of the two is what is open (`open_fds`); `None` without /proc.
     fds_base: Option<i64>,
-    /// Listeners whose accept failed, with the deadline of their next try (accept.rs).
-    accept_retries: Vec<(token::Listener, crate::timer::TimerKey)>,
     /// The reactor-wide counters (stats.rs).
     stats: stats::Stats,
     /// The room kept for loopback and served peers, and accept failures' log (door.rs).
@@ -147,14 +143,14 @@ impl Server {
             None => None,
         };
         let lazy_hold_ms = if wake.is_some() { 0 } else { LAZY_HOLD_MS };
-        let (listeners, local_addrs) = accept::bind_listeners(&config, &poll)?;
+        let listeners = accept::bind_listeners(&config, &poll)?;
         let tls = tls_glue::TlsGlue::new(&config, tls);
         let http = http::HttpGlue::bind(&config, &poll)?;
         let mut engine = Engine::new(config.engine.clone());
         let cluster = match &config.cluster {
             Some(c) => {
                 engine.set_clustered(true);
-                let id = etcd_link::member_id(local_addrs[0]);
+                let id = etcd_link::member_id(listeners.addrs[0]);
                 let link = etcd_link::EtcdLink::new(c, id)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
                 Some(Box::new(link))
@@ -172,7 +168,6 @@ impl Server {
         Ok(Server {
             poll,
             listeners,
-            local_addrs,
             conns: Conns::new(config.max_total_output),
             http,
             engine,
@@ -194,7 +189,6 @@ impl Server {
             cluster,
             tls,
             fds_base: None,
-            accept_retries: Vec::new(),
             door,
             stats: stats::Stats::default(),
         })

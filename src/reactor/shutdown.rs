@@ -48,7 +48,7 @@ impl Server {
                 "running jobs"
             )
         );
-        for mut l in self.listeners.drain(..) {
+        for mut l in self.listeners.sockets.drain(..) {
             let _ = self.poll.registry().deregister(&mut l);
         }
         // The HTTP listener stays, for health and metrics only (http::route::while_draining),
