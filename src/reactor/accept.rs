@@ -119,7 +119,7 @@ impl Server {
     /// where every freed descriptor lets one accept through before the next fails, would
     /// otherwise write a line per client.
     fn accept_failed(&mut self, from: Listener, e: io::Error) {
-        let said = self.door.accept_failed(self.turn_now);
+        let said = self.door.accept_failed(self.time.now);
         let addr = self.listener_addr(from);
         let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
         match said {
@@ -136,7 +136,7 @@ impl Server {
         if self.listeners.retries.iter().any(|&(l, _)| l == from) {
             return;
         }
-        let at = self.turn_now.saturating_add(ACCEPT_RETRY_MS);
+        let at = self.time.now.saturating_add(ACCEPT_RETRY_MS);
         let key = self.deadlines.arm(at, Deadline::AcceptRetry(from));
         self.listeners.retries.push((from, key));
     }
@@ -205,7 +205,7 @@ impl Server {
             };
             if self.conns.slab.len() >= self.config.max_connections {
                 peer_log!(
-                    self.turn_now,
+                    self.time.now,
                     Cause::Accept,
                     Warn,
                     "refusing connection from {peer}: --max-connections {} reached",
@@ -242,7 +242,7 @@ impl Server {
                 Ok(counted) => counted,
                 Err(full) => {
                     peer_log!(
-                        self.turn_now,
+                        self.time.now,
                         Cause::Accept,
                         Warn,
                         "refusing connection from {peer}: {full}"
@@ -294,7 +294,7 @@ impl Server {
             self.engine.connect(id, info);
             if tls {
                 self.tls
-                    .accepted(&mut self.conns, &mut self.deadlines, idx, self.turn_now);
+                    .accepted(&mut self.conns, &mut self.deadlines, idx, self.time.now);
             }
             self.http_accepted(idx, http);
         }

@@ -87,7 +87,7 @@ impl Embedded {
                         return Ok(Exit::Stopped);
                     }
                 };
-                let Some(wake) = server.wake.clone() else {
+                let Some(wake) = server.time.wake.clone() else {
                     return Ok(Exit::Stopped);
                 };
                 let addrs = (

@@ -276,7 +276,7 @@ impl Server {
     #[cold]
     #[inline(never)]
     fn denied(&mut self, idx: usize, d: Denial) -> Denial {
-        let now = self.turn_now;
+        let now = self.time.now;
         let Some(c) = self.conns.slab.get_mut(idx) else {
             return d;
         };
@@ -370,7 +370,7 @@ impl Server {
         let who = Identity::Addr(peer.ip()).to_string();
         self.access.denials.count(&who, d.operation());
         peer_log!(
-            self.turn_now,
+            self.time.now,
             Cause::Denied,
             Warn,
             "denied: connection from {} ({who}) at accept: {}",
@@ -379,7 +379,7 @@ impl Server {
         );
         let mut out = BytesMut::new();
         if http {
-            let date = crate::http::response::http_date(self.turn_now);
+            let date = crate::http::response::http_date(self.time.now);
             let reply = d.http();
             crate::http::response::write(&mut out, &reply, Version::Http11, false, false, &date);
         } else {
@@ -425,7 +425,7 @@ impl Server {
         let cap = self.access.config.denials_logged;
         if a.denials > cap {
             peer_log!(
-                self.turn_now,
+                self.time.now,
                 Cause::Denied,
                 Warn,
                 "connection {} ({}, from {}) closed after {} denials, {} of them not logged",

@@ -19,14 +19,14 @@ impl Server {
         self.read_plaintext(idx, now);
         if tls {
             self.tls_handshake_check(idx);
-            let now = self.turn_now;
+            let now = self.time.now;
             self.tls
                 .after_read(&mut self.conns, &mut self.deadlines, idx, now);
         }
     }
 
     pub(super) fn read_plaintext(&mut self, idx: usize, now: u64) {
-        if self.conns.output_held(idx, self.turn_now) {
+        if self.conns.output_held(idx, self.time.now) {
             return;
         }
         let Some(c) = self.conns.slab.get_mut(idx) else {

@@ -76,6 +76,25 @@ pub enum Exit {
     Graceful,
 }
 
+/// The loop's time: the clock, the turn count, and the one reading of the clock each turn
+/// acts at.
+struct Time {
+    /// Loop turns since start.
+    turn: u64,
+    /// `now` of the current loop turn: the clock is read once per turn, and everything the
+    /// turn does happens at that time.
+    now: u64,
+    /// The monotonic time of the same reading (`Clock::mono_ms`): the etcd link's, read only
+    /// when there is one.
+    mono: u64,
+    /// The time (src/clock.rs): the system clock, or a manual one in tests (embedded.rs).
+    clock: Arc<dyn Clock>,
+    /// How a manual clock wakes the loop when it moves (none on the system clock).
+    wake: Option<Arc<embedded::Wake>>,
+    /// `LAZY_HOLD_MS`, or 0 on a manual clock.
+    lazy_hold_ms: u64,
+}
+
 pub struct Server {
     poll: Poll,
     /// The Gearman listeners and their accept retries (accept.rs).
@@ -87,8 +106,8 @@ pub struct Server {
     engine: Engine,
     outbox: Outbox,
     config: Config,
-    /// Loop turns since start.
-    turn: u64,
+    /// The clock and the turn's reading of it.
+    time: Time,
     /// When to give memory back (src/footprint.rs).
     idle_trim: crate::footprint::IdleTrim,
     signals: Option<Signals>,
@@ -98,18 +117,6 @@ pub struct Server {
     schedules_path: Option<PathBuf>,
     /// The journal and its group commit (journal.rs).
     journal: journal::JournalDriver,
-    /// `now` of the current loop turn: the clock is read once per turn, and everything the
-    /// turn does happens at that time.
-    turn_now: u64,
-    /// The monotonic time of the same reading (`Clock::mono_ms`): the etcd link's, read only
-    /// when there is one.
-    turn_mono: u64,
-    /// The time (src/clock.rs): the system clock, or a manual one in tests (embedded.rs).
-    clock: Arc<dyn Clock>,
-    /// How a manual clock wakes the loop when it moves (none on the system clock).
-    wake: Option<Arc<embedded::Wake>>,
-    /// `LAZY_HOLD_MS`, or 0 on a manual clock.
-    lazy_hold_ms: u64,
     /// The reactor's own deadlines (deadlines.rs).
     deadlines: deadlines::Deadlines,
     /// The ACL, protected mode and the denials counted (gate.rs).
@@ -173,17 +180,19 @@ impl Server {
             engine,
             outbox: Outbox::default(),
             config,
-            turn: 0,
+            time: Time {
+                turn: 0,
+                now: 0,
+                mono: 0,
+                clock,
+                wake,
+                lazy_hold_ms,
+            },
             idle_trim,
             signals: None,
             draining: false,
             schedules_path: None,
             journal: journal::JournalDriver::default(),
-            turn_now: 0,
-            turn_mono: 0,
-            clock,
-            wake,
-            lazy_hold_ms,
             deadlines: deadlines::Deadlines::default(),
             access,
             cluster,
@@ -202,7 +211,7 @@ impl Server {
         fsync: crate::config::Fsync,
         repair: bool,
     ) -> Result<String, String> {
-        let now = self.clock.now_ms();
+        let now = self.time.clock.now_ms();
         self.journal.open(
             dir,
             fsync,
@@ -234,8 +243,8 @@ impl Server {
         self.fds_base =
             crate::footprint::count_open_fds().map(|n| n as i64 - self.fds_held() as i64);
         loop {
-            let now = self.clock.now_ms();
-            if !self.busy() && self.idle_trim.due(now, self.turn == 1) {
+            let now = self.time.clock.now_ms();
+            if !self.busy() && self.idle_trim.due(now, self.time.turn == 1) {
                 // About to sleep after start-up or a quiet spell: give back what the work
                 // mapped and freed (src/footprint.rs).
                 match crate::footprint::trim() {
@@ -252,7 +261,7 @@ impl Server {
                 return Err(e);
             }
             // The turn's one reading of the clock.
-            let now = self.clock.now_ms();
+            let now = self.time.clock.now_ms();
             if let Some(exit) = self.turn(now, &events) {
                 return Ok(exit);
             }
@@ -262,12 +271,12 @@ impl Server {
     /// One turn at `now`: the events `poll` returned, then what is due, then the replies
     /// written and the journal committed. `Some` when the loop is to end.
     fn turn(&mut self, now: u64, events: &Events) -> Option<Exit> {
-        self.turn_now = now;
+        self.time.now = now;
         if self.cluster.is_some() {
             // Only the etcd link runs on it: a server without one reads one clock a turn.
-            self.turn_mono = self.clock.mono_ms();
+            self.time.mono = self.time.clock.mono_ms();
         }
-        self.turn += 1;
+        self.time.turn += 1;
         // A manual clock's move is not activity. `any` stops at the first event, which on the
         // system clock is never the waker's: one look per turn.
         let wake = Source::Wake.token();
@@ -281,7 +290,7 @@ impl Server {
             match source {
                 Source::Etcd(link) => {
                     if let Some(l) = self.cluster.as_mut() {
-                        l.event(link, self.poll.registry(), self.turn_mono);
+                        l.event(link, self.poll.registry(), self.time.mono);
                     }
                 }
                 Source::Signals => {
@@ -294,7 +303,7 @@ impl Server {
                 }
                 // A manual clock moved (the turn acts at its new time), or a stop.
                 Source::Wake => {
-                    if let Some((exit, close)) = self.wake.as_ref().and_then(|w| w.stopped()) {
+                    if let Some((exit, close)) = self.time.wake.as_ref().and_then(|w| w.stopped()) {
                         if close {
                             self.journal.close(&mut self.engine, &mut self.outbox, now);
                         }
@@ -365,7 +374,7 @@ impl Server {
                 &mut self.engine,
                 &mut self.outbox,
                 registry,
-                self.turn_mono,
+                self.time.mono,
                 wall,
             );
             if let Some(text) = pushed {
@@ -404,7 +413,7 @@ impl Server {
     fn busy(&self) -> bool {
         // The first turn finishes start-up's own work (its journal commit, @reboot runs)
         // before the loop first sleeps.
-        self.turn == 0
+        self.time.turn == 0
             || !self.conns.revisit.is_empty()
             || self.journal.compacting()
             || !self.outbox.resumed.is_empty()
@@ -426,12 +435,12 @@ impl Server {
             self.conns.output.deadline(),
             self.cluster
                 .as_ref()
-                .and_then(|l| l.wake_at(now, self.clock.mono_ms())),
+                .and_then(|l| l.wake_at(now, self.time.clock.mono_ms())),
             crate::log_budget::summary_at(),
             self.conns
                 .corked
                 .iter()
-                .map(|&(_, since)| since.min(now) + self.lazy_hold_ms)
+                .map(|&(_, since)| since.min(now) + self.time.lazy_hold_ms)
                 .min(),
         ]
         .into_iter()

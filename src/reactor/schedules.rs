@@ -15,7 +15,7 @@ impl Server {
         &mut self,
         path: PathBuf,
     ) -> Result<(usize, crate::engine::LoadReport), Vec<String>> {
-        let now = self.clock.now_ms();
+        let now = self.time.clock.now_ms();
         let file = read_schedules(&path, &self.config.engine.zone)?;
         let n = file.entries.len();
         if let Some(l) = self.cluster.as_mut() {

@@ -35,7 +35,7 @@ impl Server {
         // Group commit: this turn's durable changes reach the journal (and, under
         // --fsync always, the disk) before any reply that depends on them is written.
         self.journal
-            .commit(&mut self.engine, &mut self.outbox, self.turn_now);
+            .commit(&mut self.engine, &mut self.outbox, self.time.now);
         let mut lazy = self.outbox.lazy.drain(..).peekable();
         for (i, (to, r)) in self.outbox.replies.drain(..).enumerate() {
             let is_lazy = lazy.next_if_eq(&i).is_some();
@@ -57,7 +57,7 @@ impl Server {
             if is_lazy && !c.write_pending {
                 if !c.corked {
                     c.corked = true;
-                    self.conns.corked.push((to.index as usize, self.turn_now));
+                    self.conns.corked.push((to.index as usize, self.time.now));
                 }
                 continue;
             }
@@ -74,7 +74,7 @@ impl Server {
     /// leaves with its job's result if that comes within a millisecond or two, and never much
     /// later. A clock that stepped back releases them too: no reply waits on the wall clock.
     pub(in crate::reactor) fn uncork(&mut self) {
-        let now = self.turn_now;
+        let now = self.time.now;
         self.conns.corked.retain(|&(idx, since)| {
             let Some(c) = self.conns.slab.get_mut(idx) else {
                 return false;
@@ -83,7 +83,7 @@ impl Server {
                 // Written already, in company; or the slot holds a newer connection.
                 return false;
             }
-            if !lazy_due(now, since, self.lazy_hold_ms) {
+            if !lazy_due(now, since, self.time.lazy_hold_ms) {
                 return true;
             }
             if !c.write_pending {
@@ -119,7 +119,7 @@ impl Server {
                         }
                         if c.wbuf.len() > self.config.max_output_buffer {
                             peer_log!(
-                                self.turn_now,
+                                self.time.now,
                                 Cause::Output,
                                 Warn,
                                 "closing connection {idx}: {} unsent bytes exceed --max-output-buffer",
@@ -132,7 +132,7 @@ impl Server {
                     }
                     Err(e) => {
                         peer_log!(
-                            self.turn_now,
+                            self.time.now,
                             Cause::Connection,
                             Info,
                             "connection {idx} write error: {e}"

@@ -37,13 +37,13 @@ impl Server {
         if !self.console_on() {
             return console::off();
         }
-        let now = self.turn_now;
+        let now = self.time.now;
         match page {
             Page::Asset(i) => console::asset(i),
             Page::Server => {
                 let process = crate::footprint::read_process();
                 let journal = self.journal.metrics();
-                let cluster = self.cluster.as_ref().map(|l| l.status(self.turn_mono));
+                let cluster = self.cluster.as_ref().map(|l| l.status(self.time.mono));
                 let (slots, open) = self.http.rates.slots();
                 let body = api::server(&api::Facts {
                     version: env!("CARGO_PKG_VERSION"),

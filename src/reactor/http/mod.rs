@@ -138,7 +138,7 @@ impl Server {
         };
         let id = c.id;
         c.kind = Kind::Http(Box::new(HttpConn::new(self.http.limits)));
-        let now = self.turn_now;
+        let now = self.time.now;
         // WORK_EXCEPTION rather than WORK_FAIL, so that a 502 can carry the worker's text.
         // Its OPTION_RES reaches no waiting job and is dropped. The server asks it for the
         // connection, so the gate is asked quietly: a peer protected mode refuses is told so
@@ -328,7 +328,7 @@ impl Server {
                     // Any answer to HEAD, errors included, has no body.
                     let head_only = head.method == Method::Head;
                     let peer = self.conns.slab.get(idx).map(|c| c.peer());
-                    let refused = self.http.guard(idx, peer, &head.site, self.turn_now);
+                    let refused = self.http.guard(idx, peer, &head.site, self.time.now);
                     let mut route = match refused {
                         Some(refused) => Route::Reply(refused),
                         None => route::route(&head, body),
@@ -469,7 +469,7 @@ impl Server {
                         .filter(|c| c.id == w.id)
                         .map(|c| c.identity().to_string());
                 }
-                Reply::json(200, json::workers(&list, self.turn_now))
+                Reply::json(200, json::workers(&list, self.time.now))
             }
             Endpoint::Job(handle) => {
                 let s = self.engine.job_status(handle);
@@ -500,12 +500,12 @@ impl Server {
                 });
                 let mut body = body;
                 if let Some(l) = &self.cluster {
-                    crate::cluster::view::metrics(&l.status(self.turn_mono), &mut body);
+                    crate::cluster::view::metrics(&l.status(self.time.mono), &mut body);
                 }
                 Reply::new(200, Some(response::PROMETHEUS), body)
             }
             Endpoint::Cluster => match &self.cluster {
-                Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.turn_mono))),
+                Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.time.mono))),
                 None => Reply::text(404, "this server runs without --etcd"),
             },
             Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
@@ -580,7 +580,7 @@ impl Server {
         if let Some(c) = self.conns.slab.get_mut(idx) {
             c.rbuf.clear();
         }
-        let now = self.turn_now;
+        let now = self.time.now;
         self.http_answer(idx, Version::Http11, false, reply, false, now);
     }
 
@@ -589,7 +589,7 @@ impl Server {
         if self.http.inbox.is_empty() {
             return;
         }
-        let now = self.turn_now;
+        let now = self.time.now;
         for (to, r) in std::mem::take(&mut self.http.inbox) {
             let idx = to.index as usize;
             let Some(c) = self.conns.slab.get_mut(idx) else {
@@ -628,7 +628,7 @@ impl Server {
             // Not HTTP's (mod.rs sends them elsewhere).
             Deadline::TlsHandshake(_) | Deadline::AcceptRetry(_) => return,
         };
-        let now = self.turn_now;
+        let now = self.time.now;
         let idx = id.index as usize;
         let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
