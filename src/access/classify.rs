@@ -132,6 +132,7 @@ pub fn route(route: &Route) -> Need<'_> {
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
         Route::Schedule { .. } | Route::Failed { .. } => Need::Op(Operation::Admin, Scope::Every),
+        Route::Ping(p) => ping(p),
         Route::Act(_) => Need::ConsoleAct,
         Route::Reply(_) => Need::Free,
     }

@@ -25,6 +25,7 @@ mod http_failed;
 mod http_guard;
 mod http_journal_metrics;
 mod http_metrics;
+mod http_ping;
 mod http_protocol;
 mod http_schedule_alerts;
 mod http_schedule_ops;
