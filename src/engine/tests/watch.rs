@@ -322,3 +322,14 @@ fn a_run_awaited_when_the_entry_is_paused_is_not_missed() {
     assert_eq!(queued(&mut w, "alert"), 0);
     assert_eq!(row(&mut w, "host.alive")[RECENT], "-");
 }
+
+#[test]
+fn a_heartbeat_has_nothing_to_run_by_hand() {
+    let mut w = world(HEARTBEAT, false, T0);
+    let c = w.conn();
+    assert_eq!(
+        w.admin(c, "run schedule host.alive"),
+        "ERR NOT_RUNNABLE this+entry+expects+pings+(expect=ping):+its+runs+happen+elsewhere,+nothing+here+runs+them\r\n"
+    );
+    assert_eq!(queued(&mut w, "host.alive"), 0, "no job submitted");
+}
