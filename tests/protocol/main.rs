@@ -45,6 +45,7 @@ mod output_bound;
 mod process;
 mod reread;
 mod retries;
+mod schedule_durations;
 mod schedule_ops;
 mod schedules;
 mod slots;
