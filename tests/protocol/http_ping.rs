@@ -171,3 +171,41 @@ fn under_an_acl_a_ping_needs_ping_on_the_entry() {
     assert_eq!(s.call("POST", "/web1.backup", &[], b"x").status, 403);
     assert_eq!(s.get("/schedules").status, 403);
 }
+
+/// The simplest clients, as docs/watching-cron.md shows them: curl with a body, and a bare GET.
+#[test]
+fn curl_pings_as_the_docs_show() {
+    if !support::require(support::have("curl"), "curl") {
+        return;
+    }
+    let (_dir, file) = schedules_file(
+        "curl",
+        "0 3 * * * backup.remote expect=ping on_failure=alert\n",
+    );
+    let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
+    let url = |p: &str| format!("http://{}{p}", s.http);
+    let curl = |args: &[&str]| {
+        std::process::Command::new("curl")
+            .args(["-fsS", "-m", "10"])
+            .args(args)
+            .output()
+            .expect("curl")
+    };
+    let o = curl(&["-d", "rsync: error 23", &url("/ping/backup.remote/1")]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(o.stdout, b"OK\n");
+    let mut notifier = s.gearman();
+    notifier.can_do(&["alert"]);
+    let (_, alert) = grab_within(&mut notifier, Duration::from_secs(5));
+    assert!(
+        String::from_utf8_lossy(&alert).contains("\"error\":\"exit code 1: rsync: error 23\""),
+        "{}",
+        String::from_utf8_lossy(&alert)
+    );
+    assert!(curl(&[&url("/ping/backup.remote")]).status.success());
+    let o = curl(&[&url("/ping/nope")]);
+    assert_eq!(o.status.code(), Some(22), "curl -f: HTTP 404 {o:?}");
+    let mut admin = s.gearman();
+    let row = admin.schedule_row("backup.remote");
+    assert_eq!((row[7].as_str(), row[8].as_str()), ("2", "1"), "{row:?}");
+}
