@@ -106,3 +106,77 @@ fn without_a_server_the_command_still_runs_and_the_ping_is_given_up() {
         "{o:?}"
     );
 }
+
+/// An `https://` server, its certificate checked against `--ssl-ca-file`; a bearer token from
+/// `--token-file` is what the access list grants `ping` to.
+#[cfg(feature = "tls")]
+#[test]
+fn over_https_with_a_token_from_a_file() {
+    let ca = TestCa::new("cli-ping-https");
+    let cert = ca.server("gearwheel");
+    let dir = TempDir::new("cli-ping-https");
+    let sched = dir.path("s.cron");
+    std::fs::write(&sched, "0 3 * * * backup.remote expect=ping\n").unwrap();
+    let secret = "ping-s3cret-9f1";
+    // printf %s SECRET | sha256sum, as docs/security.md has an operator make a token line.
+    let digest = std::process::Command::new("sh")
+        .args(["-c", &format!("printf %s {secret} | sha256sum")])
+        .output()
+        .unwrap();
+    let hex = String::from_utf8_lossy(&digest.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let acl = dir.path("acl");
+    std::fs::write(
+        &acl,
+        format!("token pinger {hex}\ntoken:pinger  ping  backup.*\naddr:127.0.0.1 status *\n"),
+    )
+    .unwrap();
+    let token = dir.path("token");
+    std::fs::write(&token, format!("{secret}\n")).unwrap();
+    let server = start_tls(
+        &cert,
+        &[
+            "--ssl",
+            "--http-port",
+            "0",
+            "--schedules",
+            sched.to_str().unwrap(),
+            "--acl",
+            acl.to_str().unwrap(),
+        ],
+    );
+    let url = format!("https://127.0.0.1:{}", http_addr(&server).port());
+    let ca_file = ca.ca_arg();
+    let ping = |with_token: bool| {
+        let mut a = vec![
+            "ping",
+            "backup.remote",
+            "-s",
+            &url,
+            "--ssl-ca-file",
+            &ca_file,
+        ];
+        if with_token {
+            a.extend(["--token-file", token.to_str().unwrap()]);
+        }
+        a.extend(["--", "true"]);
+        gw(&a, None, 30)
+    };
+    let o = ping(true);
+    assert_eq!(o.code(), Some(0), "{o:?}");
+    assert_eq!(o.stderr, "", "both pings delivered: {o:?}");
+    let o = ping(false);
+    assert_eq!(
+        o.code(),
+        Some(0),
+        "the command's code, whatever the server says: {o:?}"
+    );
+    assert!(
+        o.stderr
+            .contains("the server refused the ping (HTTP 403); not retried"),
+        "{o:?}"
+    );
+}
