@@ -101,7 +101,8 @@ fn pings_end_runs_with_their_outcome_and_output_tail() {
     );
     let body = s.get("/schedules").text();
     assert!(
-        body.contains("\"last_error\":\"exit code 3: copying rsync: error 23\""),
+        body.contains("\"last_error\":\"exit code 3: copying rsync: error 23\"")
+            && body.contains("; no job: a ping expected within 30s (expect=ping)\""),
         "{body}"
     );
 

@@ -64,6 +64,21 @@ fn too_short(min: Option<u64>, duration: Option<u64>) -> Option<String> {
     })
 }
 
+impl super::EntryState {
+    /// The entry's timing in words, and for a heartbeat what each time waits for (for
+    /// `/schedules` and the console).
+    pub(in crate::engine) fn says(&self) -> String {
+        let says = crate::schedule::words::describe(&self.entry.spec, self.entry.zone.name());
+        if !self.entry.expect_ping {
+            return says;
+        }
+        format!(
+            "{says}; no job: a ping expected within {} (expect=ping)",
+            show_duration(self.entry.grace_ms)
+        )
+    }
+}
+
 impl Engine {
     /// A heartbeat entry's scheduled time came: wait for its ping until the grace is over.
     pub(super) fn ping_due(&mut self, slot: usize, nominal: u64) {
