@@ -183,13 +183,19 @@ impl Engine {
         let p = &mut st.history.ping;
         p.missed_in_row += 1;
         let in_row = p.missed_in_row;
-        // The scheduled times that came during the grace were waiting on this one.
-        let (more, capped) = st.entry.timing.runs_between(
-            utc(scheduled_ms),
-            utc(now),
-            &st.entry.zone,
-            super::MISSED_COUNT_CAP,
-        );
+        // The scheduled times that came during the grace waited on this one: missed with it.
+        // One not come yet (due at this very time, later in the turn) waits on its own.
+        let came = p.last_due.unwrap_or(scheduled_ms).min(now);
+        let (more, capped) = if came > scheduled_ms {
+            st.entry.timing.runs_between(
+                utc(scheduled_ms),
+                utc(came),
+                &st.entry.zone,
+                super::MISSED_COUNT_CAP,
+            )
+        } else {
+            (0, false)
+        };
         let h = &mut st.history;
         h.skips += 1 + more;
         h.seen_ms = h.seen_ms.max(Some(now));

@@ -333,3 +333,36 @@ fn a_heartbeat_has_nothing_to_run_by_hand() {
     );
     assert_eq!(queued(&mut w, "host.alive"), 0, "no job submitted");
 }
+
+#[test]
+fn a_grace_longer_than_the_interval_decides_the_times_within_it() {
+    let mut w = world(
+        "@every 5m beat expect=ping grace=58m on_failure=alert\n",
+        false,
+        T0,
+    );
+    // 06:40 waits until 07:38; 06:45 ... 07:35 come meanwhile and wait with it.
+    run_to(&mut w, T40 + 58 * MIN - 1);
+    assert_eq!(queued(&mut w, "alert"), 0);
+    run_to(&mut w, T40 + 58 * MIN);
+    let a = alert(&mut w, "alert");
+    assert!(
+        a.contains("no ping for the run at 2026-11-22T06:40:00Z within its grace of 58m (expect=ping); 12 runs without a ping since"),
+        "{a}"
+    );
+    assert_eq!(row(&mut w, "beat")[9], "12");
+    // The next time (07:40) waits on its own; a ping answers it.
+    run_to(&mut w, T40 + 70 * MIN);
+    ping(&mut w, "beat", PingKind::Success, "").unwrap();
+    let r = row(&mut w, "beat");
+    assert!(
+        r[RECENT].ends_with("2026-11-22T07:40:00Z - complete"),
+        "{r:?}"
+    );
+    // 07:45 came while 07:40 waited: answered with it. 07:55 waits until 08:53 and is
+    // missed: a new streak alerts.
+    run_to(&mut w, T40 + 133 * MIN - 1);
+    assert_eq!(queued(&mut w, "alert"), 0);
+    run_to(&mut w, T40 + 133 * MIN);
+    assert!(alert(&mut w, "alert").contains("the run at 2026-11-22T07:55:00Z"));
+}
