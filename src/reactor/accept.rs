@@ -71,6 +71,15 @@ pub(super) struct Listeners {
     pub(super) retries: Vec<(Listener, crate::timer::TimerKey)>,
 }
 
+impl Listeners {
+    /// A graceful shutdown begins: no more Gearman connections (the addresses stay known).
+    pub(super) fn close(&mut self, registry: &mio::Registry) {
+        for mut l in self.sockets.drain(..) {
+            let _ = registry.deregister(&mut l);
+        }
+    }
+}
+
 impl Server {
     /// The `--listen` addresses actually bound (port 0 resolved).
     pub fn local_addrs(&self) -> &[SocketAddr] {

@@ -111,10 +111,10 @@ pub struct Server {
     /// When to give memory back (src/footprint.rs).
     idle_trim: crate::footprint::IdleTrim,
     signals: Option<Signals>,
-    /// A graceful shutdown has begun.
-    draining: bool,
-    /// The schedules file, read at start, on SIGHUP and on `reload schedules`.
-    schedules_path: Option<PathBuf>,
+    /// Whether a graceful shutdown has begun (shutdown.rs).
+    drain: shutdown::Drain,
+    /// The schedules file, read at start, on SIGHUP and on `reload schedules` (schedules.rs).
+    schedules: schedules::Schedules,
     /// The journal and its group commit (journal.rs).
     journal: journal::JournalDriver,
     /// The reactor's own deadlines (deadlines.rs).
@@ -171,6 +171,8 @@ impl Server {
             config.max_connections_per_address,
             config.max_unserved_connections,
         );
+        let schedules = schedules::Schedules::new(config.engine.zone.clone());
+        let drain = shutdown::Drain::new(config.graceful_timeout);
         conn::prepare_read_buffer();
         Ok(Server {
             poll,
@@ -190,8 +192,8 @@ impl Server {
             },
             idle_trim,
             signals: None,
-            draining: false,
-            schedules_path: None,
+            drain,
+            schedules,
             journal: journal::JournalDriver::default(),
             deadlines: deadlines::Deadlines::default(),
             access,
@@ -353,11 +355,48 @@ impl Server {
         self.http_sample_rates(now);
         self.journal.compact_step();
         crate::log_budget::flush(now);
-        if let Some(exit) = self.check_shutdown(now) {
+        let registry = self.poll.registry();
+        let (engine, outbox) = (&mut self.engine, &mut self.outbox);
+        if let Some(exit) = self
+            .drain
+            .check(&mut self.listeners, registry, engine, outbox, now)
+        {
             self.conns.flush_all();
             self.journal.close(&mut self.engine, &mut self.outbox, now);
             self.cluster_resign();
             return Some(exit);
+        }
+        None
+    }
+
+    /// What the signals ask: SIGHUP's reopen and reloads, a stop, a graceful drain.
+    fn on_signals(&mut self, now: u64) -> Option<Exit> {
+        let s = self.signals.as_mut()?;
+        let got = s.take();
+        if got.reopen_log {
+            if crate::logger::to_file() {
+                crate::notice!("SIGHUP: reopening the log file");
+                crate::logger::reopen();
+            }
+            if self.schedules.is_set() {
+                let _ = self.reload_schedules(now);
+            }
+            if self.access.has_acl() {
+                let _ = self.reload_acl(now);
+            }
+            self.tls.reload();
+            if let Some(l) = self.cluster.as_mut() {
+                l.reload_tls();
+            }
+        }
+        if got.stop {
+            crate::notice!("stop signal: shutting down");
+            return Some(Exit::Stopped);
+        }
+        if got.graceful {
+            let registry = self.poll.registry();
+            self.drain
+                .begin(&mut self.listeners, registry, &mut self.engine, now);
         }
         None
     }
@@ -378,13 +417,39 @@ impl Server {
                 wall,
             );
             if let Some(text) = pushed {
-                self.load_pushed_schedules(text, wall);
+                self.schedules
+                    .load_pushed(text, &mut self.engine, &mut self.outbox, l, wall);
             }
             // Claims made by a takeover's catch-up go out this turn.
             if self.outbox.claims.is_empty() {
                 return;
             }
         }
+    }
+
+    /// Load the schedules file for the first time (see `Schedules::load`).
+    pub fn load_schedules(
+        &mut self,
+        path: PathBuf,
+    ) -> Result<(usize, crate::engine::LoadReport), Vec<String>> {
+        let now = self.time.clock.now_ms();
+        let journal = self.journal.enabled();
+        let cluster = self.cluster.as_deref_mut();
+        self.schedules.load(
+            path,
+            journal,
+            &mut self.engine,
+            &mut self.outbox,
+            cluster,
+            now,
+        )
+    }
+
+    /// Read the schedules file again (SIGHUP, `reload schedules`; see `Schedules::reload`).
+    pub(super) fn reload_schedules(&mut self, now: u64) -> Result<usize, String> {
+        let cluster = self.cluster.as_deref_mut();
+        self.schedules
+            .reload(&mut self.engine, &mut self.outbox, cluster, now)
     }
 
     /// At exit: give the leadership up at once (see `EtcdLink::resign`).

@@ -333,7 +333,7 @@ impl Server {
                         Some(refused) => Route::Reply(refused),
                         None => route::route(&head, body),
                     };
-                    if self.draining {
+                    if self.drain.draining() {
                         route = route::while_draining(route);
                     }
                     let need = crate::access::classify::route(&route);
@@ -508,7 +508,7 @@ impl Server {
                 Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.time.mono))),
                 None => Reply::text(404, "this server runs without --etcd"),
             },
-            Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
+            Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
             Endpoint::Console(page) => self.http_console(idx, *page),
         }
