@@ -44,7 +44,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use log::info;
 use mio::{Events, Interest, Poll};
 
 use crate::clock::{Clock, SystemClock};
@@ -346,7 +345,7 @@ impl Server {
         // The replies `hand_on` kept for the turn's end.
         self.conns.pending_writes.append(&mut self.conns.deferred);
         self.dispatch();
-        self.uncork();
+        self.conns.uncork(now, self.time.lazy_hold_ms);
         self.finish_turn(now);
         if self.conns.close_over_bound(now) {
             self.finish_turn(now);
@@ -512,6 +511,65 @@ impl Server {
         .flatten()
         .min();
         deadline.map(|d| Duration::from_millis(d.saturating_sub(now)))
+    }
+
+    /// Write at once what one connection's requests gave other connections (a job for a
+    /// worker, a result for a client), so that they start on it while this turn goes on; the
+    /// replies to the connection itself wait for the turn's end, as it may have more to say.
+    /// Not while changes wait for the journal: one commit per turn.
+    fn hand_on(&mut self, from: usize, now: u64) {
+        if self.outbox.replies.is_empty() || self.engine.has_durable() || self.journal.failing() {
+            return;
+        }
+        self.resume_paused(now);
+        self.dispatch();
+        // Only this event's replies are on the list: what earlier events left was flushed
+        // or deferred, so the search is short.
+        if let Some(p) = self.conns.pending_writes.iter().position(|&i| i == from) {
+            self.conns.pending_writes.swap_remove(p);
+            self.conns.deferred.push(from);
+        }
+        if !self.conns.pending_writes.is_empty() {
+            self.finish_turn(now);
+        }
+    }
+
+    /// Run the group commit (the turn's durable changes reach the journal first), then encode
+    /// the outbox's replies into write buffers (`Conns::deliver`), and hand the replies for
+    /// HTTP connections to the HTTP glue, which answers them (`http_deliver`).
+    fn dispatch(&mut self) {
+        // Group commit: this turn's durable changes reach the journal (and, under
+        // --fsync always, the disk) before any reply that depends on them is written.
+        self.journal
+            .commit(&mut self.engine, &mut self.outbox, self.time.now);
+        self.conns
+            .deliver(&mut self.outbox, &mut self.http.inbox, self.time.now);
+        self.http_deliver();
+    }
+
+    /// Flush writes, close what must close (which may produce more replies), repeat.
+    fn finish_turn(&mut self, now: u64) {
+        loop {
+            let registry = self.poll.registry();
+            let max = self.config.max_output_buffer;
+            self.conns.flush_pending(registry, max, self.time.now);
+            if self.conns.to_close.is_empty() {
+                return;
+            }
+            for idx in std::mem::take(&mut self.conns.to_close) {
+                if let Some(mut c) = self.conns.remove(idx) {
+                    self.http_closed(&c);
+                    self.gate_closed(&c);
+                    if let Some(k) = c.handshake_deadline() {
+                        self.deadlines.cancel(k);
+                    }
+                    c.deregister(self.poll.registry());
+                    self.engine.disconnect(c.id, now, &mut self.outbox);
+                }
+            }
+            self.resume_paused(now);
+            self.dispatch();
+        }
     }
 
     /// Act on the reactor's deadlines that passed (up to `DEADLINES_PER_TURN`; the rest are
