@@ -40,23 +40,29 @@ mod tls_glue;
 mod token;
 
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll};
 
+use crate::access::classify::{self, Need};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
-use crate::engine::{Engine, Outbox};
+use crate::engine::{ConnId, Engine, Outbox};
+use crate::http::parse::Bearer;
+use crate::proto::request::Request;
+use crate::proto::response::Response;
 
 use conn::Conns;
 use deadlines::Deadline;
 pub use embedded::Embedded;
+use gate::Denial;
 pub use schedules::read_schedules;
 pub use signals::Signals;
 pub use tls_glue::TlsSetup;
-use token::Source;
+use token::{Listener, Source};
 
 /// Frames one connection may have served per loop turn before others get a go.
 const FRAMES_PER_TURN: usize = 256;
@@ -224,6 +230,21 @@ impl Server {
         )
     }
 
+    /// The `--listen` addresses actually bound (port 0 resolved).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        self.listeners.split_at(self.tls.first_tls_listener).0
+    }
+
+    /// The `--ssl-listen` addresses actually bound.
+    pub fn ssl_addrs(&self) -> &[SocketAddr] {
+        self.listeners.split_at(self.tls.first_tls_listener).1
+    }
+
+    /// `--ssl`: every listener speaks TLS.
+    pub fn tls_everywhere(&self) -> bool {
+        self.tls.https()
+    }
+
     /// Let the loop react to SIGTERM, SIGINT, SIGUSR1 and SIGHUP.
     pub fn set_signals(&mut self, mut s: Signals) -> io::Result<()> {
         self.poll
@@ -311,7 +332,7 @@ impl Server {
                         return Some(exit);
                     }
                 }
-                Source::Listener(l) => self.accept(l),
+                Source::Listener(l) => self.accept(l, false),
                 Source::Conn(id) => {
                     let idx = id.index as usize;
                     let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.id == id) else {
@@ -559,7 +580,11 @@ impl Server {
             for idx in std::mem::take(&mut self.conns.to_close) {
                 if let Some(mut c) = self.conns.remove(idx) {
                     self.http_closed(&c);
-                    self.gate_closed(&c);
+                    if c.unserved {
+                        // The slot it held as unserved is given back.
+                        self.door.leave(c.access.ip());
+                    }
+                    self.access.closed(&c, self.time.now);
                     if let Some(k) = c.handshake_deadline() {
                         self.deadlines.cancel(k);
                     }
@@ -570,6 +595,124 @@ impl Server {
             self.resume_paused(now);
             self.dispatch();
         }
+    }
+
+    /// Accept every client waiting on `from` (see `Listeners::accept`); `retrying`: a retry
+    /// after a failure.
+    fn accept(&mut self, from: Listener, retrying: bool) {
+        let failing = retrying || self.listeners.failing(from);
+        loop {
+            let mut a = accept::Admission {
+                conns: &mut self.conns,
+                door: &mut self.door,
+                gate: &mut self.access,
+                tls: &mut self.tls,
+                stats: &mut self.stats,
+                engine: &mut self.engine,
+                deadlines: &mut self.deadlines,
+                http: &self.http,
+                registry: self.poll.registry(),
+                config: &self.config,
+                now: self.time.now,
+            };
+            match self.listeners.accept(from, failing, &mut a) {
+                None => return,
+                Some(None) => {}
+                Some(Some(idx)) => self.http_accepted(idx, matches!(from, Listener::Http(_))),
+            }
+        }
+    }
+
+    /// May connection `idx` have `need` served (`bearer`: an HTTP request's token)? See
+    /// `Gate::check`. An empty slot is refused: a gate that cannot see who asks lets nothing
+    /// through.
+    #[inline]
+    fn gate(&mut self, idx: usize, need: Need<'_>, bearer: Option<&Bearer>) -> Result<(), Denial> {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
+            return Err(Denial::NoConnection);
+        };
+        if c.unserved {
+            // Its first complete request: it no longer counts against the room unserved
+            // peers may hold (door.rs), whatever the gate says of the request.
+            c.unserved = false;
+            self.door.leave(c.access.ip());
+        }
+        let refused = &mut self.http.console_refused;
+        let now = self.time.now;
+        self.access
+            .check(c, &self.engine, need, bearer, refused, now)
+    }
+
+    /// Would the gate let `need` through for connection `idx`? See `Gate::permits`.
+    fn permits(&self, idx: usize, need: Need<'_>) -> bool {
+        let c = self.conns.slab.get(idx);
+        c.is_some_and(|c| self.access.permits(c, &self.engine, need))
+    }
+
+    /// The console may act for connection `idx` (what /ui/api/server tells its page).
+    fn console_may_act(&self, idx: usize) -> bool {
+        self.permits(idx, Need::ConsoleAct)
+    }
+
+    /// A Gearman packet through the gate into the engine (or its refusal back). Inlined, so
+    /// that the request moves from its parsing into the engine without another copy.
+    #[inline]
+    fn enter_packet(&mut self, idx: usize, id: ConnId, req: Request, now: u64) {
+        match self.gate(idx, classify::packet(&req), None) {
+            Ok(()) => self.engine.handle(id, req, now, &mut self.outbox),
+            Err(d) => self.refuse(idx, id, d.packet(), d.closes()),
+        }
+    }
+
+    /// Send a refusal; when it `closes`, nothing more of the connection is read.
+    fn refuse(&mut self, idx: usize, id: ConnId, reply: Response, closes: bool) {
+        self.outbox.push(id, reply);
+        if let Some(c) = self.conns.slab.get_mut(idx).filter(|_| closes) {
+            c.close_after_flush();
+            c.rbuf.clear();
+        }
+    }
+
+    /// After a read of connection `idx` while its TLS handshake runs: when it just ended
+    /// (`TlsGlue::handshake_check` names the peer), protected mode judges the peer.
+    fn tls_handshake_check(&mut self, idx: usize) {
+        let deadlines = &mut self.deadlines;
+        if self.tls.handshake_check(&mut self.conns, deadlines, idx) {
+            self.protected_after_handshake(idx);
+        }
+    }
+
+    /// A TLS handshake just ended on connection `idx` of a listener that asks no client
+    /// certificate: protected mode refuses its peer now, before any request of it is read
+    /// (conn/mod.rs reads nothing past the handshake for it).
+    fn protected_after_handshake(&mut self, idx: usize) {
+        let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.access.protected) else {
+            return;
+        };
+        let (id, http) = (c.id, c.is_http());
+        let refused = &mut self.http.console_refused;
+        let d = self
+            .access
+            .denied(c, Denial::Protected, refused, self.time.now);
+        if http {
+            self.http_refuse(idx, d.http());
+        } else {
+            self.refuse(idx, id, d.packet(), true);
+        }
+    }
+
+    /// Read `--acl` for the first time (before any connection); see `Gate::load`.
+    pub fn load_acl(&mut self) -> Result<Option<usize>, String> {
+        let (beyond, open_http) = self.listeners.beyond_loopback(&self.tls, self.http.addrs());
+        self.access.load(&beyond, &open_http)
+    }
+
+    /// Read `--acl` again (SIGHUP, `reload acl`); see `Gate::reload`.
+    fn reload_acl(&mut self, now: u64) -> Result<usize, String> {
+        let (_, open_http) = self.listeners.beyond_loopback(&self.tls, self.http.addrs());
+        let (engine, outbox) = (&mut self.engine, &mut self.outbox);
+        self.access
+            .reload(&open_http, &self.conns, engine, outbox, now)
     }
 
     /// Act on the reactor's deadlines that passed (up to `DEADLINES_PER_TURN`; the rest are
@@ -587,7 +730,10 @@ impl Server {
                 | Deadline::HttpRequest(_)
                 | Deadline::HttpJob(_)
                 | Deadline::HttpLinger(_) => self.http_deadline(key, what),
-                Deadline::AcceptRetry(l) => self.accept_retry(l),
+                Deadline::AcceptRetry(l) => {
+                    self.listeners.retry_due(l);
+                    self.accept(l, true);
+                }
             }
         }
     }

@@ -119,6 +119,11 @@ impl HttpGlue {
     pub(super) fn listener(&self, i: usize) -> Option<&TcpListener> {
         self.listeners.get(i)
     }
+
+    /// The HTTP listeners' addresses (port 0 resolved).
+    pub(super) fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
 }
 
 impl Server {
