@@ -2,22 +2,24 @@
 //! the loop. The only owner of sockets; it turns frames into requests for the engine and the
 //! engine's outbox into bytes, and never decides anything about a job.
 //!
-//! This file: `Server`, the loop and one turn, the sleep until the next deadline.
+//! This file: `Server`, the loop and one turn, the sleep until the next deadline, and the
+//! glue that lends several parts at once: the signals' effects, accept, the gate's calls,
+//! the ACL and schedules reloads, the turn's write side (dispatch, hand on, finish).
 //!
 //! - `token`: the one token space: what each mio `Token` names.
-//! - `accept`: the listeners bound, accept, `--max-connections`; `listen`: socket options.
+//! - `accept`: `Listeners`, bound, accept, `--max-connections`; `listen`: socket options.
 //! - `door`: who is let in at accept (room for loopback and served peers).
 //! - `conn/`: the connections, their transport and the turn's write side.
 //! - `gearman`: the Gearman read path; `admin`: the admin lines the loop answers itself.
-//! - `gate`: the one gate into the engine (ACL, protected mode, denials counted).
+//! - `gate`: `Gate`, the one gate into the engine (ACL, protected mode, denials counted).
 //! - `http/`: the HTTP listener, its connections, the console and the guard.
 //! - `tls_glue`: TLS listeners, sessions, handshakes and certificate reloads.
 //! - `etcd_link`: the connections to etcd and the cluster machine.
 //! - `journal`: the journal driver and its group commit.
-//! - `schedules`: the schedules file read and reloaded.
+//! - `schedules`: `Schedules`, the schedules file read and reloaded.
 //! - `deadlines`: the reactor's own timer wheel.
 //! - `stats`: `Stats`, the reactor-wide counters for /metrics.
-//! - `signals`: signals as loop events; `shutdown`: stopping and the graceful drain.
+//! - `signals`: signals as loop events; `shutdown`: `Drain`, the graceful drain.
 //! - `embedded`: a server on a thread with a manual clock, for tests.
 
 mod accept;
