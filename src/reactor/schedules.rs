@@ -141,3 +141,61 @@ pub fn read_schedules(path: &std::path::Path, zone: &Zone) -> Result<ScheduleFil
             .collect()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of `text` in the test's own directory, removed with it.
+    struct File(PathBuf);
+
+    impl File {
+        fn new(name: &str, text: &str) -> File {
+            let dir = std::env::temp_dir()
+                .join(format!("gearwheel-schedules-{}-{name}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("dir");
+            let path = dir.join("schedules");
+            std::fs::write(&path, text).expect("write");
+            File(path)
+        }
+    }
+
+    impl Drop for File {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+
+    fn engine() -> Engine {
+        Engine::new(crate::engine::EngineConfig::default())
+    }
+
+    #[test]
+    fn without_a_file_a_reload_has_nothing_to_read() {
+        let s = Schedules::new(Zone::Utc);
+        let (mut engine, mut outbox) = (engine(), Outbox::default());
+        let e = s.reload(&mut engine, &mut outbox, None, 0).unwrap_err();
+        assert!(e.contains("--schedules FILE"), "{e}");
+        assert!(!s.is_set());
+    }
+
+    #[test]
+    fn a_reload_with_errors_keeps_the_running_schedule() {
+        let f = File::new("reload", "@every 10s heartbeat\n*/5 * * * * cleanup\n");
+        let mut s = Schedules::new(Zone::Utc);
+        let (mut engine, mut outbox) = (engine(), Outbox::default());
+        let (n, _) = s
+            .load(f.0.clone(), false, &mut engine, &mut outbox, None, 0)
+            .expect("load");
+        assert_eq!((n, s.is_set()), (2, true));
+        std::fs::write(&f.0, "@every 10s heartbeat\nnot a line\n").expect("write");
+        let e = s.reload(&mut engine, &mut outbox, None, 1_000).unwrap_err();
+        assert!(e.contains(":2:"), "{e}");
+        assert_eq!(engine.totals().schedules, 2);
+        std::fs::write(&f.0, "@every 10s heartbeat\n").expect("write");
+        assert_eq!(s.reload(&mut engine, &mut outbox, None, 2_000), Ok(1));
+        assert_eq!(engine.totals().schedules, 1);
+    }
+}

@@ -76,3 +76,54 @@ impl Drain {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use argh::FromArgs;
+    use mio::Poll;
+
+    use super::*;
+    use crate::config::{Config, ServeArgs};
+    use crate::reactor::accept;
+
+    /// A drain, the engine and one Gearman listener on loopback, as the loop lends them.
+    fn parts() -> (Drain, Listeners, Poll, Engine, Outbox) {
+        let a = ServeArgs::from_args(&["gearwheel", "serve"], &["-p", "0"]).expect("flags");
+        let config = Config::from_args(a, None).expect("config");
+        let poll = Poll::new().expect("poll");
+        let listeners = accept::bind_listeners(&config, &poll).expect("bind");
+        let engine = Engine::new(config.engine.clone());
+        let drain = Drain::new(config.graceful_timeout);
+        (drain, listeners, poll, engine, Outbox::default())
+    }
+
+    #[test]
+    fn a_graceful_shutdown_closes_the_listeners_and_ends_once_nothing_runs() {
+        let (mut drain, mut listeners, poll, mut engine, mut outbox) = parts();
+        let addr = listeners.addrs[0];
+        let r = poll.registry();
+        assert_eq!(
+            drain.check(&mut listeners, r, &mut engine, &mut outbox, 0),
+            None
+        );
+        assert!(std::net::TcpStream::connect(addr).is_ok());
+        outbox.shutdown = Some(Shutdown::Graceful);
+        // No job runs: the drain is over as soon as it began.
+        let exit = drain.check(&mut listeners, r, &mut engine, &mut outbox, 10);
+        assert_eq!(exit, Some(Exit::Graceful));
+        assert!(drain.draining());
+        // The listener is closed, and its address still known.
+        assert!(std::net::TcpStream::connect(addr).is_err());
+        assert_eq!(listeners.addrs, vec![addr]);
+    }
+
+    #[test]
+    fn a_shutdown_asked_of_the_engine_stops_at_once() {
+        let (mut drain, mut listeners, poll, mut engine, mut outbox) = parts();
+        let r = poll.registry();
+        outbox.shutdown = Some(Shutdown::Immediate);
+        let exit = drain.check(&mut listeners, r, &mut engine, &mut outbox, 0);
+        assert_eq!(exit, Some(Exit::Stopped));
+        assert!(!drain.draining());
+    }
+}
