@@ -368,6 +368,13 @@ impl Server {
                             let r = self.http_failed_op(op, &handle, now).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
+                        Route::Ping(p) => {
+                            let done =
+                                self.engine
+                                    .ping(&p.id, p.kind, &p.body, now, &mut self.outbox);
+                            let r = crate::http::ping::reply(done);
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
                         Route::Act(a) => {
                             let r = self.http_console_act(idx, &head.site, a, now);
                             self.http_answer(idx, version, keep_alive, r, false, now);
