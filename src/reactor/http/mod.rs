@@ -119,6 +119,11 @@ impl HttpGlue {
     pub(super) fn listener(&self, i: usize) -> Option<&TcpListener> {
         self.listeners.get(i)
     }
+
+    /// The HTTP listeners' addresses (port 0 resolved).
+    pub(super) fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
 }
 
 impl Server {
@@ -333,7 +338,7 @@ impl Server {
                         Some(refused) => Route::Reply(refused),
                         None => route::route(&head, body),
                     };
-                    if self.draining {
+                    if self.drain.draining() {
                         route = route::while_draining(route);
                     }
                     let need = crate::access::classify::route(&route);
@@ -515,7 +520,7 @@ impl Server {
                 Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.time.mono))),
                 None => Reply::text(404, "this server runs without --etcd"),
             },
-            Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
+            Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
             Endpoint::Console(page) => self.http_console(idx, *page),
         }
