@@ -87,6 +87,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::ShowFailed(_)
         | A::ShowRetries
         | A::ShowTimeouts
+        | A::ShowLimits
         | A::GetPid
         | A::Verbose
         | A::Version
@@ -101,6 +102,8 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
             limits: Some(_), ..
         }
         | A::Timeout { set: Some(_), .. }
+        | A::SetLimit { .. }
+        | A::PauseFunction { .. }
         | A::Schedule { .. }
         | A::RetryFailed(_)
         | A::DropFailed(_)

@@ -28,6 +28,7 @@ mod handles;
 mod horizon;
 mod jobs;
 mod leases;
+mod limits;
 mod outbox;
 mod query;
 mod reactor_api;
@@ -57,6 +58,7 @@ pub use admin::CancelRefused;
 pub use durable::{Durable, FinishKind, RestoredJob};
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
+pub use limits::{LimitChange, Rate as LimitRate, Settings as LimitSettings};
 pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,
@@ -178,6 +180,8 @@ enum FailReason {
     /// Ran past its time (which limit).
     Timeout(leases::TimeLimit),
     RetriesSpent,
+    /// Waited in its queue past its function's `expire` (limits/).
+    Expired,
 }
 
 pub struct Engine {
@@ -224,6 +228,12 @@ pub struct Engine {
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
     idle: forget::IdleFunctions,
+    /// Functions with a limits setting (at most `limits::MAX_LIMITED`).
+    limited: usize,
+    /// Held functions whose running jobs ended this request: their gates are asked again.
+    gates_to_check: Vec<FuncId>,
+    /// When each job of a function with `expire` began its wait in the queue, by job key.
+    queued_since: FastMap<u32, u64>,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -262,6 +272,9 @@ impl Engine {
             failed,
             leases: leases::Leases::default(),
             idle: forget::IdleFunctions::default(),
+            limited: 0,
+            gates_to_check: Vec::new(),
+            queued_since: FastMap::default(),
         }
     }
 

@@ -110,6 +110,8 @@ pub(crate) enum Outcome<'a> {
     /// Ran past a time limit (which one).
     Timeout(crate::engine::leases::TimeLimit),
     RetriesSpent,
+    /// Waited in its queue past its function's `expire`.
+    Expired,
     /// A worker died holding it; it is queued again.
     Requeued,
 }
@@ -130,6 +132,7 @@ impl Outcome<'_> {
             Outcome::Cancelled => "cancelled".into(),
             Outcome::Timeout(limit) => limit.outcome_text(),
             Outcome::RetriesSpent => "retries spent".into(),
+            Outcome::Expired => "expired".into(),
             Outcome::Requeued => "requeued after a dead worker".into(),
         }
     }
@@ -154,6 +157,7 @@ impl Outcome<'_> {
                 format!("given back {retries} times by workers that left (--job-retries)").into(),
                 retries,
             ),
+            Outcome::Expired => (Bytes::from_static(b"expired"), retries),
             Outcome::Complete | Outcome::Cancelled | Outcome::Requeued => return None,
         })
     }

@@ -138,6 +138,7 @@ mod future;
 mod grab_wait;
 mod leases;
 mod lifecycle;
+mod limits;
 mod queues;
 mod retries;
 mod robustness;
