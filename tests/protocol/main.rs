@@ -37,6 +37,7 @@ mod journal_disk_full;
 mod journal_kill_loop;
 mod journal_restart;
 mod leases;
+mod limits;
 mod log;
 mod memory;
 mod names;
