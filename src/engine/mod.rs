@@ -58,7 +58,9 @@ pub use admin::CancelRefused;
 pub use durable::{Durable, FinishKind, RestoredJob};
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
-pub use limits::{LimitChange, Rate as LimitRate, Settings as LimitSettings};
+pub use limits::{
+    LimitChange, LimitError, LimitStatus, Rate as LimitRate, Settings as LimitSettings,
+};
 pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,

@@ -52,6 +52,21 @@ impl LimitChange {
     }
 }
 
+/// One function's settings and what they count, as the views show them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitStatus {
+    pub name: Bytes,
+    pub settings: Settings,
+    /// Its jobs running now.
+    pub running: u32,
+    /// Handouts in the rate's window that ends now.
+    pub window: u32,
+    /// Queued jobs the settings hold back now (0 while a worker could take the next).
+    pub held: u32,
+    /// Times the function was held back since start, by reason: paused, limit, rate.
+    pub holds: [u64; 3],
+}
+
 /// Why a change was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LimitError {
@@ -180,30 +195,46 @@ impl Engine {
         self.settle(f);
     }
 
+    /// Every function with a setting, by name: what is set and what it counts now (`show
+    /// limits`, `GET /limits`, the console, `/metrics`).
+    pub fn limit_statuses(&self, now: u64) -> Vec<LimitStatus> {
+        let mut rows: Vec<LimitStatus> = self
+            .functions
+            .iter()
+            .filter_map(|(_, f)| {
+                let g = f.gate.as_deref()?;
+                Some(LimitStatus {
+                    name: f.name.clone(),
+                    settings: g.settings,
+                    running: f.running,
+                    window: g.window_use(now) as u32,
+                    held: if f.held { f.queued_total() } else { 0 },
+                    holds: g.holds,
+                })
+            })
+            .collect();
+        rows.sort_by(|a, b| a.name.cmp(&b.name));
+        rows
+    }
+
     /// `show limits`: per function with a setting, by name, `FUNCTION\tLIMIT\tRUNNING\tRATE\t
     /// WINDOW\tPAUSED\tEXPIRE\tHELD` (`-` for what is not set), then `.`.
     pub(in crate::engine) fn limits_listing(&self, now: u64) -> Vec<u8> {
-        let mut rows: Vec<_> = self
-            .functions
-            .iter()
-            .filter_map(|(_, f)| Some((f, f.gate.as_deref()?)))
-            .collect();
-        rows.sort_by(|a, b| a.0.name.cmp(&b.0.name));
         let dash = |o: Option<String>| o.unwrap_or_else(|| "-".into());
         let mut s = Vec::new();
-        for (f, g) in rows {
-            let st = &g.settings;
-            push_escaped(&mut s, &f.name);
+        for r in self.limit_statuses(now) {
+            let st = &r.settings;
+            push_escaped(&mut s, &r.name);
             let _ = writeln!(
                 s,
                 "\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 dash(st.limit.map(|n| n.to_string())),
-                f.running,
+                r.running,
                 dash(st.rate.map(|r| r.text())),
-                dash(st.rate.map(|_| g.window_use(now).to_string())),
+                dash(st.rate.map(|_| r.window.to_string())),
                 if st.paused { "paused" } else { "-" },
                 dash(st.expire_ms.map(|ms| ms.to_string())),
-                if f.held { f.queued_total() } else { 0 },
+                r.held,
             );
         }
         s.extend_from_slice(b".\n");
