@@ -37,8 +37,9 @@ pub fn entry(e: &Entry) -> String {
         timeout_ms,
         retry,
         workload,
+        group,
     } = e;
-    let form = format!(
+    let mut form = format!(
         "{}\n{}\n{:?}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
         id,
         spec,
@@ -56,6 +57,11 @@ pub fn entry(e: &Entry) -> String {
         retry,
         workload
     );
+    // Only when set, so that the digests of entries without one stay what older servers
+    // of the cluster compute.
+    if let Some(g) = group {
+        form.push_str(&format!("\ngroup={g}"));
+    }
     format!("{:016x}", fnv(&form))
 }
 

@@ -190,8 +190,10 @@ impl Engine {
     /// Answer the held GRABs that new work may satisfy (queued by `wake_workers`); the others
     /// keep waiting. A loop rather than recursion: an answer may queue more of them.
     pub(super) fn serve_held_grabs(&mut self, now: u64, out: &mut Outbox) {
-        // Gates that opened as jobs ended wake workers first (into `grab_retries`).
+        // Gates that opened as jobs ended wake workers first (into `grab_retries`), and
+        // runs waiting for their group start.
         self.check_gates(now, out);
+        self.release_groups(now, out);
         let mut i = 0;
         while i < self.grab_retries.len() {
             let id = self.grab_retries[i];

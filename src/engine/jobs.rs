@@ -275,6 +275,7 @@ impl Engine {
         };
         let job = self.jobs.remove(k);
         self.forget_queued(k);
+        self.group_job_gone(k);
         if self.config.durable && job.background() {
             self.durable
                 .push(record.unwrap_or(Durable::JobFinished { id: job.id, how }));

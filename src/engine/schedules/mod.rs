@@ -9,9 +9,11 @@
 //! - `ops`: an operator's hand on an entry: run, skip, pause, resume.
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
+//! - `groups`: `group=`, runs of the entries of one group one at a time.
 
 mod alerts;
 pub(super) mod cluster_runs;
+pub(super) mod groups;
 pub(super) mod ops;
 mod run_end;
 pub(super) mod run_history;
@@ -72,6 +74,8 @@ pub(crate) struct Schedules {
     /// loaded. Entries no longer in the file stay here, unused (at most one per entry the
     /// journal knows), in case a reload brings them back.
     restored: HashMap<Rc<str>, Restored>,
+    /// `group=`: the groups' live jobs and held-back runs (groups.rs).
+    pub(super) groups: groups::Groups,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -603,6 +607,9 @@ impl Engine {
             self.journal_history(slot);
             return 0;
         }
+        if self.wait_for_group(slot, nominal) {
+            return 0;
+        }
         let run = self.inject_run(slot, nominal, now, false, out);
         let skipped = run.skipped;
         let handles = run.handles;
@@ -705,6 +712,7 @@ impl Engine {
                 }),
             };
             let k: JobKey = self.create_job(new, key.is_some(), None, now, out);
+            self.group_job_made(slot, k);
             handles.push(self.by_handle.of(&self.jobs[k]).to_string());
         }
         Injected {

@@ -28,12 +28,14 @@ impl ScheduleOpError {
                 Bytes::from_static(b"ERR UNKNOWN_SCHEDULE No+schedule+entry+has+this+id\r\n")
             }
             ScheduleOpError::RunInProgress(h) => format!(
-                "ERR RUN_IN_PROGRESS The+previous+run+{h}+is+still+queued+or+running+(overlap=skip)\r\n"
+                "ERR RUN_IN_PROGRESS The+previous+run+{}+is+still+queued+or+running+(overlap=skip)\r\n",
+                h.replace(' ', "+")
             )
             .into(),
             ScheduleOpError::QueueFull => Bytes::from_static(
                 b"ERR QUEUE_FULL The+queue+of+the+entry's+function+is+full\r\n",
             ),
+
         }
     }
 }
@@ -106,6 +108,10 @@ impl Engine {
         now: u64,
         out: &mut Outbox,
     ) -> Result<Vec<String>, ScheduleOpError> {
+        if let Some(g) = self.group_busy(slot) {
+            // The run going is another entry's: the group is named instead of a handle.
+            return Err(ScheduleOpError::RunInProgress(format!("of group {g}")));
+        }
         let run = self.inject_run(slot, now, now, true, out);
         if run.handles.is_empty() {
             return Err(run
