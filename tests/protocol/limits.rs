@@ -132,3 +132,48 @@ fn expired_jobs_are_failed_never_run() {
         .unwrap_or_else(|| panic!("{old} not failed: {failed}"));
     assert!(row.contains("expired"), "{row}");
 }
+
+#[test]
+fn limits_survive_kill_9_and_hold_the_queue_read_back() {
+    let dir = TempDir::new("limits-journal");
+    let args = ["--data-dir", dir.to_str().unwrap()];
+    let mut s = Server::start(&args);
+    let mut admin = s.connect();
+    for line in [
+        "limit resize 2",
+        "rate api 100/1m",
+        "pause function email",
+        "expire remind 1h",
+        "limit gone 1",
+        "limit gone off",
+    ] {
+        assert_eq!(admin.admin(line, false), "OK\r\n", "{line}");
+    }
+    let mut c = s.connect();
+    let handles: Vec<String> = (0..2)
+        .map(|i| c.submit(t::SUBMIT_JOB_BG, "email", "", format!("{i}").as_bytes()))
+        .collect();
+    let before = admin.admin("show limits", true);
+    assert_eq!(
+        before,
+        "api\t-\t0\t100/60000ms\t0\t-\t-\t0\n\
+         email\t-\t0\t-\t-\tpaused\t-\t2\n\
+         remind\t-\t0\t-\t-\t-\t3600000\t0\n\
+         resize\t2\t0\t-\t-\t-\t-\t0\n.\n"
+    );
+    s.signal(libc::SIGKILL);
+    s.wait_exit(5).expect("killed");
+    let s = Server::start(&args);
+    let mut admin = s.connect();
+    assert_eq!(admin.admin("show limits", true), before);
+    // Still paused: the queue read back waits, and runs on resume.
+    let mut w = s.connect();
+    w.can_do(&["email"]);
+    assert!(
+        w.grab_uniq().is_none(),
+        "a paused function's job ran after a restart"
+    );
+    assert_eq!(admin.admin("resume function email", false), "OK\r\n");
+    let got: Vec<String> = std::iter::from_fn(|| w.grab_uniq().map(|j| j.0)).collect();
+    assert_eq!(got, handles);
+}

@@ -11,6 +11,36 @@ use super::gate::{Gate, Rate, Settings, parse_window};
 use crate::engine::{Engine, Outbox};
 use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
+use crate::store::{FunctionLimits, Record};
+
+/// The journal's record of `func`'s settings.
+fn record_of(func: &[u8], s: &Settings) -> FunctionLimits {
+    FunctionLimits {
+        func: Bytes::copy_from_slice(func),
+        limit: s.limit.unwrap_or(0),
+        rate_count: s.rate.map_or(0, |r| r.count),
+        rate_window_ms: s.rate.map_or(0, |r| r.window_ms),
+        paused: s.paused,
+        expire_ms: s.expire_ms.unwrap_or(0),
+    }
+}
+
+/// The settings a journal record keeps (a number out of bounds, from a damaged or foreign
+/// journal, is dropped rather than trusted).
+pub fn settings_of(r: &FunctionLimits) -> Settings {
+    Settings {
+        limit: (r.limit > 0).then_some(r.limit),
+        rate: (r.rate_count > 0
+            && r.rate_count <= super::gate::MAX_RATE_COUNT
+            && r.rate_window_ms > 0)
+            .then_some(Rate {
+                count: r.rate_count,
+                window_ms: r.rate_window_ms,
+            }),
+        paused: r.paused,
+        expire_ms: (r.expire_ms > 0).then_some(r.expire_ms),
+    }
+}
 
 /// One setting changed: `None` lifts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +136,10 @@ impl Engine {
         }
         log::info!("limits of {}: {change:?}", shown(func));
         self.apply_limits(func, settings, now, out);
+        if self.config.durable {
+            self.durable
+                .push(Record::FunctionLimits(record_of(func, &settings)));
+        }
         Ok(())
     }
 

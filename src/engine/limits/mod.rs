@@ -13,7 +13,7 @@
 mod admin;
 mod gate;
 
-pub use admin::{LimitChange, LimitError, LimitStatus};
+pub use admin::{LimitChange, LimitError, LimitStatus, settings_of};
 pub use gate::{Gate, Hold, Rate, Settings};
 
 use super::timers::TimerEvent;
