@@ -130,10 +130,13 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Failed
             | Endpoint::Metrics
             | Endpoint::Cluster
+            | Endpoint::Limits
             | Endpoint::Console(Page::Server | Page::Future | Page::Failed) => status,
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
-        Route::Schedule { .. } | Route::Failed { .. } => Need::Op(Operation::Admin, Scope::Every),
+        Route::Schedule { .. } | Route::Failed { .. } | Route::Limits { .. } => {
+            Need::Op(Operation::Admin, Scope::Every)
+        }
         Route::Act(_) => Need::ConsoleAct,
         Route::Reply(_) => Need::Free,
     }

@@ -14,6 +14,7 @@
 //! - `schedules/`: schedule entries: arming, runs and their ends, history, an operator's
 //!   hand, cluster claims, alerts.
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
+//! - `limits/`: `limit`, `rate`, `pause function` and `expire`, enforced at handout.
 //! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
 //!   which puts back what the journal replayed.
 //! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the

@@ -24,6 +24,7 @@ mod http_console;
 mod http_failed;
 mod http_guard;
 mod http_journal_metrics;
+mod http_limits;
 mod http_metrics;
 mod http_protocol;
 mod http_schedule_alerts;

@@ -2,8 +2,9 @@
 //! `rate` (handouts in a sliding window), `pause function` and `expire` (a queued job past
 //! its time fails instead of running).
 //!
-//! - `gate.rs`: one function's settings and what they count; pure.
-//! - `admin.rs`: the admin lines, `show limits` and the journal's restore.
+//! - `gate`: one function's settings and what they count; pure.
+//! - `admin`: a change by admin line or HTTP, journalled; `show limits` and its view; the
+//!   settings read back from the journal.
 //!
 //! A function whose gate is closed leaves the engine's lists of non-empty queues and wakes no
 //! worker, so a handout never looks at it: the search stays as cheap with any number of
