@@ -177,3 +177,36 @@ fn limits_survive_kill_9_and_hold_the_queue_read_back() {
     let got: Vec<String> = std::iter::from_fn(|| w.grab_uniq().map(|j| j.0)).collect();
     assert_eq!(got, handles);
 }
+
+/// `group=`: the backup and the reindex never run at once, across a reload of the file that
+/// keeps the group; the reindex due while the backup runs starts when the backup ends.
+#[test]
+fn runs_of_one_group_never_overlap_across_a_reload() {
+    let dir = TempDir::new("limits-group");
+    let file = dir.path("s.cron");
+    let text = "@every 10s backup id=backup group=nightly\n\
+                @every 10s reindex id=reindex group=nightly\n";
+    std::fs::write(&file, text).unwrap();
+    let s = InProcess::start(&["--schedules", file.to_str().unwrap()]);
+    let mut admin = s.connect();
+    let mut w = worker(&s, &["backup", "reindex"]);
+    s.advance(10_000);
+    let (first, f1, _, _) = w.grab_uniq().expect("one run of the group");
+    assert!(
+        w.grab_uniq().is_none(),
+        "both runs of the group were handed out"
+    );
+    // A reload that keeps the group keeps the waiting run waiting.
+    std::fs::write(&file, format!("{text}# reloaded\n")).unwrap();
+    assert_eq!(admin.admin("reload schedules", false), "OK 2\n");
+    assert!(
+        w.grab_uniq().is_none(),
+        "a reload let the group's second run start"
+    );
+    w.send_req(t::WORK_COMPLETE, &[first.as_bytes(), b""]);
+    let (_, f2, _, _) = w
+        .grab_uniq()
+        .expect("the waiting run, once the first ended");
+    assert_ne!(f1, f2);
+    assert!(w.grab_uniq().is_none());
+}
