@@ -68,6 +68,9 @@ fn the_console_pauses_and_resumes_a_function() {
     let r = s.call("POST", "/ui/api/function", &page, b"pause email");
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("\"paused\":true"), "{}", r.text());
+    let status = s.get("/status").text();
+    assert!(status.contains("\"name\":\"email\""), "{status}");
+    assert!(status.contains("\"paused\":true}"), "{status}");
     let mut c = s.gearman();
     c.submit(t::SUBMIT_JOB_BG, "email", "", b"x");
     let mut w = worker(&s.server, &["email"]);

@@ -92,6 +92,7 @@ fn func(name: &[u8]) -> FunctionStatus {
             exceptions: 1,
             retried: 3,
         },
+        paused: false,
     }
 }
 
