@@ -7,6 +7,7 @@
 use super::Operation;
 use crate::http::console::Page;
 use crate::http::endpoint::{Endpoint, Route};
+use crate::http::ping::Ping;
 use crate::proto::admin::AdminCommand;
 use crate::proto::request::Request;
 
@@ -137,9 +138,16 @@ pub fn route(route: &Route) -> Need<'_> {
         Route::Schedule { .. } | Route::Failed { .. } | Route::Limits { .. } => {
             Need::Op(Operation::Admin, Scope::Every)
         }
+        Route::Ping(p) => ping(p),
         Route::Act(_) => Need::ConsoleAct,
         Route::Reply(_) => Need::Free,
     }
+}
+
+/// A ping's need: `ping` on the heartbeat entry's id, so that a machine's token may report its
+/// own jobs and nothing else.
+pub fn ping(p: &Ping) -> Need<'_> {
+    Need::Op(Operation::Ping, Scope::Function(&p.id))
 }
 
 #[cfg(test)]
@@ -209,6 +217,21 @@ mod tests {
         assert_eq!(p("reload schedules"), "admin");
         assert_eq!(p("shutdown"), "shutdown");
         assert_eq!(p("nonsense"), "free");
+    }
+
+    #[test]
+    fn a_ping_needs_ping_on_its_entry() {
+        let p = crate::http::ping::route(
+            &crate::http::parse::Method::Post,
+            b"ping/backup.remote/fail",
+            &Bytes::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            ping(&p),
+            Need::Op(Operation::Ping, Scope::Function(b"backup.remote"))
+        );
     }
 
     impl Need<'_> {

@@ -36,10 +36,14 @@ pub fn entry(e: &Entry) -> String {
         on_success,
         timeout_ms,
         retry,
+        expect_ping,
+        grace_ms,
+        max_duration_ms,
+        min_duration_ms,
         workload,
         group,
     } = e;
-    let mut form = format!(
+    let form = format!(
         "{}\n{}\n{:?}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
         id,
         spec,
@@ -57,11 +61,20 @@ pub fn entry(e: &Entry) -> String {
         retry,
         workload
     );
-    // Only when set, so that the digests of entries without one stay what older servers
-    // of the cluster compute.
-    if let Some(g) = group {
-        form.push_str(&format!("\ngroup={g}"));
-    }
+    // The watch options are added only when set, so that the digest of an entry without
+    // them stays what servers of an older version compute.
+    let watch = (*expect_ping, *max_duration_ms, *min_duration_ms) != (false, None, None)
+        || *grace_ms != crate::schedule::file::DEFAULT_GRACE_MS;
+    let form = if watch {
+        format!("{form}\nwatch {expect_ping} {grace_ms} {max_duration_ms:?} {min_duration_ms:?}")
+    } else {
+        form
+    };
+    // The group too, only when set.
+    let form = match group {
+        Some(g) => format!("{form}\ngroup={g}"),
+        None => form,
+    };
     format!("{:016x}", fnv(&form))
 }
 

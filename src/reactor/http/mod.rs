@@ -367,6 +367,13 @@ impl Server {
                             let r = self.http_limits(&func, &changes, now).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
+                        Route::Ping(p) => {
+                            let done =
+                                self.engine
+                                    .ping(&p.id, p.kind, &p.body, now, &mut self.outbox);
+                            let r = crate::http::ping::reply(done);
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
                         Route::Act(a) => {
                             let r = self.http_console_act(idx, &head.site, a, now);
                             self.http_answer(idx, version, keep_alive, r, false, now);
