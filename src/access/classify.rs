@@ -88,6 +88,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::ShowFailed(_)
         | A::ShowRetries
         | A::ShowTimeouts
+        | A::ShowLimits
         | A::GetPid
         | A::Verbose
         | A::Version
@@ -102,6 +103,8 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
             limits: Some(_), ..
         }
         | A::Timeout { set: Some(_), .. }
+        | A::SetLimit { .. }
+        | A::PauseFunction { .. }
         | A::Schedule { .. }
         | A::RetryFailed(_)
         | A::DropFailed(_)
@@ -128,10 +131,13 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Failed
             | Endpoint::Metrics
             | Endpoint::Cluster
+            | Endpoint::Limits
             | Endpoint::Console(Page::Server | Page::Future | Page::Failed) => status,
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
-        Route::Schedule { .. } | Route::Failed { .. } => Need::Op(Operation::Admin, Scope::Every),
+        Route::Schedule { .. } | Route::Failed { .. } | Route::Limits { .. } => {
+            Need::Op(Operation::Admin, Scope::Every)
+        }
         Route::Ping(p) => ping(p),
         Route::Act(_) => Need::ConsoleAct,
         Route::Reply(_) => Need::Free,

@@ -41,6 +41,7 @@ pub fn entry(e: &Entry) -> String {
         max_duration_ms,
         min_duration_ms,
         workload,
+        group,
     } = e;
     let form = format!(
         "{}\n{}\n{:?}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
@@ -68,6 +69,11 @@ pub fn entry(e: &Entry) -> String {
         format!("{form}\nwatch {expect_ping} {grace_ms} {max_duration_ms:?} {min_duration_ms:?}")
     } else {
         form
+    };
+    // The group too, only when set.
+    let form = match group {
+        Some(g) => format!("{form}\ngroup={g}"),
+        None => form,
     };
     format!("{:016x}", fnv(&form))
 }

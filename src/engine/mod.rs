@@ -14,6 +14,7 @@
 //! - `schedules/`: schedule entries: arming, runs and their ends, history, an operator's
 //!   hand, cluster claims, alerts.
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
+//! - `limits/`: `limit`, `rate`, `pause function` and `expire`, enforced at handout.
 //! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
 //!   which puts back what the journal replayed.
 //! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
@@ -29,6 +30,7 @@ mod handles;
 mod horizon;
 mod jobs;
 mod leases;
+mod limits;
 mod outbox;
 mod query;
 mod reactor_api;
@@ -59,6 +61,9 @@ use crate::timer::{TimerKey, Timers};
 pub use admin::CancelRefused;
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
+pub use limits::{
+    LimitChange, LimitError, LimitStatus, Rate as LimitRate, Settings as LimitSettings,
+};
 pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,
@@ -180,6 +185,8 @@ enum FailReason {
     /// Ran past its time (which limit).
     Timeout(leases::TimeLimit),
     RetriesSpent,
+    /// Waited in its queue past its function's `expire` (limits/).
+    Expired,
 }
 
 pub struct Engine {
@@ -226,6 +233,12 @@ pub struct Engine {
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
     idle: forget::IdleFunctions,
+    /// Functions with a limits setting (at most `limits::MAX_LIMITED`).
+    limited: usize,
+    /// Held functions whose running jobs ended this request: their gates are asked again.
+    gates_to_check: Vec<FuncId>,
+    /// When each job of a function with `expire` began its wait in the queue, by job key.
+    queued_since: FastMap<u32, u64>,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -264,6 +277,9 @@ impl Engine {
             failed,
             leases: leases::Leases::default(),
             idle: forget::IdleFunctions::default(),
+            limited: 0,
+            gates_to_check: Vec::new(),
+            queued_since: FastMap::default(),
         }
     }
 

@@ -20,6 +20,8 @@ pub struct FunctionStatus {
     /// Worker registrations (one per CAN_DO, as `status` counts them).
     pub workers: u32,
     pub counters: JobCounters,
+    /// `pause function`: no job of it is handed out (limits/).
+    pub paused: bool,
 }
 
 impl FunctionStatus {
@@ -239,6 +241,7 @@ impl Engine {
                 future: f.future,
                 workers: f.registrations,
                 counters: f.counters,
+                paused: f.gate.as_ref().is_some_and(|g| g.settings.paused),
             })
             .collect()
     }

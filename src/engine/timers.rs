@@ -37,6 +37,8 @@ pub(super) enum TimerEvent {
     ForgetLog,
     /// A worker woken for a job of `func` has not asked for it (`--worker-wakeup-next`).
     WakeupNext { conn: ConnId, func: FuncId },
+    /// A function's `rate` window has room again (limits/).
+    GateOpens { func: FuncId },
 }
 
 impl Engine {
@@ -107,6 +109,7 @@ impl Engine {
                 }
                 TimerEvent::ForgetLog => self.forget_log_due(now),
                 TimerEvent::WakeupNext { conn, func } => self.wakeup_overdue(conn, func, now, out),
+                TimerEvent::GateOpens { func } => self.gate_due(func, now, out),
                 TimerEvent::DrainTimeout => {
                     log::warn!(
                         "graceful shutdown: {} still running after the timeout",
@@ -124,6 +127,7 @@ impl Engine {
                     log::info!("future job {} is due", self.by_handle.of(j));
                     let f = j.func();
                     self.functions[f].future -= 1;
+                    self.note_queued(job, f, now);
                     self.enqueue(job, false);
                     self.wake_workers(f, now, out);
                 }

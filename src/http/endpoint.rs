@@ -23,6 +23,8 @@ pub enum Endpoint {
     Healthz,
     /// `/cluster`: the cluster's members, leader and lease (`--etcd`).
     Cluster,
+    /// `/limits`: every function's limits (`super::limit_ops`).
+    Limits,
     /// The console's page, files and JSON (`super::console`).
     Console(Page),
 }
@@ -57,6 +59,12 @@ pub enum Route {
     Failed {
         op: FailedOp,
         handle: Bytes,
+    },
+    /// `PUT /limits/FUNCTION` (the settings its body names) or `DELETE /limits/FUNCTION`
+    /// (all of them off).
+    Limits {
+        func: Bytes,
+        changes: Vec<crate::engine::LimitChange>,
     },
     /// `/ping/ID[/start|/fail|/CODE]`: a run of a heartbeat entry reported.
     Ping(super::ping::Ping),

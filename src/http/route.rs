@@ -131,6 +131,9 @@ pub fn route(head: &Head, body: Bytes) -> Route {
     if let Some(r) = super::failed_ops::route(&head.method, &name) {
         return r;
     }
+    if let Some(r) = super::limit_ops::route(&head.method, &name, &body) {
+        return r;
+    }
     if let Method::Other(_) = head.method {
         return Route::Reply(
             Reply::text(405, "method not allowed: use GET, HEAD, POST or PUT")
@@ -243,6 +246,7 @@ pub fn while_draining(route: Route) -> Route {
         | Route::Submit(_)
         | Route::Schedule { .. }
         | Route::Failed { .. }
+        | Route::Limits { .. }
         | Route::Act(_) => Route::Reply(Reply::text(503, "draining")),
     }
 }

@@ -63,6 +63,8 @@ pub struct Entry {
     pub on_success: Option<String>,
     /// `timeout=DURATION`: a run not ended this long after a worker took it fails.
     pub timeout_ms: Option<u64>,
+    /// `group=NAME`: runs of the entries of one group never run at the same time.
+    pub group: Option<String>,
     /// `retry=N backoff=DURATION[..MAX]`: a failed run is queued again (src/schedule/backoff.rs).
     pub retry: super::backoff::RetryPolicy,
     /// `expect=ping`: the entry submits no job; each run is a ping from a job that runs
@@ -366,6 +368,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             fanout: 1,
             on_failure: on_failure.clone(),
             on_success: None,
+            group: None,
             timeout_ms: None,
             retry: super::backoff::RetryPolicy::default(),
             expect_ping: false,
@@ -477,6 +480,14 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                     }
                     _ => Err(bad("use a number from 1 to 10000")),
                 },
+                "group" => match alert_function(value) {
+                    Ok(Some(g)) => {
+                        entry.group = Some(g);
+                        Ok(())
+                    }
+                    Ok(None) => Err(bad("name the group: one word")),
+                    Err(_) => Err(bad("a group name: one word, at most 255 bytes")),
+                },
                 "on_failure" | "on_success" => match alert_function(value) {
                     Ok(f) if key == "on_failure" => {
                         entry.on_failure = f;
@@ -503,7 +514,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, tz, expect, grace, max_duration or min_duration)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration or min_duration)"
                     ),
                 )),
             };
@@ -652,7 +663,7 @@ mod tests {
             vec![
                 "1:1: minute: 60 is out of range 0-59",
                 "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, tz, expect, grace, max_duration or min_duration)",
+                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration or min_duration)",
                 "4:22: priority=\"urgent\": use high, normal or low",
                 "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)",
                 "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
@@ -687,6 +698,19 @@ mod tests {
         assert_eq!(f.entries[1].timeout_ms, None);
         let e = parse("* * * * * f timeout=0s\n", &Zone::Utc).unwrap_err();
         assert!(e[0].to_string().contains("would fail every run"), "{e:?}");
+    }
+
+    #[test]
+    fn group_names_one_word() {
+        let f = parse(
+            "0 1 * * * backup group=nightly\n0 2 * * * reindex\n",
+            &Zone::Utc,
+        )
+        .unwrap();
+        assert_eq!(f.entries[0].group.as_deref(), Some("nightly"));
+        assert_eq!(f.entries[1].group, None);
+        let e = parse("* * * * * f group=\n", &Zone::Utc).unwrap_err();
+        assert!(e[0].to_string().contains("name the group"), "{e:?}");
     }
 
     #[test]

@@ -9,11 +9,13 @@
 //! - `ops`: an operator's hand on an entry: run, skip, pause, resume.
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
+//! - `groups`: `group=`, runs of the entries of one group one at a time.
 //! - `watch`: heartbeat entries (`expect=ping`) and their pings; `max_duration=` and
 //!   `min_duration=` of any run. `ping_state`: what a heartbeat entry keeps between pings.
 
 mod alerts;
 pub(super) mod cluster_runs;
+pub(super) mod groups;
 pub(super) mod ops;
 mod ping_state;
 mod run_end;
@@ -77,6 +79,8 @@ pub(crate) struct Schedules {
     /// loaded. Entries no longer in the file stay here, unused (at most one per entry the
     /// journal knows), in case a reload brings them back.
     restored: HashMap<Rc<str>, Restored>,
+    /// `group=`: the groups' live jobs and held-back runs (groups.rs).
+    pub(super) groups: groups::Groups,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -115,6 +119,8 @@ pub(crate) enum Outcome<'a> {
     /// Ran past a time limit (which one).
     Timeout(crate::engine::leases::TimeLimit),
     RetriesSpent,
+    /// Waited in its queue past its function's `expire`.
+    Expired,
     /// A worker died holding it; it is queued again.
     Requeued,
 }
@@ -135,6 +141,7 @@ impl Outcome<'_> {
             Outcome::Cancelled => "cancelled".into(),
             Outcome::Timeout(limit) => limit.outcome_text(),
             Outcome::RetriesSpent => "retries spent".into(),
+            Outcome::Expired => "expired".into(),
             Outcome::Requeued => "requeued after a dead worker".into(),
         }
     }
@@ -159,6 +166,7 @@ impl Outcome<'_> {
                 format!("given back {retries} times by workers that left (--job-retries)").into(),
                 retries,
             ),
+            Outcome::Expired => (Bytes::from_static(b"expired"), retries),
             Outcome::Complete | Outcome::Cancelled | Outcome::Requeued => return None,
         })
     }
@@ -624,6 +632,9 @@ impl Engine {
             self.journal_history(slot);
             return 0;
         }
+        if self.wait_for_group(slot, nominal) {
+            return 0;
+        }
         let run = self.inject_run(slot, nominal, now, false, out);
         let skipped = run.skipped;
         let handles = run.handles;
@@ -727,6 +738,7 @@ impl Engine {
                 }),
             };
             let k: JobKey = self.create_job(new, key.is_some(), None, now, out);
+            self.group_job_made(slot, k);
             handles.push(self.by_handle.of(&self.jobs[k]).to_string());
         }
         Injected {

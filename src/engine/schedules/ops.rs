@@ -34,7 +34,8 @@ impl ScheduleOpError {
                 Bytes::from_static(b"ERR UNKNOWN_SCHEDULE No+schedule+entry+has+this+id\r\n")
             }
             ScheduleOpError::RunInProgress(h) => format!(
-                "ERR RUN_IN_PROGRESS The+previous+run+{h}+is+still+queued+or+running+(overlap=skip)\r\n"
+                "ERR RUN_IN_PROGRESS The+previous+run+{}+is+still+queued+or+running+(overlap=skip)\r\n",
+                h.replace(' ', "+")
             )
             .into(),
             ScheduleOpError::QueueFull => Bytes::from_static(
@@ -117,6 +118,10 @@ impl Engine {
     ) -> Result<Vec<String>, ScheduleOpError> {
         if self.schedules.entries[slot].entry.expect_ping {
             return Err(ScheduleOpError::Heartbeat);
+        }
+        if let Some(g) = self.group_busy(slot) {
+            // The run going is another entry's: the group is named instead of a handle.
+            return Err(ScheduleOpError::RunInProgress(format!("of group {g}")));
         }
         let run = self.inject_run(slot, now, now, true, out);
         if run.handles.is_empty() {

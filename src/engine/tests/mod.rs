@@ -139,6 +139,7 @@ mod grab_wait;
 mod journal;
 mod leases;
 mod lifecycle;
+mod limits;
 mod queues;
 mod retries;
 mod robustness;
