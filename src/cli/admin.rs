@@ -126,6 +126,11 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             _ => Err("failed takes nothing or a function".into()),
         },
         "retries" => arity(0, "no arguments").and(list("show retries", View::Retries)),
+        "audit" => match rest {
+            [] => list("show audit", View::Lines),
+            [n] => list(&format!("show audit {n}"), View::Lines),
+            _ => Err("audit takes nothing or a count".into()),
+        },
         "retry" if rest.len() == 3 => one(format!("retry {}", rest.join(" ")), View::Ok),
         op @ ("retry" | "drop") if rest.first().is_some_and(|w| w == "failed") => {
             arity(2, "failed and a handle, a function or all")

@@ -78,9 +78,11 @@ impl Engine {
             failed,
             leases,
             func_retries,
+            audit,
             max_id,
             stats: _,
         } = replayed;
+        self.restore_audit(audit);
         for r in jobs {
             self.restore_job(r, now, out);
         }

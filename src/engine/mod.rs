@@ -16,11 +16,13 @@
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
 //! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
 //!   which puts back what the journal replayed.
+//! - `audit`: the audit trail, operators' actions kept and journalled.
 //! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
 //!   reactor needs beyond `handle`.
 //! - `tests`: the engine's unit tests, one file per concern.
 
 mod admin;
+mod audit;
 mod dispatch;
 mod durable;
 mod failures;
@@ -56,6 +58,7 @@ use crate::store::{FinishReason, Record};
 use crate::timer::{TimerKey, Timers};
 
 pub use admin::CancelRefused;
+pub use audit::{Action, AuditTrail};
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
 pub use outbox::{Outbox, RunClaim, Shutdown};
@@ -113,6 +116,8 @@ pub struct EngineConfig {
     pub keep_failed: usize,
     /// Bytes the failed list may hold (`--keep-failed-bytes`; 0: no byte bound).
     pub keep_failed_bytes: usize,
+    /// Operators' actions kept in the audit trail (`--keep-audit`; 0 keeps none).
+    pub keep_audit: usize,
     /// `--retry N --retry-backoff ...`: every function's retry policy unless `retry FUNCTION`
     /// set one (0 retries: as gearmand).
     pub retry: crate::schedule::backoff::RetryPolicy,
@@ -138,6 +143,7 @@ impl Default for EngineConfig {
             future_horizon_ms: 0,
             keep_failed: 1000,
             keep_failed_bytes: 64 << 20,
+            keep_audit: 10_000,
             retry: Default::default(),
         }
     }
@@ -225,6 +231,8 @@ pub struct Engine {
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
     idle: forget::IdleFunctions,
+    /// Operators' actions, newest last, bounded by `--keep-audit` (audit.rs).
+    audit: AuditTrail,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -235,6 +243,7 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         let by_handle = handles::HandleIndex::new(&config.handle_prefix);
         let failed = failures::FailedList::new(config.keep_failed, config.keep_failed_bytes);
+        let config_keep_audit = config.keep_audit;
         Engine {
             config,
             conns: Vec::new(),
@@ -263,6 +272,7 @@ impl Engine {
             failed,
             leases: leases::Leases::default(),
             idle: forget::IdleFunctions::default(),
+            audit: AuditTrail::new(config_keep_audit),
         }
     }
 

@@ -22,6 +22,8 @@ pub enum Endpoint {
     Healthz,
     /// `/cluster`: the cluster's members, leader and lease (`--etcd`).
     Cluster,
+    /// `/audit`: the newest operators' actions (the audit trail).
+    Audit,
     /// The console's page, files and JSON (`super::console`).
     Console(Page),
 }

@@ -10,6 +10,7 @@
 //! - `conn/`: the connections, their transport and the turn's write side.
 //! - `gearman`: the Gearman read path; `admin`: the admin lines the loop answers itself.
 //! - `gate`: the one gate into the engine (ACL, protected mode, denials counted).
+//! - `audit`: operators' actions that passed the gate, handed to the audit trail.
 //! - `http/`: the HTTP listener, its connections, the console and the guard.
 //! - `tls_glue`: TLS listeners, sessions, handshakes and certificate reloads.
 //! - `etcd_link`: the connections to etcd and the cluster machine.
@@ -22,6 +23,7 @@
 
 mod accept;
 mod admin;
+mod audit;
 mod conn;
 mod deadlines;
 mod door;
@@ -133,6 +135,8 @@ pub struct Server {
     stats: stats::Stats,
     /// The room kept for loopback and served peers, and accept failures' log (door.rs).
     door: door::Door,
+    /// The HTTP action being answered, for the audit trail (audit.rs).
+    audit: audit::AuditHook,
 }
 
 impl Server {
@@ -200,6 +204,7 @@ impl Server {
             fds_base: None,
             door,
             stats: stats::Stats::default(),
+            audit: audit::AuditHook::default(),
         })
     }
 
@@ -378,7 +383,8 @@ impl Server {
                 wall,
             );
             if let Some(text) = pushed {
-                self.load_pushed_schedules(text, wall);
+                let loaded = self.load_pushed_schedules(text, wall);
+                self.audit_push(&loaded);
             }
             // Claims made by a takeover's catch-up go out this turn.
             if self.outbox.claims.is_empty() {

@@ -39,16 +39,22 @@ impl Server {
 
     /// `gearwheel schedules push` stored a file in etcd: load it as a reload would (the same
     /// validation; a refused file leaves the running schedule and the last pushed text).
-    pub(super) fn load_pushed_schedules(&mut self, text: String, wall: u64) {
+    pub(super) fn load_pushed_schedules(
+        &mut self,
+        text: String,
+        wall: u64,
+    ) -> Result<usize, String> {
         let Some(l) = self.cluster.as_mut() else {
-            return;
+            return Err("not clustered".into());
         };
         let before = l.pushed.replace(text);
-        if self.reload_schedules(wall).is_err() {
+        let loaded = self.reload_schedules(wall);
+        if loaded.is_err() {
             if let Some(l) = self.cluster.as_mut() {
                 l.pushed = before;
             }
         }
+        loaded
     }
 
     /// Read the schedules file again. A file with any error leaves the running schedule as it

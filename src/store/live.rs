@@ -87,6 +87,7 @@ pub(super) enum LiveKey {
     Attempts(u64),
     Lease(Bytes),
     FuncRetry(Bytes),
+    Audit(u64),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -125,6 +126,8 @@ pub(super) struct LiveSet {
     pub(super) leases: HashMap<Bytes, Loc>,
     /// The newest FunctionRetry per function.
     pub(super) func_retry: HashMap<Bytes, Loc>,
+    /// The audit trail's records still kept, by seq (those below the newest floor are dead).
+    pub(super) audit: std::collections::BTreeMap<u64, Loc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -234,6 +237,19 @@ impl LiveSet {
                 keep_newest(&mut self.leases, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::Audit(a) => {
+                let kept = self.audit.split_off(&a.floor);
+                for gone in std::mem::replace(&mut self.audit, kept).into_values() {
+                    self.live_bytes -= u64::from(gone.len);
+                }
+                if a.seq >= a.floor {
+                    self.live_bytes += u64::from(len);
+                    if let Some(o) = self.audit.insert(a.seq, Loc::at(off, file, len)) {
+                        self.live_bytes -= u64::from(o.len);
+                    }
+                }
+                None
+            }
         }
     }
 }
@@ -288,6 +304,13 @@ impl LiveSet {
                 let func = record::retry_function(payload)?;
                 key_of(&self.func_retry, func, here).map(|k| LiveKey::FuncRetry(k.clone()))
             }
+            RecordKind::Audit => {
+                let seq = record::audit_seq(payload)?;
+                self.audit
+                    .get(&seq)
+                    .filter(|l| here(l))
+                    .map(|_| LiveKey::Audit(seq))
+            }
             // Folded into the live set: a finish or a failed-gone only ends something, and a
             // job's retry count is written after its JobAdded when that is copied.
             RecordKind::JobFinished | RecordKind::JobRetried | RecordKind::FailedGone => None,
@@ -306,6 +329,7 @@ impl LiveSet {
             LiveKey::Attempts(id) => self.attempts.get_mut(id).map(loc),
             LiveKey::Lease(f) => self.leases.get_mut(f).map(loc),
             LiveKey::FuncRetry(f) => self.func_retry.get_mut(f).map(loc),
+            LiveKey::Audit(seq) => self.audit.get_mut(seq).map(loc),
         }
     }
 }

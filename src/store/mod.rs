@@ -65,6 +65,8 @@
 //!   FunctionLease (9): ms u64 (0: none) | function (the rest); the newest per function
 //!                  wins (`timeout FUNCTION DURATION`)
 //!   FunctionRetry (10): retries u32 | base_ms u64 | max_ms u64 | function (the rest)
+//!   Audit (11): seq u64 | floor u64 (older seqs are dead) | at_ms u64 | lengths u32 of
+//!                  identity, peer, command | those bytes | outcome (the rest)
 //! ```
 //!
 //! # Damage at replay
@@ -138,7 +140,7 @@ pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
-    FailedKept, FinishReason, FunctionLease, FunctionRetry, JobAdded, JobAttempts, Record,
+    Audit, FailedKept, FinishReason, FunctionLease, FunctionRetry, JobAdded, JobAttempts, Record,
     ScheduleCounters, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
@@ -200,6 +202,8 @@ pub struct Replayed {
     pub leases: Vec<FunctionLease>,
     /// Function retry policies (`retry FUNCTION`), sorted by function.
     pub func_retries: Vec<FunctionRetry>,
+    /// The audit trail, oldest first.
+    pub audit: Vec<Audit>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,
