@@ -129,6 +129,11 @@ impl Server {
     /// HTTP connection `idx` is answered with `reply`: the action it asked for, if any, is done.
     pub(super) fn audit_http_answer(&mut self, idx: usize, reply: &Reply) {
         if let Some(p) = self.audit.pending.take_if(|p| p.idx == idx) {
+            // Refused after the gate (the console's own check of its page): a refusal is
+            // counted where it is made, not recorded.
+            if matches!(reply.status, 401 | 403) {
+                return;
+            }
             let outcome = http_outcome(reply);
             self.audit_record(Action {
                 outcome,
