@@ -36,6 +36,7 @@ fn views(w: &mut World) -> Vec<String> {
         "show timeouts",
         "show retries",
         "show schedules",
+        "show audit",
     ]
     .iter()
     .map(|line| format!("{line}:\n{}", w.admin(c, line)))
@@ -94,6 +95,17 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
         },
     );
     w.e.disconnect(c, now, &mut w.out);
+    // Audit: an operator's action, as the reactor hands it over.
+    for command in ["pause schedule nightly", "drop failed H:t:2"] {
+        w.e.record_action(crate::engine::Action {
+            seq: 0,
+            at_ms: now,
+            identity: "cn:ops".into(),
+            peer: "192.0.2.7:40000".into(),
+            command: command.into(),
+            outcome: "OK".into(),
+        });
+    }
 
     let records: Vec<_> = w.e.take_durable().collect();
     let dir = std::env::temp_dir().join(format!("gearwheel-engine-journal-{}", std::process::id()));
@@ -134,5 +146,5 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
                 .to_string()
         })
         .collect();
-    assert_eq!(kinds.len(), 9, "{kinds:?}");
+    assert_eq!(kinds.len(), 10, "{kinds:?}");
 }
