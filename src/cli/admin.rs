@@ -477,6 +477,8 @@ mod tests {
         assert_eq!(p("show cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("failed"), Ok(("show failed".into(), true)));
         assert_eq!(p("retries"), Ok(("show retries".into(), true)));
+        assert_eq!(p("audit"), Ok(("show audit".into(), true)));
+        assert_eq!(p("audit 5"), Ok(("show audit 5".into(), true)));
         assert_eq!(
             p("retry f 3 30s..10m"),
             Ok(("retry f 3 30s..10m".into(), false))
