@@ -7,6 +7,7 @@
 use super::Operation;
 use crate::http::console::Page;
 use crate::http::endpoint::{Endpoint, Route};
+use crate::http::ping::Ping;
 use crate::proto::admin::AdminCommand;
 use crate::proto::request::Request;
 
@@ -44,7 +45,9 @@ pub enum Need<'a> {
 pub fn audited(need: &Need<'_>) -> bool {
     match need {
         Need::Op(Operation::Admin, _) | Need::Shutdown | Need::ConsoleAct => true,
-        Need::Op(Operation::Status | Operation::Submit | Operation::Work, _) | Need::Free => false,
+        // A heartbeat's ping is what a watched job reports, as a worker's result is.
+        Need::Op(Operation::Status | Operation::Submit | Operation::Work | Operation::Ping, _)
+        | Need::Free => false,
     }
 }
 
@@ -144,9 +147,16 @@ pub fn route(route: &Route) -> Need<'_> {
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
         Route::Schedule { .. } | Route::Failed { .. } => Need::Op(Operation::Admin, Scope::Every),
+        Route::Ping(p) => ping(p),
         Route::Act(_) => Need::ConsoleAct,
         Route::Reply(_) => Need::Free,
     }
+}
+
+/// A ping's need: `ping` on the heartbeat entry's id, so that a machine's token may report its
+/// own jobs and nothing else.
+pub fn ping(p: &Ping) -> Need<'_> {
+    Need::Op(Operation::Ping, Scope::Function(&p.id))
 }
 
 #[cfg(test)]
@@ -228,6 +238,21 @@ mod tests {
         for line in ["status", "maxqueue f", "show audit", "nonsense"] {
             assert!(!audited(line), "{line}");
         }
+    }
+
+    #[test]
+    fn a_ping_needs_ping_on_its_entry() {
+        let p = crate::http::ping::route(
+            &crate::http::parse::Method::Post,
+            b"ping/backup.remote/fail",
+            &Bytes::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            ping(&p),
+            Need::Op(Operation::Ping, Scope::Function(b"backup.remote"))
+        );
     }
 
     impl Need<'_> {

@@ -36,6 +36,10 @@ pub fn entry(e: &Entry) -> String {
         on_success,
         timeout_ms,
         retry,
+        expect_ping,
+        grace_ms,
+        max_duration_ms,
+        min_duration_ms,
         workload,
     } = e;
     let form = format!(
@@ -56,6 +60,15 @@ pub fn entry(e: &Entry) -> String {
         retry,
         workload
     );
+    // The watch options are added only when set, so that the digest of an entry without
+    // them stays what servers of an older version compute.
+    let watch = (*expect_ping, *max_duration_ms, *min_duration_ms) != (false, None, None)
+        || *grace_ms != crate::schedule::file::DEFAULT_GRACE_MS;
+    let form = if watch {
+        format!("{form}\nwatch {expect_ping} {grace_ms} {max_duration_ms:?} {min_duration_ms:?}")
+    } else {
+        form
+    };
     format!("{:016x}", fnv(&form))
 }
 

@@ -222,6 +222,7 @@ impl Engine {
             .and_then(|r| r.origin.as_mut())
         {
             origin.started_ms = Some(now);
+            self.run_started(key, job_id, now);
         }
         if let Some(ms) = timeout {
             let t = self.timers.insert(

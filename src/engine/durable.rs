@@ -185,6 +185,7 @@ impl Engine {
                 scheduled_ms: a.first_ms,
                 started_ms: None,
                 manual: false,
+                too_long: None,
             });
         }
         let job = &mut self.jobs[k];

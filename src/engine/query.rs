@@ -356,7 +356,7 @@ impl Engine {
                 ScheduleStatus {
                     id: st.id.to_string(),
                     spec: st.entry.spec.clone(),
-                    says: crate::schedule::words::describe(&st.entry.spec, st.entry.zone.name()),
+                    says: st.says(),
                     function: st.entry.function.clone(),
                     next_ms: st.next_ms,
                     last_run_ms: h.last_run_ms,

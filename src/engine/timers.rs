@@ -13,6 +13,24 @@ pub(super) enum TimerEvent {
     DrainTimeout,
     /// A schedule entry's run is due (`generation` tells loads apart).
     ScheduleFire { slot: usize, generation: u64 },
+    /// A heartbeat entry's run scheduled at `scheduled_ms` has had its grace (schedules/watch.rs).
+    PingGrace {
+        slot: usize,
+        generation: u64,
+        scheduled_ms: u64,
+    },
+    /// A heartbeat run that pinged its start at `started_ms` reached its `max_duration=`.
+    PingTooLong {
+        slot: usize,
+        generation: u64,
+        started_ms: u64,
+    },
+    /// A scheduled job taken at `started_ms` reached its entry's `max_duration=`.
+    RunTooLong {
+        job: JobKey,
+        id: u64,
+        started_ms: u64,
+    },
     /// A held GRAB waited long enough: NO_JOB.
     GrabWait { conn: ConnId },
     /// Time to log the functions forgotten since the last summary (forget.rs).
@@ -61,6 +79,21 @@ impl Engine {
                 TimerEvent::ScheduleFire { slot, generation } => {
                     self.fire_schedule(slot, generation, now, out)
                 }
+                TimerEvent::PingGrace {
+                    slot,
+                    generation,
+                    scheduled_ms,
+                } => self.ping_grace_over(slot, generation, scheduled_ms, now, out),
+                TimerEvent::PingTooLong {
+                    slot,
+                    generation,
+                    started_ms,
+                } => self.ping_too_long(slot, generation, started_ms, now, out),
+                TimerEvent::RunTooLong {
+                    job,
+                    id,
+                    started_ms,
+                } => self.job_too_long(job, id, started_ms, now, out),
                 TimerEvent::GrabWait { conn } => {
                     if let Some(c) = self.conn_mut(conn) {
                         if c.held_grab.take().is_some() {

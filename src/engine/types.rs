@@ -419,6 +419,8 @@ pub struct Origin {
     pub started_ms: Option<u64>,
     /// Started by `run schedule`, not by the entry's timing.
     pub manual: bool,
+    /// The entry's `max_duration=` deadline for the attempt running, cancelled at its end.
+    pub too_long: Option<crate::timer::TimerKey>,
 }
 
 /// A job's foreground clients in attach order: none (background jobs), one inline (the usual

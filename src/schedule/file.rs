@@ -65,6 +65,18 @@ pub struct Entry {
     pub timeout_ms: Option<u64>,
     /// `retry=N backoff=DURATION[..MAX]`: a failed run is queued again (src/schedule/backoff.rs).
     pub retry: super::backoff::RetryPolicy,
+    /// `expect=ping`: the entry submits no job; each run is a ping from a job that runs
+    /// elsewhere (cron on another machine, CI, a daemon), and a run not pinged in time is
+    /// missed.
+    pub expect_ping: bool,
+    /// `grace=DURATION` (`DEFAULT_GRACE_MS` unless given): how long after its scheduled time a
+    /// run of an `expect=ping` entry may be pinged before it counts as missed.
+    pub grace_ms: u64,
+    /// `max_duration=DURATION`: a run still going this long after it started raises a
+    /// `too_long` alert (once), without failing it.
+    pub max_duration_ms: Option<u64>,
+    /// `min_duration=DURATION`: a run that succeeds sooner raises a `too_short` alert.
+    pub min_duration_ms: Option<u64>,
     /// The workload template (after `--`).
     pub workload: String,
 }
@@ -104,6 +116,9 @@ impl Entry {
         self.spec == other.spec && self.zone == other.zone
     }
 }
+
+/// `grace=` unless given: a ping may come up to an hour after its run's scheduled time.
+pub const DEFAULT_GRACE_MS: u64 = 3_600_000;
 
 /// An error at a place in the file (1-based line and column).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,6 +201,11 @@ fn alert_function(value: &str) -> Result<Option<String>, String> {
     }
     Ok(Some(value.to_string()))
 }
+
+/// The options of a job gearwheel submits, which an `expect=ping` entry (no job) ignores.
+const JOB_OPTIONS: [&str; 9] = [
+    "priority", "overlap", "catchup", "deadline", "jitter", "fanout", "timeout", "retry", "backoff",
+];
 
 /// Where a crontab line that was pasted as it is should go.
 const IMPORT_HINT: &str = "; `gearwheel import-crontab` turns crontab lines into entries";
@@ -348,8 +368,15 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             on_success: None,
             timeout_ms: None,
             retry: super::backoff::RetryPolicy::default(),
+            expect_ping: false,
+            grace_ms: DEFAULT_GRACE_MS,
+            max_duration_ms: None,
+            min_duration_ms: None,
             workload: String::new(),
         };
+        // Options that only a job gearwheel submits has, for the warning on `expect=ping`.
+        let mut job_options: Vec<(usize, &str)> = Vec::new();
+        let mut grace_at = None;
         let mut id_at = func_at;
         let mut ok = true;
         for &(at, word) in &ws[spec_words + 1..] {
@@ -376,6 +403,9 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             };
             let vat = at + key.len() + 1;
             let bad = |what: &str| err(vat, format!("{key}={value:?}: {what}"));
+            if JOB_OPTIONS.contains(&key) {
+                job_options.push((at, key));
+            }
             let r: Result<(), ScheduleError> = match key {
                 "id" if !value.is_empty() && !value.contains(char::is_whitespace) => {
                     entry.id = value.to_string();
@@ -406,6 +436,27 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                     Ok(0) => Err(bad("a timeout of 0 would fail every run; leave it out")),
                     Ok(d) => {
                         entry.timeout_ms = Some(d);
+                        Ok(())
+                    }
+                    Err(e) => Err(err(vat, e)),
+                },
+                "expect" => pick(value, &[("job", false), ("ping", true)])
+                    .map(|v| entry.expect_ping = v)
+                    .map_err(|m| bad(&m)),
+                "grace" => {
+                    grace_at = Some(at);
+                    parse_duration(value)
+                        .map(|d| entry.grace_ms = d)
+                        .map_err(|e| err(vat, e))
+                }
+                "max_duration" | "min_duration" => match parse_duration(value) {
+                    Ok(0) => Err(bad("a duration of 0 says nothing; leave it out")),
+                    Ok(d) if key == "max_duration" => {
+                        entry.max_duration_ms = Some(d);
+                        Ok(())
+                    }
+                    Ok(d) => {
+                        entry.min_duration_ms = Some(d);
                         Ok(())
                     }
                     Err(e) => Err(err(vat, e)),
@@ -452,7 +503,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff or tz)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, tz, expect, grace, max_duration or min_duration)"
                     ),
                 )),
             };
@@ -463,6 +514,37 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
         }
         if !ok {
             continue;
+        }
+        if entry.expect_ping {
+            for (at, key) in job_options {
+                file.warnings.push(err(
+                    at,
+                    format!(
+                        "{key}= has no effect with expect=ping (gearwheel submits no job for \
+                         this entry)"
+                    ),
+                ));
+            }
+            if !entry.workload.is_empty() {
+                file.warnings.push(err(
+                    func_at,
+                    "a workload has no effect with expect=ping (gearwheel submits no job for \
+                     this entry)"
+                        .into(),
+                ));
+            }
+        } else if let Some(at) = grace_at {
+            file.warnings
+                .push(err(at, "grace= has no effect without expect=ping".into()));
+        }
+        if let (Some(min), Some(max)) = (entry.min_duration_ms, entry.max_duration_ms) {
+            if min >= max {
+                errors.push(err(
+                    func_at,
+                    "min_duration= must be shorter than max_duration=".into(),
+                ));
+                continue;
+            }
         }
         if entry.deadline_ms.is_some() && entry.catchup == Catchup::None {
             file.warnings.push(err(
@@ -570,7 +652,7 @@ mod tests {
             vec![
                 "1:1: minute: 60 is out of range 0-59",
                 "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff or tz)",
+                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, tz, expect, grace, max_duration or min_duration)",
                 "4:22: priority=\"urgent\": use high, normal or low",
                 "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)",
                 "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
@@ -636,6 +718,51 @@ mod tests {
                 "{e:?}"
             );
         }
+    }
+
+    #[test]
+    fn heartbeat_and_duration_options() {
+        let text = "@every 5m host.alive expect=ping grace=2m\n0 3 * * * backup.remote expect=ping max_duration=2h min_duration=1m\n0 4 * * * backup.db max_duration=30m\n";
+        let f = parse(text, &Zone::Utc).unwrap();
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        let e = &f.entries;
+        assert_eq!((e[0].expect_ping, e[0].grace_ms), (true, 120_000));
+        assert_eq!(
+            (e[1].grace_ms, e[1].max_duration_ms, e[1].min_duration_ms),
+            (DEFAULT_GRACE_MS, Some(7_200_000), Some(60_000))
+        );
+        assert_eq!(
+            (e[2].expect_ping, e[2].max_duration_ms),
+            (false, Some(1_800_000))
+        );
+        assert_eq!(
+            errs(
+                "* * * * * f expect=pong\n* * * * * g max_duration=0s\n* * * * * h min_duration=1h max_duration=1h\n"
+            ),
+            vec![
+                "1:20: expect=\"pong\": use job or ping",
+                "2:26: max_duration=\"0s\": a duration of 0 says nothing; leave it out",
+                "3:11: min_duration= must be shorter than max_duration=",
+            ]
+        );
+    }
+
+    #[test]
+    fn options_of_a_job_are_warned_about_on_a_heartbeat() {
+        let f = parse(
+            "@hourly a expect=ping retry=3 -- x\n@hourly b grace=5m\n",
+            &Zone::Utc,
+        )
+        .unwrap();
+        let w: Vec<String> = f.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            w,
+            vec![
+                "1:23: retry= has no effect with expect=ping (gearwheel submits no job for this entry)",
+                "1:9: a workload has no effect with expect=ping (gearwheel submits no job for this entry)",
+                "2:11: grace= has no effect without expect=ping",
+            ]
+        );
     }
 
     /// How long this takes is measured in benches/timer.rs (`schedules file parse`), not here.

@@ -145,4 +145,5 @@ mod robustness;
 mod schedule_ops;
 mod schedule_runtime;
 mod unique_status;
+mod watch;
 mod workers;

@@ -160,6 +160,7 @@ impl Server {
             Err(ScheduleOpError::QueueFull) => {
                 Reply::text(503, "the queue of the entry's function is full")
             }
+            Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
         }
     }
 

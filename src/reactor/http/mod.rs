@@ -119,6 +119,11 @@ impl HttpGlue {
     pub(super) fn listener(&self, i: usize) -> Option<&TcpListener> {
         self.listeners.get(i)
     }
+
+    /// The HTTP listeners' addresses (port 0 resolved).
+    pub(super) fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
 }
 
 impl Server {
@@ -334,7 +339,7 @@ impl Server {
                         Some(refused) => Route::Reply(refused),
                         None => route::route(&head, body),
                     };
-                    if self.draining {
+                    if self.drain.draining() {
                         route = route::while_draining(route);
                     }
                     let need = crate::access::classify::route(&route);
@@ -365,6 +370,13 @@ impl Server {
                         }
                         Route::Failed { op, handle } => {
                             let r = self.http_failed_op(op, &handle, now).uncached();
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
+                        Route::Ping(p) => {
+                            let done =
+                                self.engine
+                                    .ping(&p.id, p.kind, &p.body, now, &mut self.outbox);
+                            let r = crate::http::ping::reply(done);
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Act(a) => {
@@ -517,7 +529,7 @@ impl Server {
                 200,
                 json::audit(self.engine.audit_trail(), crate::proto::admin::AUDIT_SHOWN),
             ),
-            Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
+            Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
             Endpoint::Console(page) => self.http_console(idx, *page),
         }
