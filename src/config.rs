@@ -140,6 +140,10 @@ pub struct ServeArgs {
     /// dropped first (default 64 MiB, 0 = no byte bound)
     #[argh(option, default = "64 << 20")]
     pub keep_failed_bytes: usize,
+    /// operators' actions kept in the audit trail (`show audit`), oldest dropped first
+    /// (default 10000, 0 = keep none; each is still logged)
+    #[argh(option, default = "10_000")]
+    pub keep_audit: usize,
     /// times a failed background job is queued again, after its backoff, before it fails for
     /// good (default 0, as gearmand); `retry FUNCTION N BACKOFF` sets it per function
     #[argh(option, default = "0")]
@@ -632,6 +636,7 @@ impl Config {
                 future_horizon_ms,
                 keep_failed: a.keep_failed,
                 keep_failed_bytes: a.keep_failed_bytes,
+                keep_audit: a.keep_audit,
                 retry,
             },
             notices,

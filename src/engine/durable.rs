@@ -79,9 +79,11 @@ impl Engine {
             leases,
             limits,
             func_retries,
+            audit,
             max_id,
             stats: _,
         } = replayed;
+        self.restore_audit(audit);
         for r in jobs {
             self.restore_job(r, now, out);
         }

@@ -148,6 +148,7 @@ pub fn route(head: &Head, body: Bytes) -> Route {
             b"metrics" => Some(Endpoint::Metrics),
             b"healthz" => Some(Endpoint::Healthz),
             b"cluster" => Some(Endpoint::Cluster),
+            b"audit" => Some(Endpoint::Audit),
             n if n.starts_with(b"jobs/") => {
                 let handle = &n[5..];
                 if handle.is_empty() {
@@ -344,6 +345,7 @@ mod tests {
             Endpoint::Schedules
         );
         assert_eq!(read("GET /healthz HTTP/1.1\r\n\r\n").0, Endpoint::Healthz);
+        assert_eq!(read("GET /audit HTTP/1.1\r\n\r\n").0, Endpoint::Audit);
         assert_eq!(
             read("GET /jobs/H:box:12 HTTP/1.1\r\n\r\n").0,
             Endpoint::Job(Bytes::from_static(b"H:box:12"))

@@ -68,6 +68,8 @@
 //!   FunctionLimits (11): limit u32 | rate count u32 | rate window ms u64 | paused u8 |
 //!                  expire ms u64 (0: none each) | function (the rest); the newest per
 //!                  function wins (`limit`, `rate`, `pause function`, `expire`)
+//!   Audit (12): seq u64 | floor u64 (older seqs are dead) | at_ms u64 | lengths u32 of
+//!                  identity, peer, command | those bytes | outcome (the rest)
 //! ```
 //!
 //! # Damage at replay
@@ -141,8 +143,8 @@ pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
-    FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
-    Record, ScheduleCounters, ScheduleRan,
+    Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
+    JobAttempts, Record, ScheduleCounters, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -205,6 +207,8 @@ pub struct Replayed {
     pub limits: Vec<FunctionLimits>,
     /// Function retry policies (`retry FUNCTION`), sorted by function.
     pub func_retries: Vec<FunctionRetry>,
+    /// The audit trail, oldest first.
+    pub audit: Vec<Audit>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

@@ -67,12 +67,17 @@ kinds! {
     /// A function's limits (`limit`, `rate`, `pause function`, `expire`); the newest per
     /// function wins.
     FunctionLimits = 11, "function-limits";
+    /// An operator's action (the audit trail): live while among the newest `--keep-audit`.
+    Audit = 12, "audit";
 }
 
 /// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
 const FUNCTION_RETRY_FIXED: usize = 4 + 8 + 8;
 /// Fixed part of a JobAttempts payload: id, failures, first failure, has-entry byte.
 const JOB_ATTEMPTS_FIXED: usize = 8 + 4 + 8 + 1;
+/// Fixed part of an Audit payload: seq, floor, time, three field lengths (identity, peer,
+/// command); the outcome is the rest.
+const AUDIT_FIXED: usize = 8 + 8 + 8 + 3 * 4;
 /// Fixed part of a FunctionLease payload: ms u64 (0: none); the function is the rest.
 const FUNCTION_LEASE_FIXED: usize = 8;
 /// Fixed part of a FunctionLimits payload: limit u32, rate count u32, rate window u64, paused
@@ -265,6 +270,26 @@ impl FunctionLimits {
     }
 }
 
+/// An operator's action, as the audit trail keeps it: who did what from where, and what
+/// came of it. Every record names the oldest action still kept after it (`floor`), so the
+/// bound needs no record of its own: older ones are dead from here on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Audit {
+    /// Its number in the trail, from 1, never reused.
+    pub seq: u64,
+    /// The oldest `seq` kept once this one is (`--keep-audit`).
+    pub floor: u64,
+    pub at_ms: u64,
+    /// `cn:NAME`, `token:NAME`, `addr:IP` (or `etcd` for a pushed schedules file).
+    pub identity: Bytes,
+    /// The peer's address (`-` when none).
+    pub peer: Bytes,
+    /// The command, escaped for a log line.
+    pub command: Bytes,
+    /// `OK`, or the error.
+    pub outcome: Bytes,
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -289,6 +314,8 @@ pub enum Record {
     FunctionLease(FunctionLease),
     /// The function's limits.
     FunctionLimits(FunctionLimits),
+    /// An operator's action, for the audit trail.
+    Audit(Audit),
 }
 
 impl Record {
@@ -305,6 +332,7 @@ impl Record {
             Record::FunctionLease(_) => RecordKind::FunctionLease,
             Record::FunctionRetry(_) => RecordKind::FunctionRetry,
             Record::FunctionLimits(_) => RecordKind::FunctionLimits,
+            Record::Audit(_) => RecordKind::Audit,
         }
     }
 
@@ -323,7 +351,8 @@ impl Record {
             | Record::FunctionRetry(_)
             | Record::JobAttempts(_)
             | Record::FunctionLease(_)
-            | Record::FunctionLimits(_) => VERSION,
+            | Record::FunctionLimits(_)
+            | Record::Audit(_) => VERSION,
         }
     }
 
@@ -363,6 +392,10 @@ impl Record {
             }
             Record::FunctionLease(l) => (FUNCTION_LEASE_FIXED + l.func.len()) as u64,
             Record::FunctionLimits(l) => (FUNCTION_LIMITS_FIXED + l.func.len()) as u64,
+            Record::Audit(a) => {
+                (AUDIT_FIXED + a.identity.len() + a.peer.len() + a.command.len()) as u64
+                    + a.outcome.len() as u64
+            }
         }
     }
 }
@@ -483,6 +516,20 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&l.expire_ms.to_le_bytes());
             buf.extend_from_slice(&l.func);
         }
+        Record::Audit(a) => {
+            for n in [a.seq, a.floor, a.at_ms] {
+                buf.extend_from_slice(&n.to_le_bytes());
+            }
+            let fields: [&[u8]; 3] = [&a.identity, &a.peer, &a.command];
+            for x in fields {
+                // Fits: the whole payload was checked against u32 above.
+                buf.extend_from_slice(&(x.len() as u32).to_le_bytes());
+            }
+            for x in fields {
+                buf.extend_from_slice(x);
+            }
+            buf.extend_from_slice(&a.outcome);
+        }
     }
     let crc = crc32c::crc32c_append(pre, &buf[start + HEADER_LEN..]);
     buf[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
@@ -587,6 +634,11 @@ pub(crate) fn lease_function(payload: &[u8]) -> Option<&[u8]> {
 /// The function of a FunctionLimits payload without decoding the rest.
 pub(crate) fn limits_function(payload: &[u8]) -> Option<&[u8]> {
     payload.get(FUNCTION_LIMITS_FIXED..)
+}
+
+/// The seq of an Audit payload (its first field) without decoding the rest.
+pub(crate) fn audit_seq(payload: &[u8]) -> Option<u64> {
+    job_id(payload)
 }
 
 /// The function of a FunctionRetry payload without decoding the rest.
@@ -764,6 +816,29 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             expire_ms: c.u64()?,
             func: Bytes::copy_from_slice(&payload[FUNCTION_LIMITS_FIXED..]),
         }),
+        RecordKind::Audit => {
+            let seq = c.u64()?;
+            let floor = c.u64()?;
+            let at_ms = c.u64()?;
+            let mut lens = [0usize; 3];
+            for l in &mut lens {
+                *l = c.u32()? as usize;
+            }
+            let mut fields = [Bytes::new(), Bytes::new(), Bytes::new()];
+            for (f, &n) in fields.iter_mut().zip(&lens) {
+                *f = Bytes::copy_from_slice(c.take(n)?);
+            }
+            let [identity, peer, command] = fields;
+            Record::Audit(Audit {
+                seq,
+                floor,
+                at_ms,
+                identity,
+                peer,
+                command,
+                outcome: Bytes::copy_from_slice(&payload[c.at..]),
+            })
+        }
     };
     Ok(rec)
 }

@@ -11,8 +11,8 @@ use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
-    FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF,
-    Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
+    Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
+    KEEP_BUF, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -35,6 +35,8 @@ pub(super) struct Rebuild {
     pub(super) leases: HashMap<Bytes, FunctionLease>,
     /// The newest limits per function.
     pub(super) limits: HashMap<Bytes, FunctionLimits>,
+    /// The audit trail by seq, those below the newest floor dropped.
+    pub(super) audit: std::collections::BTreeMap<u64, Audit>,
 }
 
 impl Rebuild {
@@ -73,6 +75,12 @@ impl Rebuild {
             Record::FailedGone { handle } => {
                 self.failed.remove(&handle);
             }
+            Record::Audit(a) => {
+                self.audit = self.audit.split_off(&a.floor);
+                if a.seq >= a.floor {
+                    self.audit.insert(a.seq, a);
+                }
+            }
             // Kept by the live set alone (`Live::apply`, live.rs), read back from there.
             Record::JobRetried { .. } => {}
         }
@@ -92,6 +100,7 @@ impl Rebuild {
             schedules,
             leases,
             limits,
+            audit,
         } = self;
         let mut func_retries: Vec<FunctionRetry> = func_retries.into_values().collect();
         func_retries.sort_by(|a, b| a.func.cmp(&b.func));
@@ -122,6 +131,7 @@ impl Rebuild {
             leases,
             limits,
             func_retries,
+            audit: audit.into_values().collect(),
             max_id: live.max_id,
             stats,
         };

@@ -137,6 +137,18 @@ try:
     wait(d, "the page says so", lambda: ("Cancelled " + handle) in d.find_element(By.ID, "note").text)
     ok(f"cancelled {handle} from its row (POST with the console's header)")
 
+    # The Audit tab lists what the page did, newest first, with who did it.
+    d.find_element(By.ID, "nav-audit").click()
+    cancel = "POST /ui/api/cancel " + handle
+    wait(d, "the cancel in the audit tab",
+         lambda: any(len(r) == 5 and r[3] == cancel for r in rows(d, "audit-list")))
+    audit = rows(d, "audit-list")
+    a = next(r for r in audit if r[3] == cancel)
+    assert a[1] == "addr:127.0.0.1" and a[2].startswith("127.0.0.1:") and a[4] == "OK", a
+    assert audit[0] == a, audit
+    assert any(r[3] == "POST /ui/api/schedule pause console.tick" for r in audit), audit
+    ok(f"the audit tab lists {len(audit)} actions, the cancel first, by {a[1]}")
+
     # A phone: nothing wider than the screen (tables scroll inside their box).
     d.set_window_size(390, 844)
     d.find_element(By.ID, "nav-overview").click()

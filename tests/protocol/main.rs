@@ -9,6 +9,7 @@ mod support;
 mod access;
 mod admin;
 mod admin_order;
+mod audit;
 mod backlog;
 mod descriptors;
 mod door;

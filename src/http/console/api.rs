@@ -168,6 +168,9 @@ pub fn failed(list: &FailedList) -> String {
     out
 }
 
+/// How many actions `/ui/api/audit` lists (the newest); `total` says how many are kept.
+pub const AUDIT_SHOWN: usize = 50;
+
 /// How many future jobs `/ui/api/future` lists (the soonest); `total` says how many there are.
 pub const FUTURE_SHOWN: usize = 200;
 

@@ -5,7 +5,7 @@
 
 (function () {
   const POLL_MS = 800;
-  const VIEWS = ["overview", "schedules", "workers", "jobs"];
+  const VIEWS = ["overview", "schedules", "workers", "jobs", "audit"];
   const SVG = "http://www.w3.org/2000/svg";
   const $ = (id) => document.getElementById(id);
   let view = "overview";
@@ -455,7 +455,28 @@
     fill(table.tBodies[0], rows, 5, "no future jobs");
   }
 
-  const RENDER = { overview, schedules, workers, jobs };
+  // ---- Audit ----
+
+  // Operators' actions, newest first; redrawn only when the trail changed.
+  async function audit() {
+    const r = await get("/ui/api/audit");
+    if (!changed("audit", r.text)) return;
+    $("audit-count").textContent = "(" + r.json.total + " kept)";
+    const rows = r.json.actions.slice().reverse().map((a) => {
+      const tr = el("tr");
+      tr.append(
+        timeCell(a.time),
+        cell(a.identity),
+        cell(a.peer),
+        cell(a.command),
+        cell(a.outcome, a.outcome.startsWith("OK") ? "ok" : "bad"),
+      );
+      return tr;
+    });
+    fill($("audit-list").tBodies[0], rows, 5, "no actions yet");
+  }
+
+  const RENDER = { overview, schedules, workers, jobs, audit };
 
   // One request at a time, the next only after the answer: a viewer never queues work on
   // the server, however slow its network.

@@ -62,6 +62,8 @@ pub enum Page {
     Future,
     /// `/ui/api/failed`: the newest failed jobs, with previews.
     Failed,
+    /// `/ui/api/audit`: the newest operators' actions (`GET /audit`'s body).
+    Audit,
 }
 
 /// Is this (decoded, without its leading `/`) path the console's? `/` and everything under
@@ -86,6 +88,7 @@ pub fn page(path: &[u8]) -> Result<Page, Reply> {
         b"ui/api/server" => Ok(Page::Server),
         b"ui/api/future" => Ok(Page::Future),
         b"ui/api/failed" => Ok(Page::Failed),
+        b"ui/api/audit" => Ok(Page::Audit),
         _ => Err(Reply::text(404, "no such page in the console")),
     }
 }

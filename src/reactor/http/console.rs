@@ -70,6 +70,10 @@ impl Server {
             Page::Failed => {
                 console::guarded(Reply::json(200, api::failed(self.engine.failed_list())))
             }
+            Page::Audit => console::guarded(Reply::json(
+                200,
+                json::audit(self.engine.audit_trail(), api::AUDIT_SHOWN),
+            )),
         }
     }
 
