@@ -15,8 +15,8 @@
 //!   hand, cluster claims, alerts.
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
 //! - `durable`: what the journal learns of the engine, and jobs put back from it.
-//! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
-//!   reactor needs beyond `handle`.
+//! - `query`: read-only views for HTTP and `/metrics`; `listing`: the console's paged job
+//!   lists per function; `reactor_api`: engine calls the reactor needs beyond `handle`.
 //! - `tests`: the engine's unit tests, one file per concern.
 
 mod admin;
@@ -28,6 +28,7 @@ mod handles;
 mod horizon;
 mod jobs;
 mod leases;
+mod listing;
 mod outbox;
 mod query;
 mod reactor_api;
@@ -57,6 +58,7 @@ pub use admin::CancelRefused;
 pub use durable::{Durable, FinishKind, RestoredJob};
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
+pub use listing::{JobPage, ListedJob};
 pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,

@@ -3,6 +3,7 @@
 //! jobs, their texts cut to a preview), from data the reactor passes in. Every answer is
 //! bounded whatever the server holds: a page polls it every second.
 
+use super::lists::FailedFilter;
 use super::rates::{SLOT_MS, Slot};
 use crate::engine::{EngineTotals, FailedJob, FailedList, FutureJob};
 use crate::http::json::{Obj, array, time};
@@ -130,7 +131,7 @@ pub const ERROR_PREVIEW: usize = 1000;
 
 /// At most `max` bytes of `b`, not ending inside a UTF-8 character (bytes that are not UTF-8
 /// become U+FFFD when written).
-fn preview(b: &[u8], max: usize) -> &[u8] {
+pub(super) fn preview(b: &[u8], max: usize) -> &[u8] {
     if b.len() <= max {
         return b;
     }
@@ -144,10 +145,23 @@ fn preview(b: &[u8], max: usize) -> &[u8] {
 /// `/ui/api/failed`: the newest `FAILED_SHOWN` failed jobs, newest first, each with a preview
 /// of its workload and error.
 pub fn failed(list: &FailedList) -> String {
-    let jobs: Vec<&FailedJob> = list.iter().rev().take(FAILED_SHOWN).collect();
+    failed_matching(list, &FailedFilter::default())
+}
+
+/// `/ui/api/failed?function=F&entry=E`: as `failed`, of the jobs the filter names; `total`
+/// counts those, `kept` every failed job.
+pub fn failed_matching(list: &FailedList, filter: &FailedFilter) -> String {
+    let sel = filter.selector();
+    let total = list.iter().filter(|j| sel.matches(j)).count();
+    let jobs: Vec<&FailedJob> = list
+        .iter()
+        .rev()
+        .filter(|j| sel.matches(j))
+        .take(FAILED_SHOWN)
+        .collect();
     let mut out = String::with_capacity(64 + jobs.len() * (WORKLOAD_PREVIEW + 256));
     let mut o = Obj::new(&mut out);
-    o.num("total", list.len());
+    o.num("total", total).num("kept", list.len());
     array(o.key("jobs"), &jobs, |out, j| {
         let mut o = Obj::new(out);
         o.bytes("handle", &j.handle)
@@ -331,7 +345,7 @@ mod tests {
         let body = failed(&list);
         let v: Vec<&str> = body.split("{\"handle\":").collect();
         assert_eq!(v.len(), 3);
-        assert!(v[0].starts_with("{\"total\":2,\"jobs\":["));
+        assert!(v[0].starts_with("{\"total\":2,\"kept\":2,\"jobs\":["));
         assert!(v[1].starts_with("\"H:x:2\""), "newest first");
         assert!(v[1].contains("\"workload\":\"\u{fffd}\u{fffd}a\",\"workload_bytes\":3"));
         assert!(v[1].contains(&format!(
@@ -355,6 +369,15 @@ mod tests {
         }
         let body = failed(&list);
         assert!(body.starts_with(&format!("{{\"total\":{},", FAILED_SHOWN + 9)));
+        let only = failed_matching(
+            &list,
+            &FailedFilter {
+                function: Some(Bytes::from_static(b"<img src=x onerror=alert(1)>")),
+                entry: None,
+            },
+        );
+        assert!(only.starts_with(&format!("{{\"total\":1,\"kept\":{},", FAILED_SHOWN + 9)));
+        assert_eq!(only.matches("\"handle\"").count(), 1);
         assert_eq!(body.matches("\"handle\"").count(), FAILED_SHOWN);
         assert!(body.contains(&format!("\"handle\":\"H:x:{}\"", FAILED_SHOWN + 9)));
         assert!(

@@ -4,12 +4,14 @@
 //! inserts every value as text. `--no-console` turns it off.
 //!
 //! - `api`: the JSON only the console asks for (server facts, future jobs, failed jobs).
+//! - `lists`: the paged job lists per function and the failed jobs' filter (their queries).
 //! - `action`: the page's buttons: cancel a job, operate a schedule entry, retry or drop a
 //!   failed job (POSTs, CSRF-checked, loopback only).
 //! - `rates`: the fixed ring of job counts behind the rate chart.
 
 pub mod action;
 pub mod api;
+pub mod lists;
 pub mod rates;
 
 use super::response::Reply;
