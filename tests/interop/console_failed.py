@@ -73,7 +73,7 @@ def press(d, handle, label):
 
 d = chromium()
 try:
-    d.get(BASE + "/#jobs")
+    d.get(BASE + "/#failed")
     wait(d, "two failed jobs listed", lambda: len(failed_rows(d)) == 2)
     newer, older = failed_rows(d)
     assert older[1] == "console.flaky" and older[4] == "disk full on /var", older
@@ -90,13 +90,16 @@ try:
     press(d, retried, "retry failed job")
     wait(d, "the retried job leaves the failed list",
          lambda: [r[2] for r in failed_rows(d)] == [newer[2]])
-    wait(d, "the page says so", lambda: "Queued " + retried + " again." in d.find_element(By.ID, "failed-note").text)
-    ok(f"retried {retried} from its row: it left the failed list")
+    # The note names the new job the retry queued (a link to its page).
+    wait(d, "the page says so", lambda: ("Retried " + retried + " as new job H:") in d.find_element(By.ID, "failed-note").text)
+    new_job = d.find_element(By.CSS_SELECTOR, "#failed-note a").text
+    ok(f"retried {retried} from its row: it left the failed list; the note names {new_job}")
     w = Worker(GEARMAN, "console-retrier", "console.flaky")
     got = w.grab()
     assert got is not None, "no job for console.flaky after the retry"
     handle, data = got
     assert data == b"retry me", data
+    assert handle == new_job, (handle, new_job)
     ok(f"a worker took the retried job as {handle} with its workload")
 
     # The Workers view shows it running, and for how long; the age moves.
@@ -120,7 +123,7 @@ try:
     shot(d, OUT, "console-workers.png")
 
     # Drop the other one from its row, by keyboard.
-    d.find_element(By.ID, "nav-jobs").click()
+    d.find_element(By.ID, "nav-failed").click()
     wait(d, "the failed list again", lambda: len(failed_rows(d)) == 1)
     dropped = newer[2]
     d.execute_script(

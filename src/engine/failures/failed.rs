@@ -49,11 +49,12 @@ pub enum FailedSelector<'a> {
     Handle(&'a [u8]),
     Function(&'a [u8]),
     All,
-    /// The console's filter: the jobs of a function, of a schedule entry, or both (`None`
-    /// matches any).
+    /// The console's filter: the jobs of a function, of a schedule entry, one handle, or
+    /// several of these at once (`None` matches any).
     Matching {
         function: Option<&'a [u8]>,
         entry: Option<&'a [u8]>,
+        handle: Option<&'a [u8]>,
     },
 }
 
@@ -74,9 +75,14 @@ impl<'a> FailedSelector<'a> {
             FailedSelector::Handle(h) => j.handle.as_ref() == *h,
             FailedSelector::Function(f) => j.func.as_ref() == *f,
             FailedSelector::All => true,
-            FailedSelector::Matching { function, entry } => {
+            FailedSelector::Matching {
+                function,
+                entry,
+                handle,
+            } => {
                 function.is_none_or(|f| j.func.as_ref() == f)
                     && entry.is_none_or(|e| j.entry.as_deref().map(str::as_bytes) == Some(e))
+                    && handle.is_none_or(|h| j.handle.as_ref() == h)
             }
         }
     }
@@ -285,17 +291,26 @@ mod tests {
         let both = FailedSelector::Matching {
             function: Some(b"a"),
             entry: Some(b"nightly"),
+            handle: None,
         };
         assert_eq!(l.take(both).len(), 1);
         let entry = FailedSelector::Matching {
             function: None,
             entry: Some(b"nightly"),
+            handle: None,
         };
         assert_eq!(l.take(entry).len(), 1);
         assert_eq!(handles(&l), ["H:t:1"]);
+        let other = FailedSelector::Matching {
+            function: None,
+            entry: None,
+            handle: Some(b"H:t:9"),
+        };
+        assert!(l.take(other).is_empty());
         let any = FailedSelector::Matching {
             function: None,
             entry: None,
+            handle: None,
         };
         assert_eq!(l.take(any).len(), 1);
     }

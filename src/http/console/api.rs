@@ -374,6 +374,7 @@ mod tests {
             &FailedFilter {
                 function: Some(Bytes::from_static(b"<img src=x onerror=alert(1)>")),
                 entry: None,
+                handle: None,
             },
         );
         assert!(only.starts_with(&format!("{{\"total\":1,\"kept\":{},", FAILED_SHOWN + 9)));

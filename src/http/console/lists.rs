@@ -31,6 +31,8 @@ pub struct JobsQuery {
 pub struct FailedFilter {
     pub function: Option<Bytes>,
     pub entry: Option<Bytes>,
+    /// One job (a job's page asks whether it is in the failed list).
+    pub handle: Option<Bytes>,
 }
 
 impl FailedFilter {
@@ -38,6 +40,7 @@ impl FailedFilter {
         crate::engine::FailedSelector::Matching {
             function: self.function.as_deref(),
             entry: self.entry.as_deref(),
+            handle: self.handle.as_deref(),
         }
     }
 }
@@ -115,13 +118,14 @@ pub fn jobs_query(q: &[u8]) -> Result<JobsQuery, &'static str> {
     })
 }
 
-/// `function=F&entry=E`, either or both; empty: every failed job.
+/// `function=F&entry=E&handle=H`, any of them; empty: every failed job.
 pub fn failed_filter(q: &[u8]) -> Result<FailedFilter, &'static str> {
     let mut f = FailedFilter::default();
     for (k, v) in pairs(q).ok_or("bad percent-escape in the query")? {
         match &k[..] {
             b"function" if !v.is_empty() => f.function = Some(name(v)?),
             b"entry" if !v.is_empty() => f.entry = Some(name(v)?),
+            b"handle" if !v.is_empty() => f.handle = Some(name(v)?),
             _ => {}
         }
     }
@@ -202,6 +206,8 @@ mod tests {
             failed_filter(b"function=&entry=").unwrap(),
             FailedFilter::default()
         );
+        let h = failed_filter(b"handle=H%3Ax%3A1").unwrap();
+        assert_eq!(h.handle.as_deref(), Some(&b"H:x:1"[..]));
         let f = failed_filter(b"function=f&entry=nightly%2Dbackup").unwrap();
         assert_eq!(f.function.as_deref(), Some(&b"f"[..]));
         assert_eq!(f.entry.as_deref(), Some(&b"nightly-backup"[..]));
