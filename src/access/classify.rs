@@ -120,6 +120,10 @@ pub fn route(route: &Route) -> Need<'_> {
             Endpoint::Healthz => Need::Free,
             // The console's page and files hold no data; what they show comes from its API.
             Endpoint::Console(Page::Asset(_)) => Need::Free,
+            // One function's jobs: `status` on that function, as its GET_STATUS would need.
+            Endpoint::Console(Page::Jobs(q)) => {
+                Need::Op(Operation::Status, Scope::Function(&q.function))
+            }
             Endpoint::Job(handle) => Need::Op(Operation::Status, Scope::Job(handle)),
             Endpoint::Status
             | Endpoint::Workers
@@ -127,7 +131,7 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Failed
             | Endpoint::Metrics
             | Endpoint::Cluster
-            | Endpoint::Console(Page::Server | Page::Future | Page::Failed) => status,
+            | Endpoint::Console(Page::Server | Page::Future | Page::Failed(_)) => status,
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
         Route::Schedule { .. } | Route::Failed { .. } => Need::Op(Operation::Admin, Scope::Every),

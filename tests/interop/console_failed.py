@@ -9,55 +9,14 @@ workload and an error that is HTML; a worker `console-worker` runs one `console.
 Prints one line per check and the path of each screenshot; exits non-zero on the first failure.
 """
 import re
-import socket
-import struct
 import sys
 
 from selenium.webdriver.common.by import By
 
-from console_page import chromium, ok, ran_as_text, rows, shot, wait
+from console_page import Worker, chromium, ok, ran_as_text, rows, shot, wait
 
 BASE, GEARMAN, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 HOSTILE = "<img src=x onerror=alert(1)>"
-CAN_DO, GRAB_JOB, JOB_ASSIGN, NO_JOB, NOOP, SET_CLIENT_ID = 1, 9, 11, 10, 6, 22
-
-
-class Worker:
-    """A Gearman worker over a raw socket: the job it takes stays running until it leaves."""
-
-    def __init__(self, addr, client_id, func):
-        host, port = addr.rsplit(":", 1)
-        self.s = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
-        self.send(SET_CLIENT_ID, client_id.encode())
-        self.send(CAN_DO, func.encode())
-
-    def send(self, ptype, *args):
-        body = b"\0".join(args)
-        self.s.sendall(b"\0REQ" + struct.pack(">II", ptype, len(body)) + body)
-
-    def read(self):
-        head = self.exact(12)
-        assert head[:4] == b"\0RES", head
-        ptype, n = struct.unpack(">II", head[4:])
-        return ptype, self.exact(n).split(b"\0")
-
-    def exact(self, n):
-        buf = b""
-        while len(buf) < n:
-            more = self.s.recv(n - len(buf))
-            if not more:
-                raise SystemExit("FAIL: the server closed the worker's connection")
-            buf += more
-        return buf
-
-    def grab(self):
-        self.send(GRAB_JOB)
-        while True:
-            ptype, args = self.read()
-            if ptype == JOB_ASSIGN:
-                return args[0].decode(), args[2]
-            if ptype != NOOP:
-                return None
 
 
 def failed_rows(d):

@@ -10,6 +10,7 @@ mod access;
 mod admin;
 mod admin_order;
 mod backlog;
+mod console_lists;
 mod descriptors;
 mod door;
 mod errors;

@@ -29,14 +29,15 @@
     location.hash = "#jobs?" + query({ function: r.function, state: r.state, offset: r.offset || "" });
   }
 
-  // The function picker: every function /status knows, with its jobs in all.
+  // The function picker: every function /status knows, with its jobs in all. Rebuilt only
+  // when the names change (an open list would close), its counts updated in place.
   function renderPicker(st, r) {
     const sel = $("pick-function");
-    const names = st.functions.map((f) => f.name + "\u0000" + f.total).join("\n");
-    if (names !== functionNames || sel.value !== r.function) {
+    const names = st.functions.map((f) => f.name).join("\u0000") + "\u0001" + r.function;
+    if (names !== functionNames) {
       functionNames = names;
       const opts = st.functions.map((f) => {
-        const o = el("option", null, f.name + " (" + f.total + ")");
+        const o = el("option");
         o.value = f.name;
         return o;
       });
@@ -47,6 +48,11 @@
       }
       sel.replaceChildren(...opts);
       sel.value = r.function;
+    }
+    const byName = new Map(st.functions.map((f) => [f.name, f]));
+    for (const o of sel.options) {
+      const f = byName.get(o.value);
+      if (f) o.textContent = f.name + " (" + f.total + ")";
     }
     const f = st.functions.find((x) => x.name === r.function);
     for (const s of STATES) {
@@ -187,16 +193,16 @@
   // What the filter names, in words, for the bulk buttons and their notes.
   function filterWords(f) {
     const parts = [];
-    if (f.function) parts.push("of " + f.function);
-    if (f.entry) parts.push("of schedule entry " + f.entry);
-    return parts.length ? parts.join(" ") : "";
+    if (f.function) parts.push(" of " + f.function);
+    if (f.entry) parts.push(" of schedule entry " + f.entry);
+    return parts.join("");
   }
 
   // Retry all / Drop all of the filter: a first press arms the button, a second within 5 s
   // acts (one press of many jobs is easy to regret).
   function bulk(label, path, f, n, done) {
     const words = filterWords(f);
-    const b = button(label + " " + n, label.toLowerCase() + " " + n + " failed jobs " + words, () => {
+    const b = button(label + " " + n, label.toLowerCase() + " " + n + " failed jobs" + words, () => {
       if (b.dataset.armed !== "1") {
         b.dataset.armed = "1";
         b.textContent = label + " " + n + "? Press again";
@@ -217,9 +223,9 @@
         bulkSpan.dataset.state = list.total + "|" + query(f);
         bulkSpan.replaceChildren(
           bulk("Retry all", "/ui/api/retry-all", f, list.total, (j) =>
-            "Retried " + (j.jobs || []).length + " failed jobs " + filterWords(f) + (j.full ? "; " + j.full + " stay listed (queue full)" : "") + "."),
+            "Retried " + (j.jobs || []).length + " failed jobs" + filterWords(f) + (j.full ? "; " + j.full + " stay listed (queue full)" : "") + "."),
           bulk("Drop all", "/ui/api/drop-all", f, list.total, (j) =>
-            "Dropped " + j.dropped + " failed jobs " + filterWords(f) + "."));
+            "Dropped " + j.dropped + " failed jobs" + filterWords(f) + "."));
       }
     } else {
       bulkSpan.dataset.state = "";
@@ -250,7 +256,7 @@
       );
       return tr;
     });
-    fill($("failed-list").tBodies[0], rows, 7, "no failed jobs" + (filterWords(f) ? " " + filterWords(f) : ""));
+    fill($("failed-list").tBodies[0], rows, 7, "no failed jobs" + filterWords(f));
   }
 
   GW.views.failed = async function () {

@@ -7,7 +7,7 @@
 use bytes::Bytes;
 
 use super::api::{WORKLOAD_PREVIEW, preview};
-use crate::engine::{JobPage, JobPhase};
+use crate::engine::{FailedJob, FailedList, JobPage, JobPhase};
 use crate::http::json::{Obj, array, priority_name, time};
 
 /// The most jobs one page lists (`limit`), and the page size when the query names none.
@@ -166,8 +166,54 @@ pub fn jobs(
     out
 }
 
+/// How many failed jobs `/ui/api/failed` lists (the newest); `total` says how many are kept.
+pub const FAILED_SHOWN: usize = 100;
+/// The longest error text shown, in bytes (`error_bytes` gives the whole size).
+pub const ERROR_PREVIEW: usize = 1000;
+
+/// `/ui/api/failed`: the newest `FAILED_SHOWN` failed jobs, newest first, each with a preview
+/// of its workload and error.
+pub fn failed(list: &FailedList) -> String {
+    failed_matching(list, &FailedFilter::default())
+}
+
+/// `/ui/api/failed?function=F&entry=E`: as `failed`, of the jobs the filter names; `total`
+/// counts those, `kept` every failed job.
+pub fn failed_matching(list: &FailedList, filter: &FailedFilter) -> String {
+    let sel = filter.selector();
+    let total = list.iter().filter(|j| sel.matches(j)).count();
+    let jobs: Vec<&FailedJob> = list
+        .iter()
+        .rev()
+        .filter(|j| sel.matches(j))
+        .take(FAILED_SHOWN)
+        .collect();
+    let mut out = String::with_capacity(64 + jobs.len() * (WORKLOAD_PREVIEW + 256));
+    let mut o = Obj::new(&mut out);
+    o.num("total", total).num("kept", list.len());
+    array(o.key("jobs"), &jobs, |out, j| {
+        let mut o = Obj::new(out);
+        o.bytes("handle", &j.handle)
+            .bytes("function", &j.func)
+            .bytes("unique", preview(&j.unique, WORKLOAD_PREVIEW))
+            .bytes("workload", preview(&j.data, WORKLOAD_PREVIEW))
+            .num("workload_bytes", j.data.len())
+            .bytes("error", preview(&j.error, ERROR_PREVIEW))
+            .num("error_bytes", j.error.len())
+            .num("attempts", j.attempts);
+        time(&mut o, "first_failure", Some(j.first_ms));
+        time(&mut o, "last_failure", Some(j.last_ms));
+        o.opt_str("entry", j.entry.as_deref());
+        o.end();
+    });
+    o.end();
+    out.push('\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::api::tests::failed_job;
     use super::*;
     use crate::engine::{ConnId, ListedJob};
     use crate::proto::request::Priority;
@@ -246,6 +292,69 @@ mod tests {
                  \"worker\":\"addr:127.0.0.1\"}}]}}\n",
                 "x".repeat(WORKLOAD_PREVIEW)
             )
+        );
+    }
+
+    #[test]
+    fn failed_list_is_newest_first_bounded_and_cut() {
+        let mut list = FailedList::new(1000, 0);
+        // A workload of 3-byte characters, cut inside one; an error with control bytes and
+        // HTML; binary data.
+        let long = "\u{20ac}".repeat(100).into_bytes();
+        list.push(failed_job(
+            "H:x:1",
+            b"<img src=x onerror=alert(1)>",
+            long.clone(),
+            b"line 1\nline 2\x00<b>".to_vec(),
+        ));
+        list.push(failed_job(
+            "H:x:2",
+            b"f",
+            vec![0xff, 0xfe, b'a'],
+            vec![b'e'; 5000],
+        ));
+        let body = failed(&list);
+        let v: Vec<&str> = body.split("{\"handle\":").collect();
+        assert_eq!(v.len(), 3);
+        assert!(v[0].starts_with("{\"total\":2,\"kept\":2,\"jobs\":["));
+        assert!(v[1].starts_with("\"H:x:2\""), "newest first");
+        assert!(v[1].contains("\"workload\":\"\u{fffd}\u{fffd}a\",\"workload_bytes\":3"));
+        assert!(v[1].contains(&format!(
+            "\"error\":\"{}\",\"error_bytes\":5000",
+            "e".repeat(ERROR_PREVIEW)
+        )));
+        // 200 bytes end inside the 67th euro sign: 66 whole ones are shown.
+        let shown = format!(
+            "\"workload\":\"{}\",\"workload_bytes\":300",
+            "\u{20ac}".repeat(66)
+        );
+        assert!(v[2].contains(&shown), "{}", v[2]);
+        assert!(v[2].contains("\"function\":\"<img src=x onerror=alert(1)>\""));
+        assert!(
+            v[2].contains("\"error\":\"line 1\\nline 2\\u0000<b>\""),
+            "{}",
+            v[2]
+        );
+        for i in 3..FAILED_SHOWN + 10 {
+            list.push(failed_job(&format!("H:x:{i}"), b"f", vec![], b"e".to_vec()));
+        }
+        let body = failed(&list);
+        assert!(body.starts_with(&format!("{{\"total\":{},", FAILED_SHOWN + 9)));
+        let only = failed_matching(
+            &list,
+            &FailedFilter {
+                function: Some(Bytes::from_static(b"<img src=x onerror=alert(1)>")),
+                entry: None,
+                handle: None,
+            },
+        );
+        assert!(only.starts_with(&format!("{{\"total\":1,\"kept\":{},", FAILED_SHOWN + 9)));
+        assert_eq!(only.matches("\"handle\"").count(), 1);
+        assert_eq!(body.matches("\"handle\"").count(), FAILED_SHOWN);
+        assert!(body.contains(&format!("\"handle\":\"H:x:{}\"", FAILED_SHOWN + 9)));
+        assert!(
+            !body.contains("\"handle\":\"H:x:1\""),
+            "the oldest is not shown"
         );
     }
 }
