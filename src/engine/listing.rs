@@ -58,9 +58,21 @@ impl Engine {
                 due_ms,
             })
         };
+        // The function counts its jobs in each state: an empty state costs no walk.
+        let count = match phase {
+            JobPhase::Queued => func.queued.iter().map(|&n| n as usize).sum(),
+            JobPhase::Running => func.running as usize,
+            JobPhase::Future => func.future as usize,
+        };
+        if count == 0 {
+            return Some(JobPage {
+                total: 0,
+                jobs: Vec::new(),
+            });
+        }
         match phase {
             JobPhase::Queued => {
-                let total = func.queued.iter().map(|&n| n as usize).sum();
+                let total = count;
                 let mut jobs = Vec::new();
                 let mut skip = offset;
                 'queues: for q in &func.queues {
