@@ -21,6 +21,8 @@ pub(crate) enum View {
     Failed,
     /// `show retries`.
     Retries,
+    /// `show limits`.
+    Limits,
     /// `OK <value>`: print the value.
     Value,
     /// `OK`, or `OK h n l` from `maxqueue FUNC`.
@@ -45,7 +47,9 @@ const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, s
                      journal, cluster, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
                      maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
                      failed [FUNC], retry|drop failed HANDLE|FUNC|all, retries, \
-                     retry FUNC N BACKOFF[..MAX], shutdown [graceful], or any \
+                     retry FUNC N BACKOFF[..MAX], limits, limit FUNC N|off, \
+                     rate FUNC N/DURATION|off, expire FUNC DURATION|off, \
+                     pause|resume function FUNC, shutdown [graceful], or any \
                      line of the admin protocol (show jobs, cancel job HANDLE, ...)";
 
 /// The admin protocol's own spellings (`show jobs`, `cancel job H`, `reload schedules`) as
@@ -62,7 +66,8 @@ fn short_form(words: &[String]) -> Vec<String> {
         ["show", "unique", "jobs"] => keep(3, "unique"),
         [
             "show",
-            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "cluster" | "failed" | "retries"),
+            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "cluster" | "failed" | "retries"
+            | "limits"),
             ..,
         ] => keep(2, w),
         ["cancel", "job", _] => keep(2, "cancel"),
@@ -126,6 +131,13 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             _ => Err("failed takes nothing or a function".into()),
         },
         "retries" => arity(0, "no arguments").and(list("show retries", View::Retries)),
+        "limits" => arity(0, "no arguments").and(list("show limits", View::Limits)),
+        c @ ("limit" | "rate" | "expire") => arity(2, "a function and a value, or off")
+            .and_then(|_| one(format!("{c} {}", rest.join(" ")), View::Ok)),
+        op @ ("pause" | "resume") if rest.first().is_some_and(|w| w == "function") => {
+            arity(2, "function and a function name")
+                .and_then(|_| one(format!("{op} function {}", rest[1]), View::Ok))
+        }
         "retry" if rest.len() == 3 => one(format!("retry {}", rest.join(" ")), View::Ok),
         op @ ("retry" | "drop") if rest.first().is_some_and(|w| w == "failed") => {
             arity(2, "failed and a handle, a function or all")
@@ -345,6 +357,12 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
             &tsv(lines),
         ),
         View::Retries => table::render(&["FUNCTION", "RETRIES", "BACKOFF", "PENDING"], &tsv(lines)),
+        View::Limits => table::render(
+            &[
+                "FUNCTION", "LIMIT", "RUNNING", "RATE", "WINDOW", "PAUSED", "EXPIRE", "HELD",
+            ],
+            &tsv(lines),
+        ),
         View::Value => lines
             .first()
             .map(|l| format!("{}\n", l.strip_prefix("OK ").unwrap_or(l)))
@@ -472,6 +490,17 @@ mod tests {
         assert_eq!(p("show cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("failed"), Ok(("show failed".into(), true)));
         assert_eq!(p("retries"), Ok(("show retries".into(), true)));
+        assert_eq!(p("limits"), Ok(("show limits".into(), true)));
+        assert_eq!(p("show limits"), Ok(("show limits".into(), true)));
+        assert_eq!(p("limit f 4"), Ok(("limit f 4".into(), false)));
+        assert_eq!(p("rate f 100/1m"), Ok(("rate f 100/1m".into(), false)));
+        assert_eq!(p("expire f off"), Ok(("expire f off".into(), false)));
+        assert_eq!(
+            p("pause function f"),
+            Ok(("pause function f".into(), false))
+        );
+        assert_eq!(p("resume f"), Ok(("resume schedule f".into(), false)));
+        assert!(p("limit f").is_err());
         assert_eq!(
             p("retry f 3 30s..10m"),
             Ok(("retry f 3 30s..10m".into(), false))

@@ -77,6 +77,7 @@ impl Engine {
             schedules,
             failed,
             leases,
+            limits,
             func_retries,
             max_id,
             stats: _,
@@ -107,6 +108,9 @@ impl Engine {
         }
         for l in leases {
             self.restore_lease(l.func, l.ms);
+        }
+        for l in limits {
+            self.restore_limits(&l.func, super::limits::settings_of(&l), now);
         }
         for s in schedules {
             let id = String::from_utf8_lossy(&s.entry);
@@ -183,6 +187,7 @@ impl Engine {
                 scheduled_ms: a.first_ms,
                 started_ms: None,
                 manual: false,
+                too_long: None,
             });
         }
         let job = &mut self.jobs[k];

@@ -14,6 +14,7 @@
 //! - `schedules/`: schedule entries: arming, runs and their ends, history, an operator's
 //!   hand, cluster claims, alerts.
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
+//! - `limits/`: `limit`, `rate`, `pause function` and `expire`, enforced at handout.
 //! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
 //!   which puts back what the journal replayed.
 //! - `query`: read-only views for HTTP and `/metrics`; `listing`: the console's paged job
@@ -29,6 +30,7 @@ mod handles;
 mod horizon;
 mod jobs;
 mod leases;
+mod limits;
 mod listing;
 mod outbox;
 mod query;
@@ -37,9 +39,10 @@ mod schedules;
 mod serve;
 mod timers;
 pub use schedules::LoadReport;
-pub use schedules::ops::ScheduleOpError;
+pub use schedules::ops::{HEARTBEAT_NOT_RUN, ScheduleOpError};
 pub use schedules::run_history::ScheduleMarks;
 pub use schedules::run_history::{RunOutcome, RunRecord};
+pub use schedules::watch::{PingError, PingKind};
 mod types;
 mod uniques;
 mod workers;
@@ -59,6 +62,9 @@ use crate::timer::{TimerKey, Timers};
 pub use admin::CancelRefused;
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
+pub use limits::{
+    LimitChange, LimitError, LimitStatus, Rate as LimitRate, Settings as LimitSettings,
+};
 pub use listing::{JobPage, ListedJob};
 pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use query::{
@@ -181,6 +187,8 @@ enum FailReason {
     /// Ran past its time (which limit).
     Timeout(leases::TimeLimit),
     RetriesSpent,
+    /// Waited in its queue past its function's `expire` (limits/).
+    Expired,
 }
 
 pub struct Engine {
@@ -227,6 +235,12 @@ pub struct Engine {
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
     idle: forget::IdleFunctions,
+    /// Functions with a limits setting (at most `limits::MAX_LIMITED`).
+    limited: usize,
+    /// Held functions whose running jobs ended this request: their gates are asked again.
+    gates_to_check: Vec<FuncId>,
+    /// When each job of a function with `expire` began its wait in the queue, by job key.
+    queued_since: FastMap<u32, u64>,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -265,6 +279,9 @@ impl Engine {
             failed,
             leases: leases::Leases::default(),
             idle: forget::IdleFunctions::default(),
+            limited: 0,
+            gates_to_check: Vec::new(),
+            queued_since: FastMap::default(),
         }
     }
 

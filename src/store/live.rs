@@ -32,7 +32,7 @@ impl JobLoc {
 }
 
 /// Where a record that is live by its key (a failed job's FailedKept, the newest
-/// ScheduleRan per entry, FunctionLease or FunctionRetry per function, a live job's
+/// ScheduleRan per entry, FunctionLease, FunctionRetry or FunctionLimits per function, a live job's
 /// JobAttempts) is. `seq` orders the failed list during replay.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Loc {
@@ -87,6 +87,7 @@ pub(super) enum LiveKey {
     Attempts(u64),
     Lease(Bytes),
     FuncRetry(Bytes),
+    Limits(Bytes),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -125,6 +126,8 @@ pub(super) struct LiveSet {
     pub(super) leases: HashMap<Bytes, Loc>,
     /// The newest FunctionRetry per function.
     pub(super) func_retry: HashMap<Bytes, Loc>,
+    /// The newest FunctionLimits per function (one with nothing set too: a tombstone).
+    pub(super) limits: HashMap<Bytes, Loc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -234,6 +237,11 @@ impl LiveSet {
                 keep_newest(&mut self.leases, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::FunctionLimits(l) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(&mut self.limits, l.func.clone(), new, &mut self.live_bytes);
+                None
+            }
         }
     }
 }
@@ -288,6 +296,10 @@ impl LiveSet {
                 let func = record::retry_function(payload)?;
                 key_of(&self.func_retry, func, here).map(|k| LiveKey::FuncRetry(k.clone()))
             }
+            RecordKind::FunctionLimits => {
+                let func = record::limits_function(payload)?;
+                key_of(&self.limits, func, here).map(|k| LiveKey::Limits(k.clone()))
+            }
             // Folded into the live set: a finish or a failed-gone only ends something, and a
             // job's retry count is written after its JobAdded when that is copied.
             RecordKind::JobFinished | RecordKind::JobRetried | RecordKind::FailedGone => None,
@@ -306,6 +318,7 @@ impl LiveSet {
             LiveKey::Attempts(id) => self.attempts.get_mut(id).map(loc),
             LiveKey::Lease(f) => self.leases.get_mut(f).map(loc),
             LiveKey::FuncRetry(f) => self.func_retry.get_mut(f).map(loc),
+            LiveKey::Limits(f) => self.limits.get_mut(f).map(loc),
         }
     }
 }

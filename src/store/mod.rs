@@ -65,6 +65,9 @@
 //!   FunctionLease (9): ms u64 (0: none) | function (the rest); the newest per function
 //!                  wins (`timeout FUNCTION DURATION`)
 //!   FunctionRetry (10): retries u32 | base_ms u64 | max_ms u64 | function (the rest)
+//!   FunctionLimits (11): limit u32 | rate count u32 | rate window ms u64 | paused u8 |
+//!                  expire ms u64 (0: none each) | function (the rest); the newest per
+//!                  function wins (`limit`, `rate`, `pause function`, `expire`)
 //! ```
 //!
 //! # Damage at replay
@@ -138,8 +141,8 @@ pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
-    FailedKept, FinishReason, FunctionLease, FunctionRetry, JobAdded, JobAttempts, Record,
-    ScheduleCounters, ScheduleRan,
+    FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
+    Record, ScheduleCounters, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -198,6 +201,8 @@ pub struct Replayed {
     pub failed: Vec<FailedKept>,
     /// Job leases by function (`timeout FUNCTION DURATION`), sorted by function.
     pub leases: Vec<FunctionLease>,
+    /// Function limits (`limit`, `rate`, `pause function`, `expire`), sorted by function.
+    pub limits: Vec<FunctionLimits>,
     /// Function retry policies (`retry FUNCTION`), sorted by function.
     pub func_retries: Vec<FunctionRetry>,
     /// The largest job id ever handed out (records and file headers): start the handle

@@ -64,6 +64,9 @@ kinds! {
     FunctionLease = 9, "function-lease";
     /// A function's retry policy (`retry FUNCTION N BACKOFF`); the newest per function counts.
     FunctionRetry = 10, "function-retry";
+    /// A function's limits (`limit`, `rate`, `pause function`, `expire`); the newest per
+    /// function wins.
+    FunctionLimits = 11, "function-limits";
 }
 
 /// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
@@ -72,6 +75,9 @@ const FUNCTION_RETRY_FIXED: usize = 4 + 8 + 8;
 const JOB_ATTEMPTS_FIXED: usize = 8 + 4 + 8 + 1;
 /// Fixed part of a FunctionLease payload: ms u64 (0: none); the function is the rest.
 const FUNCTION_LEASE_FIXED: usize = 8;
+/// Fixed part of a FunctionLimits payload: limit u32, rate count u32, rate window u64, paused
+/// u8, expire u64; the function is the rest.
+const FUNCTION_LIMITS_FIXED: usize = 4 + 4 + 8 + 1 + 8;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
@@ -240,6 +246,25 @@ pub struct FunctionLease {
     pub ms: u64,
 }
 
+/// `limit`, `rate`, `pause function`, `expire`: function `func`'s limits now (0: none; all
+/// none and not paused lifts them); the newest per function wins.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FunctionLimits {
+    pub func: Bytes,
+    pub limit: u32,
+    pub rate_count: u32,
+    pub rate_window_ms: u64,
+    pub paused: bool,
+    pub expire_ms: u64,
+}
+
+impl FunctionLimits {
+    /// Nothing set: the record lifts the function's limits.
+    pub fn is_none(&self) -> bool {
+        self.limit == 0 && self.rate_count == 0 && !self.paused && self.expire_ms == 0
+    }
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,6 +287,8 @@ pub enum Record {
     JobAttempts(JobAttempts),
     /// `timeout FUNCTION DURATION`: the function's job lease.
     FunctionLease(FunctionLease),
+    /// The function's limits.
+    FunctionLimits(FunctionLimits),
 }
 
 impl Record {
@@ -277,6 +304,7 @@ impl Record {
             Record::JobAttempts(_) => RecordKind::JobAttempts,
             Record::FunctionLease(_) => RecordKind::FunctionLease,
             Record::FunctionRetry(_) => RecordKind::FunctionRetry,
+            Record::FunctionLimits(_) => RecordKind::FunctionLimits,
         }
     }
 
@@ -294,7 +322,8 @@ impl Record {
             | Record::FailedGone { .. }
             | Record::FunctionRetry(_)
             | Record::JobAttempts(_)
-            | Record::FunctionLease(_) => VERSION,
+            | Record::FunctionLease(_)
+            | Record::FunctionLimits(_) => VERSION,
         }
     }
 
@@ -333,6 +362,7 @@ impl Record {
                 (JOB_ATTEMPTS_FIXED + a.entry.as_ref().map_or(0, |e| e.len())) as u64
             }
             Record::FunctionLease(l) => (FUNCTION_LEASE_FIXED + l.func.len()) as u64,
+            Record::FunctionLimits(l) => (FUNCTION_LIMITS_FIXED + l.func.len()) as u64,
         }
     }
 }
@@ -445,6 +475,14 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&ms.to_le_bytes());
             buf.extend_from_slice(func);
         }
+        Record::FunctionLimits(l) => {
+            buf.extend_from_slice(&l.limit.to_le_bytes());
+            buf.extend_from_slice(&l.rate_count.to_le_bytes());
+            buf.extend_from_slice(&l.rate_window_ms.to_le_bytes());
+            buf.push(u8::from(l.paused));
+            buf.extend_from_slice(&l.expire_ms.to_le_bytes());
+            buf.extend_from_slice(&l.func);
+        }
     }
     let crc = crc32c::crc32c_append(pre, &buf[start + HEADER_LEN..]);
     buf[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
@@ -544,6 +582,11 @@ pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a
 /// The function of a FunctionLease payload without decoding the rest.
 pub(crate) fn lease_function(payload: &[u8]) -> Option<&[u8]> {
     payload.get(FUNCTION_LEASE_FIXED..)
+}
+
+/// The function of a FunctionLimits payload without decoding the rest.
+pub(crate) fn limits_function(payload: &[u8]) -> Option<&[u8]> {
+    payload.get(FUNCTION_LIMITS_FIXED..)
 }
 
 /// The function of a FunctionRetry payload without decoding the rest.
@@ -712,6 +755,14 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
         RecordKind::FunctionLease => Record::FunctionLease(FunctionLease {
             ms: c.u64()?,
             func: Bytes::copy_from_slice(&payload[FUNCTION_LEASE_FIXED..]),
+        }),
+        RecordKind::FunctionLimits => Record::FunctionLimits(FunctionLimits {
+            limit: c.u32()?,
+            rate_count: c.u32()?,
+            rate_window_ms: c.u64()?,
+            paused: c.u8()? != 0,
+            expire_ms: c.u64()?,
+            func: Bytes::copy_from_slice(&payload[FUNCTION_LIMITS_FIXED..]),
         }),
     };
     Ok(rec)

@@ -11,8 +11,8 @@ use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
-    FailedKept, FunctionLease, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF, Record, ReplayStats,
-    Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
+    FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF,
+    Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -33,6 +33,8 @@ pub(super) struct Rebuild {
     pub(super) schedules: HashMap<Bytes, ScheduleRan>,
     /// The newest lease per function (0: none).
     pub(super) leases: HashMap<Bytes, FunctionLease>,
+    /// The newest limits per function.
+    pub(super) limits: HashMap<Bytes, FunctionLimits>,
 }
 
 impl Rebuild {
@@ -60,6 +62,9 @@ impl Rebuild {
             Record::FunctionLease(l) => {
                 self.leases.insert(l.func.clone(), l);
             }
+            Record::FunctionLimits(l) => {
+                self.limits.insert(l.func.clone(), l);
+            }
             Record::FailedKept(f) => {
                 self.attempts.remove(&f.id);
                 let seq = self.live.failed.get(&f.handle).map_or(0, |l| l.seq);
@@ -86,6 +91,7 @@ impl Rebuild {
             func_retries,
             schedules,
             leases,
+            limits,
         } = self;
         let mut func_retries: Vec<FunctionRetry> = func_retries.into_values().collect();
         func_retries.sort_by(|a, b| a.func.cmp(&b.func));
@@ -106,11 +112,15 @@ impl Rebuild {
         schedules.sort_by(|a, b| a.entry.cmp(&b.entry));
         let mut leases: Vec<FunctionLease> = leases.into_values().filter(|l| l.ms > 0).collect();
         leases.sort_by(|a, b| a.func.cmp(&b.func));
+        let mut limits: Vec<FunctionLimits> =
+            limits.into_values().filter(|l| !l.is_none()).collect();
+        limits.sort_by(|a, b| a.func.cmp(&b.func));
         let replayed = Replayed {
             jobs,
             schedules,
             failed,
             leases,
+            limits,
             func_retries,
             max_id: live.max_id,
             stats,

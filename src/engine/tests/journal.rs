@@ -36,6 +36,7 @@ fn views(w: &mut World) -> Vec<String> {
         "show timeouts",
         "show retries",
         "show schedules",
+        "show limits",
     ]
     .iter()
     .map(|line| format!("{line}:\n{}", w.admin(c, line)))
@@ -77,6 +78,16 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
     }
     let drop = format!("drop failed {}", String::from_utf8_lossy(&failed[0]));
     assert_eq!(w.admin(c, &drop), "OK 1\n");
+    // FunctionLimits, the newest per function (after g's jobs made g: `status` lists the
+    // functions in the order they were made, and a restore makes them jobs first).
+    for line in [
+        "limit h 3",
+        "rate h 5/1s",
+        "pause function h",
+        "expire h 1h",
+    ] {
+        assert_eq!(w.admin(c, line), "OK\r\n", "{line}");
+    }
     // JobRetried: a worker that leaves gives its job back.
     w.submit(c, "g", "u3", "d3", Priority::High, true);
     let (_, _) = w.grab(wk).expect("a job");
@@ -134,5 +145,5 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
                 .to_string()
         })
         .collect();
-    assert_eq!(kinds.len(), 9, "{kinds:?}");
+    assert_eq!(kinds.len(), 10, "{kinds:?}");
 }

@@ -4,8 +4,9 @@
 //! `POST /failed/HANDLE/retry` and `DELETE /failed/HANDLE`). POSTs to `/ui/api/cancel`,
 //! `/ui/api/retry` and `/ui/api/drop` (body: the handle), `/ui/api/retry-all` and
 //! `/ui/api/drop-all` (body: a filter, `function=F&entry=E`, either or both or neither: the
-//! failed jobs it names) and `/ui/api/schedule` (body: the word and the entry's id, `pause
-//! nightly`), served only when they prove they come from the
+//! failed jobs it names), `/ui/api/schedule` (body: the word and the entry's id, `pause
+//! nightly`) and `/ui/api/function` (body: `pause NAME` or `resume NAME`, the admin lines
+//! `pause|resume function NAME`), served only when they prove they come from the
 //! console's own page (checked here), and without an ACL only to a loopback peer (the
 //! listener has no authentication, so nothing that changes a job is offered to the network;
 //! that rule is the gate's, src/reactor/gate.rs, with `admin` under an ACL).
@@ -42,6 +43,11 @@ pub enum Action {
         op: ScheduleOp,
         id: Bytes,
     },
+    /// Pause (true) or resume a function's handouts (`pause|resume function FUNCTION`).
+    Function {
+        paused: bool,
+        func: Bytes,
+    },
 }
 
 /// Why an action was refused (403), for the log and `gearman_http_refused_total`.
@@ -74,7 +80,7 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
         b"ui/api/cancel" => Some(Action::Cancel),
         b"ui/api/retry" => Some(Action::Retry),
         b"ui/api/drop" => Some(Action::Drop),
-        b"ui/api/schedule" | b"ui/api/retry-all" | b"ui/api/drop-all" => None,
+        b"ui/api/schedule" | b"ui/api/function" | b"ui/api/retry-all" | b"ui/api/drop-all" => None,
         _ => return None,
     };
     if !post {
@@ -107,6 +113,20 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
     }
     let (word, id) = body.split_at(body.iter().position(|&b| b == b' ').unwrap_or(body.len()));
     let id = id.trim_ascii();
+    if path == b"ui/api/function" {
+        let paused = match word {
+            b"pause" => true,
+            b"resume" => false,
+            _ => return bad("the body must be pause or resume, a space and a function name"),
+        };
+        if id.is_empty() {
+            return bad("the body must be pause or resume, a space and a function name");
+        }
+        return Some(Ok(Action::Function {
+            paused,
+            func: Bytes::copy_from_slice(id),
+        }));
+    }
     match ScheduleOp::from_word(word) {
         Some(op) if !id.is_empty() => Some(Ok(Action::Schedule {
             op,
@@ -188,6 +208,27 @@ mod tests {
         assert_eq!(status(action(b"ui/api/drop-all", true, b"entry=%0a")), 400);
         assert_eq!(status(action(b"ui/api/drop-all", false, b"")), 405);
         assert_eq!(status(action(b"ui/api/retry-all", true, &[b'a'; 513])), 400);
+        assert_eq!(
+            action(b"ui/api/function", true, b"pause email.send"),
+            Some(Ok(Action::Function {
+                paused: true,
+                func: Bytes::from_static(b"email.send")
+            }))
+        );
+        assert_eq!(
+            action(b"ui/api/function", true, b"resume f"),
+            Some(Ok(Action::Function {
+                paused: false,
+                func: Bytes::from_static(b"f")
+            }))
+        );
+        for bad in [&b"stop f"[..], b"pause", b"pause "] {
+            assert_eq!(
+                status(action(b"ui/api/function", true, bad)),
+                400,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

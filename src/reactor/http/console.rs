@@ -125,6 +125,18 @@ impl Server {
                 self.console_failed_all(FailedOp::Retry, &filter, &peer, now)
             }
             Action::DropAll(filter) => self.console_failed_all(FailedOp::Drop, &filter, &peer, now),
+            Action::Function { paused, func } => {
+                let change = crate::engine::LimitChange::Paused(paused);
+                let reply = self.http_limits(&func, &[change], now);
+                if reply.status == 200 {
+                    info!(
+                        "console: {} function {}, asked by {peer}",
+                        if paused { "pause" } else { "resume" },
+                        shown(&func)
+                    );
+                }
+                reply
+            }
         };
         console::guarded(reply)
     }
@@ -227,6 +239,7 @@ impl Server {
             Err(ScheduleOpError::QueueFull) => {
                 Reply::text(503, "the queue of the entry's function is full")
             }
+            Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
         }
     }
 
