@@ -138,6 +138,10 @@ pub fn route(route: &Route) -> Need<'_> {
             Endpoint::Healthz => Need::Free,
             // The console's page and files hold no data; what they show comes from its API.
             Endpoint::Console(Page::Asset(_)) => Need::Free,
+            // One function's jobs: `status` on that function, as its GET_STATUS would need.
+            Endpoint::Console(Page::Jobs(q)) => {
+                Need::Op(Operation::Status, Scope::Function(&q.function))
+            }
             Endpoint::Job(handle) => Need::Op(Operation::Status, Scope::Job(handle)),
             Endpoint::Status
             | Endpoint::Workers
@@ -147,7 +151,9 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Cluster
             | Endpoint::Limits
             | Endpoint::Audit
-            | Endpoint::Console(Page::Server | Page::Future | Page::Failed | Page::Audit) => status,
+            | Endpoint::Console(Page::Server | Page::Future | Page::Failed(_) | Page::Audit) => {
+                status
+            }
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
         Route::Schedule { .. } | Route::Failed { .. } | Route::Limits { .. } => {

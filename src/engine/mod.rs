@@ -18,8 +18,8 @@
 //! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
 //!   which puts back what the journal replayed.
 //! - `audit`: the audit trail, operators' actions kept and journalled.
-//! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
-//!   reactor needs beyond `handle`.
+//! - `query`: read-only views for HTTP and `/metrics`; `listing`: the console's paged job
+//!   lists per function; `reactor_api`: engine calls the reactor needs beyond `handle`.
 //! - `tests`: the engine's unit tests, one file per concern.
 
 mod admin;
@@ -33,6 +33,7 @@ mod horizon;
 mod jobs;
 mod leases;
 mod limits;
+mod listing;
 mod outbox;
 mod query;
 mod reactor_api;
@@ -67,6 +68,7 @@ use handles::KeyRef;
 pub use limits::{
     LimitChange, LimitError, LimitStatus, Rate as LimitRate, Settings as LimitSettings,
 };
+pub use listing::{JobPage, ListedJob};
 pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,

@@ -114,7 +114,9 @@ pub fn route(head: &Head, body: Bytes) -> Route {
                     .header("Allow", "GET, HEAD"),
             );
         }
-        return match console::page(&name) {
+        let query = head.target.split_once('?').map_or("", |(_, q)| q);
+        let query = query.split('#').next().unwrap_or("");
+        return match console::page(&name, query.as_bytes()) {
             Ok(page) => Route::Read {
                 endpoint: Endpoint::Console(page),
                 head_only,
@@ -433,6 +435,15 @@ mod tests {
         assert_eq!(
             read("GET /ui%2Fapi%2Ffuture HTTP/1.1\r\n\r\n"),
             Endpoint::Console(Page::Future)
+        );
+        // The lists take their query.
+        assert!(matches!(
+            read("GET /ui/api/jobs?function=a%20b&state=running HTTP/1.1\r\n\r\n"),
+            Endpoint::Console(Page::Jobs(q)) if &q.function[..] == b"a b" && q.offset == 0
+        ));
+        assert_eq!(
+            status(r("GET /ui/api/jobs?state=x HTTP/1.1\r\n\r\n", "")),
+            400
         );
         // A browser's own request for the icon gets it and submits nothing.
         assert!(matches!(

@@ -123,8 +123,11 @@ try:
     box = d.find_element(By.ID, "handle")
     box.send_keys(handle, Keys.ENTER)
     wait(d, "job lookup", lambda: "future" in d.find_element(By.ID, "job").text)
-    ok(f"future job {handle} due {fut[0]!r}, looked up by handle")
+    assert d.current_url.endswith("#job/" + handle.replace(":", "%3A")), d.current_url
+    ok(f"future job {handle} due {fut[0]!r}, looked up by handle: its page")
     shot(d, OUT, "console-jobs.png")
+    d.back()
+    wait(d, "the Jobs view again", lambda: any("console.later" in r for r in rows(d, "future-list")))
 
     # Cancel it from its row, by keyboard: the button is reachable and Enter presses it.
     d.execute_script(

@@ -11,6 +11,7 @@ mod admin;
 mod admin_order;
 mod audit;
 mod backlog;
+mod console_lists;
 mod descriptors;
 mod door;
 mod errors;

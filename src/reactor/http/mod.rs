@@ -564,7 +564,7 @@ impl Server {
             ),
             Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
-            Endpoint::Console(page) => self.http_console(idx, *page),
+            Endpoint::Console(page) => self.http_console(idx, page.clone()),
         }
     }
 
