@@ -15,7 +15,7 @@ use crate::peer_text::shown;
 use crate::proto::request::JobBody;
 use crate::proto::request::Priority;
 use crate::schedule::backoff::{Backoff, RetryPolicy};
-use crate::store::{FinishReason, JobAdded, Record, Replayed, ReplayedJob};
+use crate::store::{FinishReason, JobAdded, JobAttempts, Record, Replayed, ReplayedJob};
 
 /// Bytes of a journalled name (a schedule entry's id) as the engine keeps it.
 pub(super) fn entry_bytes(e: &str) -> Bytes {
@@ -66,6 +66,21 @@ impl Engine {
             due_ms: self.due_ms(k),
             data: job.data(),
         }));
+        // A schedule run's first attempt names its entry, so that after a restart the run
+        // still counts as the entry's (its history, `overlap=`, its `group=`). A retry writes
+        // its own record with its failures right after this one, and the newer wins.
+        if let Some(r) = self.rare(k)
+            && r.failures == 0
+            && let Some(o) = &r.origin
+        {
+            let attempts = JobAttempts {
+                id: self.jobs[k].id,
+                failures: 0,
+                first_ms: o.scheduled_ms,
+                entry: Some(entry_bytes(&o.entry)),
+            };
+            self.durable.push(Record::JobAttempts(attempts));
+        }
     }
 
     /// Put back what the journal replayed: its jobs, the failed list, the functions' retry
@@ -183,7 +198,8 @@ impl Engine {
         if let Some(a) = attempts {
             let rare = self.extra_mut(k).rare.get_or_insert_with(Default::default);
             rare.failures = a.failures;
-            rare.first_fail_ms = a.first_ms;
+            // Before its first failure the record's time is the run's scheduled time.
+            rare.first_fail_ms = if a.failures == 0 { 0 } else { a.first_ms };
             rare.origin = a.entry.map(|entry| super::Origin {
                 entry: entry_str(&entry),
                 scheduled_ms: a.first_ms,

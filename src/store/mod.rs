@@ -61,7 +61,9 @@
 //!   FailedKept (6): id u64 | attempts u32 | first_ms u64 | last_ms u64 | flags u8 (1 entry) |
 //!                  lengths u32 of handle, func, unique, entry, error | those bytes | data
 //!   FailedGone (7): handle (the whole payload)
-//!   JobAttempts (8): id u64 | failures u32 | first_ms u64 | has entry u8 | entry (the rest)
+//!   JobAttempts (8): id u64 | failures u32 | first_ms u64 | has entry u8 | entry (the rest);
+//!                  first_ms is the first failure's time, or with 0 failures (a schedule
+//!                  run's first attempt) the run's scheduled time
 //!   FunctionLease (9): ms u64 (0: none) | function (the rest); the newest per function
 //!                  wins (`timeout FUNCTION DURATION`)
 //!   FunctionRetry (10): retries u32 | base_ms u64 | max_ms u64 | function (the rest)

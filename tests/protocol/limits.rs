@@ -210,3 +210,44 @@ fn runs_of_one_group_never_overlap_across_a_reload() {
     assert_ne!(f1, f2);
     assert!(w.grab_uniq().is_none());
 }
+
+/// `group=` after a kill -9: the run that was going comes back from the journal still counted
+/// as its group's, so the other entry's next run waits for it instead of running beside it.
+#[test]
+fn a_group_waits_for_the_run_read_back_after_kill_9() {
+    let dir = TempDir::new("limits-group-restart");
+    let file = dir.path("s.cron");
+    std::fs::write(
+        &file,
+        "@every 1s backup id=backup group=nightly\n\
+         @every 1s reindex id=reindex group=nightly\n",
+    )
+    .unwrap();
+    let args = [
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--schedules",
+        file.to_str().unwrap(),
+    ];
+    let mut s = Server::start(&args);
+    let mut w = worker(&s, &["backup", "reindex"]);
+    let (first, ..) = poll(10, "a run of the group", || {
+        w.grab_uniq().ok_or_else(|| "none yet".to_string())
+    });
+    s.signal(libc::SIGKILL);
+    s.wait_exit(5).expect("killed");
+    let s = Server::start(&args);
+    let mut w = worker(&s, &["backup", "reindex"]);
+    let (back, ..) = w.grab_uniq().expect("the run read back from the journal");
+    assert_eq!(back, first, "the run going at the kill came back");
+    // The barrier: a later time of an entry of the group came and was held back.
+    s.log_line("waits: group nightly has a run going", 10);
+    assert!(
+        w.grab_uniq().is_none(),
+        "a run of the group started beside the run read back"
+    );
+    w.send_req(t::WORK_COMPLETE, &[back.as_bytes(), b""]);
+    poll(10, "the held run, once the first ended", || {
+        w.grab_uniq().ok_or_else(|| "none yet".to_string())
+    });
+}

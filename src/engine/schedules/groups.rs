@@ -22,6 +22,34 @@ pub(crate) struct Groups {
 }
 
 impl Engine {
+    /// Jobs that came back from the journal naming their entry count as their group's once
+    /// the schedules are loaded: a group must wait for a run that was queued or running when
+    /// the server stopped. Jobs already counted are left alone; nothing to do without groups.
+    pub(super) fn rejoin_groups(&mut self) {
+        if self
+            .schedules
+            .entries
+            .iter()
+            .all(|e| e.entry.group.is_none())
+        {
+            return;
+        }
+        let found: Vec<(JobKey, Rc<str>)> = self
+            .extras
+            .iter()
+            .filter(|(k, _)| !self.schedules.groups.of_job.contains_key(k))
+            .filter_map(|(&k, e)| {
+                let entry = &e.rare.as_ref()?.origin.as_ref()?.entry;
+                let slot = *self.schedules.by_id.get(entry)?;
+                let g = self.schedules.entries[slot].entry.group.as_deref()?;
+                Some((k as JobKey, Rc::from(g)))
+            })
+            .collect();
+        for (k, g) in found {
+            self.join_group(g, k);
+        }
+    }
+
     /// The group of the entry at `slot`, if it has one.
     fn group_of_slot(&self, slot: usize) -> Option<Rc<str>> {
         let g = self.schedules.entries[slot].entry.group.as_deref()?;

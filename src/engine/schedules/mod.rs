@@ -298,6 +298,7 @@ impl Engine {
         for removed in old_by_id.keys() {
             log::info!("schedule {removed}: removed");
         }
+        self.rejoin_groups();
         for slot in 0..self.schedules.entries.len() {
             let st = &mut self.schedules.entries[slot];
             if let Some(r) = self.schedules.restored.remove(&st.id) {
