@@ -203,7 +203,7 @@ impl Engine {
                 }
             }
             // The journal, the schedules file, the ACL and the cluster belong to the loop, which
-            // answers these lines itself (reactor/admin.rs); an engine on its own has none.
+            // answers these lines itself (reactor/gearman.rs); an engine on its own has none.
             AdminCommand::ShowJournal
             | AdminCommand::ShowCluster
             | AdminCommand::ReloadSchedules

@@ -1,7 +1,7 @@
 //! The audit hook: an operator's action (a request that `access::classify::audited` names)
 //! that passed the gate is handed to the engine's audit trail (src/engine/audit.rs) with who
 //! asked, from where, the command and what came of it, and logged at NOTICE. Called from the
-//! two dispatch points, the admin lines (admin.rs) and HTTP (http/mod.rs), and for a schedules
+//! two dispatch points, the admin lines (gearman.rs) and HTTP (http/mod.rs), and for a schedules
 //! file pushed through etcd; a refused attempt never gets here (the gate counts it).
 
 use crate::engine::Action;
@@ -10,7 +10,9 @@ use crate::http::response::Reply;
 use crate::peer_text::shown;
 use crate::proto::response::Response;
 
-use super::Server;
+use super::conn::Conns;
+use super::gate::Gate;
+use crate::engine::{Engine, Outbox};
 
 /// An HTTP action waiting for its answer (`http_answer` gives its outcome).
 #[derive(Debug)]
@@ -56,7 +58,15 @@ fn method_name(m: &Method) -> &str {
     }
 }
 
-impl Server {
+/// What the hook reads to name who acted: the connections, the gate (whose ACL knows a
+/// bearer token's name) and the turn's time.
+pub(super) struct Seen<'a> {
+    pub conns: &'a Conns,
+    pub gate: &'a Gate,
+    pub now: u64,
+}
+
+impl Seen<'_> {
     /// Who connection `idx` acts as, as the gate judged it: the bearer token's `token:NAME`
     /// under an ACL, else the connection's identity; and its peer's address.
     fn actor(&self, idx: usize, bearer: Option<&Bearer>) -> (String, String) {
@@ -64,7 +74,7 @@ impl Server {
             return ("-".into(), "-".into());
         };
         let token = bearer.and_then(|b| {
-            let acl = self.access.acl()?;
+            let acl = self.gate.acl()?;
             let name = acl.token_for_digest(&crate::access::token::digest(&b.0)?)?;
             Some(format!("token:{name}"))
         });
@@ -72,35 +82,44 @@ impl Server {
         (identity, c.peer().to_string())
     }
 
-    /// Keep and log an action.
-    fn audit_record(&mut self, action: Action) {
-        crate::notice!(
-            "audit: {} ({}) {}: {}",
-            action.identity,
-            action.peer,
-            action.command,
-            action.outcome
-        );
-        self.engine.record_action(action);
-    }
-
     fn action(&self, idx: usize, bearer: Option<&Bearer>, command: String) -> Action {
         let (identity, peer) = self.actor(idx, bearer);
         Action {
             seq: 0,
-            at_ms: self.time.now,
+            at_ms: self.now,
             identity,
             peer,
             command,
             outcome: String::new(),
         }
     }
+}
 
+/// Keep and log an action.
+fn record(engine: &mut Engine, action: Action) {
+    crate::notice!(
+        "audit: {} ({}) {}: {}",
+        action.identity,
+        action.peer,
+        action.command,
+        action.outcome
+    );
+    engine.record_action(action);
+}
+
+impl AuditHook {
     /// An admin line of connection `idx` was served: the replies from `first` on in the
     /// outbox are its answer. `line` is the line as sent.
-    pub(super) fn audit_admin(&mut self, idx: usize, line: &[u8], first: usize) {
-        let id = self.conns.slab.get(idx).map(|c| c.id);
-        let reply = self.outbox.replies.get(first..).and_then(|rs| {
+    pub(super) fn admin(
+        engine: &mut Engine,
+        seen: &Seen,
+        outbox: &Outbox,
+        idx: usize,
+        line: &[u8],
+        first: usize,
+    ) {
+        let id = seen.conns.slab.get(idx).map(|c| c.id);
+        let reply = outbox.replies.get(first..).and_then(|rs| {
             rs.iter()
                 .rev()
                 .find(|(to, _)| Some(*to) == id)
@@ -110,64 +129,70 @@ impl Server {
         let command = shown(line.trim_ascii()).to_string();
         let action = Action {
             outcome,
-            ..self.action(idx, None, command)
+            ..seen.action(idx, None, command)
         };
-        self.audit_record(action);
+        record(engine, action);
     }
 
     /// An HTTP action of connection `idx` passed the gate: kept until its answer.
-    pub(super) fn audit_http_begin(&mut self, idx: usize, head: &Head, body: &[u8]) {
+    pub(super) fn http_begin(&mut self, seen: &Seen, idx: usize, head: &Head, body: &[u8]) {
         let mut command = format!("{} {}", method_name(&head.method), head.target);
         if !body.is_empty() {
             command.push(' ');
             command.push_str(&String::from_utf8_lossy(body.trim_ascii()));
         }
-        let action = self.action(idx, head.bearer.as_ref(), shown(&command).to_string());
-        self.audit.pending = Some(Pending { idx, action });
+        let action = seen.action(idx, head.bearer.as_ref(), shown(&command).to_string());
+        self.pending = Some(Pending { idx, action });
     }
 
     /// HTTP connection `idx` is answered with `reply`: the action it asked for, if any, is done.
-    pub(super) fn audit_http_answer(&mut self, idx: usize, reply: &Reply) {
-        if let Some(p) = self.audit.pending.take_if(|p| p.idx == idx) {
+    pub(super) fn http_answer(&mut self, engine: &mut Engine, idx: usize, reply: &Reply) {
+        if let Some(p) = self.pending.take_if(|p| p.idx == idx) {
             // Refused after the gate (the console's own check of its page): a refusal is
             // counted where it is made, not recorded.
             if matches!(reply.status, 401 | 403) {
                 return;
             }
             let outcome = http_outcome(reply);
-            self.audit_record(Action {
-                outcome,
-                ..p.action
-            });
+            record(
+                engine,
+                Action {
+                    outcome,
+                    ..p.action
+                },
+            );
         }
     }
 
     /// The request is dispatched: an action not answered at once is recorded as accepted.
-    pub(super) fn audit_http_end(&mut self) {
-        if let Some(p) = self.audit.pending.take() {
+    pub(super) fn http_end(&mut self, engine: &mut Engine) {
+        if let Some(p) = self.pending.take() {
             let outcome = "accepted".to_string();
-            self.audit_record(Action {
-                outcome,
-                ..p.action
-            });
+            record(
+                engine,
+                Action {
+                    outcome,
+                    ..p.action
+                },
+            );
         }
     }
 
     /// A schedules file pushed through etcd was loaded (or refused): an action on this server,
     /// by whoever wrote it to etcd.
-    pub(super) fn audit_push(&mut self, result: &Result<usize, String>) {
+    pub(super) fn push(engine: &mut Engine, now: u64, result: &Result<usize, String>) {
         let outcome = match result {
             Ok(n) => format!("OK {n}"),
             Err(e) => shown(e).to_string(),
         };
         let action = Action {
             seq: 0,
-            at_ms: self.time.now,
+            at_ms: now,
             identity: "etcd".into(),
             peer: "-".into(),
             command: "schedules push".into(),
             outcome,
         };
-        self.audit_record(action);
+        record(engine, action);
     }
 }

@@ -10,7 +10,7 @@
 //! - `accept`: `Listeners`, bound, accept, `--max-connections`; `listen`: socket options.
 //! - `door`: who is let in at accept (room for loopback and served peers).
 //! - `conn/`: the connections, their transport and the turn's write side.
-//! - `gearman`: the Gearman read path; `admin`: the admin lines the loop answers itself.
+//! - `gearman`: the Gearman read path, and the admin lines the loop answers itself.
 //! - `gate`: `Gate`, the one gate into the engine (ACL, protected mode, denials counted).
 //! - `audit`: operators' actions that passed the gate, handed to the audit trail.
 //! - `http/`: the HTTP listener, its connections, the console and the guard.
@@ -24,7 +24,6 @@
 //! - `embedded`: a server on a thread with a manual clock, for tests.
 
 mod accept;
-mod admin;
 mod audit;
 mod conn;
 mod deadlines;
@@ -447,7 +446,7 @@ impl Server {
                 let loaded =
                     self.schedules
                         .load_pushed(text, &mut self.engine, &mut self.outbox, l, wall);
-                self.audit_push(&loaded);
+                audit::AuditHook::push(&mut self.engine, self.time.now, &loaded);
             }
             // Claims made by a takeover's catch-up go out this turn.
             if self.outbox.claims.is_empty() {

@@ -346,7 +346,14 @@ impl Server {
                     let audited = crate::access::classify::audited(&need);
                     match self.gate(idx, need, head.bearer.as_ref()) {
                         Err(d) => route = Route::Reply(d.http()),
-                        Ok(()) if audited => self.audit_http_begin(idx, &head, &sent),
+                        Ok(()) if audited => {
+                            let seen = super::audit::Seen {
+                                conns: &self.conns,
+                                gate: &self.access,
+                                now: self.time.now,
+                            };
+                            self.audit.http_begin(&seen, idx, &head, &sent)
+                        }
                         Ok(()) => {}
                     }
                     match route {
@@ -388,7 +395,7 @@ impl Server {
                             self.http_answer(idx, version, keep_alive, r, false, now);
                         }
                     }
-                    self.audit_http_end();
+                    self.audit.http_end(&mut self.engine);
                 }
             }
         }
@@ -594,7 +601,7 @@ impl Server {
         now: u64,
     ) {
         // The answer is the outcome of the action it asked for, if any.
-        self.audit_http_answer(idx, &reply);
+        self.audit.http_answer(&mut self.engine, idx, &reply);
         let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
