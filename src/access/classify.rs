@@ -86,6 +86,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::ShowCluster
         | A::ShowFailed(_)
         | A::ShowRetries
+        | A::ShowRuns(_)
         | A::ShowTimeouts
         | A::GetPid
         | A::Verbose
@@ -106,6 +107,8 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::DropFailed(_)
         | A::SetRetry { .. } => admin,
         A::Shutdown { .. } => Need::Shutdown,
+        // What a job printed is its function's to read, as its status is.
+        A::ShowOutput(handle) => Need::Op(Operation::Status, Scope::Job(handle)),
         // Answered with an error whoever asks.
         A::Reply(_) | A::Unknown(_) => Need::Free,
     }

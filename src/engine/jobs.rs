@@ -388,6 +388,8 @@ impl Engine {
         // A job counts once, as it ends for good; an attempt that its retry policy runs again
         // counts as retried (one definition, for status views, /metrics and the console).
         let f = self.jobs[k].func();
+        // Every attempt a worker ran keeps what it printed, a retried one too.
+        self.keep_result(k, &outcome, now);
         if self.retry_later(k, &outcome, now) {
             self.count(f, query::Counted::Retried);
             return;

@@ -15,6 +15,7 @@
 //!   hand, cluster claims, alerts.
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
 //! - `durable`: what the journal learns of the engine, and jobs put back from it.
+//! - `output/`: what jobs print, kept while they run and for `--keep-results` after.
 //! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
 //!   reactor needs beyond `handle`.
 //! - `tests`: the engine's unit tests, one file per concern.
@@ -29,6 +30,7 @@ mod horizon;
 mod jobs;
 mod leases;
 mod outbox;
+mod output;
 mod query;
 mod reactor_api;
 mod schedules;
@@ -58,6 +60,7 @@ pub use durable::{Durable, FinishKind, RestoredJob};
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
 pub use outbox::{Outbox, RunClaim, Shutdown};
+pub use output::{Ending, KeptJob, OutputView};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,
     ScheduleStatus, WorkerStatus,
@@ -115,6 +118,14 @@ pub struct EngineConfig {
     /// `--retry N --retry-backoff ...`: every function's retry policy unless `retry FUNCTION`
     /// set one (0 retries: as gearmand).
     pub retry: crate::schedule::backoff::RetryPolicy,
+    /// The last bytes of each job's output kept (`--keep-output`).
+    pub keep_output: usize,
+    /// Bytes all kept outputs may hold (`--keep-output-total`); past it the oldest go.
+    pub keep_output_total: usize,
+    /// How long an ended job's output and result are kept (`--keep-results`), in ms.
+    pub keep_results_ms: u64,
+    /// Foreground jobs keep theirs too (`--keep-results-foreground`).
+    pub keep_results_foreground: bool,
 }
 
 impl Default for EngineConfig {
@@ -138,6 +149,10 @@ impl Default for EngineConfig {
             keep_failed: 1000,
             keep_failed_bytes: 64 << 20,
             retry: Default::default(),
+            keep_output: 64 << 10,
+            keep_output_total: 64 << 20,
+            keep_results_ms: 24 * 3_600_000,
+            keep_results_foreground: false,
         }
     }
 }
@@ -224,6 +239,10 @@ pub struct Engine {
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
     idle: forget::IdleFunctions,
+    /// Ended jobs' outputs and results (output/).
+    kept: output::KeptResults,
+    /// The wheel's entry for the kept outputs' next expiry.
+    kept_timer: output::ExpiryTimer,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -234,6 +253,7 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         let by_handle = handles::HandleIndex::new(&config.handle_prefix);
         let failed = failures::FailedList::new(config.keep_failed, config.keep_failed_bytes);
+        let kept = output::KeptResults::new(config.keep_output_total, config.keep_results_ms);
         Engine {
             config,
             conns: Vec::new(),
@@ -262,6 +282,8 @@ impl Engine {
             failed,
             leases: leases::Leases::default(),
             idle: forget::IdleFunctions::default(),
+            kept,
+            kept_timer: None,
         }
     }
 

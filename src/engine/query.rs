@@ -98,6 +98,11 @@ pub struct JobDetail {
     pub clients: u32,
     /// Due time (ms since the epoch) of a future job.
     pub due_ms: Option<u64>,
+    /// A running job: when its worker took it, and who that is.
+    pub started_ms: Option<u64>,
+    pub worker: Option<std::rc::Rc<str>>,
+    /// A running job that keeps its output: the bytes it printed so far.
+    pub output_bytes: Option<u64>,
 }
 
 /// GET_STATUS of one handle, with details when the job is known.
@@ -295,8 +300,12 @@ impl Engine {
     /// The function of the job `handle`, when the job is known (what the reactor's gate checks
     /// a WORK_* or GET_STATUS against).
     pub fn job_function(&self, handle: &[u8]) -> Option<&Bytes> {
-        let k = self.by_handle.get(handle, &self.jobs)?;
-        Some(&self.functions.get(self.jobs.get(k)?.func())?.name)
+        let live = self
+            .by_handle
+            .get(handle, &self.jobs)
+            .and_then(|k| Some(&self.functions.get(self.jobs.get(k)?.func())?.name));
+        // An ended job whose output is kept is still its function's.
+        live.or_else(|| self.kept_job(handle).map(|j| &j.func))
     }
 
     /// GET_STATUS of `handle`, with the job's details when it is known.
@@ -341,6 +350,21 @@ impl Engine {
                 retries: extra.map_or(0, |e| e.retries),
                 clients: self.clients(k).len() as u32,
                 due_ms: self.due_ms(k),
+                started_ms: match job.state() {
+                    JobState::Running(w) => self
+                        .conn(w)
+                        .and_then(|c| c.holding.get(&(k as u32)))
+                        .map(|h| h.since_ms),
+                    _ => None,
+                },
+                worker: match job.state() {
+                    JobState::Running(w) => Some(self.worker_identity(w)),
+                    _ => None,
+                },
+                output_bytes: match job.state() {
+                    JobState::Running(_) => self.live_output_bytes(k),
+                    _ => None,
+                },
             }),
         }
     }

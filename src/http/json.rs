@@ -254,6 +254,9 @@ mod tests {
                 retries: 0,
                 clients: 0,
                 due_ms: Some(4_102_444_800_000),
+                started_ms: None,
+                worker: None,
+                output_bytes: None,
             }),
             ..unknown
         };

@@ -138,6 +138,7 @@ mod future;
 mod grab_wait;
 mod leases;
 mod lifecycle;
+mod output;
 mod queues;
 mod retries;
 mod robustness;
