@@ -142,6 +142,9 @@ pub struct ScheduleStatus {
     pub last_error: Option<String>,
     /// The last runs (at most `RUNS_KEPT`), oldest first.
     pub recent_runs: Vec<super::RunRecord>,
+    /// One per recent run, in its order: the run's job handle and the bytes it printed,
+    /// while its output is kept.
+    pub recent_outputs: Vec<Option<(Bytes, u64)>>,
     /// Retries of its runs waiting for their backoff.
     pub retries_pending: u32,
 }
@@ -394,6 +397,14 @@ impl Engine {
                     last_run_manual: h.last_run_ms.is_some() && h.marks.last_manual,
                     last_error: h.last_error.clone(),
                     recent_runs: h.recent.iter().copied().collect(),
+                    recent_outputs: h
+                        .recent
+                        .iter()
+                        .map(|r| {
+                            self.kept_run(&st.id, r.started_ms)
+                                .map(|j| (j.handle.clone(), j.output_bytes))
+                        })
+                        .collect(),
                     retries_pending: pending.get(&st.id).copied().unwrap_or(0),
                 }
             })
