@@ -21,6 +21,10 @@ pub(crate) enum View {
     Failed,
     /// `show retries`.
     Retries,
+    /// `show runs ENTRY`.
+    Runs,
+    /// `show output HANDLE`: the bytes as they are, to stdout (read by `run`, not `render`).
+    Output,
     /// `OK <value>`: print the value.
     Value,
     /// `OK`, or `OK h n l` from `maxqueue FUNC`.
@@ -45,7 +49,8 @@ const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, s
                      journal, cluster, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
                      maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
                      failed [FUNC], retry|drop failed HANDLE|FUNC|all, retries, \
-                     retry FUNC N BACKOFF[..MAX], shutdown [graceful], or any \
+                     retry FUNC N BACKOFF[..MAX], output HANDLE, runs ID, \
+                     shutdown [graceful], or any \
                      line of the admin protocol (show jobs, cancel job HANDLE, ...)";
 
 /// The admin protocol's own spellings (`show jobs`, `cancel job H`, `reload schedules`) as
@@ -62,7 +67,8 @@ fn short_form(words: &[String]) -> Vec<String> {
         ["show", "unique", "jobs"] => keep(3, "unique"),
         [
             "show",
-            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "cluster" | "failed" | "retries"),
+            w @ ("jobs" | "scheduled" | "schedules" | "journal" | "cluster" | "failed" | "retries"
+            | "output" | "runs"),
             ..,
         ] => keep(2, w),
         ["cancel", "job", _] => keep(2, "cancel"),
@@ -126,6 +132,10 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             _ => Err("failed takes nothing or a function".into()),
         },
         "retries" => arity(0, "no arguments").and(list("show retries", View::Retries)),
+        "output" => arity(1, "a job handle")
+            .and_then(|_| one(format!("show output {}", rest[0]), View::Output)),
+        "runs" => arity(1, "a schedule entry id")
+            .and_then(|_| list(&format!("show runs {}", rest[0]), View::Runs)),
         "retry" if rest.len() == 3 => one(format!("retry {}", rest.join(" ")), View::Ok),
         op @ ("retry" | "drop") if rest.first().is_some_and(|w| w == "failed") => {
             arity(2, "failed and a handle, a function or all")
@@ -345,6 +355,19 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
             &tsv(lines),
         ),
         View::Retries => table::render(&["FUNCTION", "RETRIES", "BACKOFF", "PENDING"], &tsv(lines)),
+        View::Runs => table::render(
+            &[
+                "SCHEDULED",
+                "HANDLE",
+                "STARTED",
+                "ENDED",
+                "OUTCOME",
+                "OUTPUT",
+            ],
+            &tsv(lines),
+        ),
+        // Written by `run` as it came.
+        View::Output => String::new(),
         View::Value => lines
             .first()
             .map(|l| format!("{}\n", l.strip_prefix("OK ").unwrap_or(l)))
@@ -401,6 +424,9 @@ pub fn run(a: AdminArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if plan.view == View::Output {
+        return output(server, &plan.line, tls.as_ref());
+    }
     let reply =
         Conn::connect_secure(server, Duration::from_secs(5), tls.as_ref()).and_then(|mut c| {
             c.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -448,6 +474,51 @@ pub fn run(a: AdminArgs) -> u8 {
     0
 }
 
+/// `gearwheel admin output HANDLE`: what the job printed, its bytes untouched on stdout (a
+/// pipe into `less` or a file keeps them as they were); a cut is said on stderr.
+fn output(server: &str, line: &str, tls: Option<&client::ClientTls>) -> u8 {
+    let reply = Conn::connect_secure(server, Duration::from_secs(5), tls).and_then(|mut c| {
+        c.set_read_timeout(Some(Duration::from_secs(30)))?;
+        c.admin_block(line)
+    });
+    match reply {
+        Ok(Ok((bytes, printed))) => {
+            let mut out = std::io::stdout().lock();
+            if std::io::Write::write_all(&mut out, &bytes)
+                .and_then(|_| std::io::Write::flush(&mut out))
+                .is_err()
+            {
+                return EXIT_FAILED;
+            }
+            if printed > bytes.len() as u64 {
+                say(
+                    "admin",
+                    format_args!(
+                        "output cut: the last {} of {printed} bytes printed are kept",
+                        bytes.len()
+                    ),
+                );
+            }
+            0
+        }
+        Ok(Err(line)) => {
+            say(
+                "admin",
+                format_args!("{server}: {}", server_error(&line).unwrap_or(line)),
+            );
+            EXIT_FAILED
+        }
+        Err(Error::Server { code, text }) => {
+            say("admin", format_args!("{server}: {code}: {text}"));
+            EXIT_FAILED
+        }
+        Err(e) => {
+            say("admin", format_args!("{server}: {e}"));
+            EXIT_UNREACHABLE
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,6 +539,13 @@ mod tests {
         assert_eq!(p("unique"), Ok(("show unique jobs".into(), true)));
         assert_eq!(p("scheduled"), Ok(("show scheduled".into(), true)));
         assert_eq!(p("schedules"), Ok(("show schedules".into(), true)));
+        assert_eq!(p("output H:x:1"), Ok(("show output H:x:1".into(), false)));
+        assert_eq!(
+            p("show output H:x:1"),
+            Ok(("show output H:x:1".into(), false))
+        );
+        assert_eq!(p("runs backup"), Ok(("show runs backup".into(), true)));
+        assert!(p("output").is_err());
         assert_eq!(p("cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("show cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("failed"), Ok(("show failed".into(), true)));
