@@ -1,0 +1,107 @@
+//! What jobs print, over real sockets: a background job's WORK_DATA, WORK_WARNING and result
+//! kept by its handle (live while it runs), `--keep-output` keeping the tail of a large
+//! output, foreground jobs keeping nothing, and `show output` under the ACL's `status` for
+//! the job's function.
+
+use crate::support;
+use support::*;
+
+/// `show output HANDLE` through the client library: (bytes, printed), or the error line.
+fn output(s: &Server, handle: &str) -> Result<(Vec<u8>, u64), String> {
+    client(s)
+        .admin_block(&format!("show output {handle}"))
+        .expect("a reply")
+        .map(|(b, n)| (b.to_vec(), n))
+}
+
+#[test]
+fn a_background_jobs_output_and_result_are_kept_by_its_handle() {
+    let s = Server::start(&["--job-handle-prefix", "H:o"]);
+    let mut c = s.connect();
+    let mut w = s.connect();
+    w.can_do(&["backup"]);
+    let h = c.submit(t::SUBMIT_JOB_BG, "backup", "u1", b"");
+    let (g, _, _, _) = w.grab_uniq().unwrap();
+    assert_eq!(g, h);
+    w.send_req(t::WORK_WARNING, &[h.as_bytes(), b"copying\n"]);
+    w.send_req(t::WORK_DATA, &[h.as_bytes(), b"50%\n"]);
+    // While it runs: what it printed so far (the admin line is answered after the packets
+    // before it on the worker's connection were served: wait for it).
+    wait_until(5, "the live output", || {
+        output(&s, &h) == Ok((b"copying\n50%\n".to_vec(), 12))
+    });
+    w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b"ok"]);
+    wait_until(5, "the kept output", || {
+        output(&s, &h) == Ok((b"copying\n50%\nok".to_vec(), 14))
+    });
+    // GET_STATUS stays as the protocol says: the job is over.
+    c.send_req(t::GET_STATUS, &[h.as_bytes()]);
+    let st = c.expect(t::STATUS_RES);
+    assert!(st.starts_with(format!("{h}\x000\x00").as_bytes()), "{st:?}");
+    // A foreground job's client got its result: nothing is kept.
+    c.send_req(t::SUBMIT_JOB, &[b"backup", b"u2", b""]);
+    let fg = String::from_utf8(c.expect(t::JOB_CREATED)).unwrap();
+    let (g, _, _, _) = w.grab_uniq().unwrap();
+    w.send_req(t::WORK_COMPLETE, &[g.as_bytes(), b"r"]);
+    c.expect(t::WORK_COMPLETE);
+    let e = output(&s, &fg).unwrap_err();
+    assert!(e.starts_with("ERR NOT_FOUND"), "{e}");
+}
+
+#[test]
+fn keep_output_keeps_the_last_bytes_of_a_megabyte() {
+    let s = Server::start(&["--keep-output", "65536"]);
+    let mut c = s.connect();
+    let mut w = s.connect();
+    w.can_do(&["big"]);
+    let h = c.submit(t::SUBMIT_JOB_BG, "big", "", b"");
+    w.grab_uniq().unwrap();
+    let mut all = Vec::new();
+    for i in 0..16u8 {
+        let chunk: Vec<u8> = (0..65536u32).map(|j| b'a' + ((j as u8) ^ i) % 26).collect();
+        w.send_req(t::WORK_WARNING, &[h.as_bytes(), &chunk]);
+        all.extend_from_slice(&chunk);
+    }
+    w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b"end"]);
+    all.extend_from_slice(b"end");
+    wait_until(5, "the kept output", || {
+        output(&s, &h).is_ok_and(|(_, n)| n > 0)
+    });
+    let (kept, printed) = output(&s, &h).unwrap();
+    assert_eq!(printed, all.len() as u64);
+    assert_eq!(kept.len(), 65536);
+    assert_eq!(kept, all[all.len() - 65536..]);
+}
+
+#[test]
+fn show_output_needs_status_on_the_jobs_function() {
+    let dir = TempDir::new("acl-output");
+    // 127.0.0.2 may see only `public`'s jobs (binding to it needs no setup on Linux).
+    let acl = dir.path("acl");
+    std::fs::write(
+        &acl,
+        "addr:127.0.0.1 submit,work,status *\naddr:127.0.0.2 status public\n",
+    )
+    .unwrap();
+    let s = Server::start(&["--acl", acl.to_str().unwrap()]);
+    let mut c = s.connect();
+    let mut w = s.connect();
+    w.can_do(&["secret", "public"]);
+    let mut done = Vec::new();
+    for f in ["secret", "public"] {
+        let h = c.submit(t::SUBMIT_JOB_BG, f, "", b"");
+        w.grab_uniq().unwrap();
+        w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), f.as_bytes()]);
+        done.push(h);
+    }
+    wait_until(5, "both kept", || {
+        done.iter().all(|h| output(&s, h).is_ok())
+    });
+    let other = |h: &str| {
+        let mut conn = Conn::from_stream(netns::stream_from("127.0.0.2", s.addr));
+        conn.admin(&format!("show output {h}"), false)
+    };
+    let denied = other(&done[0]);
+    assert!(denied.starts_with("ERR PERMISSION_DENIED"), "{denied:?}");
+    assert!(other(&done[1]).starts_with("OK 6 6\n"));
+}
