@@ -105,3 +105,31 @@ fn show_output_needs_status_on_the_jobs_function() {
     assert!(denied.starts_with("ERR PERMISSION_DENIED"), "{denied:?}");
     assert!(other(&done[1]).starts_with("OK 6 6\n"));
 }
+
+/// `show output HANDLE`'s first line, on a connection of its own.
+fn output_head(addr: std::net::SocketAddr, handle: &str) -> String {
+    let mut c = Conn::connect(addr);
+    c.admin(&format!("show output {handle}"), false)
+}
+
+#[test]
+fn a_background_jobs_result_is_fetched_by_its_handle_for_24_hours() {
+    const DAY: u64 = 24 * 3_600_000;
+    let s = InProcess::start(&[]);
+    let mut c = s.connect();
+    let mut w = s.connect();
+    w.can_do(&["report"]);
+    let h = c.submit(t::SUBMIT_JOB_BG, "report", "", b"");
+    w.grab_uniq().unwrap();
+    w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b"42 rows"]);
+    s.settle();
+    let ended = s.now_ms();
+    assert_eq!(output_head(s.addr, &h), "OK 7 7\n");
+    s.set_time(ended + DAY - 1);
+    assert_eq!(output_head(s.addr, &h), "OK 7 7\n");
+    s.set_time(ended + DAY);
+    assert!(
+        output_head(s.addr, &h).starts_with("ERR NOT_FOUND"),
+        "kept past --keep-results"
+    );
+}
