@@ -271,6 +271,9 @@ impl Engine {
         } else {
             None
         };
+        if let Some(buf) = extra.as_ref().and_then(|e| e.output.as_ref()) {
+            self.output_released(buf);
+        }
         let job = self.jobs.remove(k);
         if self.config.durable && job.background() {
             self.durable

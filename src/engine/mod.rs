@@ -243,6 +243,8 @@ pub struct Engine {
     kept: output::KeptResults,
     /// The wheel's entry for the kept outputs' next expiry.
     kept_timer: output::ExpiryTimer,
+    /// Bytes the running jobs' outputs hold (within `--keep-output-total` with the kept).
+    live_output: usize,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -284,6 +286,7 @@ impl Engine {
             idle: forget::IdleFunctions::default(),
             kept,
             kept_timer: None,
+            live_output: 0,
         }
     }
 

@@ -67,11 +67,12 @@ impl OutputBuf {
         self.seen > self.tail.len() as u64
     }
 
-    /// A new attempt of the job starts from nothing.
-    pub fn clear(&mut self) {
-        self.tail = VecDeque::new();
-        self.seen = 0;
-        self.result_len = None;
+    /// Drop up to `n` of the oldest bytes kept (the total bound needs them); returns how many
+    /// went.
+    pub fn drop_front(&mut self, n: usize) -> usize {
+        let n = n.min(self.tail.len());
+        self.tail.drain(..n);
+        n
     }
 }
 
@@ -120,9 +121,14 @@ mod tests {
         b.push(b"abc");
         assert_eq!(b.kept_len(), 0);
         assert_eq!((b.seen(), b.cut()), (3, true));
+        b.push(b"abcdef");
+        assert_eq!(b.drop_front(4), 0);
+        let mut b = OutputBuf::new(10);
+        b.push(b"abcdef");
+        assert_eq!(b.drop_front(4), 4);
+        assert_eq!((b.kept(), b.seen(), b.cut()), (b"ef".to_vec(), 6, true));
+        assert_eq!(b.drop_front(9), 2);
         b.push_result(b"done");
         assert_eq!(b.result_len(), Some(4));
-        b.clear();
-        assert_eq!((b.seen(), b.cut(), b.result_len()), (0, false, None));
     }
 }

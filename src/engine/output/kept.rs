@@ -201,6 +201,26 @@ impl KeptResults {
         gone
     }
 
+    /// Drop the oldest jobs not pinned until at most `max_bytes` are kept (running jobs'
+    /// outputs need the rest of the bound). Returns their handles, for the journal.
+    pub fn make_room(&mut self, max_bytes: usize) -> Vec<Bytes> {
+        let mut over = Vec::new();
+        let mut bytes = self.bytes;
+        for (&s, slot) in &self.slots {
+            if bytes <= max_bytes {
+                break;
+            }
+            if !slot.pinned {
+                bytes -= slot.job.bytes();
+                over.push(s);
+            }
+        }
+        self.dropped += over.len() as u64;
+        over.into_iter()
+            .filter_map(|s| self.forget(s).map(|j| j.handle))
+            .collect()
+    }
+
     /// Drop the jobs kept past `--keep-results` at `now` (the pinned stay). Returns their
     /// handles, for the journal.
     pub fn expire(&mut self, now: u64) -> Vec<Bytes> {
@@ -365,6 +385,18 @@ mod tests {
         assert_eq!(gone, vec![Bytes::from("H:t:0")]);
         assert_eq!(k.newest_runs("backup").count(), RUNS_KEPT);
         assert_eq!(k.newest_runs("other").count(), 0);
+    }
+
+    #[test]
+    fn make_room_drops_the_oldest_but_not_the_pinned() {
+        let one = job(1, 0, 100, None).bytes();
+        let mut k = KeptResults::new(1 << 20, HOUR);
+        k.push(job(1, 1, 100, Some("e")));
+        k.push(job(2, 2, 100, None));
+        k.push(job(3, 3, 100, None));
+        assert_eq!(k.make_room(one * 2 + 1), vec![Bytes::from("H:t:2")]);
+        assert_eq!(k.make_room(0), vec![Bytes::from("H:t:3")]);
+        assert_eq!(handles(&k), ["H:t:1"]);
     }
 
     #[test]

@@ -49,16 +49,41 @@ impl Engine {
     /// Add to the output of running job `k` (a WORK_DATA, WORK_WARNING or WORK_EXCEPTION
     /// payload). The one entry point for what becomes a run's output while it runs.
     pub(in crate::engine) fn record_output(&mut self, k: JobKey, chunk: &[u8]) {
-        if let Some(buf) = self.output_buf(k) {
-            buf.push(chunk);
-        }
+        self.grow_output(k, |buf| buf.push(chunk));
     }
 
     /// The WORK_COMPLETE payload: the end of the output and the job's result.
     pub(in crate::engine) fn record_result(&mut self, k: JobKey, result: &[u8]) {
-        if let Some(buf) = self.output_buf(k) {
-            buf.push_result(result);
+        self.grow_output(k, |buf| buf.push_result(result));
+    }
+
+    /// Add to job `k`'s output, within `--keep-output-total` for the running jobs' outputs
+    /// and the kept ones together: the oldest kept go first, and past that (the running
+    /// jobs' outputs alone fill the bound) this job keeps less of its own.
+    fn grow_output(&mut self, k: JobKey, add: impl FnOnce(&mut OutputBuf)) {
+        let total = self.config.keep_output_total;
+        let live = self.live_output;
+        let Some(buf) = self.output_buf(k) else {
+            return;
+        };
+        let before = buf.kept_len();
+        add(buf);
+        let mut live = live - before + buf.kept_len();
+        if live > total {
+            live -= buf.drop_front(live - total);
         }
+        self.live_output = live;
+        if live + self.kept.bytes() > total {
+            for h in self.kept.make_room(total - live) {
+                self.journal_output_gone(h);
+            }
+            self.arm_output_expiry();
+        }
+    }
+
+    /// Job `k`'s live output leaves the engine's count (kept, restarted or dropped).
+    pub(in crate::engine) fn output_released(&mut self, buf: &OutputBuf) {
+        self.live_output -= buf.kept_len();
     }
 
     fn output_buf(&mut self, k: JobKey) -> Option<&mut OutputBuf> {
@@ -75,8 +100,8 @@ impl Engine {
 
     /// A worker takes job `k`: this attempt's output starts from nothing.
     pub(in crate::engine) fn output_restarts(&mut self, k: JobKey) {
-        if let Some(buf) = self.extra_get_mut(k).and_then(|e| e.output.as_mut()) {
-            buf.clear();
+        if let Some(buf) = self.extra_get_mut(k).and_then(|e| e.output.take()) {
+            self.output_released(&buf);
         }
     }
 
@@ -109,6 +134,9 @@ impl Engine {
             None => (None, None),
         };
         let buf = self.extra_get_mut(k).and_then(|e| e.output.take());
+        if let Some(b) = &buf {
+            self.output_released(b);
+        }
         let job = &self.jobs[k];
         let kept = KeptJob {
             handle: self.by_handle.of(job).to_bytes(),

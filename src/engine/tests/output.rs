@@ -229,3 +229,49 @@ fn show_runs_lists_an_entrys_runs_with_their_handles_and_outputs() {
     w.e.on_time(w.now, &mut w.out);
     assert!(w.e.kept_job(&h).is_some());
 }
+
+#[test]
+fn running_jobs_outputs_count_against_the_total_too() {
+    let total = 4 * (64 << 10);
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        keep_output_total: total,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    // One finished job kept, then ten jobs running at once, each printing 64 KiB.
+    let wk = w.conn();
+    w.can_do(wk, "f");
+    w.submit(c, "f", "done", "d", Priority::Normal, true);
+    let (first, _) = w.grab(wk).unwrap();
+    complete(&mut w, wk, &first, "ok");
+    assert!(w.e.kept_job(&first).is_some());
+    let mut running = Vec::new();
+    for i in 0..10 {
+        let wk = w.conn();
+        w.can_do(wk, "f");
+        w.submit(c, "f", &format!("u{i}"), "d", Priority::Normal, true);
+        let (h, _) = w.grab(wk).unwrap();
+        warn(&mut w, wk, &h, &"x".repeat(64 << 10));
+        running.push((wk, h));
+    }
+    // The kept one made room first; the running ones hold at most the bound between them.
+    assert!(w.e.kept_job(&first).is_none());
+    let live: usize = running
+        .iter()
+        .map(|(_, h)| w.e.job_output(h).unwrap().kept.len())
+        .sum();
+    assert!(live <= total, "{live}");
+    // Each still knows how much it printed.
+    assert!(
+        running
+            .iter()
+            .all(|(_, h)| w.e.job_output(h).unwrap().printed == 64 << 10)
+    );
+    // Once they end, the count of live bytes goes back to nothing.
+    for (wk, h) in &running {
+        complete(&mut w, *wk, h, "");
+    }
+    assert_eq!(w.e.live_output, 0);
+    assert!(w.e.kept_totals().1 <= total);
+}
