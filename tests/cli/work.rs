@@ -81,9 +81,17 @@ fn a_failing_command_is_an_exception_with_its_status() {
     assert_eq!(o.stdout, "");
     w.wait_log("status=exit:3", 5);
 
-    // A client that did not ask for exceptions gets WORK_FAIL instead.
+    // A client that did not ask for exceptions gets WORK_FAIL instead, after the stderr
+    // as WORK_WARNING.
     let mut c = client(&s);
     let h = c.submit(SubmitKind::Normal, b"bad", b"", b"x").unwrap();
+    let f = c.recv().unwrap();
+    let mut warning = h.to_vec();
+    warning.extend_from_slice(b"\0bad input\n");
+    assert_eq!(
+        (f.ptype, f.body.to_vec()),
+        (PacketType::WorkWarning, warning)
+    );
     let f = c.recv().unwrap();
     assert_eq!((f.ptype, f.body), (PacketType::WorkFail, h));
 }
