@@ -78,7 +78,7 @@ impl Engine {
             }
             let job = &self.jobs[k];
             if self.config.durable && job.background() {
-                self.durable.push(Durable::JobRetried {
+                self.durable.push(Record::JobRetried {
                     id: job.id,
                     retries,
                 });

@@ -1,6 +1,7 @@
-//! What the engine reports for the journal (background jobs added, finished, given back;
-//! schedule runs), and how jobs read back from it are put back in place. The engine never
-//! writes a file: the reactor hands these to the store.
+//! What the engine hands the journal and takes back from it: the store's own records
+//! (`store::Record`), pushed where the change happens, and the one restore entry point that
+//! puts a replayed journal (`store::Replayed`) back in place. The engine never writes a
+//! file: the reactor appends these records and hands back what the store replayed.
 
 use std::rc::Rc;
 
@@ -9,104 +10,35 @@ use bytes::Bytes;
 use super::handles::KeyRef;
 use super::types::FOREIGN;
 use super::{Engine, JobKey, JobState, NewJob};
+use super::{FailedJob, ScheduleMarks};
 use crate::peer_text::shown;
 use crate::proto::request::JobBody;
 use crate::proto::request::Priority;
+use crate::schedule::backoff::{Backoff, RetryPolicy};
+use crate::store::{FinishReason, JobAdded, Record, Replayed, ReplayedJob};
 
-/// How a journalled job ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FinishKind {
-    Complete,
-    Fail,
-    Exception,
-    Cancel,
-    RetriesSpent,
-    Timeout,
-    /// A foreground job whose clients left (never journalled; here for completeness).
-    Abandoned,
+/// Bytes of a journalled name (a schedule entry's id) as the engine keeps it.
+pub(super) fn entry_bytes(e: &str) -> Bytes {
+    Bytes::copy_from_slice(e.as_bytes())
 }
 
-/// A change that must survive a crash.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Durable {
-    JobAdded {
-        id: u64,
-        handle: Bytes,
-        func: Bytes,
-        unique: Bytes,
-        reducer: Option<Bytes>,
-        priority: Priority,
-        due_ms: Option<u64>,
-        data: Bytes,
-    },
-    JobFinished {
-        id: u64,
-        how: FinishKind,
-    },
-    JobRetried {
-        id: u64,
-        retries: u32,
-    },
-    /// A schedule entry's state changed: it ran (at `fire_ms`; 0 when it never has), skipped
-    /// or failed. The newest per entry is what a restart brings back.
-    ScheduleRan {
-        entry: Rc<str>,
-        fire_ms: u64,
-        /// The latest scheduled time run or skipped (0: none).
-        seen_ms: u64,
-        runs: u64,
-        failures: u64,
-        skips: u64,
-        marks: super::ScheduleMarks,
-    },
-    /// A background job failed for good and was kept in the failed list; this ends job `id`
-    /// in the journal too (no JobFinished for it), so a crash cannot leave it both.
-    FailedKept {
-        id: u64,
-        job: super::FailedJob,
-    },
-    /// The failed job with this handle left the list (dropped, retried or past its bounds).
-    FailedGone {
-        handle: Bytes,
-    },
-    /// `retry FUNCTION N BACKOFF`: the function's retry policy (the newest counts).
-    FunctionRetry {
-        func: Bytes,
-        policy: crate::schedule::backoff::RetryPolicy,
-    },
-    /// Job `id` (just added) is a retry after `failures` failed attempts (retries.rs).
-    JobAttempts {
-        id: u64,
-        failures: u32,
-        first_ms: u64,
-        entry: Option<Rc<str>>,
-    },
-    /// `timeout FUNCTION DURATION`: the function's job lease now (0: none).
-    FunctionLease {
-        func: Bytes,
-        ms: u64,
-    },
+/// A journalled name back as the engine keeps it (the bytes were written from a `str`).
+pub(super) fn entry_str(e: &[u8]) -> Rc<str> {
+    String::from_utf8_lossy(e).into()
 }
 
-/// A background job read back from the journal.
-#[derive(Clone, Debug)]
-pub struct RestoredJob {
-    pub id: u64,
-    pub handle: Bytes,
-    pub func: Bytes,
-    pub unique: Bytes,
-    pub reducer: Option<Bytes>,
-    pub priority: Priority,
-    pub due_ms: Option<u64>,
-    pub data: Bytes,
-    pub retries: u32,
-    /// A retry: failed attempts before it, when the first failed, its schedule entry.
-    pub attempts: Option<(u32, u64, Option<Rc<str>>)>,
+/// A JobAdded's priority byte: 0 high, 1 normal, 2 low (as `Priority as u8` wrote it).
+fn priority_from(b: u8) -> Priority {
+    match b {
+        0 => Priority::High,
+        2 => Priority::Low,
+        _ => Priority::Normal,
+    }
 }
 
 impl Engine {
     /// Take the durable changes of this turn, for the journal.
-    pub fn take_durable(&mut self) -> std::vec::Drain<'_, Durable> {
+    pub fn take_durable(&mut self) -> std::vec::Drain<'_, Record> {
         self.durable.drain(..)
     }
 
@@ -124,21 +56,90 @@ impl Engine {
             return;
         }
         // A future job keeps its due time; one already queued runs at once after a restart.
-        self.durable.push(Durable::JobAdded {
+        self.durable.push(Record::JobAdded(JobAdded {
             id: job.id,
             handle: self.by_handle.of(job).to_bytes(),
             func: self.functions[job.func()].name.clone(),
             unique: job.unique(),
             reducer: self.rare(k).and_then(|r| r.reducer.clone()),
-            priority: job.priority,
+            priority: job.priority as u8,
             due_ms: self.due_ms(k),
             data: job.data(),
-        });
+        }));
+    }
+
+    /// Put back what the journal replayed: its jobs, the failed list, the functions' retry
+    /// policies and leases, the schedule entries' histories, and the handle counter past every
+    /// journalled job. The one place a journal record's state re-enters the engine.
+    pub fn restore(&mut self, replayed: Replayed, now: u64, out: &mut super::Outbox) {
+        let Replayed {
+            jobs,
+            schedules,
+            failed,
+            leases,
+            func_retries,
+            max_id,
+            stats: _,
+        } = replayed;
+        for r in jobs {
+            self.restore_job(r, now, out);
+        }
+        for r in func_retries {
+            let backoff = Backoff {
+                base_ms: r.base_ms,
+                max_ms: r.max_ms,
+            };
+            let retries = r.retries;
+            self.restore_retry(&r.func, RetryPolicy { retries, backoff });
+        }
+        for f in failed {
+            self.restore_failed(FailedJob {
+                handle: f.handle,
+                func: f.func,
+                unique: f.unique,
+                data: f.data,
+                error: f.error,
+                attempts: f.attempts,
+                first_ms: f.first_ms,
+                last_ms: f.last_ms,
+                entry: f.entry.as_deref().map(entry_str),
+            });
+        }
+        for l in leases {
+            self.restore_lease(l.func, l.ms);
+        }
+        for s in schedules {
+            let id = String::from_utf8_lossy(&s.entry);
+            // A state written before the entry's first run says 0.
+            if s.fire_ms > 0 {
+                self.restore_schedule_run(&id, s.fire_ms);
+            }
+            if let Some(c) = s.counters {
+                self.restore_schedule_counters(
+                    &id,
+                    (c.seen_ms > 0).then_some(c.seen_ms),
+                    [c.runs, c.failures, c.skips],
+                );
+                let marks = ScheduleMarks {
+                    paused: c.paused,
+                    skip_next: c.skip_next,
+                    last_manual: c.last_manual,
+                };
+                self.restore_schedule_marks(&id, marks);
+            }
+        }
+        // Past every journalled job; the reactor also raises it past the reserved handles.
+        self.set_next_handle(max_id + 1);
     }
 
     /// Put a job from the journal back, with its handle: queued, or in the wheel if it is
     /// still in the future. Jobs that were running when the server stopped run again.
-    pub fn restore_job(&mut self, r: RestoredJob, now: u64, out: &mut super::Outbox) {
+    fn restore_job(&mut self, replayed: ReplayedJob, now: u64, out: &mut super::Outbox) {
+        let ReplayedJob {
+            job: r,
+            retries,
+            attempts,
+        } = replayed;
         let f = self.func_id(&r.func);
         // Two live jobs with one unique cannot come from one run of the engine, but a journal
         // written by another version might hold them: keep both, coalesce on the first.
@@ -161,7 +162,7 @@ impl Engine {
             // One copy of what the job keeps, so the record's other fields are not pinned.
             body: JobBody::new(&r.unique, &r.data),
             reducer: r.reducer,
-            priority: r.priority,
+            priority: priority_from(r.priority),
             background: true,
             due_ms: r.due_ms,
             origin: None,
@@ -170,16 +171,16 @@ impl Engine {
         let k = self.create_job(new, key.is_some(), None, now, out);
         self.config.durable = durable;
         self.next_handle = saved;
-        if r.retries > 0 {
-            self.extra_mut(k).retries = r.retries;
+        if retries > 0 {
+            self.extra_mut(k).retries = retries;
         }
-        if let Some((failures, first_fail_ms, entry)) = r.attempts {
+        if let Some(a) = attempts {
             let rare = self.extra_mut(k).rare.get_or_insert_with(Default::default);
-            rare.failures = failures;
-            rare.first_fail_ms = first_fail_ms;
-            rare.origin = entry.map(|entry| super::Origin {
-                entry,
-                scheduled_ms: first_fail_ms,
+            rare.failures = a.failures;
+            rare.first_fail_ms = a.first_ms;
+            rare.origin = a.entry.map(|entry| super::Origin {
+                entry: entry_str(&entry),
+                scheduled_ms: a.first_ms,
                 started_ms: None,
                 manual: false,
             });
@@ -218,7 +219,7 @@ impl Engine {
             if matches!(self.jobs[k].state(), JobState::Queued | JobState::Future) {
                 // A JobFinished follows the buffered JobAdded, so a later successful write
                 // does not bring the job back.
-                self.remove_job(k, FinishKind::Fail);
+                self.remove_job(k, FinishReason::Fail);
                 refused.push(h.clone());
             }
         }

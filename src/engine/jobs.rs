@@ -257,12 +257,12 @@ impl Engine {
     }
 
     /// Remove a job from its queue, every index and counter.
-    pub(super) fn remove_job(&mut self, k: JobKey, how: FinishKind) {
+    pub(super) fn remove_job(&mut self, k: JobKey, how: FinishReason) {
         self.remove_job_as(k, how, None);
     }
 
     /// ... journalled as `record` instead of a JobFinished (a failed job kept in the list).
-    pub(super) fn remove_job_as(&mut self, k: JobKey, how: FinishKind, record: Option<Durable>) {
+    pub(super) fn remove_job_as(&mut self, k: JobKey, how: FinishReason, record: Option<Record>) {
         if self.jobs[k].state() == JobState::Queued {
             self.unlink(k);
         }
@@ -276,8 +276,10 @@ impl Engine {
         }
         let job = self.jobs.remove(k);
         if self.config.durable && job.background() {
-            self.durable
-                .push(record.unwrap_or(Durable::JobFinished { id: job.id, how }));
+            self.durable.push(record.unwrap_or(Record::JobFinished {
+                id: job.id,
+                reason: how,
+            }));
         }
         self.by_handle.remove_job(&job, k);
         if job.is(INDEXED) {
@@ -381,12 +383,12 @@ impl Engine {
             O::Cancelled | O::Requeued => None,
         };
         let how = match outcome {
-            O::Complete => FinishKind::Complete,
-            O::Exception(_) => FinishKind::Exception,
-            O::Fail | O::Requeued => FinishKind::Fail,
-            O::Timeout(_) => FinishKind::Timeout,
-            O::RetriesSpent => FinishKind::RetriesSpent,
-            O::Cancelled => FinishKind::Cancel,
+            O::Complete => FinishReason::Complete,
+            O::Exception(_) => FinishReason::Exception,
+            O::Fail | O::Requeued => FinishReason::Fail,
+            O::Timeout(_) => FinishReason::Timeout,
+            O::RetriesSpent => FinishReason::RetriesSpent,
+            O::Cancelled => FinishReason::Cancel,
         };
         // A job counts once, as it ends for good; an attempt that its retry policy runs again
         // counts as retried (one definition, for status views, /metrics and the console).

@@ -8,10 +8,11 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 
-use super::{Durable, Engine, FuncId, JobKey};
+use super::{Engine, FuncId, JobKey};
 use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::schedule::duration::parse_duration;
+use crate::store::{FunctionLease, Record};
 
 /// At most this many functions have a lease (each one a name and a number): a bound on what
 /// an admin connection can make the server keep.
@@ -103,7 +104,8 @@ impl Engine {
             }
         );
         if self.config.durable {
-            self.durable.push(Durable::FunctionLease { func, ms });
+            self.durable
+                .push(Record::FunctionLease(FunctionLease { func, ms }));
         }
         Bytes::from_static(b"OK\r\n")
     }

@@ -14,7 +14,8 @@
 //! - `schedules/`: schedule entries: arming, runs and their ends, history, an operator's
 //!   hand, cluster claims, alerts.
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
-//! - `durable`: what the journal learns of the engine, and jobs put back from it.
+//! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
+//!   which puts back what the journal replayed.
 //! - `output/`: what jobs print, kept while they run and for `--keep-results` after.
 //! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
 //!   reactor needs beyond `handle`.
@@ -53,10 +54,10 @@ use crate::proto::packet::PacketType;
 use crate::proto::request::{GrabKind, JobBody, Priority, Request, RequestError};
 use crate::proto::response::Response;
 use crate::schedule::{SchedSpec, Zone};
+use crate::store::{FinishReason, Record};
 use crate::timer::{TimerKey, Timers};
 
 pub use admin::CancelRefused;
-pub use durable::{Durable, FinishKind, RestoredJob};
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
 pub use outbox::{Outbox, RunClaim, Shutdown};
@@ -214,7 +215,7 @@ pub struct Engine {
     drain_expired: bool,
     schedules: schedules::Schedules,
     /// Changes the journal must make durable before this turn's replies go out.
-    durable: Vec<Durable>,
+    durable: Vec<Record>,
     /// The most jobs held since memory was last given back.
     jobs_peak: usize,
     /// Held GRABs that may find a job now (see `serve_held_grabs`).
@@ -434,7 +435,8 @@ impl Engine {
                     "dropping queued job {} whose clients all left",
                     self.by_handle.of(job)
                 );
-                self.remove_job(key, FinishKind::Abandoned);
+                // Never journalled (a foreground job); the reason is a formality.
+                self.remove_job(key, FinishReason::Fail);
             }
         }
         self.serve_held_grabs(now, out);

@@ -50,9 +50,10 @@ impl Engine {
 mod tests {
     use bytes::Bytes;
 
-    use crate::engine::{ConnId, ConnInfo, Durable, Engine, EngineConfig, Outbox};
+    use crate::engine::{ConnId, ConnInfo, Engine, EngineConfig, Outbox};
     use crate::proto::request::{GrabKind, JobBody, Priority, Request};
     use crate::proto::response::Response;
+    use crate::store::Record;
 
     fn conn(e: &mut Engine, i: u32) -> ConnId {
         let id = ConnId {
@@ -102,8 +103,8 @@ mod tests {
         // ...until nobody waits for it: then it must survive a restart like any background job.
         let added: Vec<_> = e.take_durable().collect();
         assert!(
-            matches!(&added[..], [Durable::JobAdded { handle, unique, data, .. }]
-                if handle == "H:r:1" && unique == "u" && data == "d"),
+            matches!(&added[..], [Record::JobAdded(j)]
+                if j.handle == "H:r:1" && j.unique == "u" && j.data == "d"),
             "{added:?}"
         );
         // Its end is journalled too, so a restart does not run it again.
@@ -128,7 +129,7 @@ mod tests {
         );
         let done: Vec<_> = e.take_durable().collect();
         assert!(
-            matches!(&done[..], [Durable::JobFinished { .. }]),
+            matches!(&done[..], [Record::JobFinished { .. }]),
             "{done:?}"
         );
     }

@@ -1,7 +1,7 @@
 //! The HTTP side of the server, pure: request heads and bodies in (httparse), typed requests
 //! and routes out, responses formatted from data passed in (job replies, the engine's query
 //! structs, metrics numbers). No sockets, no clock, no engine calls: the reactor's
-//! `http_glue` feeds it bytes and engine replies and writes what it returns.
+//! HTTP glue (src/reactor/http/) feeds it bytes and engine replies and writes what it returns.
 //!
 //! - `parse`: request heads, bodies (Content-Length and chunked) and their limits.
 //! - `session`: one connection's request framing: pipelining, `Expect: 100-continue`.

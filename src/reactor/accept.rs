@@ -1,6 +1,6 @@
 //! The listeners and accept: the addresses bound, `--max-connections`, socket options, the TLS
 //! session and the connection's identity at accept, its slot and `ConnId`, and the engine told
-//! (an HTTP connection's OPTION_REQ at accept is in http_glue.rs); an accept that fails (out
+//! (an HTTP connection's OPTION_REQ at accept is in http/mod.rs); an accept that fails (out
 //! of descriptors) tried again on a deadline.
 
 use std::io::{self, Write};
@@ -28,10 +28,7 @@ const ACCEPT_RETRY_MS: u64 = 100;
 
 /// Bind and register the Gearman listeners, `--listen` then `--ssl-listen` (tokens 0..), with
 /// the addresses they got.
-pub(super) fn bind_listeners(
-    config: &Config,
-    poll: &Poll,
-) -> io::Result<(Vec<TcpListener>, Vec<SocketAddr>)> {
+pub(super) fn bind_listeners(config: &Config, poll: &Poll) -> io::Result<Listeners> {
     let mut listeners = Vec::new();
     let mut local_addrs = Vec::new();
     for (i, addr) in config.listen.iter().enumerate() {
@@ -57,18 +54,32 @@ pub(super) fn bind_listeners(
         local_addrs.push(l.local_addr()?);
         listeners.push(l);
     }
-    Ok((listeners, local_addrs))
+    Ok(Listeners {
+        sockets: listeners,
+        addrs: local_addrs,
+        retries: Vec::new(),
+    })
+}
+
+/// The Gearman listeners (`--listen`, then `--ssl-listen`), their addresses, and those whose
+/// accept failed with the deadline of their next try.
+pub(super) struct Listeners {
+    /// Emptied when a graceful shutdown begins.
+    pub(super) sockets: Vec<TcpListener>,
+    /// As bound (port 0 resolved); kept after the sockets close.
+    pub(super) addrs: Vec<SocketAddr>,
+    pub(super) retries: Vec<(Listener, crate::timer::TimerKey)>,
 }
 
 impl Server {
     /// The `--listen` addresses actually bound (port 0 resolved).
     pub fn local_addrs(&self) -> &[SocketAddr] {
-        &self.local_addrs[..self.tls.first_tls_listener.min(self.local_addrs.len())]
+        &self.listeners.addrs[..self.tls.first_tls_listener.min(self.listeners.addrs.len())]
     }
 
     /// The `--ssl-listen` addresses actually bound.
     pub fn ssl_addrs(&self) -> &[SocketAddr] {
-        &self.local_addrs[self.tls.first_tls_listener.min(self.local_addrs.len())..]
+        &self.listeners.addrs[self.tls.first_tls_listener.min(self.listeners.addrs.len())..]
     }
 
     /// The listeners that do not authenticate their peers (the ones protected mode guards),
@@ -76,7 +87,7 @@ impl Server {
     pub(super) fn unauthenticated_addrs(&self) -> impl Iterator<Item = &SocketAddr> {
         let certified = self.tls.asks_client_certificate();
         let https = self.tls.https() && certified;
-        let gearman = self.local_addrs.iter().enumerate();
+        let gearman = self.listeners.addrs.iter().enumerate();
         let gearman =
             gearman.filter(move |(i, _)| !(certified && self.tls.listener_is_tls(*i, false)));
         let http = self.http_addrs().iter().filter(move |_| !https);
@@ -90,14 +101,14 @@ impl Server {
 
     /// A listener's retry is due (see `ACCEPT_RETRY_MS`).
     pub(super) fn accept_retry(&mut self, from: Listener) {
-        self.accept_retries.retain(|&(l, _)| l != from);
+        self.listeners.retries.retain(|&(l, _)| l != from);
         self.accept_on(from, true);
     }
 
     /// The address of a listener, for the log.
     fn listener_addr(&self, l: Listener) -> Option<SocketAddr> {
         match l {
-            Listener::Gearman(i) => self.local_addrs.get(i).copied(),
+            Listener::Gearman(i) => self.listeners.addrs.get(i).copied(),
             Listener::Http(i) => self.http_addrs().get(i).copied(),
         }
     }
@@ -108,7 +119,7 @@ impl Server {
     /// where every freed descriptor lets one accept through before the next fails, would
     /// otherwise write a line per client.
     fn accept_failed(&mut self, from: Listener, e: io::Error) {
-        let said = self.door.accept_failed(self.turn_now);
+        let said = self.door.accept_failed(self.time.now);
         let addr = self.listener_addr(from);
         let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
         match said {
@@ -122,19 +133,19 @@ impl Server {
             ),
             None => debug!("accept on {addr} failed again: {e}"),
         }
-        if self.accept_retries.iter().any(|&(l, _)| l == from) {
+        if self.listeners.retries.iter().any(|&(l, _)| l == from) {
             return;
         }
-        let at = self.turn_now.saturating_add(ACCEPT_RETRY_MS);
+        let at = self.time.now.saturating_add(ACCEPT_RETRY_MS);
         let key = self.deadlines.arm(at, Deadline::AcceptRetry(from));
-        self.accept_retries.push((from, key));
+        self.listeners.retries.push((from, key));
     }
 
     /// Accept works again on `from` (a client came, or the backlog is empty): a retry armed
     /// for it is not needed any more. Said only after a line said it failed.
     fn accept_works(&mut self, from: Listener) {
-        if let Some(p) = self.accept_retries.iter().position(|&(l, _)| l == from) {
-            let (_, key) = self.accept_retries.swap_remove(p);
+        if let Some(p) = self.listeners.retries.iter().position(|&(l, _)| l == from) {
+            let (_, key) = self.listeners.retries.swap_remove(p);
             self.deadlines.cancel(key);
         }
         if self.door.accept_works() {
@@ -158,12 +169,12 @@ impl Server {
         // Accept failed on this listener before: the failure is over once the backlog is
         // empty. (A client taken and then another failure is the same failure going on,
         // not a new one to log.)
-        let failing = retrying || self.accept_retries.iter().any(|&(l, _)| l == from);
+        let failing = retrying || self.listeners.retries.iter().any(|&(l, _)| l == from);
         loop {
             let listener = if http {
                 self.http.listener(li)
             } else {
-                self.listeners.get(li)
+                self.listeners.sockets.get(li)
             };
             let Some(listener) = listener else {
                 return;
@@ -192,15 +203,15 @@ impl Server {
                     return;
                 }
             };
-            if self.conns.len() >= self.config.max_connections {
+            if self.conns.slab.len() >= self.config.max_connections {
                 peer_log!(
-                    self.turn_now,
+                    self.time.now,
                     Cause::Accept,
                     Warn,
                     "refusing connection from {peer}: --max-connections {} reached",
                     self.config.max_connections
                 );
-                self.http.refused();
+                self.stats.refused += 1;
                 drop(stream);
                 continue;
             }
@@ -208,7 +219,7 @@ impl Server {
             let local = if http {
                 self.http_addrs().get(li)
             } else {
-                self.local_addrs.get(li)
+                self.listeners.addrs.get(li)
             };
             // Protected mode covers every listener whose peers are not authenticated:
             // plaintext ones, and TLS ones that ask no client certificate.
@@ -231,12 +242,12 @@ impl Server {
                 Ok(counted) => counted,
                 Err(full) => {
                     peer_log!(
-                        self.turn_now,
+                        self.time.now,
                         Cause::Accept,
                         Warn,
                         "refusing connection from {peer}: {full}"
                     );
-                    self.http.refused();
+                    self.stats.refused += 1;
                     drop(stream);
                     continue;
                 }
@@ -245,7 +256,7 @@ impl Server {
             if let Some(k) = &self.config.keepalive {
                 listen::set_keepalive(&stream, k);
             }
-            let session = match self.tls_session(li, http) {
+            let session = match self.tls.session(li, http) {
                 Ok(s) => s,
                 Err(e) => {
                     error!("cannot start TLS with {peer}: {e}");
@@ -255,11 +266,11 @@ impl Server {
                     continue;
                 }
             };
-            let entry = self.conns.vacant_entry();
+            let entry = self.conns.slab.vacant_entry();
             let idx = entry.key();
             let id = ConnId {
                 index: idx as u32,
-                generation: token::next_generation(self.last_generation),
+                generation: token::next_generation(self.conns.last_generation),
             };
             let registration = (self.poll.registry(), Source::Conn(id).token());
             let ip = access.ip();
@@ -274,7 +285,7 @@ impl Server {
                 }
             };
             c.unserved = unserved;
-            self.last_generation = id.generation;
+            self.conns.last_generation = id.generation;
             let info = ConnInfo {
                 fd: c.fd(),
                 ip: peer.ip().to_canonical(),
@@ -282,7 +293,8 @@ impl Server {
             entry.insert(c);
             self.engine.connect(id, info);
             if tls {
-                self.tls_accepted(idx, self.turn_now);
+                self.tls
+                    .accepted(&mut self.conns, &mut self.deadlines, idx, self.time.now);
             }
             self.http_accepted(idx, http);
         }

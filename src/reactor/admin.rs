@@ -19,7 +19,7 @@ impl Server {
         let reply = match cmd {
             AdminCommand::ShowJournal => self.journal.listing(),
             AdminCommand::ShowCluster => match &self.cluster {
-                Some(l) => crate::cluster::view::listing(&l.status(self.turn_mono)),
+                Some(l) => crate::cluster::view::listing(&l.status(self.time.mono)),
                 None => "ERR NOT_CLUSTERED this+server+runs+without+--etcd\r\n".into(),
             },
             AdminCommand::ReloadSchedules => match self.reload_schedules(now) {

@@ -42,20 +42,18 @@ impl Wake {
         Ok(wake)
     }
 
-    fn ring(&self, how: u8) {
-        self.stop.store(how, Ordering::SeqCst);
-        let _ = self.waker.wake();
-    }
-}
-
-impl Server {
     /// The waker rang: `Some((exit, close the journal))` when asked to stop.
-    pub(super) fn on_wake(&self) -> Option<(Exit, bool)> {
-        match self.wake.as_ref()?.stop.load(Ordering::SeqCst) {
+    pub(super) fn stopped(&self) -> Option<(Exit, bool)> {
+        match self.stop.load(Ordering::SeqCst) {
             STOP => Some((Exit::Stopped, true)),
             ABANDON => Some((Exit::Stopped, false)),
             _ => None,
         }
+    }
+
+    fn ring(&self, how: u8) {
+        self.stop.store(how, Ordering::SeqCst);
+        let _ = self.waker.wake();
     }
 }
 
@@ -89,7 +87,7 @@ impl Embedded {
                         return Ok(Exit::Stopped);
                     }
                 };
-                let Some(wake) = server.wake.clone() else {
+                let Some(wake) = server.time.wake.clone() else {
                     return Ok(Exit::Stopped);
                 };
                 let addrs = (

@@ -14,13 +14,13 @@ use log::warn;
 use mio::net::TcpStream;
 use mio::{Registry, Token};
 
-use super::Server;
+use super::conn::transport::Transport;
 use super::token::Source;
-use super::transport::Transport;
 use crate::client::ClientTls;
 use crate::cluster::etcd::{self, ResponseReader};
 use crate::cluster::{ClaimAsk, Link, Machine, Output, Refusal, Settings, Status};
 use crate::config::{ClusterConfig, EtcdTls};
+use crate::engine::{Engine, Outbox};
 
 /// Reconnect backoff: first wait, and the most (well inside a lease's TTL).
 const BACKOFF_MIN_MS: u64 = 100;
@@ -303,7 +303,7 @@ impl EtcdLink {
     }
 
     /// A readiness event on one of the two connections.
-    fn event(&mut self, link: Link, registry: &Registry, now: u64) {
+    pub(super) fn event(&mut self, link: Link, registry: &Registry, now: u64) {
         let name = self.name(link);
         let c = self.chan(link);
         let Some(w) = c.wire.as_mut() else { return };
@@ -466,26 +466,24 @@ impl EtcdLink {
     }
 }
 
-impl Server {
-    /// A readiness event on an etcd connection.
-    pub(super) fn etcd_event(&mut self, link: Link) {
-        let Some(l) = self.cluster.as_mut() else {
-            return;
-        };
-        let now = self.turn_mono;
-        l.event(link, self.poll.registry(), now);
-    }
-
+/// The reactor's side of the link, once a turn and on the loop's events: each takes what it
+/// uses (the engine and outbox lent for the turn, the poller's registry, the clocks).
+impl EtcdLink {
     /// Once a turn: hand the engine's claims to the machine, tick it, send what it asks, and
-    /// hand its decisions to the engine.
-    pub(super) fn cluster_turn(&mut self, wall: u64) {
-        let Some(l) = self.cluster.as_mut() else {
-            return;
-        };
-        let now = self.turn_mono;
-        let mut out = std::mem::take(&mut l.out);
-        l.machine.tick(now, &mut out);
-        for c in self.outbox.claims.drain(..) {
+    /// hand its decisions to the engine. Returns a schedules file etcd pushed, for the loop
+    /// to load as a reload would.
+    pub(super) fn turn(
+        &mut self,
+        engine: &mut Engine,
+        outbox: &mut Outbox,
+        registry: &Registry,
+        mono: u64,
+        wall: u64,
+    ) -> Option<String> {
+        let now = mono;
+        let mut out = std::mem::take(&mut self.out);
+        self.machine.tick(now, &mut out);
+        for c in outbox.claims.drain(..) {
             let ask = ClaimAsk {
                 entry: c.entry.to_string(),
                 nominal_ms: c.nominal_ms,
@@ -494,31 +492,25 @@ impl Server {
                 until_ms: c.until_ms,
                 wall_ms: wall,
             };
-            l.machine.claim(ask, now, &mut out);
+            self.machine.claim(ask, now, &mut out);
         }
-        for (entry, nominal) in self.outbox.runs_ended.drain(..) {
-            l.machine.run_ended(&entry, nominal, now, &mut out);
+        for (entry, nominal) in outbox.runs_ended.drain(..) {
+            self.machine.run_ended(&entry, nominal, now, &mut out);
         }
-        l.out = out;
-        l.drive(self.poll.registry(), now);
-        let decisions = std::mem::take(&mut l.out.decisions);
-        let takeover = l.out.takeover.take();
-        let pushed = l.out.schedules_text.take();
-        let leader = l.machine.leader_id().map(str::to_string);
-        self.engine.set_cluster_leader(leader);
+        self.out = out;
+        self.drive(registry, now);
+        let decisions = std::mem::take(&mut self.out.decisions);
+        let takeover = self.out.takeover.take();
+        let pushed = self.out.schedules_text.take();
+        let leader = self.machine.leader_id().map(str::to_string);
+        engine.set_cluster_leader(leader);
         if let Some(records) = takeover {
-            self.engine
-                .cluster_takeover(&records, wall, &mut self.outbox);
+            engine.cluster_takeover(&records, wall, outbox);
         }
         for d in decisions {
             match d.result {
-                Ok(()) => self.engine.claim_granted(
-                    &d.ask.entry,
-                    d.ask.nominal_ms,
-                    wall,
-                    &mut self.outbox,
-                ),
-                Err(r) => self.engine.claim_refused(
+                Ok(()) => engine.claim_granted(&d.ask.entry, d.ask.nominal_ms, wall, outbox),
+                Err(r) => engine.claim_refused(
                     &d.ask.entry,
                     d.ask.nominal_ms,
                     &r.to_string(),
@@ -526,52 +518,20 @@ impl Server {
                 ),
             }
         }
-        if let Some(text) = pushed {
-            self.load_pushed_schedules(text, wall);
-        }
-        // Claims made by a takeover's catch-up go out this turn.
-        if !self.outbox.claims.is_empty() {
-            self.cluster_turn(wall);
-        }
-    }
-
-    /// At exit: give the leadership up at once (see `EtcdLink::resign`).
-    pub(super) fn cluster_resign(&mut self) {
-        if let Some(l) = self.cluster.as_mut() {
-            l.resign();
-        }
+        pushed
     }
 
     /// When the link wants the loop back, on the wall clock (`wall`: the time the loop is
-    /// about to sleep at; the monotonic clock is read with it).
-    pub(super) fn cluster_sleep(&self, wall: u64) -> Option<u64> {
-        let l = self.cluster.as_ref()?;
-        let mono = self.clock.mono_ms();
-        l.deadline().map(|d| wall + d.saturating_sub(mono))
+    /// about to sleep at; `mono`: the monotonic clock read with it).
+    pub(super) fn wake_at(&self, wall: u64, mono: u64) -> Option<u64> {
+        self.deadline().map(|d| wall + d.saturating_sub(mono))
     }
 
     /// The schedules file was loaded (from disk or etcd): publish its digests.
-    pub(super) fn cluster_schedules(&mut self, entries: &[crate::schedule::file::Entry]) {
-        let Some(l) = self.cluster.as_mut() else {
-            return;
-        };
+    pub(super) fn publish_schedules(&mut self, entries: &[crate::schedule::file::Entry]) {
         let (digest, per_entry) = crate::cluster::digest::file(entries);
         let ids = entries.iter().map(|e| e.id.clone()).collect();
-        l.machine.set_schedules(digest, per_entry, ids);
-    }
-
-    /// `gearwheel schedules push` stored a file in etcd: load it as a reload would (the same
-    /// validation; a refused file leaves the running schedule and the last pushed text).
-    fn load_pushed_schedules(&mut self, text: String, wall: u64) {
-        let Some(l) = self.cluster.as_mut() else {
-            return;
-        };
-        let before = l.pushed.replace(text);
-        if self.reload_schedules(wall).is_err() {
-            if let Some(l) = self.cluster.as_mut() {
-                l.pushed = before;
-            }
-        }
+        self.machine.set_schedules(digest, per_entry, ids);
     }
 }
 

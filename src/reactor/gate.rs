@@ -146,7 +146,10 @@ impl Denial {
         match self {
             Denial::Protected => Response::error("PROTECTED_MODE", self.text()),
             Denial::ShutdownRefused => Response::text(self.admin_line()),
-            _ => Response::error("PERMISSION_DENIED", self.text()),
+            Denial::UnknownToken
+            | Denial::Denied { .. }
+            | Denial::ConsoleNotLoopback
+            | Denial::NoConnection => Response::error("PERMISSION_DENIED", self.text()),
         }
     }
 
@@ -160,7 +163,9 @@ impl Denial {
             Denial::ConsoleNotLoopback => {
                 console::guarded(Reply::text(403, &format!("forbidden: {}", self.text())))
             }
-            _ => Reply::text(403, &format!("forbidden: {}", self.text())),
+            Denial::ShutdownRefused | Denial::Denied { .. } | Denial::NoConnection => {
+                Reply::text(403, &format!("forbidden: {}", self.text()))
+            }
         }
     }
 }
@@ -252,7 +257,7 @@ impl Server {
         need: Need<'_>,
         bearer: Option<&Bearer>,
     ) -> Result<(), Denial> {
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return Err(Denial::NoConnection);
         };
         if c.unserved {
@@ -271,8 +276,8 @@ impl Server {
     #[cold]
     #[inline(never)]
     fn denied(&mut self, idx: usize, d: Denial) -> Denial {
-        let now = self.turn_now;
-        let Some(c) = self.conns.get_mut(idx) else {
+        let now = self.time.now;
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return d;
         };
         if d == Denial::ConsoleNotLoopback {
@@ -290,7 +295,11 @@ impl Server {
         }
         let who = match &d {
             Denial::Denied { identity, .. } => identity.to_string(),
-            _ => c.identity().to_string(),
+            Denial::Protected
+            | Denial::ShutdownRefused
+            | Denial::ConsoleNotLoopback
+            | Denial::UnknownToken
+            | Denial::NoConnection => c.identity().to_string(),
         };
         let a = &mut c.access;
         a.denials = a.denials.saturating_add(1);
@@ -322,6 +331,7 @@ impl Server {
     /// OPTION_REQ at accept) and for what the console offers.
     pub(super) fn permits(&self, idx: usize, need: Need<'_>) -> bool {
         self.conns
+            .slab
             .get(idx)
             .is_some_and(|c| judge(&self.access, &self.engine, c, need, None).is_ok())
     }
@@ -339,7 +349,7 @@ impl Server {
     /// Send a refusal; when it `closes`, nothing more of the connection is read.
     pub(super) fn refuse(&mut self, idx: usize, id: ConnId, reply: Response, closes: bool) {
         self.outbox.push(id, reply);
-        if let Some(c) = self.conns.get_mut(idx).filter(|_| closes) {
+        if let Some(c) = self.conns.slab.get_mut(idx).filter(|_| closes) {
             c.close_after_flush();
             c.rbuf.clear();
         }
@@ -360,7 +370,7 @@ impl Server {
         let who = Identity::Addr(peer.ip()).to_string();
         self.access.denials.count(&who, d.operation());
         peer_log!(
-            self.turn_now,
+            self.time.now,
             Cause::Denied,
             Warn,
             "denied: connection from {} ({who}) at accept: {}",
@@ -369,7 +379,7 @@ impl Server {
         );
         let mut out = BytesMut::new();
         if http {
-            let date = crate::http::response::http_date(self.turn_now);
+            let date = crate::http::response::http_date(self.time.now);
             let reply = d.http();
             crate::http::response::write(&mut out, &reply, Version::Http11, false, false, &date);
         } else {
@@ -378,11 +388,22 @@ impl Server {
         out
     }
 
+    /// After a read of connection `idx` while its TLS handshake runs: when it just ended
+    /// (`TlsGlue::handshake_check` names the peer), protected mode judges the peer.
+    pub(super) fn tls_handshake_check(&mut self, idx: usize) {
+        if self
+            .tls
+            .handshake_check(&mut self.conns, &mut self.deadlines, idx)
+        {
+            self.protected_after_handshake(idx);
+        }
+    }
+
     /// A TLS handshake just ended on connection `idx` of a listener that asks no client
     /// certificate: protected mode refuses its peer now, before any request of it is read
-    /// (conn.rs reads nothing past the handshake for it).
+    /// (conn/mod.rs reads nothing past the handshake for it).
     pub(super) fn protected_after_handshake(&mut self, idx: usize) {
-        let Some(c) = self.conns.get(idx).filter(|c| c.access.protected) else {
+        let Some(c) = self.conns.slab.get(idx).filter(|c| c.access.protected) else {
             return;
         };
         let (id, http) = (c.id, c.is_http());
@@ -404,7 +425,7 @@ impl Server {
         let cap = self.access.config.denials_logged;
         if a.denials > cap {
             peer_log!(
-                self.turn_now,
+                self.time.now,
                 Cause::Denied,
                 Warn,
                 "connection {} ({}, from {}) closed after {} denials, {} of them not logged",
@@ -431,7 +452,7 @@ impl Server {
             return;
         };
         let mut lost = Vec::new();
-        for (idx, c) in &self.conns {
+        for (idx, c) in &self.conns.slab {
             for func in self.engine.functions_of(c.id) {
                 if !acl.allows(&c.identity(), Operation::Work, Some(&func)) {
                     lost.push((idx, c.id, func));
@@ -439,7 +460,7 @@ impl Server {
             }
         }
         for (idx, id, func) in lost {
-            if let Some(c) = self.conns.get(idx) {
+            if let Some(c) = self.conns.slab.get(idx) {
                 warn!(
                     "access list reloaded: connection {idx} ({}, from {}) no longer works on {}",
                     c.identity(),
@@ -572,7 +593,7 @@ mod tests {
         // A loopback peer in the slot is served.
         let _peer = std::net::TcpStream::connect(s.local_addrs()[0]).expect("connect");
         s.accept(Listener::Gearman(0));
-        assert_eq!(s.conns.len(), 1);
+        assert_eq!(s.conns.slab.len(), 1);
         assert_eq!(s.gate(0, Need::Free, None), Ok(()));
         assert!(s.permits(0, Need::Free));
         // The slot next to it is still empty.

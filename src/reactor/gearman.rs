@@ -1,6 +1,6 @@
 //! The Gearman read path: a connection's bytes read, frames decoded, requests parsed and passed
 //! through the gate to the engine, up to a fairness budget per turn; paused connections (a held
-//! GRAB) resumed. http_glue.rs is its HTTP counterpart.
+//! GRAB) resumed. http/mod.rs is its HTTP counterpart.
 
 use super::conn::ReadStatus;
 use super::{FRAMES_PER_TURN, Server};
@@ -15,18 +15,21 @@ impl Server {
     /// Read a connection and serve what came; for TLS, then see to its handshake and the
     /// records the session made.
     pub(super) fn read_conn(&mut self, idx: usize, now: u64) {
-        let tls = self.conns.get(idx).is_some_and(|c| c.is_tls());
+        let tls = self.conns.slab.get(idx).is_some_and(|c| c.is_tls());
         self.read_plaintext(idx, now);
         if tls {
-            self.tls_after_read(idx);
+            self.tls_handshake_check(idx);
+            let now = self.time.now;
+            self.tls
+                .after_read(&mut self.conns, &mut self.deadlines, idx, now);
         }
     }
 
     pub(super) fn read_plaintext(&mut self, idx: usize, now: u64) {
-        if self.output_held(idx) {
+        if self.conns.output_held(idx, self.time.now) {
             return;
         }
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         if c.is_http() {
@@ -54,21 +57,21 @@ impl Server {
                 "connection {idx} from {}: a TLS handshake on a plaintext Gearman port; closed",
                 c.peer()
             );
-            self.mark_close(idx);
+            self.conns.mark_close(idx);
             return;
         }
         if c.handshake_deadline().is_some() {
             self.tls_handshake_check(idx);
         }
         self.process_frames(idx, now);
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         match status {
             Ok(ReadStatus::Drained) => {}
             Ok(ReadStatus::Capped) => {
                 if c.serving() {
-                    self.want_revisit(idx);
+                    self.conns.want_revisit(idx);
                 }
             }
             Ok(ReadStatus::Eof) => {
@@ -85,7 +88,7 @@ impl Server {
                 c.close_after_flush();
                 if !c.write_pending {
                     c.write_pending = true;
-                    self.pending_writes.push(idx);
+                    self.conns.pending_writes.push(idx);
                 }
             }
             Err(e) => {
@@ -95,7 +98,7 @@ impl Server {
                     Info,
                     "connection {idx} read error: {e}"
                 );
-                self.mark_close(idx);
+                self.conns.mark_close(idx);
             }
         }
     }
@@ -104,14 +107,14 @@ impl Server {
     pub(super) fn process_frames(&mut self, idx: usize, now: u64) {
         let mut served = 0;
         loop {
-            let Some(c) = self.conns.get_mut(idx) else {
+            let Some(c) = self.conns.slab.get_mut(idx) else {
                 return;
             };
             if !c.serving() || c.paused || c.output_held {
                 return;
             }
             if served == FRAMES_PER_TURN {
-                self.want_revisit(idx);
+                self.conns.want_revisit(idx);
                 return;
             }
             let id = c.id;
@@ -124,7 +127,7 @@ impl Server {
                     Ok(req) => {
                         self.enter_packet(idx, id, req, now);
                         if self.engine.input_paused(id) {
-                            if let Some(c) = self.conns.get_mut(idx) {
+                            if let Some(c) = self.conns.slab.get_mut(idx) {
                                 c.paused = true;
                             }
                             return;
@@ -161,12 +164,12 @@ impl Server {
     pub(super) fn resume_paused(&mut self, now: u64) {
         while let Some(id) = self.outbox.resumed.pop() {
             let idx = id.index as usize;
-            let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+            let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.id == id) else {
                 continue;
             };
             c.paused = false;
             if std::mem::take(&mut c.read_deferred) {
-                self.want_revisit(idx);
+                self.conns.want_revisit(idx);
             } else if !c.rbuf.is_empty() {
                 self.process_frames(idx, now);
             }

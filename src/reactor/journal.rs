@@ -10,12 +10,8 @@ use bytes::Bytes;
 use log::{error, warn};
 
 use crate::config::{Config, Fsync};
-use crate::engine::{Durable, Engine, FailedJob, FinishKind, Outbox, RestoredJob, ScheduleMarks};
-use crate::proto::request::Priority;
-use crate::store::{
-    self, FinishReason, FsyncHistogram, FsyncMode, JobAdded, Journal, JournalMetrics, Options,
-    Record, ScheduleCounters,
-};
+use crate::engine::{Engine, Outbox};
+use crate::store::{self, FsyncHistogram, FsyncMode, Journal, JournalMetrics, Options, Record};
 
 /// Bytes of old files one loop turn may copy while compacting.
 const COMPACT_SLICE: usize = 1 << 20;
@@ -41,103 +37,6 @@ pub(super) struct JournalDriver {
     commits: u64,
     /// The fsyncs of those commits.
     fsync: FsyncHistogram,
-}
-
-fn priority_from(b: u8) -> Priority {
-    match b {
-        0 => Priority::High,
-        2 => Priority::Low,
-        _ => Priority::Normal,
-    }
-}
-
-fn record(d: Durable) -> Record {
-    match d {
-        Durable::JobAdded {
-            id,
-            handle,
-            func,
-            unique,
-            reducer,
-            priority,
-            due_ms,
-            data,
-        } => Record::JobAdded(JobAdded {
-            id,
-            handle,
-            func,
-            unique,
-            reducer,
-            priority: priority as u8,
-            due_ms,
-            data,
-        }),
-        Durable::JobFinished { id, how } => Record::JobFinished {
-            id,
-            reason: match how {
-                FinishKind::Complete => FinishReason::Complete,
-                FinishKind::Fail | FinishKind::Abandoned => FinishReason::Fail,
-                FinishKind::Exception => FinishReason::Exception,
-                FinishKind::Cancel => FinishReason::Cancel,
-                FinishKind::RetriesSpent => FinishReason::RetriesSpent,
-                FinishKind::Timeout => FinishReason::Timeout,
-            },
-        },
-        Durable::JobRetried { id, retries } => Record::JobRetried { id, retries },
-        Durable::ScheduleRan {
-            entry,
-            fire_ms,
-            seen_ms,
-            runs,
-            failures,
-            skips,
-            marks,
-        } => Record::ScheduleRan {
-            entry: Bytes::copy_from_slice(entry.as_bytes()),
-            fire_ms,
-            outcome: 0,
-            counters: Some(ScheduleCounters {
-                seen_ms,
-                runs,
-                failures,
-                skips,
-                paused: marks.paused,
-                skip_next: marks.skip_next,
-                last_manual: marks.last_manual,
-            }),
-        },
-        Durable::FailedKept { id, job } => Record::FailedKept(store::FailedKept {
-            id,
-            handle: job.handle,
-            func: job.func,
-            unique: job.unique,
-            data: job.data,
-            error: job.error,
-            attempts: job.attempts,
-            first_ms: job.first_ms,
-            last_ms: job.last_ms,
-            entry: job.entry.map(|e| Bytes::copy_from_slice(e.as_bytes())),
-        }),
-        Durable::FailedGone { handle } => Record::FailedGone { handle },
-        Durable::FunctionLease { func, ms } => Record::FunctionLease { func, ms },
-        Durable::FunctionRetry { func, policy } => Record::FunctionRetry {
-            func,
-            retries: policy.retries,
-            base_ms: policy.backoff.base_ms,
-            max_ms: policy.backoff.max_ms,
-        },
-        Durable::JobAttempts {
-            id,
-            failures,
-            first_ms,
-            entry,
-        } => Record::JobAttempts {
-            id,
-            failures,
-            first_ms,
-            entry: entry.map(|e| Bytes::copy_from_slice(e.as_bytes())),
-        },
-    }
 }
 
 impl JournalDriver {
@@ -187,80 +86,10 @@ impl JournalDriver {
             .iter()
             .filter(|r| r.job.due_ms.is_some_and(|d| d > now))
             .count();
-        for r in replayed.jobs {
-            let j = r.job;
-            engine.restore_job(
-                RestoredJob {
-                    id: j.id,
-                    handle: j.handle,
-                    func: j.func,
-                    unique: j.unique,
-                    reducer: j.reducer,
-                    priority: priority_from(j.priority),
-                    due_ms: j.due_ms,
-                    data: j.data,
-                    retries: r.retries,
-                    attempts: r.attempts.map(|(n, first, entry)| {
-                        (n, first, entry.map(|e| String::from_utf8_lossy(&e).into()))
-                    }),
-                },
-                now,
-                outbox,
-            );
-        }
-        for (func, retries, base_ms, max_ms) in &replayed.func_retries {
-            let backoff = crate::schedule::backoff::Backoff {
-                base_ms: *base_ms,
-                max_ms: *max_ms,
-            };
-            engine.restore_retry(
-                func,
-                crate::schedule::backoff::RetryPolicy {
-                    retries: *retries,
-                    backoff,
-                },
-            );
-        }
-        for f in replayed.failed {
-            engine.restore_failed(FailedJob {
-                handle: f.handle,
-                func: f.func,
-                unique: f.unique,
-                data: f.data,
-                error: f.error,
-                attempts: f.attempts,
-                first_ms: f.first_ms,
-                last_ms: f.last_ms,
-                entry: f.entry.map(|e| String::from_utf8_lossy(&e).into()),
-            });
-        }
-        for (func, ms) in replayed.leases {
-            engine.restore_lease(func, ms);
-        }
-        for s in &replayed.schedules {
-            let id = String::from_utf8_lossy(&s.entry);
-            // A state written before the entry's first run says 0.
-            if s.fire_ms > 0 {
-                engine.restore_schedule_run(&id, s.fire_ms);
-            }
-            if let Some(c) = s.counters {
-                engine.restore_schedule_counters(
-                    &id,
-                    (c.seen_ms > 0).then_some(c.seen_ms),
-                    [c.runs, c.failures, c.skips],
-                );
-                engine.restore_schedule_marks(
-                    &id,
-                    ScheduleMarks {
-                        paused: c.paused,
-                        skip_next: c.skip_next,
-                        last_manual: c.last_manual,
-                    },
-                );
-            }
-        }
-        // Past every journalled job and every handle reserved by an earlier run.
-        engine.set_next_handle((replayed.max_id + 1).max(store::read_reserved(dir)));
+        let stats = replayed.stats.clone();
+        engine.restore(replayed, now, outbox);
+        // Past every handle reserved by an earlier run (restore put it past every job).
+        engine.set_next_handle(store::read_reserved(dir));
         self.reserve_handles(engine, dir)
             .map_err(|e| format!("cannot write {}: {e}", store::handles_path(dir).display()))?;
         // Replay wakes nobody yet; the outbox is empty of replies but may hold none anyway.
@@ -270,9 +99,9 @@ impl JournalDriver {
         Ok(format!(
             "journal {}: {} bytes in {}, {} replayed, {} ({future} of them future) recovered in {} ms",
             dir.display(),
-            replayed.stats.bytes,
-            count(replayed.stats.files as u64, "file", "files"),
-            count(replayed.stats.records, "record", "records"),
+            stats.bytes,
+            count(stats.files as u64, "file", "files"),
+            count(stats.records, "record", "records"),
             count(jobs as u64, "job", "jobs"),
             started.elapsed().as_millis()
         ))
@@ -298,10 +127,10 @@ impl JournalDriver {
         // The handles of this batch's new jobs, in case the write fails.
         let mut added = std::mem::take(&mut self.added);
         for d in engine.take_durable() {
-            if let Durable::JobAdded { handle, .. } = &d {
-                added.push(handle.clone());
+            if let Record::JobAdded(job) = &d {
+                added.push(job.handle.clone());
             }
-            if let Err(e) = j.append(&record(d)) {
+            if let Err(e) = j.append(&d) {
                 error!("journal: {e}");
             }
         }
@@ -367,7 +196,7 @@ impl JournalDriver {
         // The engine reports their ends; they follow the buffered adds in the journal.
         if let Some(j) = self.journal.as_mut() {
             for d in engine.take_durable() {
-                if let Err(e) = j.append(&record(d)) {
+                if let Err(e) = j.append(&d) {
                     error!("journal: {e}");
                 }
             }

@@ -1,6 +1,24 @@
 //! The mio reactor: listeners, the slab of connections, read and write buffers, signals and
 //! the loop. The only owner of sockets; it turns frames into requests for the engine and the
 //! engine's outbox into bytes, and never decides anything about a job.
+//!
+//! This file: `Server`, the loop and one turn, the sleep until the next deadline.
+//!
+//! - `token`: the one token space: what each mio `Token` names.
+//! - `accept`: the listeners bound, accept, `--max-connections`; `listen`: socket options.
+//! - `door`: who is let in at accept (room for loopback and served peers).
+//! - `conn/`: the connections, their transport and the turn's write side.
+//! - `gearman`: the Gearman read path; `admin`: the admin lines the loop answers itself.
+//! - `gate`: the one gate into the engine (ACL, protected mode, denials counted).
+//! - `http/`: the HTTP listener, its connections, the console and the guard.
+//! - `tls_glue`: TLS listeners, sessions, handshakes and certificate reloads.
+//! - `etcd_link`: the connections to etcd and the cluster machine.
+//! - `journal`: the journal driver and its group commit.
+//! - `schedules`: the schedules file read and reloaded.
+//! - `deadlines`: the reactor's own timer wheel.
+//! - `stats`: `Stats`, the reactor-wide counters for /metrics.
+//! - `signals`: signals as loop events; `shutdown`: stopping and the graceful drain.
+//! - `embedded`: a server on a thread with a manual clock, for tests.
 
 mod accept;
 mod admin;
@@ -11,37 +29,29 @@ mod embedded;
 mod etcd_link;
 mod gate;
 mod gearman;
-mod http_conn;
-mod http_console;
-mod http_glue;
-mod http_guard;
+mod http;
 mod journal;
 mod listen;
-mod output;
-mod output_bound;
 mod schedules;
 mod shutdown;
 mod signals;
+mod stats;
 mod tls_glue;
 mod token;
-mod transport;
 
 use std::io;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use log::info;
-use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
-use slab::Slab;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::engine::{Engine, Outbox};
 
-use conn::Connection;
+use conn::Conns;
 use deadlines::Deadline;
 pub use embedded::Embedded;
 pub use schedules::read_schedules;
@@ -66,32 +76,38 @@ pub enum Exit {
     Graceful,
 }
 
+/// The loop's time: the clock, the turn count, and the one reading of the clock each turn
+/// acts at.
+struct Time {
+    /// Loop turns since start.
+    turn: u64,
+    /// `now` of the current loop turn: the clock is read once per turn, and everything the
+    /// turn does happens at that time.
+    now: u64,
+    /// The monotonic time of the same reading (`Clock::mono_ms`): the etcd link's, read only
+    /// when there is one.
+    mono: u64,
+    /// The time (src/clock.rs): the system clock, or a manual one in tests (embedded.rs).
+    clock: Arc<dyn Clock>,
+    /// How a manual clock wakes the loop when it moves (none on the system clock).
+    wake: Option<Arc<embedded::Wake>>,
+    /// `LAZY_HOLD_MS`, or 0 on a manual clock.
+    lazy_hold_ms: u64,
+}
+
 pub struct Server {
     poll: Poll,
-    listeners: Vec<TcpListener>,
-    local_addrs: Vec<SocketAddr>,
-    conns: Slab<Connection>,
-    /// The HTTP listeners, and what HTTP connections share (see http_glue.rs).
-    http: http_glue::HttpGlue,
+    /// The Gearman listeners and their accept retries (accept.rs).
+    listeners: accept::Listeners,
+    /// The connections and the turn's lists about them (conn/conns.rs).
+    conns: Conns,
+    /// The HTTP listeners, and what HTTP connections share (http/).
+    http: http::HttpGlue,
     engine: Engine,
     outbox: Outbox,
     config: Config,
-    /// The generation of the connection accepted last (token.rs).
-    last_generation: u32,
-    /// Connections with bytes to write this turn.
-    pending_writes: Vec<usize>,
-    /// The list being flushed, kept to reuse its allocation: no allocation per turn.
-    flushing: Vec<usize>,
-    /// Connections whose fairness budget ran out with frames still buffered.
-    revisit: Vec<usize>,
-    /// Connections to close at the end of this turn.
-    to_close: Vec<usize>,
-    /// Connections whose replies to their own requests wait for the turn's end (`hand_on`).
-    deferred: Vec<usize>,
-    /// Connections whose write waits for a lazy reply's company, with the time it came.
-    corked: Vec<(usize, u64)>,
-    /// Loop turns since start.
-    turn: u64,
+    /// The clock and the turn's reading of it.
+    time: Time,
     /// When to give memory back (src/footprint.rs).
     idle_trim: crate::footprint::IdleTrim,
     signals: Option<Signals>,
@@ -101,20 +117,6 @@ pub struct Server {
     schedules_path: Option<PathBuf>,
     /// The journal and its group commit (journal.rs).
     journal: journal::JournalDriver,
-    /// `now` of the current loop turn: the clock is read once per turn, and everything the
-    /// turn does happens at that time.
-    turn_now: u64,
-    /// The monotonic time of the same reading (`Clock::mono_ms`): the etcd link's, read only
-    /// when there is one.
-    turn_mono: u64,
-    /// The time (src/clock.rs): the system clock, or a manual one in tests (embedded.rs).
-    clock: Arc<dyn Clock>,
-    /// How a manual clock wakes the loop when it moves (none on the system clock).
-    wake: Option<Arc<embedded::Wake>>,
-    /// `LAZY_HOLD_MS`, or 0 on a manual clock.
-    lazy_hold_ms: u64,
-    /// Unsent output of all connections against `--max-total-output` (output_bound.rs).
-    output: output_bound::OutputBound,
     /// The reactor's own deadlines (deadlines.rs).
     deadlines: deadlines::Deadlines,
     /// The ACL, protected mode and the denials counted (gate.rs).
@@ -127,8 +129,8 @@ pub struct Server {
     /// The descriptors open when the loop started less those `fds_held` counted then, so
     /// that the sum of the two is what is open (`open_fds`); `None` without /proc.
     fds_base: Option<i64>,
-    /// Listeners whose accept failed, with the deadline of their next try (accept.rs).
-    accept_retries: Vec<(token::Listener, crate::timer::TimerKey)>,
+    /// The reactor-wide counters (stats.rs).
+    stats: stats::Stats,
     /// The room kept for loopback and served peers, and accept failures' log (door.rs).
     door: door::Door,
 }
@@ -148,14 +150,14 @@ impl Server {
             None => None,
         };
         let lazy_hold_ms = if wake.is_some() { 0 } else { LAZY_HOLD_MS };
-        let (listeners, local_addrs) = accept::bind_listeners(&config, &poll)?;
+        let listeners = accept::bind_listeners(&config, &poll)?;
         let tls = tls_glue::TlsGlue::new(&config, tls);
-        let http = http_glue::HttpGlue::bind(&config, &poll)?;
+        let http = http::HttpGlue::bind(&config, &poll)?;
         let mut engine = Engine::new(config.engine.clone());
         let cluster = match &config.cluster {
             Some(c) => {
                 engine.set_clustered(true);
-                let id = etcd_link::member_id(local_addrs[0]);
+                let id = etcd_link::member_id(listeners.addrs[0]);
                 let link = etcd_link::EtcdLink::new(c, id)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
                 Some(Box::new(link))
@@ -163,7 +165,6 @@ impl Server {
             None => None,
         };
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
-        let output = output_bound::OutputBound::new(config.max_total_output);
         let console = config.http.as_ref().is_some_and(|h| h.console);
         let access = gate::Gate::new(config.access.clone(), console);
         let door = door::Door::new(
@@ -174,38 +175,31 @@ impl Server {
         Ok(Server {
             poll,
             listeners,
-            local_addrs,
-            conns: Slab::new(),
+            conns: Conns::new(config.max_total_output),
             http,
             engine,
             outbox: Outbox::default(),
             config,
-            last_generation: 0,
-            pending_writes: Vec::new(),
-            flushing: Vec::new(),
-            revisit: Vec::new(),
-            to_close: Vec::new(),
-            deferred: Vec::new(),
-            corked: Vec::new(),
-            turn: 0,
+            time: Time {
+                turn: 0,
+                now: 0,
+                mono: 0,
+                clock,
+                wake,
+                lazy_hold_ms,
+            },
             idle_trim,
             signals: None,
             draining: false,
             schedules_path: None,
             journal: journal::JournalDriver::default(),
-            turn_now: 0,
-            turn_mono: 0,
-            clock,
-            wake,
-            lazy_hold_ms,
-            output,
             deadlines: deadlines::Deadlines::default(),
             access,
             cluster,
             tls,
             fds_base: None,
-            accept_retries: Vec::new(),
             door,
+            stats: stats::Stats::default(),
         })
     }
 
@@ -217,7 +211,7 @@ impl Server {
         fsync: crate::config::Fsync,
         repair: bool,
     ) -> Result<String, String> {
-        let now = self.clock.now_ms();
+        let now = self.time.clock.now_ms();
         self.journal.open(
             dir,
             fsync,
@@ -249,8 +243,8 @@ impl Server {
         self.fds_base =
             crate::footprint::count_open_fds().map(|n| n as i64 - self.fds_held() as i64);
         loop {
-            let now = self.clock.now_ms();
-            if !self.busy() && self.idle_trim.due(now, self.turn == 1) {
+            let now = self.time.clock.now_ms();
+            if !self.busy() && self.idle_trim.due(now, self.time.turn == 1) {
                 // About to sleep after start-up or a quiet spell: give back what the work
                 // mapped and freed (src/footprint.rs).
                 match crate::footprint::trim() {
@@ -267,7 +261,7 @@ impl Server {
                 return Err(e);
             }
             // The turn's one reading of the clock.
-            let now = self.clock.now_ms();
+            let now = self.time.clock.now_ms();
             if let Some(exit) = self.turn(now, &events) {
                 return Ok(exit);
             }
@@ -277,12 +271,12 @@ impl Server {
     /// One turn at `now`: the events `poll` returned, then what is due, then the replies
     /// written and the journal committed. `Some` when the loop is to end.
     fn turn(&mut self, now: u64, events: &Events) -> Option<Exit> {
-        self.turn_now = now;
+        self.time.now = now;
         if self.cluster.is_some() {
             // Only the etcd link runs on it: a server without one reads one clock a turn.
-            self.turn_mono = self.clock.mono_ms();
+            self.time.mono = self.time.clock.mono_ms();
         }
-        self.turn += 1;
+        self.time.turn += 1;
         // A manual clock's move is not activity. `any` stops at the first event, which on the
         // system clock is never the waker's: one look per turn.
         let wake = Source::Wake.token();
@@ -294,7 +288,11 @@ impl Server {
                 continue;
             };
             match source {
-                Source::Etcd(link) => self.etcd_event(link),
+                Source::Etcd(link) => {
+                    if let Some(l) = self.cluster.as_mut() {
+                        l.event(link, self.poll.registry(), self.time.mono);
+                    }
+                }
                 Source::Signals => {
                     if let Some(exit) = self.on_signals(now) {
                         // Whatever this turn already made durable is written first.
@@ -305,7 +303,7 @@ impl Server {
                 }
                 // A manual clock moved (the turn acts at its new time), or a stop.
                 Source::Wake => {
-                    if let Some((exit, close)) = self.on_wake() {
+                    if let Some((exit, close)) = self.time.wake.as_ref().and_then(|w| w.stopped()) {
                         if close {
                             self.journal.close(&mut self.engine, &mut self.outbox, now);
                         }
@@ -315,7 +313,7 @@ impl Server {
                 Source::Listener(l) => self.accept(l),
                 Source::Conn(id) => {
                     let idx = id.index as usize;
-                    let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+                    let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.id == id) else {
                         // Its connection closed earlier in this batch, and the slot may hold
                         // a connection accepted since: the event is not the new one's.
                         continue;
@@ -328,13 +326,13 @@ impl Server {
                         self.hand_on(idx, now);
                     }
                     if ev.is_writable() {
-                        self.pending_writes.push(idx);
+                        self.conns.pending_writes.push(idx);
                     }
                 }
             }
         }
-        for idx in std::mem::take(&mut self.revisit) {
-            if let Some(c) = self.conns.get_mut(idx) {
+        for idx in std::mem::take(&mut self.conns.revisit) {
+            if let Some(c) = self.conns.slab.get_mut(idx) {
                 c.revisit = false;
             }
             self.read_conn(idx, now);
@@ -344,16 +342,19 @@ impl Server {
         self.cluster_turn(now);
         self.resume_paused(now);
         // The replies `hand_on` kept for the turn's end.
-        self.pending_writes.append(&mut self.deferred);
+        self.conns.pending_writes.append(&mut self.conns.deferred);
         self.dispatch();
         self.uncork();
         self.finish_turn(now);
-        self.output_turn_end(now);
+        if self.conns.close_over_bound(now) {
+            self.finish_turn(now);
+        }
+        self.conns.release_held(now);
         self.http_sample_rates(now);
         self.journal.compact_step();
         crate::log_budget::flush(now);
         if let Some(exit) = self.check_shutdown(now) {
-            self.flush_all();
+            self.conns.flush_all();
             self.journal.close(&mut self.engine, &mut self.outbox, now);
             self.cluster_resign();
             return Some(exit);
@@ -361,12 +362,44 @@ impl Server {
         None
     }
 
+    /// Once a turn, with a cluster: the etcd link's turn (etcd_link.rs), a file etcd pushed
+    /// loaded as a reload would, and again while that left claims to send.
+    fn cluster_turn(&mut self, wall: u64) {
+        loop {
+            let Some(l) = self.cluster.as_mut() else {
+                return;
+            };
+            let registry = self.poll.registry();
+            let pushed = l.turn(
+                &mut self.engine,
+                &mut self.outbox,
+                registry,
+                self.time.mono,
+                wall,
+            );
+            if let Some(text) = pushed {
+                self.load_pushed_schedules(text, wall);
+            }
+            // Claims made by a takeover's catch-up go out this turn.
+            if self.outbox.claims.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// At exit: give the leadership up at once (see `EtcdLink::resign`).
+    fn cluster_resign(&mut self) {
+        if let Some(l) = self.cluster.as_mut() {
+            l.resign();
+        }
+    }
+
     /// The descriptors the loop opens and closes: connections, the journal's files, the
     /// sockets to etcd. (A turn's passing reads of a file, the schedules say, are closed by
     /// its end.)
     fn fds_held(&self) -> u64 {
         let etcd = self.cluster.as_ref().map_or(0, |l| l.open_sockets());
-        self.conns.len() as u64 + self.journal.open_files() + etcd
+        self.conns.slab.len() as u64 + self.journal.open_files() + etcd
     }
 
     /// The descriptors open now, for `/metrics`: counted, not listed (a listing reads one
@@ -380,8 +413,8 @@ impl Server {
     fn busy(&self) -> bool {
         // The first turn finishes start-up's own work (its journal commit, @reboot runs)
         // before the loop first sleeps.
-        self.turn == 0
-            || !self.revisit.is_empty()
+        self.time.turn == 0
+            || !self.conns.revisit.is_empty()
             || self.journal.compacting()
             || !self.outbox.resumed.is_empty()
     }
@@ -399,12 +432,15 @@ impl Server {
             self.deadlines.next(),
             self.journal.deadline(),
             self.idle_trim.deadline(),
-            self.output.deadline(),
-            self.cluster_sleep(now),
+            self.conns.output.deadline(),
+            self.cluster
+                .as_ref()
+                .and_then(|l| l.wake_at(now, self.time.clock.mono_ms())),
             crate::log_budget::summary_at(),
-            self.corked
+            self.conns
+                .corked
                 .iter()
-                .map(|&(_, since)| since.min(now) + self.lazy_hold_ms)
+                .map(|&(_, since)| since.min(now) + self.time.lazy_hold_ms)
                 .min(),
         ]
         .into_iter()
@@ -421,24 +457,14 @@ impl Server {
                 return;
             };
             match what {
-                Deadline::TlsHandshake(id) => self.tls_deadline(key, id),
+                Deadline::TlsHandshake(id) => {
+                    self.tls.deadline(&mut self.conns, key, id, now);
+                }
                 Deadline::HttpIdle(_)
                 | Deadline::HttpRequest(_)
                 | Deadline::HttpJob(_)
                 | Deadline::HttpLinger(_) => self.http_deadline(key, what),
                 Deadline::AcceptRetry(l) => self.accept_retry(l),
-            }
-        }
-    }
-
-    /// Read connection `idx` again before this turn ends (a read stopped at its cap, frames
-    /// left for the next pass, or a connection let go by a hold). Once per turn: the
-    /// connection's flag says whether it is on the list already.
-    pub(super) fn want_revisit(&mut self, idx: usize) {
-        if let Some(c) = self.conns.get_mut(idx) {
-            if !c.revisit {
-                c.revisit = true;
-                self.revisit.push(idx);
             }
         }
     }

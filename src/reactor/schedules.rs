@@ -15,10 +15,12 @@ impl Server {
         &mut self,
         path: PathBuf,
     ) -> Result<(usize, crate::engine::LoadReport), Vec<String>> {
-        let now = self.clock.now_ms();
+        let now = self.time.clock.now_ms();
         let file = read_schedules(&path, &self.config.engine.zone)?;
         let n = file.entries.len();
-        self.cluster_schedules(&file.entries);
+        if let Some(l) = self.cluster.as_mut() {
+            l.publish_schedules(&file.entries);
+        }
         if !self.journal.enabled() {
             let last = crate::schedule::file::Catchup::Last;
             for e in file.entries.iter().filter(|e| e.catchup == last) {
@@ -33,6 +35,20 @@ impl Server {
             .load_schedules(file, now, true, &mut self.outbox);
         self.schedules_path = Some(path);
         Ok((n, report))
+    }
+
+    /// `gearwheel schedules push` stored a file in etcd: load it as a reload would (the same
+    /// validation; a refused file leaves the running schedule and the last pushed text).
+    pub(super) fn load_pushed_schedules(&mut self, text: String, wall: u64) {
+        let Some(l) = self.cluster.as_mut() else {
+            return;
+        };
+        let before = l.pushed.replace(text);
+        if self.reload_schedules(wall).is_err() {
+            if let Some(l) = self.cluster.as_mut() {
+                l.pushed = before;
+            }
+        }
     }
 
     /// Read the schedules file again. A file with any error leaves the running schedule as it
@@ -57,7 +73,9 @@ impl Server {
         match read {
             Ok(file) => {
                 let n = file.entries.len();
-                self.cluster_schedules(&file.entries);
+                if let Some(l) = self.cluster.as_mut() {
+                    l.publish_schedules(&file.entries);
+                }
                 let kept = self
                     .engine
                     .load_schedules(file, now, false, &mut self.outbox)

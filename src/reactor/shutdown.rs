@@ -19,7 +19,10 @@ impl Server {
             if self.access.has_acl() {
                 let _ = self.reload_acl(now);
             }
-            self.tls_reload();
+            self.tls.reload();
+            if let Some(l) = self.cluster.as_mut() {
+                l.reload_tls();
+            }
         }
         if got.stop {
             crate::notice!("stop signal: shutting down");
@@ -45,7 +48,7 @@ impl Server {
                 "running jobs"
             )
         );
-        for mut l in self.listeners.drain(..) {
+        for mut l in self.listeners.sockets.drain(..) {
             let _ = self.poll.registry().deregister(&mut l);
         }
         // The HTTP listener stays, for health and metrics only (http::route::while_draining),

@@ -1,16 +1,16 @@
 //! TLS in the reactor: which listeners speak it (`--ssl`: all; `--ssl-listen`: the extra ones),
 //! a session for each connection they accept, the handshake's deadline and outcome (counted
 //! for /metrics, the peer certificate's name made the connection's identity), and the
-//! certificate files re-read on SIGHUP. The transport (transport.rs) runs the session; the
+//! certificate files re-read on SIGHUP. The transport (conn/transport.rs) runs the session; the
 //! codec and the engine never see TLS.
 
 use std::collections::BTreeMap;
 
 use log::info;
 
-use super::Server;
-use super::deadlines::Deadline;
-use super::transport::TlsSession;
+use super::conn::Conns;
+use super::conn::transport::TlsSession;
+use super::deadlines::{Deadline, Deadlines};
 use crate::config::Config;
 use crate::engine::ConnId;
 use crate::http::metrics::TlsStats;
@@ -97,20 +97,15 @@ impl TlsGlue {
     }
 }
 
-impl Server {
+impl TlsGlue {
     /// The TLS session for a connection accepted on listener `li` (`Ok(None)`: plaintext).
-    pub(super) fn tls_session(&self, li: usize, http: bool) -> Result<Option<TlsSession>, String> {
-        if !self.tls.listener_is_tls(li, http) {
+    pub(super) fn session(&self, li: usize, http: bool) -> Result<Option<TlsSession>, String> {
+        if !self.listener_is_tls(li, http) {
             return Ok(None);
         }
         #[cfg(feature = "tls")]
         {
-            let server = self
-                .tls
-                .setup
-                .server
-                .as_ref()
-                .ok_or("TLS is not configured")?;
+            let server = self.setup.server.as_ref().ok_or("TLS is not configured")?;
             Ok(Some(crate::tls::TlsStream::new(server.accept()?)))
         }
         #[cfg(not(feature = "tls"))]
@@ -118,30 +113,41 @@ impl Server {
     }
 
     /// A TLS connection was accepted at slot `idx`: its handshake must end in time.
-    pub(super) fn tls_accepted(&mut self, idx: usize, now: u64) {
-        let at = now.saturating_add(self.tls.handshake_timeout_ms);
-        if let Some(c) = self.conns.get_mut(idx) {
-            let key = self.deadlines.arm(at, Deadline::TlsHandshake(c.id));
+    pub(super) fn accepted(
+        &self,
+        conns: &mut Conns,
+        deadlines: &mut Deadlines,
+        idx: usize,
+        now: u64,
+    ) {
+        let at = now.saturating_add(self.handshake_timeout_ms);
+        if let Some(c) = conns.slab.get_mut(idx) {
+            let key = deadlines.arm(at, Deadline::TlsHandshake(c.id));
             c.set_handshake_deadline(Some(key));
         }
     }
 
-    /// After a read of TLS connection `idx`: the handshake ended (well: see
-    /// `tls_handshake_check`; or badly: counted and logged), and records the session made
-    /// (handshake messages, session tickets) go out.
-    pub(super) fn tls_after_read(&mut self, idx: usize) {
-        self.tls_handshake_check(idx);
-        let Some(c) = self.conns.get_mut(idx) else {
+    /// After a read of TLS connection `idx` and `handshake_check`: the handshake ended
+    /// badly (counted and logged), or records the session made (handshake messages, session
+    /// tickets) go out.
+    pub(super) fn after_read(
+        &mut self,
+        conns: &mut Conns,
+        deadlines: &mut Deadlines,
+        idx: usize,
+        now: u64,
+    ) {
+        let Some(c) = conns.slab.get_mut(idx) else {
             return;
         };
         if let Some(key) = c.handshake_deadline().filter(|_| !c.serving()) {
             c.set_handshake_deadline(None);
-            self.deadlines.cancel(key);
+            deadlines.cancel(key);
             let reason = c.tls_failure().unwrap_or("closed");
-            *self.tls.failed.entry(reason).or_default() += 1;
+            *self.failed.entry(reason).or_default() += 1;
             let why = c.tls_refusal().map_or(String::new(), |w| format!(": {w}"));
             peer_log!(
-                self.turn_now,
+                now,
                 Cause::Tls,
                 Warn,
                 "connection {idx} from {}: TLS handshake failed ({reason}){why}; closed",
@@ -151,23 +157,29 @@ impl Server {
         }
         if c.serving() && c.has_unsent() && !c.write_pending {
             c.write_pending = true;
-            self.pending_writes.push(idx);
+            conns.pending_writes.push(idx);
         }
     }
 
     /// Right after a read, before what came is served: if the handshake just ended, the
     /// client certificate's name becomes the connection's identity (the gate sees it for the
-    /// first request already, which a TLS 1.3 client sends with its Finished).
-    pub(super) fn tls_handshake_check(&mut self, idx: usize) {
-        let Some(c) = self.conns.get_mut(idx) else {
-            return;
+    /// first request already, which a TLS 1.3 client sends with its Finished). `true` when
+    /// it just ended: the gate's protected mode judges the peer next.
+    pub(super) fn handshake_check(
+        &mut self,
+        conns: &mut Conns,
+        deadlines: &mut Deadlines,
+        idx: usize,
+    ) -> bool {
+        let Some(c) = conns.slab.get_mut(idx) else {
+            return false;
         };
         let Some(key) = c.handshake_deadline().filter(|_| !c.handshaking()) else {
-            return;
+            return false;
         };
         c.set_handshake_deadline(None);
-        self.deadlines.cancel(key);
-        self.tls.completed += 1;
+        deadlines.cancel(key);
+        self.completed += 1;
         let name = c.peer_name().map(str::to_string);
         info!(
             "connection {idx} from {}: TLS handshake done{}",
@@ -180,36 +192,36 @@ impl Server {
         if let Some(n) = name {
             c.name_peer(crate::access::Identity::Cn(n));
         }
-        self.protected_after_handshake(idx);
+        true
     }
 
     /// A TLS handshake's deadline passed: close the connection if it is still at it.
-    pub(super) fn tls_deadline(&mut self, key: TimerKey, id: ConnId) {
+    pub(super) fn deadline(&mut self, conns: &mut Conns, key: TimerKey, id: ConnId, now: u64) {
         let idx = id.index as usize;
-        let Some(c) = self.conns.get_mut(idx).filter(|c| c.id == id) else {
+        let Some(c) = conns.slab.get_mut(idx).filter(|c| c.id == id) else {
             return;
         };
         if c.handshake_deadline() != Some(key) {
             return;
         }
         c.set_handshake_deadline(None);
-        self.tls.timeouts += 1;
+        self.timeouts += 1;
         peer_log!(
-            self.turn_now,
+            now,
             Cause::Tls,
             Warn,
             "connection {idx} from {}: no TLS handshake within {} ms (--ssl-handshake-timeout); closed",
             c.peer(),
-            self.tls.handshake_timeout_ms
+            self.handshake_timeout_ms
         );
-        self.mark_close(idx);
+        conns.mark_close(idx);
     }
 
     /// SIGHUP: read the certificate, key and CA files again. New connections get the new
     /// certificate; a bad file keeps the old one, and the log says why.
-    pub(super) fn tls_reload(&mut self) {
+    pub(super) fn reload(&mut self) {
         #[cfg(feature = "tls")]
-        if let Some(server) = self.tls.setup.server.as_mut() {
+        if let Some(server) = self.setup.server.as_mut() {
             match server.reload() {
                 Ok(()) => crate::notice!("SIGHUP: TLS certificate, key and CA files read again"),
                 Err(e) => log::error!(
@@ -217,19 +229,18 @@ impl Server {
                 ),
             }
         }
-        if let Some(l) = self.cluster.as_mut() {
-            l.reload_tls();
-        }
     }
 
-    /// The TLS numbers for /metrics (`None` without TLS).
-    pub(super) fn tls_stats(&self) -> Option<TlsStats> {
-        self.config.tls.as_ref()?;
+    /// The TLS numbers for /metrics (`None` without TLS: `configured` is `--ssl`'s).
+    pub(super) fn stats(&self, conns: &Conns, configured: bool) -> Option<TlsStats> {
+        if !configured {
+            return None;
+        }
         Some(TlsStats {
-            connections: self.conns.iter().filter(|(_, c)| c.is_tls()).count() as u64,
-            handshakes: self.tls.completed,
-            failures: self.tls.failed.iter().map(|(r, n)| (*r, *n)).collect(),
-            timeouts: self.tls.timeouts,
+            connections: conns.slab.iter().filter(|(_, c)| c.is_tls()).count() as u64,
+            handshakes: self.completed,
+            failures: self.failed.iter().map(|(r, n)| (*r, *n)).collect(),
+            timeouts: self.timeouts,
         })
     }
 }

@@ -6,10 +6,8 @@ use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
-
 use super::file::{self, FILE_HEADER_LEN, FileHeader, Kind, SegInfo, write_all_at};
-use super::live::LiveSet;
+use super::live::{LiveKey, LiveSet};
 use super::record::{self, HEADER_LEN};
 use super::{Journal, KEEP_BUF, Record, StoreError};
 
@@ -45,12 +43,9 @@ impl Compaction {
 pub(super) struct SnapOut {
     len: u64,
     out: Vec<u8>,
+    /// Jobs apart: there may be millions, and a job id is smaller than a `LiveKey`.
     moved_jobs: Vec<(u64, u64)>,
-    moved_scheds: Vec<(Bytes, u64)>,
-    moved_failed: Vec<(Bytes, u64)>,
-    moved_attempts: Vec<(u64, u64)>,
-    moved_leases: Vec<(Bytes, u64)>,
-    moved_func_retry: Vec<(Bytes, u64)>,
+    moved: Vec<(LiveKey, u64)>,
 }
 
 #[cfg(test)]
@@ -292,7 +287,7 @@ impl Journal {
                     at,
                     format!(
                         "checksum mismatch in a {} record (found while compacting)",
-                        record::type_name(h.ty)
+                        h.ty.name()
                     ),
                 ));
             }
@@ -358,39 +353,10 @@ impl Journal {
                 l.off = off;
             }
         }
-        for (f, off) in c.snap.moved_func_retry.drain(..) {
-            if let Some(s) = self
-                .live
-                .func_retry
-                .get_mut(&f)
-                .filter(|s| is_input(s.file))
-            {
-                s.file = snap_id;
-                s.off = off;
-            }
-        }
-        for (id, off) in c.snap.moved_attempts.drain(..) {
-            if let Some(s) = self.live.attempts.get_mut(&id).filter(|s| is_input(s.file)) {
-                s.file = snap_id;
-                s.off = off;
-            }
-        }
-        for (h, off) in c.snap.moved_failed.drain(..) {
-            if let Some(s) = self.live.failed.get_mut(&h).filter(|s| is_input(s.file)) {
-                s.file = snap_id;
-                s.off = off;
-            }
-        }
-        for (f, off) in c.snap.moved_leases.drain(..) {
-            if let Some(s) = self.live.leases.get_mut(&f).filter(|s| is_input(s.file)) {
-                s.file = snap_id;
-                s.off = off;
-            }
-        }
-        for (e, off) in c.snap.moved_scheds.drain(..) {
-            if let Some(s) = self.live.schedules.get_mut(&e).filter(|s| is_input(s.file)) {
-                s.file = snap_id;
-                s.off = off;
+        for (key, off) in c.snap.moved.drain(..) {
+            if let Some((file, o)) = self.live.place(&key).filter(|(f, _)| is_input(**f)) {
+                *file = snap_id;
+                *o = off;
             }
         }
         let before: u64 = c.inputs.iter().map(|s| s.len).sum();
@@ -446,101 +412,21 @@ fn copy_if_live(
     fid: u32,
     at: u64,
 ) {
-    let ty = h.ty;
     let payload = &rec[HEADER_LEN..];
+    let Some(key) = live.live_key(h, payload, fid, at) else {
+        return;
+    };
     let new_off = c.len + c.out.len() as u64;
-    match ty {
-        record::T_JOB_ADDED => {
-            let Some(id) = record::job_id(payload) else {
-                return;
-            };
-            let Some(l) = live.jobs.get(&id).filter(|l| l.file == fid && l.off == at) else {
-                return;
-            };
-            c.out.extend_from_slice(rec);
-            c.moved_jobs.push((id, new_off));
-            if l.retries > 0 {
-                // Cannot fail: a retried record is 24 bytes.
-                let _ = record::encode(
-                    &mut c.out,
-                    &Record::JobRetried {
-                        id,
-                        retries: l.retries,
-                    },
-                );
-            }
-        }
-        record::T_SCHEDULE_RAN | record::T_SCHEDULE_STATE => {
-            let Some(entry) = record::schedule_entry(h, payload) else {
-                return;
-            };
-            let Some((key, _)) = live
-                .schedules
-                .get_key_value(entry)
-                .filter(|(_, s)| s.file == fid && s.off == at)
-            else {
-                return;
-            };
-            c.out.extend_from_slice(rec);
-            c.moved_scheds.push((key.clone(), new_off));
-        }
-        record::T_FUNCTION_RETRY => {
-            let Some(func) = record::retry_function(payload) else {
-                return;
-            };
-            let Some((key, _)) = live
-                .func_retry
-                .get_key_value(func)
-                .filter(|(_, s)| s.file == fid && s.off == at)
-            else {
-                return;
-            };
-            c.out.extend_from_slice(rec);
-            c.moved_func_retry.push((key.clone(), new_off));
-        }
-        record::T_JOB_ATTEMPTS => {
-            let Some(id) = record::job_id(payload) else {
-                return;
-            };
-            if live
-                .attempts
-                .get(&id)
-                .is_some_and(|l| l.file == fid && l.off == at)
-            {
-                c.out.extend_from_slice(rec);
-                c.moved_attempts.push((id, new_off));
-            }
-        }
-        record::T_FAILED_KEPT => {
-            let Some(handle) = record::failed_handle(h, payload) else {
-                return;
-            };
-            let Some((key, _)) = live
-                .failed
-                .get_key_value(handle)
-                .filter(|(_, s)| s.file == fid && s.off == at)
-            else {
-                return;
-            };
-            c.out.extend_from_slice(rec);
-            c.moved_failed.push((key.clone(), new_off));
-        }
-        record::T_FUNCTION_LEASE => {
-            let Some(func) = record::lease_function(payload) else {
-                return;
-            };
-            let Some((key, _)) = live
-                .leases
-                .get_key_value(func)
-                .filter(|(_, s)| s.file == fid && s.off == at)
-            else {
-                return;
-            };
-            c.out.extend_from_slice(rec);
-            c.moved_leases.push((key.clone(), new_off));
-        }
-        // Finished, retried and failed-gone records are folded into the live set.
-        _ => {}
+    c.out.extend_from_slice(rec);
+    let LiveKey::Job(id) = key else {
+        c.moved.push((key, new_off));
+        return;
+    };
+    c.moved_jobs.push((id, new_off));
+    let retries = live.jobs.get(&id).map_or(0, |l| l.retries);
+    if retries > 0 {
+        // Cannot fail: a retried record is 24 bytes.
+        let _ = record::encode(&mut c.out, &Record::JobRetried { id, retries });
     }
 }
 

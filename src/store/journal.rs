@@ -17,7 +17,7 @@ use super::record;
 use super::replay::{Rebuild, replay_file};
 use super::{
     CommitOutcome, FsyncMode, JournalStats, KEEP_BUF, Options, Record, ReplayStats, Replayed,
-    ReplayedJob, ScheduleRun, StoreError,
+    StoreError,
 };
 
 #[derive(Debug, Default)]
@@ -154,50 +154,7 @@ impl Journal {
             }
         }
 
-        let Rebuild {
-            live,
-            slots,
-            failed,
-            mut attempts,
-            func_retries,
-        } = rb;
-        let mut func_retries: Vec<(bytes::Bytes, u32, u64, u64)> = func_retries
-            .into_iter()
-            .map(|(f, (n, b, m))| (f, n, b, m))
-            .collect();
-        func_retries.sort();
-        let mut failed: Vec<(u64, super::FailedKept)> = failed.into_values().collect();
-        failed.sort_by_key(|(seq, _)| *seq);
-        let failed = failed.into_iter().map(|(_, f)| f).collect();
-        let mut jobs = Vec::with_capacity(live.jobs.len());
-        for j in slots.into_iter().flatten() {
-            let retries = live.jobs.get(&j.id).map_or(0, |l| l.retries);
-            let attempts = attempts.remove(&j.id);
-            jobs.push(ReplayedJob {
-                job: *j,
-                retries,
-                attempts,
-            });
-        }
-        let mut schedules: Vec<ScheduleRun> = live
-            .schedules
-            .iter()
-            .map(|(e, s)| ScheduleRun {
-                entry: e.clone(),
-                fire_ms: s.fire_ms,
-                outcome: s.outcome,
-                counters: s.counters,
-            })
-            .collect();
-        schedules.sort_by(|a, b| a.entry.cmp(&b.entry));
-        let mut leases: Vec<(bytes::Bytes, u64)> = live
-            .leases
-            .iter()
-            .filter(|(_, l)| l.ms > 0)
-            .map(|(f, l)| (f.clone(), l.ms))
-            .collect();
-        leases.sort();
-        let max_id = live.max_id;
+        let (live, replayed) = rb.finish(stats);
 
         let mut j = Journal {
             dir,
@@ -251,15 +208,6 @@ impl Journal {
                 j.start_buffer_with_header();
             }
         }
-        let replayed = Replayed {
-            jobs,
-            schedules,
-            failed,
-            leases,
-            func_retries,
-            max_id,
-            stats,
-        };
         Ok((j, replayed))
     }
 

@@ -1,14 +1,14 @@
 //! The live set: the records that still matter (each live job's JobAdded, the newest
-//! ScheduleRan per entry, each kept failed job's FailedKept), where each one is and how long, and so the live byte count that
-//! decides when a compaction pays.
+//! ScheduleRan per entry, each kept failed job's FailedKept, ...), where each one is and how
+//! long, and so the live byte count that decides when a compaction pays.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use bytes::Bytes;
 
-use super::record::RETRIED_LEN;
-use super::{Record, ScheduleCounters};
+use super::Record;
+use super::record::{self, RETRIED_LEN, RecHeader, RecordKind};
 
 /// Where a live job's JobAdded record is. `slot` is its position during replay only.
 #[derive(Clone, Copy, Debug)]
@@ -31,29 +31,11 @@ impl JobLoc {
     }
 }
 
+/// Where a record that is live by its key (a failed job's FailedKept, the newest
+/// ScheduleRan per entry, FunctionLease or FunctionRetry per function, a live job's
+/// JobAttempts) is. `seq` orders the failed list during replay.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct SchedLoc {
-    pub(super) off: u64,
-    pub(super) file: u32,
-    len: u32,
-    pub(super) fire_ms: u64,
-    pub(super) outcome: u8,
-    pub(super) counters: Option<ScheduleCounters>,
-}
-
-/// Where a function's newest FunctionLease record is, and the lease (0: none, a tombstone
-/// kept so an older lease in another file cannot come back).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct LeaseLoc {
-    pub(super) off: u64,
-    pub(super) file: u32,
-    len: u32,
-    pub(super) ms: u64,
-}
-
-/// Where a kept failed job's FailedKept record is. `seq` orders the list during replay.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct FailLoc {
+pub(super) struct Loc {
     pub(super) off: u64,
     pub(super) file: u32,
     len: u32,
@@ -85,9 +67,9 @@ impl Hasher for IdHasher {
 
 pub(super) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
-impl FailLoc {
-    fn at(off: u64, file: u32, len: u32) -> FailLoc {
-        FailLoc {
+impl Loc {
+    fn at(off: u64, file: u32, len: u32) -> Loc {
+        Loc {
             off,
             file,
             len,
@@ -96,11 +78,22 @@ impl FailLoc {
     }
 }
 
+/// A live record's key: which map of the live set says where it is.
+#[derive(Clone, Debug)]
+pub(super) enum LiveKey {
+    Job(u64),
+    Schedule(Bytes),
+    Failed(Bytes),
+    Attempts(u64),
+    Lease(Bytes),
+    FuncRetry(Bytes),
+}
+
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
 fn keep_newest<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(
-    map: &mut HashMap<K, FailLoc, S>,
+    map: &mut HashMap<K, Loc, S>,
     key: K,
-    new: FailLoc,
+    new: Loc,
     live_bytes: &mut u64,
 ) {
     *live_bytes += u64::from(new.len);
@@ -121,15 +114,17 @@ impl LiveSet {
 #[derive(Debug, Default)]
 pub(super) struct LiveSet {
     pub(super) jobs: IdMap<JobLoc>,
-    pub(super) schedules: HashMap<Bytes, SchedLoc>,
+    pub(super) schedules: HashMap<Bytes, Loc>,
     /// Kept failed jobs by handle.
-    pub(super) failed: HashMap<Bytes, FailLoc>,
+    pub(super) failed: HashMap<Bytes, Loc>,
     /// JobAttempts records of live jobs that are retries, by job id.
-    pub(super) attempts: IdMap<FailLoc>,
+    pub(super) attempts: IdMap<Loc>,
     /// The newest FunctionLease per function.
-    pub(super) leases: HashMap<Bytes, LeaseLoc>,
+    /// (A lease of 0 is kept too: a tombstone, so an older lease in another file cannot
+    /// come back.)
+    pub(super) leases: HashMap<Bytes, Loc>,
     /// The newest FunctionRetry per function.
-    pub(super) func_retry: HashMap<Bytes, FailLoc>,
+    pub(super) func_retry: HashMap<Bytes, Loc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -167,7 +162,7 @@ impl LiveSet {
             }
             Record::FailedKept(f) => {
                 self.failed_seq += 1;
-                let new = FailLoc {
+                let new = Loc {
                     off,
                     file,
                     len,
@@ -193,19 +188,19 @@ impl LiveSet {
                 }
                 None
             }
-            Record::FunctionRetry { func, .. } => {
-                let new = FailLoc::at(off, file, len);
+            Record::FunctionRetry(r) => {
+                let new = Loc::at(off, file, len);
                 keep_newest(
                     &mut self.func_retry,
-                    func.clone(),
+                    r.func.clone(),
                     new,
                     &mut self.live_bytes,
                 );
                 None
             }
-            Record::JobAttempts { id, .. } => {
-                let new = FailLoc::at(off, file, len);
-                keep_newest(&mut self.attempts, *id, new, &mut self.live_bytes);
+            Record::JobAttempts(a) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(&mut self.attempts, a.id, new, &mut self.live_bytes);
                 None
             }
             Record::JobFinished { id, .. } => {
@@ -224,42 +219,93 @@ impl LiveSet {
                 }
                 None
             }
-            Record::ScheduleRan {
-                entry,
-                fire_ms,
-                outcome,
-                counters,
-            } => {
-                let new = SchedLoc {
-                    off,
-                    file,
-                    len,
-                    fire_ms: *fire_ms,
-                    outcome: *outcome,
-                    counters: *counters,
-                };
-                self.live_bytes += u64::from(len);
-                if let Some(s) = self.schedules.get_mut(entry.as_ref()) {
-                    self.live_bytes -= u64::from(s.len);
-                    *s = new;
-                } else {
-                    self.schedules.insert(entry.clone(), new);
-                }
+            Record::ScheduleRan(r) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(
+                    &mut self.schedules,
+                    r.entry.clone(),
+                    new,
+                    &mut self.live_bytes,
+                );
                 None
             }
-            Record::FunctionLease { func, ms } => {
-                let new = LeaseLoc {
-                    off,
-                    file,
-                    len,
-                    ms: *ms,
-                };
-                self.live_bytes += u64::from(len);
-                if let Some(old) = self.leases.insert(func.clone(), new) {
-                    self.live_bytes -= u64::from(old.len);
-                }
+            Record::FunctionLease(l) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(&mut self.leases, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+        }
+    }
+}
+
+impl LiveSet {
+    /// The key of the record at (`file`, `off`) when it is still live: the newest of its key.
+    /// Read from the record's bytes without decoding them (compaction copies the bytes).
+    pub(super) fn live_key(
+        &self,
+        h: &RecHeader,
+        payload: &[u8],
+        file: u32,
+        off: u64,
+    ) -> Option<LiveKey> {
+        let here = |l: &Loc| l.file == file && l.off == off;
+        // The map's own key, cloned: a `Bytes` clone copies nothing.
+        fn key_of<'a>(
+            map: &'a HashMap<Bytes, Loc>,
+            k: &[u8],
+            here: impl Fn(&Loc) -> bool,
+        ) -> Option<&'a Bytes> {
+            map.get_key_value(k)
+                .filter(|(_, l)| here(l))
+                .map(|(k, _)| k)
+        }
+        match h.ty {
+            RecordKind::JobAdded => {
+                let id = record::job_id(payload)?;
+                let l = self.jobs.get(&id)?;
+                (l.file == file && l.off == off).then_some(LiveKey::Job(id))
+            }
+            RecordKind::ScheduleRan | RecordKind::ScheduleState => {
+                let entry = record::schedule_entry(h, payload)?;
+                key_of(&self.schedules, entry, here).map(|k| LiveKey::Schedule(k.clone()))
+            }
+            RecordKind::FailedKept => {
+                let handle = record::failed_handle(h, payload)?;
+                key_of(&self.failed, handle, here).map(|k| LiveKey::Failed(k.clone()))
+            }
+            RecordKind::JobAttempts => {
+                let id = record::job_id(payload)?;
+                self.attempts
+                    .get(&id)
+                    .filter(|l| here(l))
+                    .map(|_| LiveKey::Attempts(id))
+            }
+            RecordKind::FunctionLease => {
+                let func = record::lease_function(payload)?;
+                key_of(&self.leases, func, here).map(|k| LiveKey::Lease(k.clone()))
+            }
+            RecordKind::FunctionRetry => {
+                let func = record::retry_function(payload)?;
+                key_of(&self.func_retry, func, here).map(|k| LiveKey::FuncRetry(k.clone()))
+            }
+            // Folded into the live set: a finish or a failed-gone only ends something, and a
+            // job's retry count is written after its JobAdded when that is copied.
+            RecordKind::JobFinished | RecordKind::JobRetried | RecordKind::FailedGone => None,
+        }
+    }
+
+    /// Where the record kept under `key` is: its file and offset, to move it.
+    pub(super) fn place(&mut self, key: &LiveKey) -> Option<(&mut u32, &mut u64)> {
+        fn loc(l: &mut Loc) -> (&mut u32, &mut u64) {
+            (&mut l.file, &mut l.off)
+        }
+        match key {
+            LiveKey::Job(id) => self.jobs.get_mut(id).map(|l| (&mut l.file, &mut l.off)),
+            LiveKey::Schedule(e) => self.schedules.get_mut(e).map(loc),
+            LiveKey::Failed(h) => self.failed.get_mut(h).map(loc),
+            LiveKey::Attempts(id) => self.attempts.get_mut(id).map(loc),
+            LiveKey::Lease(f) => self.leases.get_mut(f).map(loc),
+            LiveKey::FuncRetry(f) => self.func_retry.get_mut(f).map(loc),
         }
     }
 }

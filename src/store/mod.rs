@@ -15,9 +15,10 @@
 //! repair(dir) -> Result<RepairReport, StoreError>       // `serve --repair`, before open
 //! ```
 //!
-//! Records (`Record`): `JobAdded` (a background job, with its handle counter as `id`),
-//! `JobFinished`, `JobRetried`, `ScheduleRan` (newest per entry wins). Ids must not be reused
-//! while the journal lives: start the handle counter at `Replayed::max_id + 1`.
+//! Records (`Record`, record.rs): `JobAdded` (a background job, with its handle counter as
+//! `id`), `JobFinished`, `JobRetried`, `ScheduleRan` (newest per entry wins), and the rest
+//! listed in `kinds!` there. The engine emits them as they are and takes `Replayed` back
+//! (`Engine::restore`). Ids must not be reused while the journal lives: `Replayed::max_id`.
 //!
 //! Loop contract: append while handling a turn, then `commit` once before flushing replies
 //! (in every mode, so a reply always follows the `write()`); under `FsyncMode::Always` hold
@@ -42,7 +43,8 @@
 //!
 //! ```text
 //! 0   u32  len      payload length
-//! 4   u8   type     1 JobAdded, 2 JobFinished, 3 JobRetried, 4 ScheduleRan, 5 ScheduleState
+//! 4   u8   type     1 JobAdded, 2 JobFinished, 3 JobRetried, 4 ScheduleRan, 5 ScheduleState,
+//!                   ... (`kinds!` in record.rs numbers every type)
 //! 5   u8   version  payload layout version (1; ScheduleState 1 or 2)
 //! 6   u16  hcrc     low 16 bits of CRC-32C(bytes 0..6): a damaged length is never trusted
 //! 8   u32  crc      CRC-32C(bytes 0..6 ++ payload)
@@ -56,8 +58,13 @@
 //!                  marks: 1 paused, 2 skip the next run, 4 last run manual; written as
 //!                  version 2 only when a mark is set (version 1 reads as no marks)
 //!   (both are `Record::ScheduleRan`, the second with its counters; the newest per entry wins)
-//!   FunctionLease (type 9): ms u64 (0: none) | function (the rest); the newest per function
+//!   FailedKept (6): id u64 | attempts u32 | first_ms u64 | last_ms u64 | flags u8 (1 entry) |
+//!                  lengths u32 of handle, func, unique, entry, error | those bytes | data
+//!   FailedGone (7): handle (the whole payload)
+//!   JobAttempts (8): id u64 | failures u32 | first_ms u64 | has entry u8 | entry (the rest)
+//!   FunctionLease (9): ms u64 (0: none) | function (the rest); the newest per function
 //!                  wins (`timeout FUNCTION DURATION`)
+//!   FunctionRetry (10): retries u32 | base_ms u64 | max_ms u64 | function (the rest)
 //! ```
 //!
 //! # Damage at replay
@@ -103,7 +110,8 @@
 //! # Modules
 //!
 //! - `journal`: the `Journal` (open, append, commit, the write path).
-//! - `live`: the live set; `compact`: compaction; `replay`: reading files back at open.
+//! - `live`: the live set (and which records stay live: `LiveSet::live_key`); `compact`:
+//!   compaction; `replay`: reading files back at open into `Replayed`.
 //! - `record` and `file`: the formats above; `error`: `StoreError`.
 //! - `repair`: `serve --repair`.
 //! - `handles`: DIR/HANDLES, the server's reserved handle numbers.
@@ -125,13 +133,14 @@ mod tests;
 
 use std::path::PathBuf;
 
-use bytes::Bytes;
-
 pub use error::StoreError;
 pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
-pub use record::{FailedKept, FinishReason, JobAdded, Record, ScheduleCounters};
+pub use record::{
+    FailedKept, FinishReason, FunctionLease, FunctionRetry, JobAdded, JobAttempts, Record,
+    ScheduleCounters, ScheduleRan,
+};
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
 /// When the journal calls fsync.
@@ -184,36 +193,25 @@ pub struct Replayed {
     /// Live jobs in the order they were added.
     pub jobs: Vec<ReplayedJob>,
     /// The newest ScheduleRan per entry, sorted by entry.
-    pub schedules: Vec<ScheduleRun>,
+    pub schedules: Vec<ScheduleRan>,
     /// The failed list, oldest first.
     pub failed: Vec<FailedKept>,
     /// Job leases by function (`timeout FUNCTION DURATION`), sorted by function.
-    pub leases: Vec<(Bytes, u64)>,
-    /// Function retry policies (`retry FUNCTION`): function, retries, first backoff, cap.
-    pub func_retries: Vec<(Bytes, u32, u64, u64)>,
+    pub leases: Vec<FunctionLease>,
+    /// Function retry policies (`retry FUNCTION`), sorted by function.
+    pub func_retries: Vec<FunctionRetry>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,
     pub stats: ReplayStats,
 }
 
-/// A retry's record: failed attempts before it, when the first failed, its schedule entry.
-pub type Attempts = (u32, u64, Option<Bytes>);
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayedJob {
     pub job: JobAdded,
     pub retries: u32,
-    pub attempts: Option<Attempts>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScheduleRun {
-    pub entry: Bytes,
-    pub fire_ms: u64,
-    pub outcome: u8,
-    /// `None` from a journal written before the counters were kept.
-    pub counters: Option<ScheduleCounters>,
+    /// A retry: its JobAttempts record.
+    pub attempts: Option<JobAttempts>,
 }
 
 /// For the start-up log line.

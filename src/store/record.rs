@@ -7,35 +7,70 @@ use bytes::Bytes;
 pub(crate) const HEADER_LEN: usize = 12;
 /// The payload layout version written for every type today.
 pub(crate) const VERSION: u8 = 1;
-/// T_SCHEDULE_STATE with a marks byte after the counters (paused, skip the next run, last run
+/// ScheduleState with a marks byte after the counters (paused, skip the next run, last run
 /// manual). Written only when a mark is set, so a journal without marks stays version 1 and
 /// readable by the release before; version 1 records read as "no marks".
 pub(crate) const SCHEDULE_STATE_MARKED: u8 = 2;
 
-pub(crate) const T_JOB_ADDED: u8 = 1;
-pub(crate) const T_JOB_FINISHED: u8 = 2;
-pub(crate) const T_JOB_RETRIED: u8 = 3;
-pub(crate) const T_SCHEDULE_RAN: u8 = 4;
-/// A schedule entry's last run with its counters; written instead of T_SCHEDULE_RAN since the
-/// counters were kept, and read alongside it (older journals hold only T_SCHEDULE_RAN).
-pub(crate) const T_SCHEDULE_STATE: u8 = 5;
-/// A background job failed for good and is kept in the failed list; it also ends the job
-/// (one record, so a torn write cannot leave the job both queued and failed).
-pub(crate) const T_FAILED_KEPT: u8 = 6;
-/// A job left the failed list (dropped, retried, or past its bounds).
-pub(crate) const T_FAILED_GONE: u8 = 7;
-/// A job is a retry: its failed attempts so far, when the first failed, and its schedule
-/// entry (the policy it retries under). Written right after the retry's JobAdded.
-pub(crate) const T_JOB_ATTEMPTS: u8 = 8;
-/// A function's retry policy (`retry FUNCTION N BACKOFF`); the newest per function counts.
-pub(crate) const T_FUNCTION_RETRY: u8 = 10;
-/// Fixed part of a T_FUNCTION_RETRY payload: retries, first backoff, cap; the name follows.
+/// Declares `RecordKind`, the record types, from one line each: its type number (the next free
+/// one, never reused: old journals are read back with it) and its name in messages.
+/// `RecordKind::of` reads a type number; every other use is a `match` on `RecordKind`.
+macro_rules! kinds {
+    ($($(#[$doc:meta])* $kind:ident = $n:literal, $name:literal;)*) => {
+        /// A record's type, the byte after its length.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub(crate) enum RecordKind {
+            $($(#[$doc])* $kind = $n,)*
+        }
+
+        impl RecordKind {
+            /// The type a number names, if this version knows it.
+            pub(crate) fn of(ty: u8) -> Option<RecordKind> {
+                match ty {
+                    $($n => Some(RecordKind::$kind),)*
+                    _ => None,
+                }
+            }
+
+            /// Its name, for `show journal`, errors and repair's report.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(RecordKind::$kind => $name,)*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    JobAdded = 1, "job-added";
+    JobFinished = 2, "job-finished";
+    JobRetried = 3, "job-retried";
+    /// A schedule entry's last run (older journals; no longer written).
+    ScheduleRan = 4, "schedule-ran";
+    /// A schedule entry's last run with its counters; written instead of ScheduleRan since
+    /// the counters were kept, and read alongside it.
+    ScheduleState = 5, "schedule-state";
+    /// A background job failed for good and is kept in the failed list; it also ends the job
+    /// (one record, so a torn write cannot leave the job both queued and failed).
+    FailedKept = 6, "failed-kept";
+    /// A job left the failed list (dropped, retried, or past its bounds).
+    FailedGone = 7, "failed-gone";
+    /// A job is a retry: its failed attempts so far, when the first failed, and its schedule
+    /// entry (the policy it retries under). Written right after the retry's JobAdded.
+    JobAttempts = 8, "job-attempts";
+    /// A function's job lease (`timeout FUNCTION DURATION`); the newest per function wins.
+    FunctionLease = 9, "function-lease";
+    /// A function's retry policy (`retry FUNCTION N BACKOFF`); the newest per function counts.
+    FunctionRetry = 10, "function-retry";
+}
+
+/// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
 const FUNCTION_RETRY_FIXED: usize = 4 + 8 + 8;
-/// Fixed part of a T_JOB_ATTEMPTS payload: id, failures, first failure, has-entry byte.
+/// Fixed part of a JobAttempts payload: id, failures, first failure, has-entry byte.
 const JOB_ATTEMPTS_FIXED: usize = 8 + 4 + 8 + 1;
-/// A function's job lease (`timeout FUNCTION DURATION`): ms u64 (0: none) | function (the
-/// rest). The newest per function wins.
-pub(crate) const T_FUNCTION_LEASE: u8 = 9;
+/// Fixed part of a FunctionLease payload: ms u64 (0: none); the function is the rest.
 const FUNCTION_LEASE_FIXED: usize = 8;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
@@ -43,9 +78,9 @@ const JOB_RETRIED_PAYLOAD: usize = 12;
 /// Fixed part of a JobAdded payload: id, priority, flags, due time, four field lengths.
 const JOB_ADDED_FIXED: usize = 8 + 1 + 1 + 8 + 4 * 4;
 const SCHEDULE_RAN_FIXED: usize = 8 + 1;
-/// Fixed part of a T_SCHEDULE_STATE payload: last run, last seen, runs, failures, skips.
+/// Fixed part of a ScheduleState payload: last run, last seen, runs, failures, skips.
 const SCHEDULE_STATE_FIXED: usize = 8 * 5;
-/// Fixed part of a T_FAILED_KEPT payload: job id, attempts, first and last failure, flags,
+/// Fixed part of a FailedKept payload: job id, attempts, first and last failure, flags,
 /// five field lengths (handle, function, unique, entry, error); the workload is the rest.
 const FAILED_KEPT_FIXED: usize = 8 + 4 + 8 + 8 + 1 + 5 * 4;
 const FLAG_ENTRY: u8 = 1;
@@ -166,6 +201,45 @@ pub struct FailedKept {
     pub entry: Option<Bytes>,
 }
 
+/// A schedule entry's state: it fired at `fire_ms` (0: never yet); the newest per entry is
+/// what a restart brings back. With `counters` it is written as ScheduleState (and
+/// `outcome` is not kept), without as the older ScheduleRan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleRan {
+    pub entry: Bytes,
+    pub fire_ms: u64,
+    pub outcome: u8,
+    /// `None` from a journal written before the counters were kept.
+    pub counters: Option<ScheduleCounters>,
+}
+
+/// `retry FUNCTION N BACKOFF`: the function's retry policy; the newest per function counts.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FunctionRetry {
+    pub func: Bytes,
+    pub retries: u32,
+    pub base_ms: u64,
+    pub max_ms: u64,
+}
+
+/// Job `id` (written right after its JobAdded) is a retry after `failures` failed attempts,
+/// the first at `first_ms`, of a run of schedule entry `entry`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobAttempts {
+    pub id: u64,
+    pub failures: u32,
+    pub first_ms: u64,
+    pub entry: Option<Bytes>,
+}
+
+/// `timeout FUNCTION DURATION`: function `func`'s job lease is `ms` (0: none); the newest per
+/// function wins.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FunctionLease {
+    pub func: Bytes,
+    pub ms: u64,
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,68 +250,51 @@ pub enum Record {
     JobFinished { id: u64, reason: FinishReason },
     /// The job was given back `retries` times so far (a newer record supersedes an older one).
     JobRetried { id: u64, retries: u32 },
-    /// A schedule entry fired at `fire_ms` (0: never yet); the newest record per entry is
-    /// its state. With `counters` it is written as T_SCHEDULE_STATE (and `outcome` is not
-    /// kept), without as the older T_SCHEDULE_RAN.
-    ScheduleRan {
-        entry: Bytes,
-        fire_ms: u64,
-        outcome: u8,
-        counters: Option<ScheduleCounters>,
-    },
+    /// A schedule entry's state changed (it ran, skipped, failed, was paused).
+    ScheduleRan(ScheduleRan),
     /// A job failed for good and was kept in the failed list.
     FailedKept(FailedKept),
     /// The failed job with this handle left the list.
     FailedGone { handle: Bytes },
     /// `retry FUNCTION N BACKOFF`: the function's retry policy.
-    FunctionRetry {
-        func: Bytes,
-        retries: u32,
-        base_ms: u64,
-        max_ms: u64,
-    },
-    /// Job `id` is a retry after `failures` failed attempts, the first at `first_ms`.
-    JobAttempts {
-        id: u64,
-        failures: u32,
-        first_ms: u64,
-        entry: Option<Bytes>,
-    },
-    /// Function `func`'s job lease is `ms` (0: none).
-    FunctionLease { func: Bytes, ms: u64 },
+    FunctionRetry(FunctionRetry),
+    /// A job is a retry: its failed attempts so far.
+    JobAttempts(JobAttempts),
+    /// `timeout FUNCTION DURATION`: the function's job lease.
+    FunctionLease(FunctionLease),
 }
 
 impl Record {
-    fn type_byte(&self) -> u8 {
+    fn kind(&self) -> RecordKind {
         match self {
-            Record::JobAdded(_) => T_JOB_ADDED,
-            Record::JobFinished { .. } => T_JOB_FINISHED,
-            Record::JobRetried { .. } => T_JOB_RETRIED,
-            Record::ScheduleRan { counters: None, .. } => T_SCHEDULE_RAN,
-            Record::ScheduleRan { .. } => T_SCHEDULE_STATE,
-            Record::FailedKept(_) => T_FAILED_KEPT,
-            Record::FailedGone { .. } => T_FAILED_GONE,
-            Record::JobAttempts { .. } => T_JOB_ATTEMPTS,
-            Record::FunctionLease { .. } => T_FUNCTION_LEASE,
-            Record::FunctionRetry { .. } => T_FUNCTION_RETRY,
+            Record::JobAdded(_) => RecordKind::JobAdded,
+            Record::JobFinished { .. } => RecordKind::JobFinished,
+            Record::JobRetried { .. } => RecordKind::JobRetried,
+            Record::ScheduleRan(ScheduleRan { counters: None, .. }) => RecordKind::ScheduleRan,
+            Record::ScheduleRan(_) => RecordKind::ScheduleState,
+            Record::FailedKept(_) => RecordKind::FailedKept,
+            Record::FailedGone { .. } => RecordKind::FailedGone,
+            Record::JobAttempts(_) => RecordKind::JobAttempts,
+            Record::FunctionLease(_) => RecordKind::FunctionLease,
+            Record::FunctionRetry(_) => RecordKind::FunctionRetry,
         }
     }
 
     fn version(&self) -> u8 {
         match self {
-            Record::ScheduleRan {
+            Record::ScheduleRan(ScheduleRan {
                 counters: Some(c), ..
-            } if c.marks() != 0 => SCHEDULE_STATE_MARKED,
+            }) if c.marks() != 0 => SCHEDULE_STATE_MARKED,
             // Every other layout is the first: a new record type is listed here on purpose.
             Record::JobAdded(_)
             | Record::JobFinished { .. }
             | Record::JobRetried { .. }
-            | Record::ScheduleRan { .. }
+            | Record::ScheduleRan(_)
             | Record::FailedKept(_)
             | Record::FailedGone { .. }
-            | Record::FunctionRetry { .. }
-            | Record::JobAttempts { .. }
-            | Record::FunctionLease { .. } => VERSION,
+            | Record::FunctionRetry(_)
+            | Record::JobAttempts(_)
+            | Record::FunctionLease(_) => VERSION,
         }
     }
 
@@ -250,9 +307,9 @@ impl Record {
             }
             Record::JobFinished { .. } => JOB_FINISHED_PAYLOAD as u64,
             Record::JobRetried { .. } => JOB_RETRIED_PAYLOAD as u64,
-            Record::ScheduleRan {
+            Record::ScheduleRan(ScheduleRan {
                 entry, counters, ..
-            } => {
+            }) => {
                 let fixed = match counters {
                     None => SCHEDULE_RAN_FIXED,
                     Some(c) if c.marks() != 0 => SCHEDULE_STATE_MARKED_FIXED,
@@ -271,11 +328,11 @@ impl Record {
                     + f.data.len() as u64
             }
             Record::FailedGone { handle } => handle.len() as u64,
-            Record::FunctionRetry { func, .. } => (FUNCTION_RETRY_FIXED + func.len()) as u64,
-            Record::JobAttempts { entry, .. } => {
-                (JOB_ATTEMPTS_FIXED + entry.as_ref().map_or(0, |e| e.len())) as u64
+            Record::FunctionRetry(r) => (FUNCTION_RETRY_FIXED + r.func.len()) as u64,
+            Record::JobAttempts(a) => {
+                (JOB_ATTEMPTS_FIXED + a.entry.as_ref().map_or(0, |e| e.len())) as u64
             }
-            Record::FunctionLease { func, .. } => (FUNCTION_LEASE_FIXED + func.len()) as u64,
+            Record::FunctionLease(l) => (FUNCTION_LEASE_FIXED + l.func.len()) as u64,
         }
     }
 }
@@ -290,7 +347,7 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
     let start = buf.len();
     buf.reserve(HEADER_LEN + plen as usize);
     buf.extend_from_slice(&(plen as u32).to_le_bytes());
-    buf.push(rec.type_byte());
+    buf.push(rec.kind() as u8);
     buf.push(rec.version());
     let pre = crc32c::crc32c(&buf[start..start + 6]);
     buf.extend_from_slice(&(pre as u16).to_le_bytes());
@@ -322,12 +379,12 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&id.to_le_bytes());
             buf.extend_from_slice(&retries.to_le_bytes());
         }
-        Record::ScheduleRan {
+        Record::ScheduleRan(ScheduleRan {
             entry,
             fire_ms,
             outcome,
             counters,
-        } => {
+        }) => {
             buf.extend_from_slice(&fire_ms.to_le_bytes());
             match counters {
                 None => buf.push(*outcome),
@@ -361,30 +418,30 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&f.data);
         }
         Record::FailedGone { handle } => buf.extend_from_slice(handle),
-        Record::FunctionRetry {
+        Record::FunctionRetry(FunctionRetry {
             func,
             retries,
             base_ms,
             max_ms,
-        } => {
+        }) => {
             buf.extend_from_slice(&retries.to_le_bytes());
             buf.extend_from_slice(&base_ms.to_le_bytes());
             buf.extend_from_slice(&max_ms.to_le_bytes());
             buf.extend_from_slice(func);
         }
-        Record::JobAttempts {
+        Record::JobAttempts(JobAttempts {
             id,
             failures,
             first_ms,
             entry,
-        } => {
+        }) => {
             buf.extend_from_slice(&id.to_le_bytes());
             buf.extend_from_slice(&failures.to_le_bytes());
             buf.extend_from_slice(&first_ms.to_le_bytes());
             buf.push(u8::from(entry.is_some()));
             buf.extend_from_slice(entry.as_deref().unwrap_or(&[]));
         }
-        Record::FunctionLease { func, ms } => {
+        Record::FunctionLease(FunctionLease { func, ms }) => {
             buf.extend_from_slice(&ms.to_le_bytes());
             buf.extend_from_slice(func);
         }
@@ -404,8 +461,8 @@ fn put_field(buf: &mut Vec<u8>, f: &[u8]) {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecHeader {
     pub len: u32,
-    pub ty: u8,
-    /// The payload layout version (1, or 2 for a T_SCHEDULE_STATE with marks).
+    pub ty: RecordKind,
+    /// The payload layout version (1, or 2 for a ScheduleState with marks).
     pub ver: u8,
     /// CRC-32C of header bytes 0..6, the seed of the whole-record checksum.
     pre: u32,
@@ -429,15 +486,13 @@ impl RecHeader {
 pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
     let h = h.get(..HEADER_LEN)?;
     let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
-    let (ty, ver) = (h[4], h[5]);
+    let ver = h[5];
     let pre = crc32c::crc32c(&h[0..6]);
     if u16::from_le_bytes([h[6], h[7]]) != pre as u16 {
         return None;
     }
-    if !(T_JOB_ADDED..=T_FUNCTION_RETRY).contains(&ty) {
-        return None;
-    }
-    if ver != VERSION && !(ty == T_SCHEDULE_STATE && ver == SCHEDULE_STATE_MARKED) {
+    let ty = RecordKind::of(h[4])?;
+    if ver != VERSION && !(ty == RecordKind::ScheduleState && ver == SCHEDULE_STATE_MARKED) {
         return None;
     }
     if u64::from(len) + HEADER_LEN as u64 > u64::from(u32::MAX) {
@@ -474,31 +529,33 @@ pub(crate) fn job_id(payload: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(payload.get(..8)?.try_into().ok()?))
 }
 
-/// The entry name of a T_SCHEDULE_RAN or T_SCHEDULE_STATE payload without decoding the rest.
+/// The entry name of a ScheduleRan or ScheduleState payload without decoding the rest.
 pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a [u8]> {
     match (h.ty, h.ver) {
-        (T_SCHEDULE_RAN, _) => payload.get(SCHEDULE_RAN_FIXED..),
-        (T_SCHEDULE_STATE, SCHEDULE_STATE_MARKED) => payload.get(SCHEDULE_STATE_MARKED_FIXED..),
-        (T_SCHEDULE_STATE, _) => payload.get(SCHEDULE_STATE_FIXED..),
+        (RecordKind::ScheduleRan, _) => payload.get(SCHEDULE_RAN_FIXED..),
+        (RecordKind::ScheduleState, SCHEDULE_STATE_MARKED) => {
+            payload.get(SCHEDULE_STATE_MARKED_FIXED..)
+        }
+        (RecordKind::ScheduleState, _) => payload.get(SCHEDULE_STATE_FIXED..),
         _ => None,
     }
 }
 
-/// The function of a T_FUNCTION_LEASE payload without decoding the rest.
+/// The function of a FunctionLease payload without decoding the rest.
 pub(crate) fn lease_function(payload: &[u8]) -> Option<&[u8]> {
     payload.get(FUNCTION_LEASE_FIXED..)
 }
 
-/// The function of a T_FUNCTION_RETRY payload without decoding the rest.
+/// The function of a FunctionRetry payload without decoding the rest.
 pub(crate) fn retry_function(payload: &[u8]) -> Option<&[u8]> {
     payload.get(FUNCTION_RETRY_FIXED..)
 }
 
-/// The handle of a T_FAILED_KEPT or T_FAILED_GONE payload without decoding the rest.
+/// The handle of a FailedKept or FailedGone payload without decoding the rest.
 pub(crate) fn failed_handle<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a [u8]> {
     match h.ty {
-        T_FAILED_GONE => Some(payload),
-        T_FAILED_KEPT => {
+        RecordKind::FailedGone => Some(payload),
+        RecordKind::FailedKept => {
             let n = u32::from_le_bytes(payload.get(29..33)?.try_into().ok()?) as usize;
             let start = FAILED_KEPT_FIXED;
             payload.get(start..start.checked_add(n)?)
@@ -512,7 +569,7 @@ pub(crate) fn failed_handle<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a 
 pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static str> {
     let mut c = Cursor { b: payload, at: 0 };
     let rec = match h.ty {
-        T_JOB_ADDED => {
+        RecordKind::JobAdded => {
             let id = c.u64()?;
             let priority = c.u8()?;
             let flags = c.u8()?;
@@ -537,29 +594,29 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 data: all.slice(c.at..),
             })
         }
-        T_JOB_FINISHED => {
+        RecordKind::JobFinished => {
             let id = c.u64()?;
             let reason = FinishReason::from_code(c.u8()?);
             c.end()?;
             Record::JobFinished { id, reason }
         }
-        T_JOB_RETRIED => {
+        RecordKind::JobRetried => {
             let id = c.u64()?;
             let retries = c.u32()?;
             c.end()?;
             Record::JobRetried { id, retries }
         }
-        T_SCHEDULE_RAN => {
+        RecordKind::ScheduleRan => {
             let fire_ms = c.u64()?;
             let outcome = c.u8()?;
-            Record::ScheduleRan {
+            Record::ScheduleRan(ScheduleRan {
                 entry: Bytes::copy_from_slice(&payload[c.at..]),
                 fire_ms,
                 outcome,
                 counters: None,
-            }
+            })
         }
-        T_SCHEDULE_STATE => {
+        RecordKind::ScheduleState => {
             let fire_ms = c.u64()?;
             let mut counters = ScheduleCounters {
                 seen_ms: c.u64()?,
@@ -577,14 +634,14 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 counters.skip_next = marks & MARK_SKIP_NEXT != 0;
                 counters.last_manual = marks & MARK_LAST_MANUAL != 0;
             }
-            Record::ScheduleRan {
+            Record::ScheduleRan(ScheduleRan {
                 entry: Bytes::copy_from_slice(&payload[c.at..]),
                 fire_ms,
                 outcome: 0,
                 counters: Some(counters),
-            }
+            })
         }
-        T_FAILED_KEPT => {
+        RecordKind::FailedKept => {
             let id = c.u64()?;
             let attempts = c.u32()?;
             let first_ms = c.u64()?;
@@ -618,18 +675,18 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 last_ms,
             })
         }
-        T_FUNCTION_RETRY => {
+        RecordKind::FunctionRetry => {
             let retries = c.u32()?;
             let base_ms = c.u64()?;
             let max_ms = c.u64()?;
-            Record::FunctionRetry {
+            Record::FunctionRetry(FunctionRetry {
                 func: Bytes::copy_from_slice(&payload[c.at..]),
                 retries,
                 base_ms,
                 max_ms,
-            }
+            })
         }
-        T_JOB_ATTEMPTS => {
+        RecordKind::JobAttempts => {
             let id = c.u64()?;
             let failures = c.u32()?;
             let first_ms = c.u64()?;
@@ -642,40 +699,22 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             if !has_entry && !rest.is_empty() {
                 return Err("record longer than its fields");
             }
-            Record::JobAttempts {
+            Record::JobAttempts(JobAttempts {
                 id,
                 failures,
                 first_ms,
                 entry: has_entry.then_some(rest),
-            }
+            })
         }
-        T_FAILED_GONE => Record::FailedGone {
+        RecordKind::FailedGone => Record::FailedGone {
             handle: Bytes::copy_from_slice(payload),
         },
-        T_FUNCTION_LEASE => Record::FunctionLease {
+        RecordKind::FunctionLease => Record::FunctionLease(FunctionLease {
             ms: c.u64()?,
             func: Bytes::copy_from_slice(&payload[FUNCTION_LEASE_FIXED..]),
-        },
-        _ => return Err("unknown record type"),
+        }),
     };
     Ok(rec)
-}
-
-/// Human name of a record type, for error messages.
-pub(crate) fn type_name(ty: u8) -> &'static str {
-    match ty {
-        T_JOB_ADDED => "job-added",
-        T_JOB_FINISHED => "job-finished",
-        T_JOB_RETRIED => "job-retried",
-        T_SCHEDULE_RAN => "schedule-ran",
-        T_SCHEDULE_STATE => "schedule-state",
-        T_FAILED_KEPT => "failed-kept",
-        T_FAILED_GONE => "failed-gone",
-        T_JOB_ATTEMPTS => "job-attempts",
-        T_FUNCTION_LEASE => "function-lease",
-        T_FUNCTION_RETRY => "function-retry",
-        _ => "unknown",
-    }
 }
 
 struct Cursor<'a> {

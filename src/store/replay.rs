@@ -9,9 +9,13 @@ use std::path::Path;
 
 use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
-use super::record::{self, HEADER_LEN};
-use super::{FailedKept, JobAdded, KEEP_BUF, Record, ReplayStats, StoreError, TornTail};
+use super::record::{self, HEADER_LEN, RecordKind};
+use super::{
+    FailedKept, FunctionLease, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF, Record, ReplayStats,
+    Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
+};
 use bytes::Bytes;
+use std::collections::HashMap;
 
 #[derive(Debug, Default)]
 pub(super) struct Rebuild {
@@ -20,11 +24,15 @@ pub(super) struct Rebuild {
     pub(super) slots: Vec<Option<Box<JobAdded>>>,
     /// Kept failed jobs by handle, with the order they were kept in (bounded by the
     /// server's `--keep-failed`, which wrote a FailedGone for each one past it).
-    pub(super) failed: std::collections::HashMap<Bytes, (u64, FailedKept)>,
+    pub(super) failed: HashMap<Bytes, (u64, FailedKept)>,
     /// JobAttempts of live jobs, by job id.
-    pub(super) attempts: std::collections::HashMap<u64, super::Attempts>,
+    pub(super) attempts: HashMap<u64, JobAttempts>,
     /// The newest retry policy per function.
-    pub(super) func_retries: std::collections::HashMap<Bytes, (u32, u64, u64)>,
+    pub(super) func_retries: HashMap<Bytes, FunctionRetry>,
+    /// The newest state per schedule entry.
+    pub(super) schedules: HashMap<Bytes, ScheduleRan>,
+    /// The newest lease per function (0: none).
+    pub(super) leases: HashMap<Bytes, FunctionLease>,
 }
 
 impl Rebuild {
@@ -37,24 +45,20 @@ impl Rebuild {
         }
         match rec {
             Record::JobAdded(j) => self.slots.push(Some(Box::new(j))),
-            Record::JobAttempts {
-                id,
-                failures,
-                first_ms,
-                entry,
-            } => {
-                self.attempts.insert(id, (failures, first_ms, entry));
+            Record::JobAttempts(a) => {
+                self.attempts.insert(a.id, a);
             }
             Record::JobFinished { id, .. } => {
                 self.attempts.remove(&id);
             }
-            Record::FunctionRetry {
-                func,
-                retries,
-                base_ms,
-                max_ms,
-            } => {
-                self.func_retries.insert(func, (retries, base_ms, max_ms));
+            Record::FunctionRetry(r) => {
+                self.func_retries.insert(r.func.clone(), r);
+            }
+            Record::ScheduleRan(r) => {
+                self.schedules.insert(r.entry.clone(), r);
+            }
+            Record::FunctionLease(l) => {
+                self.leases.insert(l.func.clone(), l);
             }
             Record::FailedKept(f) => {
                 self.attempts.remove(&f.id);
@@ -65,10 +69,53 @@ impl Rebuild {
                 self.failed.remove(&handle);
             }
             // Kept by the live set alone (`Live::apply`, live.rs), read back from there.
-            Record::JobRetried { .. }
-            | Record::ScheduleRan { .. }
-            | Record::FunctionLease { .. } => {}
+            Record::JobRetried { .. } => {}
         }
+    }
+}
+
+impl Rebuild {
+    /// Every file is replayed: the live set the journal goes on with, and what start-up
+    /// hands the engine (`Engine::restore`).
+    pub(super) fn finish(self, stats: ReplayStats) -> (LiveSet, Replayed) {
+        let Rebuild {
+            live,
+            slots,
+            failed,
+            mut attempts,
+            func_retries,
+            schedules,
+            leases,
+        } = self;
+        let mut func_retries: Vec<FunctionRetry> = func_retries.into_values().collect();
+        func_retries.sort_by(|a, b| a.func.cmp(&b.func));
+        let mut failed: Vec<(u64, FailedKept)> = failed.into_values().collect();
+        failed.sort_by_key(|(seq, _)| *seq);
+        let failed = failed.into_iter().map(|(_, f)| f).collect();
+        let mut jobs = Vec::with_capacity(live.jobs.len());
+        for j in slots.into_iter().flatten() {
+            let retries = live.jobs.get(&j.id).map_or(0, |l| l.retries);
+            let attempts = attempts.remove(&j.id);
+            jobs.push(ReplayedJob {
+                job: *j,
+                retries,
+                attempts,
+            });
+        }
+        let mut schedules: Vec<ScheduleRan> = schedules.into_values().collect();
+        schedules.sort_by(|a, b| a.entry.cmp(&b.entry));
+        let mut leases: Vec<FunctionLease> = leases.into_values().filter(|l| l.ms > 0).collect();
+        leases.sort_by(|a, b| a.func.cmp(&b.func));
+        let replayed = Replayed {
+            jobs,
+            schedules,
+            failed,
+            leases,
+            func_retries,
+            max_id: live.max_id,
+            stats,
+        };
+        (live, replayed)
     }
 }
 
@@ -84,8 +131,8 @@ pub(super) struct FileEnd {
 enum Damage {
     ShortHeader,
     BadHeader,
-    ShortBody(u8),
-    BadChecksum { ty: u8, end: u64 },
+    ShortBody(RecordKind),
+    BadChecksum { ty: RecordKind, end: u64 },
 }
 
 /// Replays one file into `rb`. Only the last log segment may have its tail cut.
@@ -163,7 +210,7 @@ pub(super) fn replay_file(
                                 off,
                                 format!(
                                     "a {} record passes its checksum but is malformed ({why})",
-                                    record::type_name(h.ty)
+                                    h.ty.name()
                                 ),
                             )
                         })?;
@@ -186,10 +233,10 @@ pub(super) fn replay_file(
             Damage::ShortHeader => "the file ends inside a record header".to_string(),
             Damage::BadHeader => "damaged record header".to_string(),
             Damage::ShortBody(ty) => {
-                format!("the file ends inside a {} record", record::type_name(ty))
+                format!("the file ends inside a {} record", ty.name())
             }
             Damage::BadChecksum { ty, .. } => {
-                format!("checksum mismatch in a {} record", record::type_name(ty))
+                format!("checksum mismatch in a {} record", ty.name())
             }
         };
         if !tail_ok {

@@ -11,10 +11,7 @@ fn src() -> PathBuf {
 }
 
 /// Folders left out, with the reason.
-const SKIPPED: &[(&str, &str)] = &[
-    // The reactor is being split into owned parts; its map comes with that split.
-    ("reactor", "map comes with the reactor's split"),
-];
+const SKIPPED: &[(&str, &str)] = &[];
 
 /// Every folder under src/ with a mod.rs, relative to src/. Folders named `tests` hold unit
 /// tests named after the module they test, so their names are the map.

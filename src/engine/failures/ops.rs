@@ -6,11 +6,13 @@ use std::io::Write as _;
 use bytes::Bytes;
 
 use super::failed::{FailedJob, FailedList, FailedSelector};
+use crate::engine::durable::entry_bytes;
 use crate::engine::schedules::Outcome;
-use crate::engine::{Durable, Engine, JobKey, NewJob, Origin, Outbox};
+use crate::engine::{Engine, JobKey, NewJob, Origin, Outbox};
 use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::proto::request::{JobBody, Priority};
+use crate::store::{FailedKept, Record};
 
 impl Engine {
     /// THE one place where a background job has failed for good: WORK_FAIL, WORK_EXCEPTION, a
@@ -20,13 +22,13 @@ impl Engine {
     /// schedule side (run history, last error, on_failure alert: `schedule_outcome`), which a
     /// failed attempt that will be retried never reaches (retries.rs), so both see only final
     /// failures. Returns the journal record that
-    /// ends the job when it was kept (see `Durable::FailedKept`).
+    /// ends the job when it was kept (see `Record::FailedKept`).
     pub(in crate::engine) fn failed_for_good(
         &mut self,
         k: JobKey,
         outcome: &Outcome<'_>,
         now: u64,
-    ) -> Option<Durable> {
+    ) -> Option<Record> {
         let job = &self.jobs[k];
         let retries = self.extra(k).map_or(0, |e| e.retries);
         // Attempts that failed before this one (retries with backoff), and when the first did.
@@ -46,9 +48,20 @@ impl Engine {
             entry: origin.map(|o| std::rc::Rc::clone(&o.entry)),
         };
         let id = job.id;
-        let record = self.config.durable.then(|| failed.clone());
+        let record = self.config.durable.then(|| FailedKept {
+            id,
+            handle: failed.handle.clone(),
+            func: failed.func.clone(),
+            unique: failed.unique.clone(),
+            data: failed.data.clone(),
+            error: failed.error.clone(),
+            attempts: failed.attempts,
+            first_ms: failed.first_ms,
+            last_ms: failed.last_ms,
+            entry: failed.entry.as_deref().map(entry_bytes),
+        });
         let kept = self.keep_failed(failed);
-        Some(Durable::FailedKept { id, job: record? }).filter(|_| kept)
+        Some(Record::FailedKept(record?)).filter(|_| kept)
     }
 
     /// Put a failed job in the list, dropping the oldest past the bounds; false when the job
@@ -73,7 +86,7 @@ impl Engine {
 
     fn journal_failed_gone(&mut self, handle: Bytes) {
         if self.config.durable {
-            self.durable.push(Durable::FailedGone { handle });
+            self.durable.push(Record::FailedGone { handle });
         }
     }
 

@@ -14,6 +14,7 @@ use crate::peer_text::shown;
 use crate::proto::names::push_escaped;
 use crate::proto::request::JobBody;
 use crate::schedule::backoff::RetryPolicy;
+use crate::store::{FunctionRetry, JobAttempts, Record};
 
 /// Functions that may have their own retry policy (`retry FUNCTION`).
 pub const MAX_RETRY_POLICIES: usize = 10_000;
@@ -69,7 +70,7 @@ impl Engine {
         let entry: Option<Rc<str>> = origin.as_ref().map(|o| Rc::clone(&o.entry));
         // The entry's history, counters and on_failure alert see the run once, when it ends
         // for good: a failed attempt with retries left is only logged here.
-        self.remove_job(k, crate::engine::FinishKind::Fail);
+        self.remove_job(k, crate::store::FinishReason::Fail);
         let new = NewJob {
             func,
             // Same unique, same workload: placeholders are not filled again, and an
@@ -89,12 +90,13 @@ impl Engine {
         r.first_fail_ms = first_fail_ms;
         if self.config.durable {
             // After the retry's JobAdded (create_job wrote it), in the same turn's write.
-            self.durable.push(crate::engine::Durable::JobAttempts {
+            let attempts = JobAttempts {
                 id: self.jobs[nk].id,
                 failures,
                 first_ms: first_fail_ms,
-                entry: entry.clone(),
-            });
+                entry: entry.as_deref().map(crate::engine::durable::entry_bytes),
+            };
+            self.durable.push(Record::JobAttempts(attempts));
         }
         log::warn!(
             "job {old} ({}{}) failed (attempt {failures}); retry {failures} of {} in {} ms as {}",
@@ -137,10 +139,12 @@ impl Engine {
         }
         self.restore_retry(func, policy);
         if self.config.durable {
-            self.durable.push(crate::engine::Durable::FunctionRetry {
+            self.durable.push(Record::FunctionRetry(FunctionRetry {
                 func: bytes::Bytes::copy_from_slice(func),
-                policy,
-            });
+                retries: policy.retries,
+                base_ms: policy.backoff.base_ms,
+                max_ms: policy.backoff.max_ms,
+            }));
         }
         true
     }

@@ -28,6 +28,7 @@ use crate::engine::{Engine, JobKey, NewJob, Origin, Outbox, TimerEvent, rfc3339}
 use crate::proto::request::{JobBody, Priority};
 use crate::schedule::cron::Timing;
 use crate::schedule::file::{Catchup, Entry, EntryPriority, Overlap, ScheduleFile};
+use crate::store::{Record, ScheduleCounters, ScheduleRan};
 use crate::timer::TimerKey;
 use run_history::{History, RunOutcome, RunRecord, ScheduleMarks};
 
@@ -371,15 +372,21 @@ impl Engine {
         }
         let st = &self.schedules.entries[slot];
         let h = &st.history;
-        self.durable.push(crate::engine::Durable::ScheduleRan {
-            entry: Rc::clone(&st.id),
+        self.durable.push(Record::ScheduleRan(ScheduleRan {
+            entry: crate::engine::durable::entry_bytes(&st.id),
             fire_ms: h.last_run_ms.unwrap_or(0),
-            seen_ms: h.seen_ms.unwrap_or(0),
-            runs: h.runs,
-            failures: h.failures,
-            skips: h.skips,
-            marks: h.marks,
-        });
+            // Kept only by the older record without counters.
+            outcome: 0,
+            counters: Some(ScheduleCounters {
+                seen_ms: h.seen_ms.unwrap_or(0),
+                runs: h.runs,
+                failures: h.failures,
+                skips: h.skips,
+                paused: h.marks.paused,
+                skip_next: h.marks.skip_next,
+                last_manual: h.marks.last_manual,
+            }),
+        }));
     }
 
     /// Arm the entry's next run after `after` (never before its last run: a clock that steps

@@ -2,6 +2,7 @@
 //! `show`, `retry` and `drop failed`, with the manual clock.
 
 use super::*;
+use crate::store::Record;
 
 fn fail_with(w: &mut World, wk: ConnId, end: impl FnOnce(Bytes) -> Request) -> Bytes {
     let (h, _) = w.grab(wk).expect("a job");
@@ -247,9 +248,9 @@ fn the_journal_gets_one_record_per_change_of_the_list() {
     w.e.take_durable().for_each(drop);
     fail(&mut w);
     // The failure ends the job and keeps it in one record: no JobFinished beside it.
-    let d: Vec<Durable> = w.e.take_durable().collect();
+    let d: Vec<Record> = w.e.take_durable().collect();
     match &d[..] {
-        [Durable::FailedKept { id: 1, job }] => {
+        [Record::FailedKept(job)] if job.id == 1 => {
             assert_eq!(
                 (job.handle.as_ref(), job.data.as_ref()),
                 (&b"H:t:1"[..], &b"d1"[..])
@@ -261,24 +262,24 @@ fn the_journal_gets_one_record_per_change_of_the_list() {
     w.submit(c, "f", "u2", "d2", Priority::Normal, true);
     w.e.take_durable().for_each(drop);
     fail(&mut w);
-    let d: Vec<Durable> = w.e.take_durable().collect();
+    let d: Vec<Record> = w.e.take_durable().collect();
     assert!(
-        matches!(&d[..], [Durable::FailedGone { handle }, Durable::FailedKept { id: 2, .. }] if handle == "H:t:1"),
+        matches!(&d[..], [Record::FailedGone { handle }, Record::FailedKept(k)] if handle == "H:t:1" && k.id == 2),
         "{d:?}"
     );
     // Retried: the new job first, then the FailedGone.
     assert_eq!(w.admin(c, "retry failed all"), "OK 1\n");
-    let d: Vec<Durable> = w.e.take_durable().collect();
+    let d: Vec<Record> = w.e.take_durable().collect();
     assert!(
-        matches!(&d[..], [Durable::JobAdded { id: 3, .. }, Durable::FailedGone { handle }] if handle == "H:t:2"),
+        matches!(&d[..], [Record::JobAdded(j), Record::FailedGone { handle }] if j.id == 3 && handle == "H:t:2"),
         "{d:?}"
     );
     // It fails again; dropping it writes a FailedGone.
     fail(&mut w);
     w.e.take_durable().for_each(drop);
     assert_eq!(w.admin(c, "drop failed H:t:3"), "OK 1\n");
-    let d: Vec<Durable> = w.e.take_durable().collect();
-    assert!(matches!(&d[..], [Durable::FailedGone { .. }]), "{d:?}");
+    let d: Vec<Record> = w.e.take_durable().collect();
+    assert!(matches!(&d[..], [Record::FailedGone { .. }]), "{d:?}");
     // Restored jobs are kept without writing them again.
     w.e.restore_failed(FailedJob {
         handle: b("H:old:9"),

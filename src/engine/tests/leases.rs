@@ -2,6 +2,7 @@
 //! clock.
 
 use super::*;
+use crate::store::{FunctionLease, Record};
 
 fn admin(w: &mut World, line: &str) -> String {
     let c = w.conn();
@@ -20,8 +21,9 @@ fn a_lease_fails_a_job_held_too_long_by_a_worker_without_can_do_timeout() {
     assert_eq!(admin(&mut w, "timeout f"), "OK 5000\n");
     assert_eq!(admin(&mut w, "show timeouts"), "f\t5000\n.\n");
     assert!(
-        w.e.take_durable()
-            .any(|d| matches!(d, Durable::FunctionLease { func, ms: 5000 } if func == "f")),
+        w.e.take_durable().any(
+            |d| matches!(d, Record::FunctionLease(FunctionLease { func, ms: 5000 }) if func == "f")
+        ),
         "journalled"
     );
     assert!(admin(&mut w, "timeout f soon").starts_with("ERR INVALID_ARGUMENTS"));
@@ -63,7 +65,7 @@ fn a_lease_fails_a_job_held_too_long_by_a_worker_without_can_do_timeout() {
     assert_eq!(admin(&mut w, "show timeouts"), ".\n");
     assert!(
         w.e.take_durable()
-            .any(|d| matches!(d, Durable::FunctionLease { ms: 0, .. }))
+            .any(|d| matches!(d, Record::FunctionLease(FunctionLease { ms: 0, .. })))
     );
 }
 

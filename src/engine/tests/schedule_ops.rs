@@ -1,8 +1,8 @@
 //! `run`, `skip`, `pause` and `resume schedule`: each rule with the manual clock.
 
 use super::*;
-use crate::engine::ScheduleMarks;
 use crate::schedule::file::parse;
+use crate::store::{Record, Replayed};
 
 /// 2026-11-22T06:37:30Z
 pub(super) const T0: u64 = 1_795_329_450_000;
@@ -67,38 +67,18 @@ pub(super) fn queued(w: &mut World, func: &str) -> u64 {
 }
 
 /// What a journal restart brings back: the newest state record per entry, handed to a new
-/// engine the way reactor/journal.rs does.
+/// engine through `Engine::restore`, as the journal's replay hands it.
 pub(super) fn restart(w: &mut World, text: &str, now: u64) -> World {
-    type Saved = (u64, u64, [u64; 3], ScheduleMarks);
-    let mut newest: Vec<(String, Saved)> = Vec::new();
+    let mut replayed = Replayed::default();
     for d in w.e.take_durable() {
-        if let Durable::ScheduleRan {
-            entry,
-            fire_ms,
-            seen_ms,
-            runs,
-            failures,
-            skips,
-            marks,
-        } = d
-        {
-            newest.retain(|(e, _)| **e != *entry);
-            newest.push((
-                entry.to_string(),
-                (fire_ms, seen_ms, [runs, failures, skips], marks),
-            ));
+        if let Record::ScheduleRan(s) = d {
+            replayed.schedules.retain(|old| old.entry != s.entry);
+            replayed.schedules.push(s);
         }
     }
     let mut next = World::with(config(true));
     next.now = now;
-    for (id, (fire_ms, seen_ms, counters, marks)) in &newest {
-        if *fire_ms > 0 {
-            next.e.restore_schedule_run(id, *fire_ms);
-        }
-        next.e
-            .restore_schedule_counters(id, (*seen_ms > 0).then_some(*seen_ms), *counters);
-        next.e.restore_schedule_marks(id, *marks);
-    }
+    next.e.restore(replayed, now, &mut next.out);
     next.e
         .load_schedules(parse(text, &Zone::Utc).unwrap(), now, true, &mut next.out);
     next.out.replies.clear();

@@ -240,18 +240,16 @@ type Saved = (String, u64, u64, [u64; 3]);
 fn journalled(w: &mut World) -> Vec<Saved> {
     let mut newest: Vec<Saved> = Vec::new();
     for d in w.e.take_durable() {
-        if let crate::engine::Durable::ScheduleRan {
+        if let crate::store::Record::ScheduleRan(crate::store::ScheduleRan {
             entry,
             fire_ms,
-            seen_ms,
-            runs,
-            failures,
-            skips,
+            counters: Some(c),
             ..
-        } = d
+        }) = d
         {
-            newest.retain(|(e, ..)| **e != *entry);
-            newest.push((entry.to_string(), fire_ms, seen_ms, [runs, failures, skips]));
+            let entry = String::from_utf8_lossy(&entry).into_owned();
+            newest.retain(|(e, ..)| *e != entry);
+            newest.push((entry, fire_ms, c.seen_ms, [c.runs, c.failures, c.skips]));
         }
     }
     newest

@@ -116,11 +116,13 @@ fn compaction_keeps_kept_failures_and_drops_gone_ones() {
 
 #[test]
 fn job_attempts_follow_their_job_through_replay_and_compaction() {
-    let attempts = |id: u64, entry: Option<&'static [u8]>| Record::JobAttempts {
-        id,
-        failures: id as u32,
-        first_ms: 1_700_000_000_000 + id,
-        entry: entry.map(Bytes::from_static),
+    let attempts = |id: u64, entry: Option<&'static [u8]>| {
+        Record::JobAttempts(JobAttempts {
+            id,
+            failures: id as u32,
+            first_ms: 1_700_000_000_000 + id,
+            entry: entry.map(Bytes::from_static),
+        })
     };
     for r in [
         attempts(1, Some(b"nightly")),
@@ -132,12 +134,12 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
         let h = record::parse_header(&buf).unwrap();
         assert_eq!(record::decode(&h, &buf[HEADER_LEN..]).unwrap(), r);
     }
-    let policy = Record::FunctionRetry {
+    let policy = Record::FunctionRetry(FunctionRetry {
         func: Bytes::from_static(b"resize"),
         retries: 3,
         base_ms: 30_000,
         max_ms: 600_000,
-    };
+    });
     let mut buf = Vec::new();
     record::encode(&mut buf, &policy).unwrap();
     let h = record::parse_header(&buf).unwrap();
@@ -151,12 +153,12 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
     for id in 1..=300u64 {
         j.append(&Record::JobAdded(job(id, 60))).unwrap();
         j.append(&attempts(id, Some(b"e"))).unwrap();
-        j.append(&Record::FunctionRetry {
+        j.append(&Record::FunctionRetry(FunctionRetry {
             func: Bytes::from(format!("f{}", id % 2)),
             retries: id as u32,
             base_ms: 1000,
             max_ms: 2000,
-        })
+        }))
         .unwrap();
         match id % 3 {
             0 => {}
@@ -184,7 +186,7 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
     assert_eq!(j.stats().live_bytes, before);
     drop(j);
     let (_, r) = open(d.path(), small_opts());
-    let live: Vec<(u64, Option<crate::store::Attempts>)> = r
+    let live: Vec<(u64, Option<JobAttempts>)> = r
         .jobs
         .iter()
         .map(|x| (x.job.id, x.attempts.clone()))
@@ -194,11 +196,12 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
         .map(|id| {
             (
                 id,
-                Some((
-                    id as u32,
-                    1_700_000_000_000 + id,
-                    Some(Bytes::from_static(b"e")),
-                )),
+                Some(JobAttempts {
+                    id,
+                    failures: id as u32,
+                    first_ms: 1_700_000_000_000 + id,
+                    entry: Some(Bytes::from_static(b"e")),
+                }),
             )
         })
         .collect();
@@ -208,8 +211,18 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
     assert_eq!(
         r.func_retries,
         vec![
-            (Bytes::from("f0"), 300, 1000, 2000),
-            (Bytes::from("f1"), 299, 1000, 2000)
+            FunctionRetry {
+                func: Bytes::from("f0"),
+                retries: 300,
+                base_ms: 1000,
+                max_ms: 2000
+            },
+            FunctionRetry {
+                func: Bytes::from("f1"),
+                retries: 299,
+                base_ms: 1000,
+                max_ms: 2000
+            }
         ]
     );
 }

@@ -4,10 +4,10 @@
 use super::*;
 
 fn lease(func: &'static [u8], ms: u64) -> Record {
-    Record::FunctionLease {
+    Record::FunctionLease(FunctionLease {
         func: Bytes::from_static(func),
         ms,
-    }
+    })
 }
 
 #[test]
@@ -59,8 +59,14 @@ fn the_newest_lease_per_function_survives_replay_and_compaction() {
     assert_eq!(
         r.leases,
         vec![
-            (Bytes::from_static(b"keep"), 60_000),
-            (Bytes::from_static(b"resize"), 400_000)
+            FunctionLease {
+                func: Bytes::from_static(b"keep"),
+                ms: 60_000
+            },
+            FunctionLease {
+                func: Bytes::from_static(b"resize"),
+                ms: 400_000
+            }
         ],
         "newest per function; an `off` leaves none"
     );

@@ -158,12 +158,12 @@ impl Model {
             last_manual: outcome % 2 == 1,
         });
         let outcome = if counters.is_some() { 0 } else { outcome };
-        j.append(&Record::ScheduleRan {
+        j.append(&Record::ScheduleRan(ScheduleRan {
             entry: entry.clone(),
             fire_ms,
             outcome,
             counters,
-        })
+        }))
         .unwrap();
         self.scheds.insert(entry, (fire_ms, outcome, counters));
     }

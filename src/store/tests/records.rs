@@ -31,19 +31,19 @@ fn round_trip_every_record_type() {
             reason: FinishReason::Other(200),
         },
         Record::JobRetried { id: 7, retries: 3 },
-        Record::ScheduleRan {
+        Record::ScheduleRan(ScheduleRan {
             entry: Bytes::from_static(b"nightly-report"),
             fire_ms: 1_700_000_000_000,
             outcome: 1,
             counters: None,
-        },
-        Record::ScheduleRan {
+        }),
+        Record::ScheduleRan(ScheduleRan {
             entry: Bytes::new(),
             fire_ms: 0,
             outcome: 0,
             counters: None,
-        },
-        Record::ScheduleRan {
+        }),
+        Record::ScheduleRan(ScheduleRan {
             entry: Bytes::from_static(b"heartbeat"),
             fire_ms: 1_700_000_000_000,
             outcome: 0,
@@ -54,9 +54,9 @@ fn round_trip_every_record_type() {
                 skips: u64::MAX,
                 ..ScheduleCounters::default()
             }),
-        },
+        }),
         // Marks make it version 2, with the entry after the marks byte.
-        Record::ScheduleRan {
+        Record::ScheduleRan(ScheduleRan {
             entry: Bytes::from_static(b"nightly"),
             fire_ms: 1_700_000_000_000,
             outcome: 0,
@@ -67,7 +67,7 @@ fn round_trip_every_record_type() {
                 last_manual: true,
                 ..ScheduleCounters::default()
             }),
-        },
+        }),
     ];
     let mut buf = Vec::new();
     let mut ends = Vec::new();
@@ -91,15 +91,17 @@ fn round_trip_every_record_type() {
 
 #[test]
 fn a_schedule_state_without_marks_keeps_the_version_1_layout() {
-    let state = |paused| Record::ScheduleRan {
-        entry: Bytes::from_static(b"e"),
-        fire_ms: 5,
-        outcome: 0,
-        counters: Some(ScheduleCounters {
-            runs: 1,
-            paused,
-            ..ScheduleCounters::default()
-        }),
+    let state = |paused| {
+        Record::ScheduleRan(ScheduleRan {
+            entry: Bytes::from_static(b"e"),
+            fire_ms: 5,
+            outcome: 0,
+            counters: Some(ScheduleCounters {
+                runs: 1,
+                paused,
+                ..ScheduleCounters::default()
+            }),
+        })
     };
     // Unmarked: version 1, five u64s and the entry, byte for byte what the release before
     // wrote and reads.

@@ -1,6 +1,12 @@
 //! The HTTP listener inside the reactor: its listening sockets, each HTTP connection's state,
 //! and the glue between the sockets, the pure `crate::http` code and the engine.
 //!
+//! This file: `HttpGlue` (the listeners, what HTTP connections share) and the read path.
+//!
+//! - `conn`: one HTTP connection's state, kept in its `Connection`.
+//! - `console`: the console's pages, JSON and actions, and its job-rate ring.
+//! - `guard`: the 403s for the wrong Host or a cross-site browser, logged and counted.
+//!
 //! The engine still never sees a socket: a job submitted over HTTP is a
 //! `Request::SubmitJob` (or `SubmitJobEpoch`) from the HTTP connection's `ConnId`, and the
 //! engine's replies to that id (JOB_CREATED, WORK_*, ERROR) come back through the outbox,
@@ -12,7 +18,10 @@
 //! buffer (at most `PIPELINE_CAP` bytes of them) until the one before is answered, so
 //! responses go out in request order.
 
-use std::collections::BTreeMap;
+pub(super) mod conn;
+mod console;
+mod guard;
+
 use std::io;
 use std::net::SocketAddr;
 
@@ -23,7 +32,6 @@ use mio::{Interest, Poll};
 
 use super::conn::{Connection, Kind, READ_CAP, ReadStatus};
 use super::deadlines::Deadline;
-use super::http_conn::{HttpConn, InFlight};
 use super::token::{self, Listener, Source};
 use super::{FRAMES_PER_TURN, Server, listen};
 use crate::config::Config;
@@ -42,6 +50,7 @@ use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Request};
 use crate::proto::response::Response;
 use crate::timer::TimerKey;
+use conn::{HttpConn, InFlight};
 
 /// Pipelined bytes an HTTP connection may have buffered while its current request waits for
 /// a job; reading pauses beyond this until the answer is out.
@@ -50,7 +59,7 @@ const PIPELINE_CAP: usize = 64 * 1024;
 /// How long a connection refused with an error keeps draining what the client still sends.
 const LINGER_MS: u64 = 2_000;
 
-/// What all HTTP connections share, and the reactor's connection and byte counts.
+/// What all HTTP connections share.
 pub(super) struct HttpGlue {
     listeners: Vec<TcpListener>,
     addrs: Vec<SocketAddr>,
@@ -59,27 +68,13 @@ pub(super) struct HttpGlue {
     idle_timeout_ms: u64,
     /// Engine replies for HTTP connections, set aside by `dispatch` and answered after it.
     pub(super) inbox: Vec<(ConnId, Response)>,
-    stats: Stats,
-    /// The hosts requests may name (http_guard.rs).
+    /// The hosts requests may name (guard.rs).
     pub(super) allowed: crate::http::guard::Allowed,
-    pub(super) refusals: super::http_guard::Refusals,
-    /// Job counts of the last minutes, for the console's chart (http_console.rs).
+    pub(super) refusals: guard::Refusals,
+    /// Job counts of the last minutes, for the console's chart (console.rs).
     pub(super) rates: crate::http::console::rates::Rates,
     /// Console actions refused (not loopback, or no sign of the console's page).
     pub(super) console_refused: u64,
-}
-
-#[derive(Default)]
-struct Stats {
-    accepted_gearman: u64,
-    accepted_http: u64,
-    refused: u64,
-    /// HTTP clients that closed while their foreground job waited.
-    left_waiting: u64,
-    /// Bytes of connections already closed (open ones keep their own count).
-    closed_in: u64,
-    closed_out: u64,
-    responses: BTreeMap<u16, u64>,
 }
 
 impl HttpGlue {
@@ -95,7 +90,6 @@ impl HttpGlue {
             header_timeout_ms: 10_000,
             idle_timeout_ms: 60_000,
             inbox: Vec::new(),
-            stats: Stats::default(),
             allowed: Default::default(),
             refusals: Default::default(),
             rates: Default::default(),
@@ -125,11 +119,6 @@ impl HttpGlue {
     pub(super) fn listener(&self, i: usize) -> Option<&TcpListener> {
         self.listeners.get(i)
     }
-
-    /// A connection was refused for `--max-connections`.
-    pub(super) fn refused(&mut self) {
-        self.stats.refused += 1;
-    }
 }
 
 impl Server {
@@ -140,17 +129,16 @@ impl Server {
 
     /// A connection was accepted at slot `idx`: count it, and set an HTTP one up.
     pub(super) fn http_accepted(&mut self, idx: usize, http: bool) {
+        self.stats.accepted(http);
         if !http {
-            self.http.stats.accepted_gearman += 1;
             return;
         }
-        self.http.stats.accepted_http += 1;
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         let id = c.id;
         c.kind = Kind::Http(Box::new(HttpConn::new(self.http.limits)));
-        let now = self.turn_now;
+        let now = self.time.now;
         // WORK_EXCEPTION rather than WORK_FAIL, so that a 502 can carry the worker's text.
         // Its OPTION_RES reaches no waiting job and is dropped. The server asks it for the
         // connection, so the gate is asked quietly: a peer protected mode refuses is told so
@@ -166,7 +154,7 @@ impl Server {
 
     /// Read an HTTP connection and serve what came (the HTTP branch of `read_conn`).
     pub(super) fn read_http(&mut self, idx: usize, now: u64) {
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         if !c.serving() {
@@ -181,9 +169,9 @@ impl Server {
                 Ok(ReadStatus::Drained) => c.rbuf.clear(),
                 Ok(ReadStatus::Capped) => {
                     c.rbuf.clear();
-                    self.want_revisit(idx);
+                    self.conns.want_revisit(idx);
                 }
-                Ok(ReadStatus::Eof) | Err(_) => self.mark_close(idx),
+                Ok(ReadStatus::Eof) | Err(_) => self.conns.mark_close(idx),
             }
             return;
         }
@@ -202,7 +190,7 @@ impl Server {
             self.tls_handshake_check(idx);
         }
         self.process_http(idx, now);
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         if !c.serving() {
@@ -222,8 +210,8 @@ impl Server {
                 Info,
                 "HTTP connection {idx}: the client closed while waiting for its job; it gives the job up"
             );
-            self.http.stats.left_waiting += 1;
-            self.mark_close(idx);
+            self.stats.left_waiting += 1;
+            self.conns.mark_close(idx);
             return;
         }
         match status {
@@ -231,7 +219,7 @@ impl Server {
             Ok(ReadStatus::Capped) => {
                 // While a job answers, the pipelined rest waits; the answer revisits.
                 if !busy {
-                    self.want_revisit(idx);
+                    self.conns.want_revisit(idx);
                 }
             }
             Ok(ReadStatus::Eof) => {
@@ -262,7 +250,7 @@ impl Server {
                     Info,
                     "HTTP connection {idx} read error: {e}"
                 );
-                self.mark_close(idx);
+                self.conns.mark_close(idx);
             }
         }
     }
@@ -271,7 +259,7 @@ impl Server {
     fn process_http(&mut self, idx: usize, now: u64) {
         let mut served = 0;
         loop {
-            let Some(c) = self.conns.get_mut(idx) else {
+            let Some(c) = self.conns.slab.get_mut(idx) else {
                 return;
             };
             if !c.serving() {
@@ -284,7 +272,7 @@ impl Server {
                 return;
             }
             if served == FRAMES_PER_TURN {
-                self.want_revisit(idx);
+                self.conns.want_revisit(idx);
                 return;
             }
             match h.session.poll(&mut c.rbuf) {
@@ -339,7 +327,9 @@ impl Server {
                     let (version, keep_alive) = (head.version, head.keep_alive);
                     // Any answer to HEAD, errors included, has no body.
                     let head_only = head.method == Method::Head;
-                    let mut route = match self.http_guard(idx, &head.site) {
+                    let peer = self.conns.slab.get(idx).map(|c| c.peer());
+                    let refused = self.http.guard(idx, peer, &head.site, self.time.now);
+                    let mut route = match refused {
                         Some(refused) => Route::Reply(refused),
                         None => route::route(&head, body),
                     };
@@ -385,7 +375,7 @@ impl Server {
 
     /// Hand a submission to the engine; the answer comes with its replies.
     fn http_submit(&mut self, idx: usize, version: Version, keep_alive: bool, s: Submit, now: u64) {
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         let id = c.id;
@@ -465,7 +455,7 @@ impl Server {
                     ("jobs", t.jobs as u64),
                     ("running", t.running as u64),
                     ("workers", t.workers as u64),
-                    ("connections", self.conns.len() as u64),
+                    ("connections", self.conns.slab.len() as u64),
                 ];
                 Reply::json(200, json::status(&self.engine.function_statuses(), &server))
             }
@@ -474,11 +464,12 @@ impl Server {
                 for w in &mut list {
                     w.identity = self
                         .conns
+                        .slab
                         .get(w.id.index as usize)
                         .filter(|c| c.id == w.id)
                         .map(|c| c.identity().to_string());
                 }
-                Reply::json(200, json::workers(&list, self.turn_now))
+                Reply::json(200, json::workers(&list, self.time.now))
             }
             Endpoint::Job(handle) => {
                 let s = self.engine.job_status(handle);
@@ -509,12 +500,12 @@ impl Server {
                 });
                 let mut body = body;
                 if let Some(l) = &self.cluster {
-                    crate::cluster::view::metrics(&l.status(self.turn_mono), &mut body);
+                    crate::cluster::view::metrics(&l.status(self.time.mono), &mut body);
                 }
                 Reply::new(200, Some(response::PROMETHEUS), body)
             }
             Endpoint::Cluster => match &self.cluster {
-                Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.turn_mono))),
+                Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.time.mono))),
                 None => Reply::text(404, "this server runs without --etcd"),
             },
             Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
@@ -525,35 +516,17 @@ impl Server {
 
     /// Connections and bytes, open connections included.
     fn net_stats(&self) -> NetStats {
-        let s = &self.http.stats;
-        let mut n = NetStats {
-            gearman_accepted: s.accepted_gearman,
-            http_accepted: s.accepted_http,
-            refused: s.refused,
-            bytes_received: s.closed_in,
-            bytes_sent: s.closed_out,
-            http_responses: s.responses.iter().map(|(k, v)| (*k, *v)).collect(),
-            http_clients_left: s.left_waiting,
+        NetStats {
             access_denied: self.access.denial_rows(),
             http_refused: {
                 let mut r = self.http.refusals.by_reason();
                 r.push(("console_action", self.http.console_refused));
                 r
             },
-            output: self.output.stats(),
-            tls: self.tls_stats(),
-            ..NetStats::default()
-        };
-        for (_, c) in &self.conns {
-            if c.is_http() {
-                n.http_connections += 1;
-            } else {
-                n.gearman_connections += 1;
-            }
-            n.bytes_received += c.bytes_in;
-            n.bytes_sent += c.bytes_out;
+            output: self.conns.output.stats(),
+            tls: self.tls.stats(&self.conns, self.config.tls.is_some()),
+            ..self.stats.net(&self.conns.slab)
         }
-        n
     }
 
     /// Write one response; close after it when it or the request says so.
@@ -566,12 +539,12 @@ impl Server {
         head_only: bool,
         now: u64,
     ) {
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         let date = response::http_date(now);
         let open = response::write(&mut c.wbuf, &reply, version, keep_alive, head_only, &date);
-        *self.http.stats.responses.entry(reply.status).or_default() += 1;
+        *self.stats.responses.entry(reply.status).or_default() += 1;
         if !open {
             if let Some((k, _)) = c.http_mut().and_then(|h| h.timer.take()) {
                 self.deadlines.cancel(k);
@@ -593,7 +566,7 @@ impl Server {
                     h.timer = Some((key, linger));
                 }
                 // Whatever is already in the socket is read now (edge-triggered).
-                self.want_revisit(idx);
+                self.conns.want_revisit(idx);
                 return;
             }
             c.close_after_flush();
@@ -604,10 +577,10 @@ impl Server {
     /// Refuse HTTP connection `idx` before a request of it is read (protected mode after a
     /// TLS handshake): `reply`, then the close.
     pub(super) fn http_refuse(&mut self, idx: usize, reply: Reply) {
-        if let Some(c) = self.conns.get_mut(idx) {
+        if let Some(c) = self.conns.slab.get_mut(idx) {
             c.rbuf.clear();
         }
-        let now = self.turn_now;
+        let now = self.time.now;
         self.http_answer(idx, Version::Http11, false, reply, false, now);
     }
 
@@ -616,10 +589,10 @@ impl Server {
         if self.http.inbox.is_empty() {
             return;
         }
-        let now = self.turn_now;
+        let now = self.time.now;
         for (to, r) in std::mem::take(&mut self.http.inbox) {
             let idx = to.index as usize;
-            let Some(c) = self.conns.get_mut(idx) else {
+            let Some(c) = self.conns.slab.get_mut(idx) else {
                 continue;
             };
             if c.id != to || c.closing() {
@@ -641,7 +614,7 @@ impl Server {
                 }
             }
             self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
-            self.want_revisit(idx);
+            self.conns.want_revisit(idx);
         }
     }
 
@@ -655,9 +628,9 @@ impl Server {
             // Not HTTP's (mod.rs sends them elsewhere).
             Deadline::TlsHandshake(_) | Deadline::AcceptRetry(_) => return,
         };
-        let now = self.turn_now;
+        let now = self.time.now;
         let idx = id.index as usize;
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         if c.id != id || !c.serving() {
@@ -679,7 +652,7 @@ impl Server {
             }
             let reply = f.wait.timeout_reply(f.timeout_ms);
             self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
-            self.want_revisit(idx);
+            self.conns.want_revisit(idx);
             return;
         }
         if h.timer.is_none_or(|(k, _)| k != key) {
@@ -687,7 +660,7 @@ impl Server {
         }
         h.timer = None;
         match what {
-            Deadline::HttpLinger(_) => self.mark_close(idx),
+            Deadline::HttpLinger(_) => self.conns.mark_close(idx),
             Deadline::HttpIdle(_) => {
                 debug!("HTTP connection {idx}: idle; closing");
                 c.close_after_flush();
@@ -716,8 +689,7 @@ impl Server {
 
     /// A connection is being closed: keep its byte counts, drop its deadlines.
     pub(super) fn http_closed(&mut self, c: &Connection) {
-        self.http.stats.closed_in += c.bytes_in;
-        self.http.stats.closed_out += c.bytes_out;
+        self.stats.closed(c);
         if let Some(h) = c.http() {
             let job = h.job.as_ref().and_then(|f| f.timer);
             for k in h.timer.map(|(k, _)| k).into_iter().chain(job) {
@@ -729,7 +701,7 @@ impl Server {
     /// Arm the connection's next-request deadline (`HttpIdle` or `HttpRequest`), replacing
     /// the one it had.
     fn http_set_timer(&mut self, idx: usize, kind: fn(ConnId) -> Deadline, now: u64) {
-        let Some(c) = self.conns.get_mut(idx) else {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
         let what = kind(c.id);
@@ -754,6 +726,7 @@ impl Server {
     fn http_clear_timer(&mut self, idx: usize) {
         if let Some((k, _)) = self
             .conns
+            .slab
             .get_mut(idx)
             .and_then(|c| c.http_mut())
             .and_then(|h| h.timer.take())
@@ -763,10 +736,10 @@ impl Server {
     }
 
     fn want_write(&mut self, idx: usize) {
-        if let Some(c) = self.conns.get_mut(idx) {
+        if let Some(c) = self.conns.slab.get_mut(idx) {
             if !c.write_pending {
                 c.write_pending = true;
-                self.pending_writes.push(idx);
+                self.conns.pending_writes.push(idx);
             }
         }
     }

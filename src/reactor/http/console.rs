@@ -6,7 +6,6 @@
 
 use log::info;
 
-use super::Server;
 use crate::engine::{CancelRefused, ScheduleOpError};
 use crate::http::console::action::{self, Action};
 use crate::http::console::{self, Page, api};
@@ -18,6 +17,7 @@ use crate::log_budget::Cause;
 use crate::peer_log;
 use crate::peer_text::shown;
 use crate::proto::admin::ScheduleOp;
+use crate::reactor::Server;
 
 impl Server {
     fn console_on(&self) -> bool {
@@ -26,24 +26,24 @@ impl Server {
 
     /// The peer's address of connection `idx`, for the log.
     fn http_peer(&self, idx: usize) -> String {
-        match self.conns.get(idx).map(|c| c.peer()) {
+        match self.conns.slab.get(idx).map(|c| c.peer()) {
             Some(a) => a.ip().to_string(),
             None => "?".into(),
         }
     }
 
     /// Answer a console request (404 under `--no-console`).
-    pub(super) fn http_console(&self, idx: usize, page: Page) -> Reply {
+    pub(in crate::reactor) fn http_console(&self, idx: usize, page: Page) -> Reply {
         if !self.console_on() {
             return console::off();
         }
-        let now = self.turn_now;
+        let now = self.time.now;
         match page {
             Page::Asset(i) => console::asset(i),
             Page::Server => {
                 let process = crate::footprint::read_process();
                 let journal = self.journal.metrics();
-                let cluster = self.cluster.as_ref().map(|l| l.status(self.turn_mono));
+                let cluster = self.cluster.as_ref().map(|l| l.status(self.time.mono));
                 let (slots, open) = self.http.rates.slots();
                 let body = api::server(&api::Facts {
                     version: env!("CARGO_PKG_VERSION"),
@@ -52,7 +52,7 @@ impl Server {
                         .as_ref()
                         .map(|p| (p.start_time_seconds * 1000.0) as u64),
                     totals: self.engine.totals(),
-                    connections: self.conns.len(),
+                    connections: self.conns.slab.len(),
                     rss_bytes: process.as_ref().map(|p| p.resident_bytes),
                     journal: journal.as_ref(),
                     failed: self.engine.failed_list(),
@@ -74,7 +74,7 @@ impl Server {
     }
 
     /// Do a console action, when the request may.
-    pub(super) fn http_console_act(
+    pub(in crate::reactor) fn http_console_act(
         &mut self,
         idx: usize,
         site: &SiteHeaders,
@@ -160,7 +160,7 @@ impl Server {
     }
 
     /// Feed the rate ring the engine's counters at the end of a turn.
-    pub(super) fn http_sample_rates(&mut self, now: u64) {
+    pub(in crate::reactor) fn http_sample_rates(&mut self, now: u64) {
         let counters = self.engine.counters();
         self.http.rates.observe(now, counters);
     }

@@ -1,7 +1,7 @@
 //! A connection's wire: the socket and what runs over it (plain TCP, or a rustls session over
 //! it: `crate::tls::TlsStream`), with reading, writing, write interest and half-close,
 //! (de)registration with mio, and what only a TLS connection keeps (its handshake's deadline,
-//! the name its certificate gives it), out of line. Used by `conn.rs` for accepted
+//! the name its certificate gives it), out of line. Used by `conn/mod.rs` for accepted
 //! connections and by `etcd_link.rs` for the outgoing ones to etcd (a client session, and
 //! `connected` to learn when a non-blocking connect ended); nothing else in the reactor
 //! reads, writes or registers the `TcpStream` (accept.rs and etcd_link.rs only set its
@@ -32,7 +32,7 @@ struct Tls {
     identity: Option<Identity>,
 }
 
-pub(super) struct Transport {
+pub(in crate::reactor) struct Transport {
     socket: TcpStream,
     /// TLS over the socket: the codec above sees the same plaintext bytes.
     tls: Option<Box<Tls>>,
@@ -44,7 +44,7 @@ pub(super) struct Transport {
 
 impl Transport {
     /// Plain TCP on an accepted socket.
-    pub(super) fn plain(socket: TcpStream) -> Transport {
+    pub(in crate::reactor) fn plain(socket: TcpStream) -> Transport {
         Transport {
             socket,
             tls: None,
@@ -57,7 +57,7 @@ impl Transport {
     /// session: its ClientHello goes out at the first `flush`): the handshake runs as the
     /// peer's bytes are read.
     #[cfg(feature = "tls")]
-    pub(super) fn tls(socket: TcpStream, session: crate::tls::TlsStream) -> Transport {
+    pub(in crate::reactor) fn tls(socket: TcpStream, session: crate::tls::TlsStream) -> Transport {
         let tls = Tls {
             session,
             handshake: None,
@@ -71,7 +71,7 @@ impl Transport {
 
     /// An outgoing connect: `Ok(true)` once it is made, `Ok(false)` while in progress, the
     /// error when it failed.
-    pub(super) fn connected(&mut self) -> io::Result<bool> {
+    pub(in crate::reactor) fn connected(&mut self) -> io::Result<bool> {
         let s = &self.socket;
         if let Some(e) = s.take_error()? {
             return Err(e);
@@ -83,65 +83,73 @@ impl Transport {
         }
     }
 
-    pub(super) fn is_tls(&self) -> bool {
+    pub(in crate::reactor) fn is_tls(&self) -> bool {
         self.tls.is_some()
     }
 
     /// A TLS session whose handshake has not finished.
-    pub(super) fn handshaking(&self) -> bool {
+    pub(in crate::reactor) fn handshaking(&self) -> bool {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.is_handshaking(),
-            _ => false,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => false,
         }
     }
 
     /// The client certificate's name (CN, else first DNS SAN) after a TLS handshake.
-    pub(super) fn peer_name(&self) -> Option<&str> {
+    pub(in crate::reactor) fn peer_name(&self) -> Option<&str> {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.peer_name(),
-            _ => None,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => None,
         }
     }
 
     /// Why a TLS session failed, as a metrics label.
-    pub(super) fn failure(&self) -> Option<&'static str> {
+    pub(in crate::reactor) fn failure(&self) -> Option<&'static str> {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.failure(),
-            _ => None,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => None,
         }
     }
 
     /// Why a client certificate was refused for naming no one, in words.
-    pub(super) fn refusal(&self) -> Option<&'static str> {
+    pub(in crate::reactor) fn refusal(&self) -> Option<&'static str> {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.refusal(),
-            _ => None,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => None,
         }
     }
 
     /// The TLS handshake's deadline while it runs (`None` for plain TCP).
-    pub(super) fn handshake_deadline(&self) -> Option<TimerKey> {
+    pub(in crate::reactor) fn handshake_deadline(&self) -> Option<TimerKey> {
         self.tls.as_ref().and_then(|t| t.handshake)
     }
 
     /// Set or clear the handshake's deadline (plain TCP has none to keep).
-    pub(super) fn set_handshake_deadline(&mut self, key: Option<TimerKey>) {
+    pub(in crate::reactor) fn set_handshake_deadline(&mut self, key: Option<TimerKey>) {
         if let Some(t) = self.tls.as_mut() {
             t.handshake = key;
         }
     }
 
     /// The identity the TLS handshake gave (`cn:NAME`), if any.
-    pub(super) fn identity(&self) -> Option<&Identity> {
+    pub(in crate::reactor) fn identity(&self) -> Option<&Identity> {
         self.tls.as_ref().and_then(|t| t.identity.as_ref())
     }
 
     /// Name the peer after its client certificate (plain TCP has none).
-    pub(super) fn set_identity(&mut self, identity: Identity) {
+    pub(in crate::reactor) fn set_identity(&mut self, identity: Identity) {
         if let Some(t) = self.tls.as_mut() {
             t.identity = Some(identity);
         }
@@ -149,16 +157,20 @@ impl Transport {
 
     /// Readable only: writability is asked for when a write would block, so that every ACK
     /// does not wake the loop.
-    pub(super) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+    pub(in crate::reactor) fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+    ) -> io::Result<()> {
         registry.register(&mut self.socket, token, Interest::READABLE)
     }
 
-    pub(super) fn deregister(&mut self, registry: &Registry) {
+    pub(in crate::reactor) fn deregister(&mut self, registry: &Registry) {
         let _ = registry.deregister(&mut self.socket);
     }
 
     /// Ask for writability exactly while something waits for the socket.
-    pub(super) fn want_writable(
+    pub(in crate::reactor) fn want_writable(
         &mut self,
         registry: &Registry,
         token: Token,
@@ -177,7 +189,7 @@ impl Transport {
     }
 
     /// Bytes from the peer into `buf`: `Ok(0)` at its end, `WouldBlock` when none wait.
-    pub(super) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    pub(in crate::reactor) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         #[cfg(feature = "tls")]
         if let Some(t) = self.tls.as_mut() {
             return t.session.read(&mut self.socket, buf);
@@ -186,7 +198,7 @@ impl Transport {
     }
 
     /// Bytes toward the peer: how many were taken, or `WouldBlock`.
-    pub(super) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+    pub(in crate::reactor) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         #[cfg(feature = "tls")]
         if let Some(t) = self.tls.as_mut() {
             return t.session.write(&mut self.socket, data);
@@ -195,16 +207,18 @@ impl Transport {
     }
 
     /// Bytes the transport itself still holds for the socket (none for plain TCP).
-    pub(super) fn holds_output(&self) -> bool {
+    pub(in crate::reactor) fn holds_output(&self) -> bool {
         match &self.tls {
             #[cfg(feature = "tls")]
             Some(t) => t.session.wants_write(),
-            _ => false,
+            #[cfg(not(feature = "tls"))]
+            Some(t) => match t.session {},
+            None => false,
         }
     }
 
     /// Send what the transport itself holds, as far as the socket takes it.
-    pub(super) fn flush(&mut self) -> io::Result<()> {
+    pub(in crate::reactor) fn flush(&mut self) -> io::Result<()> {
         #[cfg(feature = "tls")]
         if let Some(t) = self.tls.as_mut() {
             return t.session.flush(&mut self.socket);
@@ -215,13 +229,13 @@ impl Transport {
     /// A read shorter than asked means the socket is drained (plain TCP): edge-triggered
     /// polling raises a new event for what comes later. Not under TLS, where one record's
     /// plaintext says nothing about what else the socket holds.
-    pub(super) fn short_read_drains(&self) -> bool {
+    pub(in crate::reactor) fn short_read_drains(&self) -> bool {
         !self.hung_up && !self.is_tls()
     }
 
     /// Queue the end of a TLS session (close_notify) behind what it holds; nothing for plain
     /// TCP. Once is enough: rustls sends it only once.
-    pub(super) fn end_session(&mut self) {
+    pub(in crate::reactor) fn end_session(&mut self) {
         #[cfg(feature = "tls")]
         if let Some(t) = self.tls.as_mut() {
             t.session.close();
@@ -229,7 +243,7 @@ impl Transport {
     }
 
     /// Shut our sending side (after a final answer, while the peer's bytes are drained).
-    pub(super) fn shutdown_write(&mut self) {
+    pub(in crate::reactor) fn shutdown_write(&mut self) {
         #[cfg(feature = "tls")]
         if let Some(t) = self.tls.as_mut() {
             t.session.close();
@@ -238,15 +252,15 @@ impl Transport {
         let _ = self.socket.shutdown(std::net::Shutdown::Write);
     }
 
-    pub(super) fn fd(&self) -> i32 {
+    pub(in crate::reactor) fn fd(&self) -> i32 {
         std::os::fd::AsRawFd::as_raw_fd(&self.socket)
     }
 
-    pub(super) fn hung_up(&self) -> bool {
+    pub(in crate::reactor) fn hung_up(&self) -> bool {
         self.hung_up
     }
 
-    pub(super) fn set_hung_up(&mut self) {
+    pub(in crate::reactor) fn set_hung_up(&mut self) {
         self.hung_up = true;
     }
 }

@@ -1,6 +1,19 @@
-//! One connection: its kind (Gearman or HTTP), its life (open to closing), its buffers and
-//! its transport (transport.rs). Reads are bounded per turn and by the packet limit before
-//! any byte of an oversized body is buffered.
+//! Connections: each one's kind (Gearman or HTTP), life (open to closing), buffers and
+//! transport, and what the loop keeps about all of them for the turn's write side. Reads are
+//! bounded per turn and by the packet limit before any byte of an oversized body is buffered.
+//!
+//! This file: `Connection`, one connection's state and its bounded reads.
+//!
+//! - `conns`: `Conns`, the slab and the turn's lists about the connections.
+//! - `transport`: a connection's wire: the socket, plain or under a TLS session.
+//! - `output`: the write side of a turn: the outbox encoded, lazy replies corked, flushes
+//!   and closes at the turn's end.
+//! - `output_bound`: the server-wide bound on unsent output (`--max-total-output`).
+
+mod conns;
+pub(super) mod output;
+pub(super) mod output_bound;
+pub(super) mod transport;
 
 use std::borrow::Cow;
 use std::io;
@@ -10,13 +23,15 @@ use bytes::{Buf, BytesMut};
 use mio::net::TcpStream;
 use mio::{Registry, Token};
 
-use super::http_conn::HttpConn;
-use super::transport::{TlsSession, Transport};
+use super::http::conn::HttpConn;
 use crate::access::Identity;
 use crate::access::peer::Peer;
 use crate::engine::ConnId;
 use crate::proto::frame::{HEADER_LEN, Limits, frame_len};
 use crate::timer::TimerKey;
+use transport::{TlsSession, Transport};
+
+pub(super) use conns::Conns;
 
 /// Bytes one connection may have buffered unparsed before reading pauses for a turn (a
 /// larger declared packet raises this to exactly its own size).

@@ -2,16 +2,16 @@
 //! held for company, what one connection gave others handed on at once, and the flushes and
 //! closes at the turn's end.
 
-use super::*;
 use crate::log_budget::Cause;
 use crate::peer_log;
+use crate::reactor::*;
 
 impl Server {
     /// Write at once what one connection's requests gave other connections (a job for a
     /// worker, a result for a client), so that they start on it while this turn goes on; the
     /// replies to the connection itself wait for the turn's end, as it may have more to say.
     /// Not while changes wait for the journal: one commit per turn.
-    pub(super) fn hand_on(&mut self, from: usize, now: u64) {
+    pub(in crate::reactor) fn hand_on(&mut self, from: usize, now: u64) {
         if self.outbox.replies.is_empty() || self.engine.has_durable() || self.journal.failing() {
             return;
         }
@@ -19,11 +19,11 @@ impl Server {
         self.dispatch();
         // Only this event's replies are on the list: what earlier events left was flushed
         // or deferred, so the search is short.
-        if let Some(p) = self.pending_writes.iter().position(|&i| i == from) {
-            self.pending_writes.swap_remove(p);
-            self.deferred.push(from);
+        if let Some(p) = self.conns.pending_writes.iter().position(|&i| i == from) {
+            self.conns.pending_writes.swap_remove(p);
+            self.conns.deferred.push(from);
         }
-        if !self.pending_writes.is_empty() {
+        if !self.conns.pending_writes.is_empty() {
             self.finish_turn(now);
         }
     }
@@ -31,39 +31,39 @@ impl Server {
     /// Run the group commit (the turn's durable changes reach the journal first), then encode
     /// the outbox's replies into write buffers, and hand the replies for HTTP connections to
     /// the HTTP glue, which answers them (`http_deliver`).
-    pub(super) fn dispatch(&mut self) {
+    pub(in crate::reactor) fn dispatch(&mut self) {
         // Group commit: this turn's durable changes reach the journal (and, under
         // --fsync always, the disk) before any reply that depends on them is written.
         self.journal
-            .commit(&mut self.engine, &mut self.outbox, self.turn_now);
+            .commit(&mut self.engine, &mut self.outbox, self.time.now);
         let mut lazy = self.outbox.lazy.drain(..).peekable();
         for (i, (to, r)) in self.outbox.replies.drain(..).enumerate() {
             let is_lazy = lazy.next_if_eq(&i).is_some();
-            let Some(c) = self.conns.get_mut(to.index as usize) else {
+            let Some(c) = self.conns.slab.get_mut(to.index as usize) else {
                 continue;
             };
             if c.id != to || c.closing() {
                 continue;
             }
             if c.is_http() {
-                // Answered as HTTP once the rest is written (http_glue.rs).
+                // Answered as HTTP once the rest is written (http/mod.rs).
                 self.http.inbox.push((to, r));
                 continue;
             }
             crate::proto::response::encode(&r, &mut c.wbuf);
             // Counted at once, not at the flush: a turn reads many connections (and a capped
             // one twice), and each must see the total as it is to be held in time.
-            self.output.recount(&mut c.counted, c.wbuf.len());
+            self.conns.output.recount(&mut c.counted, c.wbuf.len());
             if is_lazy && !c.write_pending {
                 if !c.corked {
                     c.corked = true;
-                    self.corked.push((to.index as usize, self.turn_now));
+                    self.conns.corked.push((to.index as usize, self.time.now));
                 }
                 continue;
             }
             if !c.write_pending {
                 c.write_pending = true;
-                self.pending_writes.push(to.index as usize);
+                self.conns.pending_writes.push(to.index as usize);
             }
         }
         drop(lazy);
@@ -73,22 +73,22 @@ impl Server {
     /// Send what lazy replies wait in once they have waited `LAZY_HOLD_MS`. So a JOB_CREATED
     /// leaves with its job's result if that comes within a millisecond or two, and never much
     /// later. A clock that stepped back releases them too: no reply waits on the wall clock.
-    pub(super) fn uncork(&mut self) {
-        let now = self.turn_now;
-        self.corked.retain(|&(idx, since)| {
-            let Some(c) = self.conns.get_mut(idx) else {
+    pub(in crate::reactor) fn uncork(&mut self) {
+        let now = self.time.now;
+        self.conns.corked.retain(|&(idx, since)| {
+            let Some(c) = self.conns.slab.get_mut(idx) else {
                 return false;
             };
             if !c.corked {
                 // Written already, in company; or the slot holds a newer connection.
                 return false;
             }
-            if !lazy_due(now, since, self.lazy_hold_ms) {
+            if !lazy_due(now, since, self.time.lazy_hold_ms) {
                 return true;
             }
             if !c.write_pending {
                 c.write_pending = true;
-                self.pending_writes.push(idx);
+                self.conns.pending_writes.push(idx);
             }
             c.corked = false;
             false
@@ -96,58 +96,58 @@ impl Server {
     }
 
     /// Flush writes, close what must close (which may produce more replies), repeat.
-    pub(super) fn finish_turn(&mut self, now: u64) {
+    pub(in crate::reactor) fn finish_turn(&mut self, now: u64) {
         loop {
-            let mut list = std::mem::take(&mut self.flushing);
-            std::mem::swap(&mut list, &mut self.pending_writes);
+            let mut list = std::mem::take(&mut self.conns.flushing);
+            std::mem::swap(&mut list, &mut self.conns.pending_writes);
             for idx in list.drain(..) {
-                let Some(c) = self.conns.get_mut(idx) else {
+                let Some(c) = self.conns.slab.get_mut(idx) else {
                     continue;
                 };
                 c.write_pending = false;
                 // Its lazy reply leaves now, in company; the entry on `corked` goes stale.
                 c.corked = false;
                 let flushed = c.flush();
-                self.output.recount(&mut c.counted, c.wbuf.len());
+                self.conns.output.recount(&mut c.counted, c.wbuf.len());
                 match flushed {
                     Ok(()) => {
                         let token = Source::Conn(c.id).token();
                         if let Err(e) = c.update_interest(self.poll.registry(), token) {
                             info!("connection {idx}: cannot change its interest: {e}");
-                            self.to_close.push(idx);
+                            self.conns.to_close.push(idx);
                             continue;
                         }
                         if c.wbuf.len() > self.config.max_output_buffer {
                             peer_log!(
-                                self.turn_now,
+                                self.time.now,
                                 Cause::Output,
                                 Warn,
                                 "closing connection {idx}: {} unsent bytes exceed --max-output-buffer",
                                 c.wbuf.len()
                             );
-                            self.to_close.push(idx);
+                            self.conns.to_close.push(idx);
                         } else if c.flushed_to_close() {
-                            self.to_close.push(idx);
+                            self.conns.to_close.push(idx);
                         }
                     }
                     Err(e) => {
                         peer_log!(
-                            self.turn_now,
+                            self.time.now,
                             Cause::Connection,
                             Info,
                             "connection {idx} write error: {e}"
                         );
-                        self.to_close.push(idx);
+                        self.conns.to_close.push(idx);
                     }
                 }
             }
-            self.flushing = list;
-            if self.to_close.is_empty() {
+            self.conns.flushing = list;
+            if self.conns.to_close.is_empty() {
                 return;
             }
-            for idx in std::mem::take(&mut self.to_close) {
-                if let Some(mut c) = self.conns.try_remove(idx) {
-                    self.output.forget(c.counted);
+            for idx in std::mem::take(&mut self.conns.to_close) {
+                if let Some(mut c) = self.conns.slab.try_remove(idx) {
+                    self.conns.output.forget(c.counted);
                     self.http_closed(&c);
                     self.gate_closed(&c);
                     if let Some(k) = c.handshake_deadline() {
@@ -159,21 +159,6 @@ impl Server {
             }
             self.resume_paused(now);
             self.dispatch();
-        }
-    }
-
-    pub(super) fn mark_close(&mut self, idx: usize) {
-        if let Some(c) = self.conns.get_mut(idx) {
-            if c.set_closing() {
-                self.to_close.push(idx);
-            }
-        }
-    }
-
-    /// Best effort before exit: what is in the write buffers goes out.
-    pub(super) fn flush_all(&mut self) {
-        for (_, c) in self.conns.iter_mut() {
-            let _ = c.flush();
         }
     }
 }

@@ -1,20 +1,22 @@
 //! The HTTP listener's refusals of requests from the wrong host or a browser on another site
 //! (`crate::http::guard` decides): each one is answered 403, logged and counted.
 
-use super::Server;
 use crate::http::guard::{self, Refusal};
 use crate::http::parse::SiteHeaders;
 use crate::http::response::Reply;
 use crate::log_budget::Cause;
 use crate::peer_log;
 use crate::peer_text;
+use std::net::SocketAddr;
+
+use super::HttpGlue;
 
 /// Refusals by reason, for `/metrics`.
 #[derive(Debug, Default)]
-pub(super) struct Refusals([u64; Refusal::ALL.len()]);
+pub(in crate::reactor) struct Refusals([u64; Refusal::ALL.len()]);
 
 impl Refusals {
-    pub(super) fn by_reason(&self) -> Vec<(&'static str, u64)> {
+    pub(in crate::reactor) fn by_reason(&self) -> Vec<(&'static str, u64)> {
         Refusal::ALL
             .iter()
             .zip(self.0)
@@ -23,20 +25,23 @@ impl Refusals {
     }
 }
 
-impl Server {
+impl HttpGlue {
     /// The 403 for a request the guard refuses, logged and counted; `None` to serve it.
-    pub(super) fn http_guard(&mut self, idx: usize, site: &SiteHeaders) -> Option<Reply> {
-        let why = guard::check(&self.http.allowed, site).err()?;
+    /// `peer` is the connection's address, for the log.
+    pub(in crate::reactor) fn guard(
+        &mut self,
+        idx: usize,
+        peer: Option<SocketAddr>,
+        site: &SiteHeaders,
+        now: u64,
+    ) -> Option<Reply> {
+        let why = guard::check(&self.allowed, site).err()?;
         if let Some(n) = Refusal::ALL.iter().position(|r| *r == why) {
-            self.http.refusals.0[n] += 1;
+            self.refusals.0[n] += 1;
         }
-        let peer = self
-            .conns
-            .get(idx)
-            .map(|c| c.peer())
-            .map_or_else(|| "?".to_string(), |a| a.ip().to_string());
+        let peer = peer.map_or_else(|| "?".to_string(), |a| a.ip().to_string());
         peer_log!(
-            self.turn_now,
+            now,
             Cause::Host,
             Warn,
             "HTTP connection {idx} from {peer}: 403 ({}): Host {}, Origin {}, Sec-Fetch-Site {}",

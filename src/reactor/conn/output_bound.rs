@@ -7,14 +7,11 @@
 //! holders are closed until the total is back under it. Memory freed by such connections is
 //! handed back to the OS, at most once a second.
 
-use super::Server;
 use crate::http::metrics::OutputStats;
-use crate::log_budget::Cause;
-use crate::peer_log;
 
 /// A connection with more unsent bytes than this is not read while the total is over the
 /// bound. A reply or two (64 KiB) is what a peer that reads has in flight.
-const HOLD_MIN: usize = 64 * 1024;
+pub(super) const HOLD_MIN: usize = 64 * 1024;
 /// Unsent bytes freed by closed connections that are worth a heap trim.
 const TRIM_MIN: usize = 8 << 20;
 /// At most one such trim per this many ms: a trim walks the heap.
@@ -22,22 +19,22 @@ const TRIM_EVERY_MS: u64 = 1_000;
 
 /// The count of unsent bytes and the connections held for it.
 #[derive(Debug)]
-pub(super) struct OutputBound {
-    max: usize,
+pub(in crate::reactor) struct OutputBound {
+    pub(super) max: usize,
     /// Unsent bytes of all connections as last counted (each connection's `counted`).
     total: usize,
     /// Connections not read because of the bound (slab indexes; stale ones are skipped).
-    held: Vec<usize>,
+    pub(super) held: Vec<usize>,
     /// Times a connection was held, and connections closed, since start (for /metrics).
-    holds: u64,
-    closes: u64,
+    pub(super) holds: u64,
+    pub(super) closes: u64,
     /// Unsent bytes of connections closed since the last trim.
     freed: usize,
     last_trim: u64,
 }
 
 impl OutputBound {
-    pub(super) fn new(max: usize) -> OutputBound {
+    pub(in crate::reactor) fn new(max: usize) -> OutputBound {
         OutputBound {
             max,
             total: 0,
@@ -50,13 +47,13 @@ impl OutputBound {
     }
 
     /// A connection's unsent bytes are now `unsent`; it was counted with `counted`.
-    pub(super) fn recount(&mut self, counted: &mut usize, unsent: usize) {
+    pub(in crate::reactor) fn recount(&mut self, counted: &mut usize, unsent: usize) {
         self.total = self.total.saturating_sub(*counted).saturating_add(unsent);
         *counted = unsent;
     }
 
     /// A connection counted with `counted` is gone.
-    pub(super) fn forget(&mut self, counted: usize) {
+    pub(in crate::reactor) fn forget(&mut self, counted: usize) {
         self.total = self.total.saturating_sub(counted);
         self.freed = self.freed.saturating_add(counted);
     }
@@ -66,17 +63,17 @@ impl OutputBound {
     }
 
     /// Should a connection with `unsent` bytes waiting be left unread?
-    fn holds(&self, unsent: usize) -> bool {
+    pub(super) fn holds(&self, unsent: usize) -> bool {
         self.over() && unsent > HOLD_MIN
     }
 
     /// How many bytes must go for the total to be back under the bound, once past twice it.
-    fn excess(&self) -> Option<usize> {
+    pub(super) fn excess(&self) -> Option<usize> {
         (self.total > self.max.saturating_mul(2)).then(|| self.total - self.max)
     }
 
     /// Enough was freed for a heap trim, and the last was long enough ago.
-    fn trim_due(&mut self, now: u64) -> bool {
+    pub(super) fn trim_due(&mut self, now: u64) -> bool {
         let due = self.freed >= TRIM_MIN
             && (now < self.last_trim || now >= self.last_trim + TRIM_EVERY_MS);
         if due {
@@ -88,97 +85,17 @@ impl OutputBound {
 
     /// When the loop must wake for a trim that waits for its turn (the loop may have nothing
     /// else to wake it for once the peers are gone).
-    pub(super) fn deadline(&self) -> Option<u64> {
+    pub(in crate::reactor) fn deadline(&self) -> Option<u64> {
         (self.freed >= TRIM_MIN).then(|| self.last_trim.saturating_add(TRIM_EVERY_MS))
     }
 
-    pub(super) fn stats(&self) -> OutputStats {
+    pub(in crate::reactor) fn stats(&self) -> OutputStats {
         OutputStats {
             bytes: self.total as u64,
             max: self.max as u64,
             held: self.held.len() as u64,
             holds: self.holds,
             closes: self.closes,
-        }
-    }
-}
-
-impl Server {
-    /// Whether connection `idx` must not be read now: it is held, or the total is over the
-    /// bound and it holds its share. A peer that hung up is read on, to its EOF and close.
-    pub(super) fn output_held(&mut self, idx: usize) -> bool {
-        let Some(c) = self.conns.get_mut(idx) else {
-            return false;
-        };
-        if c.output_held {
-            return true;
-        }
-        if c.hung_up() || !self.output.holds(c.wbuf.len()) {
-            return false;
-        }
-        c.output_held = true;
-        self.output.held.push(idx);
-        self.output.holds += 1;
-        peer_log!(
-            self.turn_now,
-            Cause::Output,
-            Info,
-            "connection {idx}: not read while its {} unsent bytes wait (--max-total-output {} reached)",
-            c.wbuf.len(),
-            self.output.max
-        );
-        true
-    }
-
-    /// At the turn's end: close the largest holders past twice the bound, read again the held
-    /// connections that may be, and give freed memory back.
-    pub(super) fn output_turn_end(&mut self, now: u64) {
-        if let Some(excess) = self.output.excess() {
-            let mut largest: Vec<(usize, usize)> = self
-                .conns
-                .iter()
-                .filter(|(_, c)| !c.closing() && c.wbuf.len() > HOLD_MIN)
-                .map(|(i, c)| (c.wbuf.len(), i))
-                .collect();
-            largest.sort_unstable_by(|a, b| b.cmp(a));
-            let mut gone = 0;
-            for (unsent, idx) in largest {
-                if gone >= excess {
-                    break;
-                }
-                gone += unsent;
-                self.output.closes += 1;
-                peer_log!(
-                    now,
-                    Cause::Output,
-                    Warn,
-                    "closing connection {idx}: {unsent} unsent bytes, and all connections hold more than twice --max-total-output {}",
-                    self.output.max
-                );
-                self.mark_close(idx);
-            }
-            self.finish_turn(now);
-        }
-        if !self.output.held.is_empty() {
-            let mut held = std::mem::take(&mut self.output.held);
-            held.retain(|&idx| {
-                let Some(c) = self.conns.get_mut(idx).filter(|c| c.output_held) else {
-                    return false;
-                };
-                if self.output.holds(c.wbuf.len()) && !c.hung_up() {
-                    return true;
-                }
-                c.output_held = false;
-                if !c.revisit {
-                    c.revisit = true;
-                    self.revisit.push(idx);
-                }
-                false
-            });
-            self.output.held = held;
-        }
-        if self.output.trim_due(now) {
-            crate::footprint::trim_heap();
         }
     }
 }
