@@ -123,7 +123,9 @@ pub fn route(route: &Route) -> Need<'_> {
             Endpoint::Healthz => Need::Free,
             // The console's page and files hold no data; what they show comes from its API.
             Endpoint::Console(Page::Asset(_)) => Need::Free,
-            Endpoint::Job(handle) => Need::Op(Operation::Status, Scope::Job(handle)),
+            Endpoint::Job(handle) | Endpoint::JobOutput(handle) => {
+                Need::Op(Operation::Status, Scope::Job(handle))
+            }
             Endpoint::Status
             | Endpoint::Workers
             | Endpoint::Schedules

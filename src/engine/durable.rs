@@ -78,9 +78,14 @@ impl Engine {
             failed,
             leases,
             func_retries,
+            outputs,
             max_id,
             stats: _,
         } = replayed;
+        // Before the schedules file is read: an entry's run history is rebuilt from them.
+        for o in outputs {
+            self.restore_output(o);
+        }
         for r in jobs {
             self.restore_job(r, now, out);
         }

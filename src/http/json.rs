@@ -86,13 +86,9 @@ pub fn workers(list: &[WorkerStatus], now_ms: u64) -> String {
 }
 
 /// `/jobs/HANDLE`: GET_STATUS, plus where the job is when it is known.
-/// `/jobs/HANDLE` of a job this server holds.
-pub fn job(s: &JobStatus) -> String {
-    job_or_kept(s, None)
-}
-
-/// `kept`: the job's kept output and result once it ended (GET_STATUS no longer knows it).
-pub fn job_or_kept(s: &JobStatus, kept: Option<&KeptJob>) -> String {
+/// `/jobs/HANDLE`; `kept`: the job's kept output and result once it ended (GET_STATUS no
+/// longer knows it).
+pub fn job(s: &JobStatus, kept: Option<&KeptJob>) -> String {
     let mut out = String::with_capacity(256);
     let mut o = Obj::new(&mut out);
     o.bytes("handle", &s.handle)
@@ -282,7 +278,7 @@ mod tests {
             detail: None,
         };
         assert_eq!(
-            job(&unknown),
+            job(&unknown, None),
             "{\"handle\":\"H:x:9\",\"known\":false,\"running\":false,\"numerator\":0,\"denominator\":0}\n"
         );
         let future = JobStatus {
@@ -302,7 +298,7 @@ mod tests {
             }),
             ..unknown.clone()
         };
-        assert!(job(&future).ends_with(
+        assert!(job(&future, None).ends_with(
             "\"state\":\"future\",\"priority\":\"normal\",\"background\":true,\"retries\":0,\
              \"clients\":0,\"due\":\"2100-01-01T00:00:00Z\"}\n"
         ));
@@ -322,7 +318,7 @@ mod tests {
             result_len: Some(8),
         };
         assert_eq!(
-            job_or_kept(&unknown, Some(&ended)),
+            job(&unknown, Some(&ended)),
             "{\"handle\":\"H:x:9\",\"known\":false,\"running\":false,\"numerator\":0,\"denominator\":0,\
              \"kept\":true,\"function\":\"backup\",\"state\":\"complete\",\"started\":\"1970-01-01T00:00:01Z\",\
              \"ended\":\"1970-01-01T00:00:03Z\",\"duration_ms\":2500,\"worker\":\"addr:10.0.0.7\",\"attempts\":1,\

@@ -395,6 +395,12 @@ impl Server {
             .tls
             .handshake_check(&mut self.conns, &mut self.deadlines, idx)
         {
+            // The name a kept job says ran it (the engine never sees an identity otherwise).
+            if let Some(c) = self.conns.slab.get(idx) {
+                if let crate::access::Identity::Cn(_) = c.identity().as_ref() {
+                    self.engine.set_identity(c.id, &c.identity().to_string());
+                }
+            }
             self.protected_after_handshake(idx);
         }
     }

@@ -87,6 +87,7 @@ pub(super) enum LiveKey {
     Attempts(u64),
     Lease(Bytes),
     FuncRetry(Bytes),
+    Output(Bytes),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -125,6 +126,10 @@ pub(super) struct LiveSet {
     pub(super) leases: HashMap<Bytes, Loc>,
     /// The newest FunctionRetry per function.
     pub(super) func_retry: HashMap<Bytes, Loc>,
+    /// Kept outputs by handle; `seq` orders them during replay.
+    pub(super) outputs: HashMap<Bytes, Loc>,
+    /// OutputKept records seen, to order the kept outputs.
+    output_seq: u64,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -234,6 +239,28 @@ impl LiveSet {
                 keep_newest(&mut self.leases, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::OutputKept(o) => {
+                self.output_seq += 1;
+                let new = Loc {
+                    off,
+                    file,
+                    len,
+                    seq: self.output_seq,
+                };
+                keep_newest(
+                    &mut self.outputs,
+                    o.handle.clone(),
+                    new,
+                    &mut self.live_bytes,
+                );
+                None
+            }
+            Record::OutputGone { handle } => {
+                if let Some(o) = self.outputs.remove(handle) {
+                    self.live_bytes -= u64::from(o.len);
+                }
+                None
+            }
         }
     }
 }
@@ -288,9 +315,16 @@ impl LiveSet {
                 let func = record::retry_function(payload)?;
                 key_of(&self.func_retry, func, here).map(|k| LiveKey::FuncRetry(k.clone()))
             }
-            // Folded into the live set: a finish or a failed-gone only ends something, and a
-            // job's retry count is written after its JobAdded when that is copied.
-            RecordKind::JobFinished | RecordKind::JobRetried | RecordKind::FailedGone => None,
+            RecordKind::OutputKept => {
+                let handle = record::output_handle(h, payload)?;
+                key_of(&self.outputs, handle, here).map(|k| LiveKey::Output(k.clone()))
+            }
+            // Folded into the live set: a finish or a gone only ends something, and a job's
+            // retry count is written after its JobAdded when that is copied.
+            RecordKind::JobFinished
+            | RecordKind::JobRetried
+            | RecordKind::FailedGone
+            | RecordKind::OutputGone => None,
         }
     }
 
@@ -306,6 +340,7 @@ impl LiveSet {
             LiveKey::Attempts(id) => self.attempts.get_mut(id).map(loc),
             LiveKey::Lease(f) => self.leases.get_mut(f).map(loc),
             LiveKey::FuncRetry(f) => self.func_retry.get_mut(f).map(loc),
+            LiveKey::Output(h) => self.outputs.get_mut(h).map(loc),
         }
     }
 }

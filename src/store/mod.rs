@@ -65,6 +65,12 @@
 //!   FunctionLease (9): ms u64 (0: none) | function (the rest); the newest per function
 //!                  wins (`timeout FUNCTION DURATION`)
 //!   FunctionRetry (10): retries u32 | base_ms u64 | max_ms u64 | function (the rest)
+//!   OutputKept (11): started_ms u64 | ended_ms u64 | output_bytes u64 | scheduled_ms u64 |
+//!                  attempts u32 | result_len u32 | ending u8 (0 complete, 1 failed,
+//!                  2 exception, 3 expired) | flags u8 (1 entry, 2 error, 4 scheduled,
+//!                  8 result) | lengths u32 of handle, func, worker, entry, error | those
+//!                  bytes | output (the rest); the newest per handle counts
+//!   OutputGone (12): handle (the whole payload)
 //! ```
 //!
 //! # Damage at replay
@@ -138,8 +144,8 @@ pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
-    FailedKept, FinishReason, FunctionLease, FunctionRetry, JobAdded, JobAttempts, Record,
-    ScheduleCounters, ScheduleRan,
+    FailedKept, FinishReason, FunctionLease, FunctionRetry, JobAdded, JobAttempts, OutputKept,
+    Record, ScheduleCounters, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -200,6 +206,8 @@ pub struct Replayed {
     pub leases: Vec<FunctionLease>,
     /// Function retry policies (`retry FUNCTION`), sorted by function.
     pub func_retries: Vec<FunctionRetry>,
+    /// Kept outputs of ended jobs, oldest first.
+    pub outputs: Vec<OutputKept>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

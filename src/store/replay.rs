@@ -11,8 +11,8 @@ use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
-    FailedKept, FunctionLease, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF, Record, ReplayStats,
-    Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
+    FailedKept, FunctionLease, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF, OutputKept, Record,
+    ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -33,6 +33,9 @@ pub(super) struct Rebuild {
     pub(super) schedules: HashMap<Bytes, ScheduleRan>,
     /// The newest lease per function (0: none).
     pub(super) leases: HashMap<Bytes, FunctionLease>,
+    /// Kept outputs by handle, with the order they were kept in (bounded by the server's
+    /// `--keep-output-total`, which wrote an OutputGone for each one that left).
+    pub(super) outputs: HashMap<Bytes, (u64, OutputKept)>,
 }
 
 impl Rebuild {
@@ -68,6 +71,13 @@ impl Rebuild {
             Record::FailedGone { handle } => {
                 self.failed.remove(&handle);
             }
+            Record::OutputKept(o) => {
+                let seq = self.live.outputs.get(&o.handle).map_or(0, |l| l.seq);
+                self.outputs.insert(o.handle.clone(), (seq, o));
+            }
+            Record::OutputGone { handle } => {
+                self.outputs.remove(&handle);
+            }
             // Kept by the live set alone (`Live::apply`, live.rs), read back from there.
             Record::JobRetried { .. } => {}
         }
@@ -86,7 +96,11 @@ impl Rebuild {
             func_retries,
             schedules,
             leases,
+            outputs,
         } = self;
+        let mut outputs: Vec<(u64, OutputKept)> = outputs.into_values().collect();
+        outputs.sort_by_key(|(seq, _)| *seq);
+        let outputs = outputs.into_iter().map(|(_, o)| o).collect();
         let mut func_retries: Vec<FunctionRetry> = func_retries.into_values().collect();
         func_retries.sort_by(|a, b| a.func.cmp(&b.func));
         let mut failed: Vec<(u64, FailedKept)> = failed.into_values().collect();
@@ -112,6 +126,7 @@ impl Rebuild {
             failed,
             leases,
             func_retries,
+            outputs,
             max_id: live.max_id,
             stats,
         };

@@ -133,3 +133,93 @@ fn a_background_jobs_result_is_fetched_by_its_handle_for_24_hours() {
         "kept past --keep-results"
     );
 }
+
+#[test]
+fn a_runs_last_64_kib_survive_a_kill_9_and_restart() {
+    let dir = TempDir::new("kept-restart");
+    let file = dir.path("schedules");
+    std::fs::write(&file, "0 3 * * * backup\n").unwrap();
+    let data = dir.path("data");
+    let args = [
+        "--http-port",
+        "0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--schedules",
+        file.to_str().unwrap(),
+    ];
+    let s = InProcess::start(&args);
+    let mut w = s.connect();
+    w.can_do(&["backup"]);
+    let mut a = s.connect();
+    let ran = a.admin("run schedule backup", false);
+    let h = ran
+        .trim()
+        .strip_prefix("OK ")
+        .expect("a handle")
+        .to_string();
+    assert_eq!(w.grab_uniq().unwrap().0, h);
+    // The command prints 1 MB, in lines.
+    let mut all = Vec::new();
+    for i in 0..30_000 {
+        all.extend_from_slice(format!("{i:08} copied 40 bytes of the dump file\n").as_bytes());
+    }
+    all.truncate(1 << 20);
+    assert_eq!(all.len(), 1 << 20);
+    for chunk in all.chunks(50_000) {
+        w.send_req(t::WORK_WARNING, &[h.as_bytes(), chunk]);
+    }
+    w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
+    s.settle();
+    let tail = &all[all.len() - 65536..];
+    let clock = s.kill9();
+    let s = InProcess::start_on(clock, &args);
+    let hs = HttpServer {
+        http: s.http_addr(),
+        server: s,
+    };
+    // Admin: the bytes and how many were printed in all.
+    let (kept, printed) = gearwheel::client::Conn::connect(
+        &hs.server.addr.to_string(),
+        std::time::Duration::from_secs(5),
+    )
+    .unwrap()
+    .admin_block(&format!("show output {h}"))
+    .unwrap()
+    .unwrap();
+    assert_eq!((kept.len(), printed), (65536, 1 << 20));
+    assert!(kept == tail, "the last 64 KiB printed");
+    // The entry's runs name it, with its size.
+    let runs = hs.gearman().admin("show runs backup", true);
+    assert!(runs.contains(&format!("\t{h}\t")), "{runs:?}");
+    assert!(runs.contains("\tcomplete\t1048576\n"), "{runs:?}");
+    // HTTP: the job's status, and its output as text.
+    let r = hs.get(&format!("/jobs/{h}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let j = r.text();
+    for field in [
+        "\"known\":false",
+        "\"kept\":true",
+        "\"state\":\"complete\"",
+        "\"entry\":\"backup\"",
+        "\"output_bytes\":1048576",
+        "\"output_cut\":true",
+        "\"result\":\"\"",
+    ] {
+        assert!(j.contains(field), "{field} in {j}");
+    }
+    let r = hs.get(&format!("/jobs/{h}/output"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Type"), Some("text/plain; charset=utf-8"));
+    assert!(
+        r.body == tail,
+        "the last 64 KiB printed, {} bytes",
+        r.body.len()
+    );
+    assert_eq!(hs.get("/jobs/H:none:1/output").status, 404);
+    let sched = hs.get("/schedules").text();
+    assert!(
+        sched.contains(&format!("\"handle\":\"{h}\",\"output_bytes\":1048576")),
+        "{sched}"
+    );
+}

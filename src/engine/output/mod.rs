@@ -25,10 +25,32 @@ pub use kept::{Ending, KeptJob, KeptResults};
 use super::schedules::Outcome;
 use super::timers::TimerEvent;
 use super::{ConnId, Engine, JobKey, JobState, rfc3339};
+use crate::store::{OutputKept, Record};
 use crate::timer::TimerKey;
 
 /// When the kept results are next swept for expiry, and the wheel's entry for it.
 pub(super) type ExpiryTimer = Option<(u64, TimerKey)>;
+
+impl From<KeptJob> for OutputKept {
+    fn from(j: KeptJob) -> OutputKept {
+        let text = |s: Rc<str>| Bytes::copy_from_slice(s.as_bytes());
+        OutputKept {
+            handle: j.handle,
+            func: j.func,
+            ending: j.ending.code(),
+            started_ms: j.started_ms,
+            ended_ms: j.ended_ms,
+            worker: text(j.worker),
+            attempts: j.attempts,
+            error: j.error,
+            entry: j.entry.map(text),
+            scheduled_ms: j.scheduled_ms,
+            output_bytes: j.output_bytes,
+            result_len: j.result_len,
+            output: j.output,
+        }
+    }
+}
 
 /// A job's output as it is now: the bytes kept and how many it printed in all.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,6 +188,8 @@ impl Engine {
         let handle = job.handle.clone();
         let record = self.config.durable.then(|| job.clone());
         let gone = self.kept.push(job);
+        // A handle kept again (a job given back and run again) replaces its record in the
+        // journal too: the newest per handle counts.
         let mut kept = true;
         for h in gone {
             if h == handle {
@@ -183,19 +207,46 @@ impl Engine {
         self.arm_output_expiry();
     }
 
-    fn journal_output_kept(&mut self, _job: KeptJob) {}
-
-    fn journal_output_gone(&mut self, _handle: Bytes) {}
-
-    /// A kept output read back from the journal (past its time, it goes at the next sweep).
-    pub fn restore_output(&mut self, job: KeptJob) {
-        self.kept.push(job);
-        self.arm_output_expiry();
+    fn journal_output_kept(&mut self, job: KeptJob) {
+        self.durable.push(Record::OutputKept(job.into()));
     }
 
-    /// A kept output the journal says is gone.
-    pub fn restore_output_gone(&mut self, handle: &[u8]) {
-        self.kept.remove(handle);
+    fn journal_output_gone(&mut self, handle: Bytes) {
+        if self.config.durable {
+            self.durable.push(Record::OutputGone { handle });
+        }
+    }
+
+    /// A kept output read back from the journal (past its time, it goes at the next sweep;
+    /// past the bounds of this run's flags, at once, and the journal hears of it).
+    pub(in crate::engine) fn restore_output(&mut self, o: OutputKept) {
+        let Some(ending) = Ending::from_code(o.ending) else {
+            // Written by a newer version: nothing this one can show.
+            return;
+        };
+        let text = |b: Bytes| -> Rc<str> { Rc::from(String::from_utf8_lossy(&b).as_ref()) };
+        let job = KeptJob {
+            handle: o.handle,
+            func: o.func,
+            ending,
+            started_ms: o.started_ms,
+            ended_ms: o.ended_ms,
+            worker: text(o.worker),
+            attempts: o.attempts,
+            error: o.error,
+            entry: o.entry.map(text),
+            scheduled_ms: o.scheduled_ms,
+            output: o.output,
+            output_bytes: o.output_bytes,
+            result_len: o.result_len,
+        };
+        let handle = job.handle.clone();
+        for h in self.kept.push(job) {
+            if h != handle || self.kept.get(&h).is_none() {
+                self.journal_output_gone(h);
+            }
+        }
+        self.arm_output_expiry();
     }
 
     /// The expiry sweep's time came: drop what is past `--keep-results`.
