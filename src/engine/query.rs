@@ -175,6 +175,11 @@ pub struct EngineTotals {
     pub counters: JobCounters,
     /// Woken workers that had not asked for a job `--worker-wakeup-next` after their NOOP.
     pub wakeups_overdue: u64,
+    /// Ended jobs' outputs kept, the bytes they count against `--keep-output-total`, and
+    /// those that bound dropped before their time (output/).
+    pub outputs_kept: usize,
+    pub outputs_kept_bytes: usize,
+    pub outputs_dropped: u64,
 }
 
 /// A counted job event (see `JobCounters`).
@@ -428,6 +433,9 @@ impl Engine {
             functions_forgotten: self.idle.forgotten,
             counters: self.counted,
             wakeups_overdue: self.wakeups_overdue,
+            outputs_kept: self.kept_totals().0,
+            outputs_kept_bytes: self.kept_totals().1,
+            outputs_dropped: self.kept_totals().2,
         }
     }
 }

@@ -217,6 +217,16 @@ fn a_runs_last_64_kib_survive_a_kill_9_and_restart() {
         r.body.len()
     );
     assert_eq!(hs.get("/jobs/H:none:1/output").status, 404);
+    let metrics = hs.get("/metrics").text();
+    assert!(
+        metrics.contains("\ngearwheel_outputs_kept 1\n"),
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("outputs"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     let sched = hs.get("/schedules").text();
     assert!(
         sched.contains(&format!("\"handle\":\"{h}\",\"output_bytes\":1048576")),
