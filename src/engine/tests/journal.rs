@@ -88,7 +88,7 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
         wg,
         Request::WorkWarning {
             handle: kept.clone(),
-            data: b(&"x".repeat(65_000)),
+            data: b(&"x".repeat(64_000)),
         },
     );
     w.req(
