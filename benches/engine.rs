@@ -12,7 +12,7 @@ mod common;
 
 use bytes::{Bytes, BytesMut};
 use common::{Counting, Harness, alloc_snap, rss_bytes};
-use gearwheel::engine::{ConnId, ConnInfo, Engine, EngineConfig, Outbox};
+use gearwheel::engine::{ConnId, ConnInfo, Engine, EngineConfig, LimitChange, Outbox};
 use gearwheel::proto::request::{GrabKind, JobBody, Priority, Request};
 use gearwheel::proto::response::Response;
 
@@ -444,6 +444,110 @@ fn main() {
                 k += 1;
                 let req = Request::SubmitJob {
                     func: w.funcs[(k * stride) % nf].clone(),
+                    body: uq[k % uq.len()].clone(),
+                    priority: Priority::Normal,
+                    background: true,
+                };
+                w.eng.handle(w.clients[0], req, NOW, &mut w.out);
+                w.out.replies.clear();
+                w.grab_and_complete(wk);
+                w.eng
+                    .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+                w.eng.handle(wk, Request::PreSleep, NOW, &mut w.out);
+                w.out.replies.clear();
+            }
+        });
+    }
+
+    // Limits (`limit`, at handout): a function held at its limit leaves the lists a handout
+    // searches, so 10,000 of them cost a free function's cycle nothing; and a capped
+    // function's own cycle pays its gate closing at the grab and opening at the end.
+    println!("limits (per job, the idle cycle of 5 requests):");
+    let capped = h.size(10_000, 200);
+    for (others, cap_others, limit_own, label) in [
+        (0usize, false, false, "no limits".to_string()),
+        (
+            0,
+            false,
+            true,
+            "the function has limit 1 (closes and reopens per job)".to_string(),
+        ),
+        (
+            capped,
+            false,
+            false,
+            format!(
+                "beside {capped} functions with a job running and one queued, not the \
+                 worker's (the baseline of the next)"
+            ),
+        ),
+        (
+            capped,
+            true,
+            false,
+            format!("worker also of {capped} functions held at limit 1, each with a job queued"),
+        ),
+    ] {
+        let name = format!("limits cycle, {label}");
+        if !h.enabled(&name) {
+            continue;
+        }
+        // Function 0 is the free one; 1..=others each have one job running (on a worker of
+        // its own) and one queued. With `cap_others` they have limit 1 and the measured worker
+        // does them too; without, it does function 0 alone (the same jobs in the tables).
+        let mut w = World::new(others + 1, others + 1, 0, 1);
+        let wk = w.workers[0];
+        for f in 0..=others {
+            if f == 0 || cap_others {
+                let func = w.funcs[f].clone();
+                w.eng.handle(wk, Request::CanDo { func }, NOW, &mut w.out);
+            }
+        }
+        let bodies = uniques(2 * others);
+        for f in 1..=others {
+            let (func, holder) = (w.funcs[f].clone(), w.workers[f]);
+            if cap_others {
+                w.eng
+                    .change_limit(&func, LimitChange::Limit(Some(1)), NOW, &mut w.out)
+                    .expect("a limit");
+            }
+            w.eng.handle(
+                holder,
+                Request::CanDo { func: func.clone() },
+                NOW,
+                &mut w.out,
+            );
+            for b in &bodies[2 * (f - 1)..2 * f] {
+                let req = Request::SubmitJob {
+                    func: func.clone(),
+                    body: b.clone(),
+                    priority: Priority::Normal,
+                    background: true,
+                };
+                w.eng.handle(w.clients[0], req, NOW, &mut w.out);
+            }
+            w.eng
+                .handle(holder, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+            assert!(w.assigned().is_some(), "the holder runs one job of each");
+            w.out.replies.clear();
+        }
+        if limit_own {
+            let func = w.funcs[0].clone();
+            w.eng
+                .change_limit(&func, LimitChange::Limit(Some(1)), NOW, &mut w.out)
+                .expect("a limit");
+        }
+        w.eng
+            .handle(wk, Request::GrabJob(GrabKind::Uniq), NOW, &mut w.out);
+        assert!(w.assigned().is_none(), "every capped function is held");
+        w.eng.handle(wk, Request::PreSleep, NOW, &mut w.out);
+        w.out.replies.clear();
+        let mut k = 0usize;
+        h.bench_on(&name, cycles, &mut w, |w| {
+            for _ in 0..cycles {
+                k += 1;
+                let req = Request::SubmitJob {
+                    func: w.funcs[0].clone(),
                     body: uq[k % uq.len()].clone(),
                     priority: Priority::Normal,
                     background: true,

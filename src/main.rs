@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         Some(Command::Check(a)) => check(a),
         Some(Command::ImportCrontab(a)) => ExitCode::from(gearwheel::cli::import_crontab::run(a)),
         Some(Command::Schedules(a)) => ExitCode::from(gearwheel::cli::schedules::run(a)),
+        Some(Command::Ping(a)) => ExitCode::from(gearwheel::cli::ping::run(a)),
         None => {
             eprintln!(
                 "gearwheel: no command given; try `gearwheel serve --help` (or work, submit, admin)"

@@ -2,8 +2,8 @@
 //!
 //! One rule a line, `#` starts a comment:
 //! `WHO OPERATIONS FUNCTIONS` where WHO is `cn:GLOB`, `addr:IP[/BITS]` or `token:NAME`,
-//! OPERATIONS a comma list of submit, work, status, admin, and FUNCTIONS a comma list of
-//! names with `*` globs. `token NAME SHA256-HEX` defines a bearer token. A connection gets the
+//! OPERATIONS a comma list of submit, work, status, ping, admin, and FUNCTIONS a comma list
+//! of names with `*` globs (for `ping`, of schedule entry ids). `token NAME SHA256-HEX` defines a bearer token. A connection gets the
 //! union of every rule that matches it. Errors name the line and column so an operator can
 //! find the mistake without reading the parser.
 
@@ -16,6 +16,8 @@ pub enum Operation {
     Submit,
     Work,
     Status,
+    /// Report a run of a heartbeat schedule entry (`/ping/ID`); its "function" is the id.
+    Ping,
     Admin,
 }
 
@@ -25,6 +27,7 @@ impl Operation {
             Operation::Submit => "submit",
             Operation::Work => "work",
             Operation::Status => "status",
+            Operation::Ping => "ping",
             Operation::Admin => "admin",
         }
     }
@@ -35,6 +38,7 @@ impl Operation {
             Operation::Work => 2,
             Operation::Status => 4,
             Operation::Admin => 8,
+            Operation::Ping => 16,
         }
     }
 
@@ -43,6 +47,7 @@ impl Operation {
             "submit" => Some(Operation::Submit),
             "work" => Some(Operation::Work),
             "status" => Some(Operation::Status),
+            "ping" => Some(Operation::Ping),
             "admin" => Some(Operation::Admin),
             _ => None,
         }
@@ -229,7 +234,7 @@ impl Acl {
                 let Some(op) = Operation::parse(word) else {
                     return Err(at(
                         col,
-                        format!("'{word}' is not an operation (submit, work, status, admin)"),
+                        format!("'{word}' is not an operation (submit, work, status, ping, admin)"),
                     ));
                 };
                 operations |= op.bit();

@@ -100,7 +100,7 @@ fn errors_name_line_and_column() {
     let err = |text: &str| Acl::parse(text).unwrap_err().to_string();
     assert_eq!(
         err("cn:a submit x\ncn:b  submit,wrok  x\n"),
-        "2:14: 'wrok' is not an operation (submit, work, status, admin)"
+        "2:14: 'wrok' is not an operation (submit, work, status, ping, admin)"
     );
     assert_eq!(
         err("addr:10.0.0.0/33 status *"),
@@ -165,4 +165,21 @@ fn a_build_without_sha256_refuses_token_lines() {
     let hex = "0f".repeat(32);
     let e = Acl::parse(&format!("cn:a status *\n  token ci {hex}\n")).unwrap_err();
     assert_eq!((e.line, e.column), (2, 3));
+}
+
+#[test]
+fn ping_is_its_own_operation_on_entry_ids() {
+    let acl = Acl::parse(
+        "addr:10.0.0.7  ping  backup.*\n\
+         cn:ops         admin *\n",
+    )
+    .unwrap();
+    let host = addr("10.0.0.7");
+    assert!(acl.allows(&host, Operation::Ping, Some(b"backup.remote")));
+    assert!(!acl.allows(&host, Operation::Ping, Some(b"db.dump")));
+    assert!(!acl.allows(&host, Operation::Submit, Some(b"backup.remote")));
+    assert!(
+        acl.allows(&cn("ops"), Operation::Ping, Some(b"db.dump")),
+        "admin grants it"
+    );
 }

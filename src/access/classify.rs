@@ -7,6 +7,7 @@
 use super::Operation;
 use crate::http::console::Page;
 use crate::http::endpoint::{Endpoint, Route};
+use crate::http::ping::Ping;
 use crate::proto::admin::AdminCommand;
 use crate::proto::request::Request;
 
@@ -88,6 +89,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::ShowRetries
         | A::ShowRuns(_)
         | A::ShowTimeouts
+        | A::ShowLimits
         | A::GetPid
         | A::Verbose
         | A::Version
@@ -102,6 +104,8 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
             limits: Some(_), ..
         }
         | A::Timeout { set: Some(_), .. }
+        | A::SetLimit { .. }
+        | A::PauseFunction { .. }
         | A::Schedule { .. }
         | A::RetryFailed(_)
         | A::DropFailed(_)
@@ -132,13 +136,23 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Failed
             | Endpoint::Metrics
             | Endpoint::Cluster
+            | Endpoint::Limits
             | Endpoint::Console(Page::Server | Page::Future | Page::Failed) => status,
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
-        Route::Schedule { .. } | Route::Failed { .. } => Need::Op(Operation::Admin, Scope::Every),
+        Route::Schedule { .. } | Route::Failed { .. } | Route::Limits { .. } => {
+            Need::Op(Operation::Admin, Scope::Every)
+        }
+        Route::Ping(p) => ping(p),
         Route::Act(_) => Need::ConsoleAct,
         Route::Reply(_) => Need::Free,
     }
+}
+
+/// A ping's need: `ping` on the heartbeat entry's id, so that a machine's token may report its
+/// own jobs and nothing else.
+pub fn ping(p: &Ping) -> Need<'_> {
+    Need::Op(Operation::Ping, Scope::Function(&p.id))
 }
 
 #[cfg(test)]
@@ -208,6 +222,21 @@ mod tests {
         assert_eq!(p("reload schedules"), "admin");
         assert_eq!(p("shutdown"), "shutdown");
         assert_eq!(p("nonsense"), "free");
+    }
+
+    #[test]
+    fn a_ping_needs_ping_on_its_entry() {
+        let p = crate::http::ping::route(
+            &crate::http::parse::Method::Post,
+            b"ping/backup.remote/fail",
+            &Bytes::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            ping(&p),
+            Need::Op(Operation::Ping, Scope::Function(b"backup.remote"))
+        );
     }
 
     impl Need<'_> {

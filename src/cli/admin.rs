@@ -25,6 +25,8 @@ pub(crate) enum View {
     Runs,
     /// `show output HANDLE`: the bytes as they are, to stdout (read by `run`, not `render`).
     Output,
+    /// `show limits`.
+    Limits,
     /// `OK <value>`: print the value.
     Value,
     /// `OK`, or `OK h n l` from `maxqueue FUNC`.
@@ -49,8 +51,9 @@ const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, s
                      journal, cluster, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
                      maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
                      failed [FUNC], retry|drop failed HANDLE|FUNC|all, retries, \
-                     retry FUNC N BACKOFF[..MAX], output HANDLE, runs ID, \
-                     shutdown [graceful], or any \
+                     retry FUNC N BACKOFF[..MAX], output HANDLE, runs ID, limits, limit FUNC N|off, \
+                     rate FUNC N/DURATION|off, expire FUNC DURATION|off, \
+                     pause|resume function FUNC, shutdown [graceful], or any \
                      line of the admin protocol (show jobs, cancel job HANDLE, ...)";
 
 /// The admin protocol's own spellings (`show jobs`, `cancel job H`, `reload schedules`) as
@@ -68,7 +71,7 @@ fn short_form(words: &[String]) -> Vec<String> {
         [
             "show",
             w @ ("jobs" | "scheduled" | "schedules" | "journal" | "cluster" | "failed" | "retries"
-            | "output" | "runs"),
+            | "output" | "runs" | "limits"),
             ..,
         ] => keep(2, w),
         ["cancel", "job", _] => keep(2, "cancel"),
@@ -136,6 +139,13 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             .and_then(|_| one(format!("show output {}", rest[0]), View::Output)),
         "runs" => arity(1, "a schedule entry id")
             .and_then(|_| list(&format!("show runs {}", rest[0]), View::Runs)),
+        "limits" => arity(0, "no arguments").and(list("show limits", View::Limits)),
+        c @ ("limit" | "rate" | "expire") => arity(2, "a function and a value, or off")
+            .and_then(|_| one(format!("{c} {}", rest.join(" ")), View::Ok)),
+        op @ ("pause" | "resume") if rest.first().is_some_and(|w| w == "function") => {
+            arity(2, "function and a function name")
+                .and_then(|_| one(format!("{op} function {}", rest[1]), View::Ok))
+        }
         "retry" if rest.len() == 3 => one(format!("retry {}", rest.join(" ")), View::Ok),
         op @ ("retry" | "drop") if rest.first().is_some_and(|w| w == "failed") => {
             arity(2, "failed and a handle, a function or all")
@@ -368,6 +378,12 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
         ),
         // Written by `run` as it came.
         View::Output => String::new(),
+        View::Limits => table::render(
+            &[
+                "FUNCTION", "LIMIT", "RUNNING", "RATE", "WINDOW", "PAUSED", "EXPIRE", "HELD",
+            ],
+            &tsv(lines),
+        ),
         View::Value => lines
             .first()
             .map(|l| format!("{}\n", l.strip_prefix("OK ").unwrap_or(l)))
@@ -550,6 +566,17 @@ mod tests {
         assert_eq!(p("show cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("failed"), Ok(("show failed".into(), true)));
         assert_eq!(p("retries"), Ok(("show retries".into(), true)));
+        assert_eq!(p("limits"), Ok(("show limits".into(), true)));
+        assert_eq!(p("show limits"), Ok(("show limits".into(), true)));
+        assert_eq!(p("limit f 4"), Ok(("limit f 4".into(), false)));
+        assert_eq!(p("rate f 100/1m"), Ok(("rate f 100/1m".into(), false)));
+        assert_eq!(p("expire f off"), Ok(("expire f off".into(), false)));
+        assert_eq!(
+            p("pause function f"),
+            Ok(("pause function f".into(), false))
+        );
+        assert_eq!(p("resume f"), Ok(("resume schedule f".into(), false)));
+        assert!(p("limit f").is_err());
         assert_eq!(
             p("retry f 3 30s..10m"),
             Ok(("retry f 3 30s..10m".into(), false))

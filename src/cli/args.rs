@@ -30,6 +30,7 @@ pub enum Command {
     Check(CheckArgs),
     ImportCrontab(super::import_crontab::ImportCrontabArgs),
     Schedules(super::schedules::SchedulesArgs),
+    Ping(super::ping::PingArgs),
 }
 
 #[derive(FromArgs, Debug)]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::schedule::Zone;
 use crate::schedule::cron::Timing;
 
-use super::crontab_words::{function_name, shell_quote, split_percent};
+use super::crontab_words::{function_name, ping_wrapped, sanitize, shell_quote, split_percent};
 
 /// What the caller knows about the machine.
 #[derive(Clone, Debug)]
@@ -18,6 +18,16 @@ pub struct Options {
     pub user: Option<String>,
     /// The version that wrote the file, for its first line.
     pub version: String,
+    /// `--monitor`: nothing moves yet; the crontab stays, each command wrapped in
+    /// `gearwheel ping`, and the entries expect its pings.
+    pub monitor: Option<Monitor>,
+}
+
+/// How the monitored crontab pings.
+#[derive(Clone, Debug, Default)]
+pub struct Monitor {
+    /// `gearwheel ping -s SERVER`, when the server is not the default.
+    pub server: Option<String>,
 }
 
 /// One crontab.
@@ -46,6 +56,9 @@ pub struct Import {
     /// Lines of the crontab that fire nothing in the result.
     pub dropped: usize,
     pub reports: Vec<Report>,
+    /// With `--monitor`: the crontab to install instead of the one read, each command run
+    /// through `gearwheel ping`.
+    pub crontab: String,
 }
 
 /// Settings cron uses itself and gearwheel cannot: reported, never passed to the command.
@@ -190,6 +203,8 @@ struct Out {
     user: Option<String>,
     argv: Vec<String>,
     zone: Option<String>,
+    /// `--monitor`: the entry expects the crontab's ping instead of firing a job.
+    monitored: bool,
 }
 
 /// What the output holds, in the crontabs' order.
@@ -197,6 +212,8 @@ enum Item {
     Entry(Out),
     /// A line that fires nothing, kept as a comment in its place.
     Dropped(String),
+    /// What the output says in the place of a crontab setting (MAILTO= becomes ON_FAILURE=).
+    Note(String),
 }
 
 /// Translate crontabs into one schedules file (function names unique across them all).
@@ -233,6 +250,8 @@ fn read(
     // Env lines seen since the last entry, to report those that apply to nothing.
     let mut pending_env: Vec<(usize, String)> = Vec::new();
     let mut zone: Option<String> = None;
+    // With --monitor: the entry lines of the crontab as they are written back.
+    let mut replaced: Vec<(usize, String)> = Vec::new();
     // A line with `root` where a user crontab has its command makes it a system crontab.
     let system = src.system
         || {
@@ -274,6 +293,16 @@ fn read(
                 }
                 // An empty MAILTO= is cron's way of sending no mail: nothing is lost.
                 n if MAIL_SETTINGS.contains(&n) && value.is_empty() => {}
+                "MAILTO" => {
+                    items.push(Item::Note(on_failure_note(&value)));
+                    report(
+                        imp,
+                        line_no,
+                        format!(
+                            "MAILTO={value}: cron mails a run's output; gearwheel mails nothing itself: put ON_FAILURE=FUNCTION above the entries and run a worker for FUNCTION that mails the alert job a failed run sends it (gearwheel-schedules(5), Alerts; the commented ON_FAILURE= line in the output says how)"
+                        ),
+                    );
+                }
                 n if MAIL_SETTINGS.contains(&n) => report(
                     imp,
                     line_no,
@@ -338,6 +367,11 @@ fn read(
         }
         names.push(name.clone());
         imp.entries += 1;
+        if let Some(m) = &opts.monitor {
+            let prefix = &t[..t.len() - l.command.len()];
+            let wrapped = ping_wrapped(&name, m.server.as_deref(), &shell, l.command);
+            replaced.push((line_no, format!("{prefix}{wrapped}")));
+        }
         items.push(Item::Entry(Out {
             source: src.name.clone(),
             line: line_no,
@@ -347,6 +381,7 @@ fn read(
             user: l.user.map(str::to_string).or_else(|| opts.user.clone()),
             argv: worker_argv(&shell, &env, l.command),
             zone: zone.clone(),
+            monitored: opts.monitor.is_some(),
         }));
     }
     for (line, name) in pending_env {
@@ -356,6 +391,37 @@ fn read(
             format!("{name}= comes after the last entry, so it applies to none"),
         );
     }
+    if opts.monitor.is_some() {
+        let mut replaced = replaced.into_iter().peekable();
+        for (n, raw) in src.text.lines().enumerate() {
+            match replaced.next_if(|(l, _)| *l == n + 1) {
+                Some((_, line)) => imp.crontab.push_str(&line),
+                None => imp.crontab.push_str(raw),
+            }
+            imp.crontab.push('\n');
+        }
+    }
+}
+
+/// The guidance in place of `MAILTO=ADDRESS`: an `ON_FAILURE=` line to uncomment, and the
+/// worker that would mail its alerts.
+fn on_failure_note(address: &str) -> String {
+    let first = address.split(',').next().unwrap_or(address).trim();
+    let function = format!(
+        "mail.{}",
+        sanitize(first).unwrap_or_else(|| "alerts".into())
+    );
+    format!(
+        "# MAILTO={address}: cron mailed the output of the entries below there; gearwheel\n\
+         # sends a failed or missed run's account to a function instead. Uncomment the next line\n\
+         # and run a worker that mails it, for example:\n\
+         #     gearwheel work -f {function} -- sh -c {}\n\
+         # ON_FAILURE={function}",
+        shell_quote(&format!(
+            "mail -s 'gearwheel alert' {}",
+            shell_quote(address)
+        ))
+    )
 }
 
 fn render(
@@ -373,17 +439,29 @@ fn render(
         names.join(", "),
         opts.version
     );
-    let _ = writeln!(
-        s,
-        "# Each entry fires a background job; a `gearwheel work` on {host} runs the crontab line's\n# command for it. Start these workers on {host} (with -s SERVER:PORT or\n# GEARMAN_SERVERS=SERVER:PORT when the server is not 127.0.0.1:4730):"
-    );
     let outs: Vec<&Out> = items
         .iter()
         .filter_map(|i| match i {
             Item::Entry(o) => Some(o),
-            Item::Dropped(_) => None,
+            Item::Dropped(_) | Item::Note(_) => None,
         })
         .collect();
+    if opts.monitor.is_some() {
+        let _ = writeln!(
+            s,
+            "# Monitor first, migrate later: the crontab keeps running on {host}, each command\n\
+             # through `gearwheel ping ID --` (install the crontab written with this file), and\n\
+             # each entry here submits no job: it expects that ping (expect=ping) and alerts its\n\
+             # on_failure= function when a run fails or is not pinged within its grace (1h unless\n\
+             # grace= says otherwise). Add max_duration= and min_duration= where you know them."
+        );
+        notes_and_entries(&mut s, items, reports);
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "# Each entry fires a background job; a `gearwheel work` on {host} runs the crontab line's\n# command for it. Start these workers on {host} (with -s SERVER:PORT or\n# GEARMAN_SERVERS=SERVER:PORT when the server is not 127.0.0.1:4730):"
+    );
     let mut users: Vec<Option<&str>> = Vec::new();
     for o in &outs {
         if !users.contains(&o.user.as_deref()) {
@@ -414,6 +492,13 @@ fn render(
         s,
         "#\n# As systemd units: gearwheel-work@.service (see gearwheel(1)).\n#\n# Unlike cron, an entry skips a run while its previous job is still queued or running\n# (overlap=skip, the default); add overlap=allow to an entry to start every run as cron does.\n# CRON_TZ became tz= on the entries; the others run in the server's --timezone (its local\n# time unless set), where the crontab ran in {host}'s local time."
     );
+    notes_and_entries(&mut s, items, reports);
+    s
+}
+
+/// The reports and the entries, in the crontabs' order (an entry expects pings in monitor
+/// mode).
+fn notes_and_entries(s: &mut String, items: &[Item], reports: &[Report]) {
     if !reports.is_empty() {
         let _ = writeln!(
             s,
@@ -429,21 +514,20 @@ fn render(
                 let _ = writeln!(s, "\n# {}:{}: {}", o.source, o.line, o.original);
                 // tz= rather than a CRON_TZ line: a zone set in one crontab must not reach
                 // the entries of the next, and a schedules file cannot unset CRON_TZ.
-                match &o.zone {
-                    Some(z) => {
-                        let _ = writeln!(s, "{}  {}  tz={z}", o.spec, o.function);
-                    }
-                    None => {
-                        let _ = writeln!(s, "{}  {}", o.spec, o.function);
-                    }
+                let _ = write!(s, "{}  {}", o.spec, o.function);
+                if o.monitored {
+                    s.push_str("  expect=ping");
                 }
+                if let Some(z) = &o.zone {
+                    let _ = write!(s, "  tz={z}");
+                }
+                s.push('\n');
             }
-            Item::Dropped(c) => {
+            Item::Dropped(c) | Item::Note(c) => {
                 let _ = writeln!(s, "\n{c}");
             }
         }
     }
-    s
 }
 
 #[cfg(test)]

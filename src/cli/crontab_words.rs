@@ -49,6 +49,32 @@ pub fn split_percent(command: &str) -> (String, Option<String>) {
     (cmd, input.filter(|s| !s.is_empty()))
 }
 
+/// A crontab command as cron will read it again, split at its first unescaped `%`: the command
+/// and what follows from that `%` on (empty when none), both as written (`\%` stays, for cron).
+pub fn split_at_percent(command: &str) -> (&str, &str) {
+    let mut escaped = false;
+    for (i, ch) in command.char_indices() {
+        if ch == '%' && !escaped {
+            return (&command[..i], &command[i..]);
+        }
+        escaped = ch == '\\' && !escaped;
+    }
+    (command, "")
+}
+
+/// A crontab command run through `gearwheel ping ID`: the command (cron's `%` rule kept: it
+/// reads the line before the shell does) in `shell -c`, so that `a && b` is watched whole.
+pub fn ping_wrapped(id: &str, server: Option<&str>, shell: &str, command: &str) -> String {
+    let (cmd, stdin) = split_at_percent(command);
+    let server = server.map_or_else(String::new, |s| format!("-s {} ", shell_quote(s)));
+    format!(
+        "gearwheel ping {server}{} -- {} -c {}{stdin}",
+        shell_quote(id),
+        shell_quote(shell),
+        shell_quote(cmd.trim_end())
+    )
+}
+
 /// A word for a POSIX shell: as it is when nothing in it is special, else single-quoted.
 pub fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
@@ -315,6 +341,35 @@ pub fn function_name(command: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_wrapped_in_gearwheel_ping_keeps_crons_percent_rule() {
+        assert_eq!(split_at_percent("a%b%c"), ("a", "%b%c"));
+        assert_eq!(split_at_percent(r"date +\%F"), (r"date +\%F", ""));
+        assert_eq!(split_at_percent(r"a\\%b"), (r"a\\", "%b"));
+        assert_eq!(
+            ping_wrapped(
+                "web1.backup",
+                None,
+                "/bin/sh",
+                "cd /srv && ./backup.sh%full%now"
+            ),
+            "gearwheel ping web1.backup -- /bin/sh -c 'cd /srv && ./backup.sh'%full%now"
+        );
+        assert_eq!(
+            ping_wrapped(
+                "web1.date",
+                Some("http://gw:8080"),
+                "/bin/bash",
+                r"date +\%F >> /tmp/d"
+            ),
+            r"gearwheel ping -s http://gw:8080 web1.date -- /bin/bash -c 'date +\%F >> /tmp/d'"
+        );
+        assert_eq!(
+            ping_wrapped("x", None, "/bin/sh", "echo 'hi'"),
+            r"gearwheel ping x -- /bin/sh -c 'echo '\''hi'\'''"
+        );
+    }
 
     #[test]
     fn percent_as_cron_reads_it() {

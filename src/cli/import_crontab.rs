@@ -1,12 +1,13 @@
 //! `gearwheel import-crontab`: read a crontab file (or stdin), print the schedules file on
 //! stdout and the report on stderr; with `--check`, validate the result as `gearwheel check`
-//! does. The translation itself is `crontab_import`.
+//! does; with `--monitor`, also the crontab wrapped in `gearwheel ping` (`--crontab-out`).
+//! The translation itself is `crontab_import`.
 
 use std::io::Read;
 
 use argh::FromArgs;
 
-use super::crontab_import::{Options, Source, translate};
+use super::crontab_import::{Monitor, Options, Source, translate};
 use crate::schedule::{Zone, check};
 
 #[derive(FromArgs, Debug, Default, PartialEq)]
@@ -16,6 +17,7 @@ use crate::schedule::{Zone, check};
     name = "import-crontab",
     example = "crontab -l | gearwheel import-crontab --user alice > alice.cron",
     example = "gearwheel import-crontab /etc/crontab /etc/cron.d/* --host web1 --check > web1.cron",
+    example = "crontab -l | gearwheel import-crontab --monitor --crontab-out new.crontab > web1.cron",
     note = "Lines it cannot carry over (@reboot, MAILTO, odd fields, settings after the last \
             entry) are reported on stderr with their line numbers and kept as comments. \
             /etc/crontab and /etc/cron.d/* are read as system crontabs (a user field) without \
@@ -39,6 +41,16 @@ pub struct ImportCrontabArgs {
     /// validate the result as `gearwheel check` does (errors on stderr, exit 1)
     #[argh(switch)]
     pub check: bool,
+    /// watch first, move nothing: the entries expect pings (expect=ping), and the crontab is
+    /// written back to --crontab-out with each command run through `gearwheel ping ID --`
+    #[argh(switch)]
+    pub monitor: bool,
+    /// with --monitor: where the crontab to install goes (one crontab at a time)
+    #[argh(option)]
+    pub crontab_out: Option<String>,
+    /// with --monitor: the server's HTTP address for `gearwheel ping -s` in the crontab
+    #[argh(option)]
+    pub ping_server: Option<String>,
 }
 
 /// The short host name (up to the first dot).
@@ -65,6 +77,24 @@ pub fn run(a: ImportCrontabArgs) -> u8 {
         vec!["-".to_string()]
     } else {
         a.files
+    };
+    let monitor = match (a.monitor, &a.crontab_out) {
+        (true, Some(_)) if files.len() == 1 => Some(Monitor {
+            server: a.ping_server.clone(),
+        }),
+        (true, Some(_)) => {
+            say("--monitor writes one crontab back: give one file".into());
+            return super::EXIT_USAGE;
+        }
+        (true, None) => {
+            say("--monitor needs --crontab-out FILE, where the crontab to install goes".into());
+            return super::EXIT_USAGE;
+        }
+        (false, None) if a.ping_server.is_none() => None,
+        (false, _) => {
+            say("--crontab-out and --ping-server go with --monitor".into());
+            return super::EXIT_USAGE;
+        }
     };
     let mut sources = Vec::new();
     for f in files {
@@ -94,6 +124,7 @@ pub fn run(a: ImportCrontabArgs) -> u8 {
         host: a.host.unwrap_or_else(short_hostname),
         user: a.user,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        monitor,
     };
     let imp = translate(&sources, &opts);
     for r in &imp.reports {
@@ -103,6 +134,15 @@ pub fn run(a: ImportCrontabArgs) -> u8 {
         "{} entries; {} line(s) not carried over",
         imp.entries, imp.dropped
     ));
+    if let Some(out) = &a.crontab_out {
+        if let Err(e) = std::fs::write(out, &imp.crontab) {
+            say(format!("{out}: {e}"));
+            return super::EXIT_USAGE;
+        }
+        say(format!(
+            "the crontab to install, each command through gearwheel ping, is in {out}"
+        ));
+    }
     print!("{}", imp.text);
     if a.check {
         let (report, ok) = check::check("(output)", &imp.text, &Zone::Local, 0, chrono::Utc::now());

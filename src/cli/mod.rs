@@ -11,6 +11,8 @@
 //! - `import_crontab`: the `import-crontab` command; `crontab_import`: its pure translation;
 //!   `crontab_words`: a crontab command's words.
 //! - `schedules`: `gearwheel schedules push|show`, a cluster's schedules file in etcd.
+//! - `ping`: `gearwheel ping ID -- COMMAND`, a command run anywhere reported to its heartbeat
+//!   entry.
 
 pub mod admin;
 pub mod args;
@@ -19,6 +21,7 @@ mod crontab_words;
 mod escape;
 pub mod help;
 pub mod import_crontab;
+pub mod ping;
 pub mod schedules;
 pub mod submit;
 pub mod table;
@@ -286,5 +289,23 @@ mod tests {
             panic!("work did not parse")
         };
         assert_eq!(w.command, vec!["cat", "-"]);
+    }
+
+    #[test]
+    fn ping_takes_its_flags_around_the_id_and_the_command_after_the_double_dash() {
+        let Ok(Command::Ping(p)) = parse(&[
+            "ping",
+            "backup.remote",
+            "-s",
+            "h:8080",
+            "--",
+            "rsync",
+            "-a",
+            "--delete=yes",
+        ]) else {
+            panic!("ping did not parse")
+        };
+        assert_eq!(p.server.as_deref(), Some("h:8080"));
+        assert_eq!(p.args, vec!["backup.remote", "rsync", "-a", "--delete=yes"]);
     }
 }

@@ -7,10 +7,12 @@
 //! - `servers`: which servers the commands talk to (`-s`, `$GEARMAN_SERVERS`).
 //! - `duration`: durations and points in time as the command line gives them.
 //! - `etcd`: a blocking etcd client on the gateway codec.
+//! - `ping`: one ping to a server's HTTP port, for `gearwheel ping`.
 
 pub mod conn;
 pub mod duration;
 pub mod etcd;
+pub mod ping;
 pub mod servers;
 mod stream;
 

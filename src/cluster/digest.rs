@@ -36,7 +36,12 @@ pub fn entry(e: &Entry) -> String {
         on_success,
         timeout_ms,
         retry,
+        expect_ping,
+        grace_ms,
+        max_duration_ms,
+        min_duration_ms,
         workload,
+        group,
     } = e;
     let form = format!(
         "{}\n{}\n{:?}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
@@ -56,6 +61,20 @@ pub fn entry(e: &Entry) -> String {
         retry,
         workload
     );
+    // The watch options are added only when set, so that the digest of an entry without
+    // them stays what servers of an older version compute.
+    let watch = (*expect_ping, *max_duration_ms, *min_duration_ms) != (false, None, None)
+        || *grace_ms != crate::schedule::file::DEFAULT_GRACE_MS;
+    let form = if watch {
+        format!("{form}\nwatch {expect_ping} {grace_ms} {max_duration_ms:?} {min_duration_ms:?}")
+    } else {
+        form
+    };
+    // The group too, only when set.
+    let form = match group {
+        Some(g) => format!("{form}\ngroup={g}"),
+        None => form,
+    };
     format!("{:016x}", fnv(&form))
 }
 

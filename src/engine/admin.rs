@@ -142,6 +142,21 @@ impl Engine {
             AdminCommand::ShowSchedules => self.schedules_listing().into(),
             AdminCommand::ShowFailed(func) => self.failed_listing(func.as_deref()).into(),
             AdminCommand::ShowTimeouts => self.timeouts_listing().into(),
+            AdminCommand::ShowLimits => self.limits_listing(now).into(),
+            AdminCommand::SetLimit {
+                setting,
+                func,
+                value,
+            } => {
+                let value = String::from_utf8_lossy(&value);
+                match super::LimitChange::parse(setting.word(), &value) {
+                    Ok(change) => self.limit_reply(&func, change, now, out),
+                    Err(e) => format!("ERR INVALID_ARGUMENTS {}\r\n", e.replace(' ', "+")).into(),
+                }
+            }
+            AdminCommand::PauseFunction { func, paused } => {
+                self.limit_reply(&func, super::LimitChange::Paused(paused), now, out)
+            }
             AdminCommand::Timeout { func, set } => self.admin_timeout(func, set),
             AdminCommand::RetryFailed(sel) => {
                 let handles = self.retry_failed(FailedSelector::parse(&sel), now, out);
@@ -229,6 +244,7 @@ impl Engine {
                     }
                     Some(f) => {
                         self.unlink_idle(f);
+                        self.drop_gate(f);
                         let func = self.functions.remove(f);
                         self.func_by_name.remove(&func.name);
                         Bytes::from_static(b"OK\r\n")

@@ -101,6 +101,7 @@ impl Engine {
             let f = job.func();
             self.functions[f].running -= 1;
             self.running -= 1;
+            self.gate_job_ended(f);
             self.count(f, query::Counted::Retried);
             self.schedule_outcome(k, schedules::Outcome::Requeued, now, out);
             self.enqueue(k, true);
@@ -138,7 +139,7 @@ impl Engine {
         c.noop_sent = false;
         let just_ended = std::mem::take(&mut c.just_ended);
         self.sync_waiting(id);
-        match self.find_job_for(id) {
+        match self.next_job_for(id, now, out) {
             Some(found) => self.assign(id, kind, found, now, out),
             // A worker that just ended a job is in its loop: its next job is often about to be
             // submitted (a synchronous client answers a result with the next request). Holding
@@ -163,6 +164,22 @@ impl Engine {
         }
     }
 
+    /// The job worker `id` gets next, as `find_job_for` says, once the heads that waited past
+    /// their function's `expire` have failed (each one looked at leaves, so this ends).
+    fn next_job_for(
+        &mut self,
+        id: ConnId,
+        now: u64,
+        out: &mut Outbox,
+    ) -> Option<(FuncId, Priority)> {
+        loop {
+            let found = self.find_job_for(id)?;
+            if !self.expire_head(found, now, out) {
+                return Some(found);
+            }
+        }
+    }
+
     /// A worker ended a job it ran.
     pub(super) fn ended_by(&mut self, id: ConnId) {
         if let Some(c) = self.conn_mut(id) {
@@ -173,6 +190,10 @@ impl Engine {
     /// Answer the held GRABs that new work may satisfy (queued by `wake_workers`); the others
     /// keep waiting. A loop rather than recursion: an answer may queue more of them.
     pub(super) fn serve_held_grabs(&mut self, now: u64, out: &mut Outbox) {
+        // Gates that opened as jobs ended wake workers first (into `grab_retries`), and
+        // runs waiting for their group start.
+        self.check_gates(now, out);
+        self.release_groups(now, out);
         let mut i = 0;
         while i < self.grab_retries.len() {
             let id = self.grab_retries[i];
@@ -180,7 +201,7 @@ impl Engine {
             let Some(c) = self.conn_mut(id) else { continue };
             c.grab_retry_queued = false;
             let Some(held) = c.held_grab else { continue };
-            let Some(found) = self.find_job_for(id) else {
+            let Some(found) = self.next_job_for(id, now, out) else {
                 self.sync_waiting(id);
                 continue;
             };
@@ -210,6 +231,8 @@ impl Engine {
         let func = &mut self.functions[f];
         func.running += 1;
         self.running += 1;
+        self.gate_handed_out(f, now, out);
+        let func = &self.functions[f];
         let more_work = func.queued_total() > 0;
         let timeout = self.run_limit(key, f, self.conn(id).and_then(|c| c.timeout_for(f)));
         self.rotate(id, f);
@@ -223,6 +246,7 @@ impl Engine {
             .and_then(|r| r.origin.as_mut())
         {
             origin.started_ms = Some(now);
+            self.run_started(key, job_id, now);
         }
         if let Some(ms) = timeout {
             let t = self.timers.insert(

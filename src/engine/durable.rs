@@ -77,6 +77,7 @@ impl Engine {
             schedules,
             failed,
             leases,
+            limits,
             func_retries,
             outputs,
             max_id,
@@ -112,6 +113,9 @@ impl Engine {
         }
         for l in leases {
             self.restore_lease(l.func, l.ms);
+        }
+        for l in limits {
+            self.restore_limits(&l.func, super::limits::settings_of(&l), now);
         }
         for s in schedules {
             let id = String::from_utf8_lossy(&s.entry);
@@ -188,6 +192,7 @@ impl Engine {
                 scheduled_ms: a.first_ms,
                 started_ms: None,
                 manual: false,
+                too_long: None,
             });
         }
         let job = &mut self.jobs[k];

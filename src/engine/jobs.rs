@@ -159,6 +159,7 @@ impl Engine {
             }
             _ => {
                 self.journal_added(k);
+                self.note_queued(k, f, now);
                 self.enqueue(k, false);
                 self.wake_workers(f, now, out);
             }
@@ -193,7 +194,8 @@ impl Engine {
             }
             q.tail = key;
         }
-        if filled {
+        // A held function's queues stay off the lists a handout searches (limits/).
+        if filled && !func.held {
             self.queue_filled(f, priority);
         }
     }
@@ -205,7 +207,7 @@ impl Engine {
         let (f, priority) = (job.func as usize, job.priority);
         let func = &mut self.functions[f];
         func.queued[p] -= 1;
-        let emptied = func.queued[p] == 0;
+        let emptied = func.queued[p] == 0 && !func.held;
         let q = &mut func.queues[p];
         match prev {
             NIL => q.head = next,
@@ -275,6 +277,8 @@ impl Engine {
             self.output_released(buf);
         }
         let job = self.jobs.remove(k);
+        self.forget_queued(k);
+        self.group_job_gone(k);
         if self.config.durable && job.background() {
             self.durable.push(record.unwrap_or(Record::JobFinished {
                 id: job.id,
@@ -299,6 +303,9 @@ impl Engine {
                 JobState::Running(w) => {
                     func.running -= 1;
                     self.running -= 1;
+                    if func.held {
+                        self.gates_to_check.push(job.func());
+                    }
                     if let Some(c) = self
                         .conns
                         .get_mut(w.index as usize)
@@ -348,7 +355,7 @@ impl Engine {
             FailReason::Cancelled => {
                 log::info!("job {} cancelled by admin", self.by_handle.of(job))
             }
-            FailReason::Timeout(_) | FailReason::RetriesSpent => {}
+            FailReason::Timeout(_) | FailReason::RetriesSpent | FailReason::Expired => {}
         }
         for &c in self.clients(k) {
             out.push(
@@ -362,6 +369,7 @@ impl Engine {
             FailReason::Cancelled => schedules::Outcome::Cancelled,
             FailReason::Timeout(limit) => schedules::Outcome::Timeout(limit),
             FailReason::RetriesSpent => schedules::Outcome::RetriesSpent,
+            FailReason::Expired => schedules::Outcome::Expired,
         };
         self.end_job(k, outcome, now, out);
     }
@@ -379,13 +387,13 @@ impl Engine {
         let counted = match outcome {
             O::Complete => Some(query::Counted::Completed),
             O::Exception(_) => Some(query::Counted::Exception),
-            O::Fail | O::Timeout(_) | O::RetriesSpent => Some(query::Counted::Failed),
+            O::Fail | O::Timeout(_) | O::RetriesSpent | O::Expired => Some(query::Counted::Failed),
             O::Cancelled | O::Requeued => None,
         };
         let how = match outcome {
             O::Complete => FinishReason::Complete,
             O::Exception(_) => FinishReason::Exception,
-            O::Fail | O::Requeued => FinishReason::Fail,
+            O::Fail | O::Requeued | O::Expired => FinishReason::Fail,
             O::Timeout(_) => FinishReason::Timeout,
             O::RetriesSpent => FinishReason::RetriesSpent,
             O::Cancelled => FinishReason::Cancel,

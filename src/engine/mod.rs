@@ -14,6 +14,7 @@
 //! - `schedules/`: schedule entries: arming, runs and their ends, history, an operator's
 //!   hand, cluster claims, alerts.
 //! - `failures/`: retries with backoff, jobs failing for good, the failed list.
+//! - `limits/`: `limit`, `rate`, `pause function` and `expire`, enforced at handout.
 //! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
 //!   which puts back what the journal replayed.
 //! - `output/`: what jobs print, kept while they run and for `--keep-results` after.
@@ -30,6 +31,7 @@ mod handles;
 mod horizon;
 mod jobs;
 mod leases;
+mod limits;
 mod outbox;
 mod output;
 mod query;
@@ -38,9 +40,10 @@ mod schedules;
 mod serve;
 mod timers;
 pub use schedules::LoadReport;
-pub use schedules::ops::ScheduleOpError;
+pub use schedules::ops::{HEARTBEAT_NOT_RUN, ScheduleOpError};
 pub use schedules::run_history::ScheduleMarks;
 pub use schedules::run_history::{RunOutcome, RunRecord};
+pub use schedules::watch::{PingError, PingKind};
 mod types;
 mod uniques;
 mod workers;
@@ -60,6 +63,9 @@ use crate::timer::{TimerKey, Timers};
 pub use admin::CancelRefused;
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
+pub use limits::{
+    LimitChange, LimitError, LimitStatus, Rate as LimitRate, Settings as LimitSettings,
+};
 pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use output::{Ending, KeptJob, OutputView};
 pub use query::{
@@ -194,6 +200,8 @@ enum FailReason {
     /// Ran past its time (which limit).
     Timeout(leases::TimeLimit),
     RetriesSpent,
+    /// Waited in its queue past its function's `expire` (limits/).
+    Expired,
 }
 
 pub struct Engine {
@@ -246,6 +254,12 @@ pub struct Engine {
     kept_timer: output::ExpiryTimer,
     /// Bytes the running jobs' outputs hold (within `--keep-output-total` with the kept).
     live_output: usize,
+    /// Functions with a limits setting (at most `limits::MAX_LIMITED`).
+    limited: usize,
+    /// Held functions whose running jobs ended this request: their gates are asked again.
+    gates_to_check: Vec<FuncId>,
+    /// When each job of a function with `expire` began its wait in the queue, by job key.
+    queued_since: FastMap<u32, u64>,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -288,6 +302,9 @@ impl Engine {
             kept,
             kept_timer: None,
             live_output: 0,
+            limited: 0,
+            gates_to_check: Vec::new(),
+            queued_since: FastMap::default(),
         }
     }
 

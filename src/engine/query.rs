@@ -20,6 +20,8 @@ pub struct FunctionStatus {
     /// Worker registrations (one per CAN_DO, as `status` counts them).
     pub workers: u32,
     pub counters: JobCounters,
+    /// `pause function`: no job of it is handed out (limits/).
+    pub paused: bool,
 }
 
 impl FunctionStatus {
@@ -252,6 +254,7 @@ impl Engine {
                 future: f.future,
                 workers: f.registrations,
                 counters: f.counters,
+                paused: f.gate.as_ref().is_some_and(|g| g.settings.paused),
             })
             .collect()
     }
@@ -388,7 +391,7 @@ impl Engine {
                 ScheduleStatus {
                     id: st.id.to_string(),
                     spec: st.entry.spec.clone(),
-                    says: crate::schedule::words::describe(&st.entry.spec, st.entry.zone.name()),
+                    says: st.says(),
                     function: st.entry.function.clone(),
                     next_ms: st.next_ms,
                     last_run_ms: h.last_run_ms,

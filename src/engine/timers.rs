@@ -13,6 +13,24 @@ pub(super) enum TimerEvent {
     DrainTimeout,
     /// A schedule entry's run is due (`generation` tells loads apart).
     ScheduleFire { slot: usize, generation: u64 },
+    /// A heartbeat entry's run scheduled at `scheduled_ms` has had its grace (schedules/watch.rs).
+    PingGrace {
+        slot: usize,
+        generation: u64,
+        scheduled_ms: u64,
+    },
+    /// A heartbeat run that pinged its start at `started_ms` reached its `max_duration=`.
+    PingTooLong {
+        slot: usize,
+        generation: u64,
+        started_ms: u64,
+    },
+    /// A scheduled job taken at `started_ms` reached its entry's `max_duration=`.
+    RunTooLong {
+        job: JobKey,
+        id: u64,
+        started_ms: u64,
+    },
     /// A held GRAB waited long enough: NO_JOB.
     GrabWait { conn: ConnId },
     /// Time to log the functions forgotten since the last summary (forget.rs).
@@ -21,6 +39,8 @@ pub(super) enum TimerEvent {
     WakeupNext { conn: ConnId, func: FuncId },
     /// The oldest kept output is past `--keep-results` (output/).
     OutputExpiry,
+    /// A function's `rate` window has room again (limits/).
+    GateOpens { func: FuncId },
 }
 
 impl Engine {
@@ -63,6 +83,21 @@ impl Engine {
                 TimerEvent::ScheduleFire { slot, generation } => {
                     self.fire_schedule(slot, generation, now, out)
                 }
+                TimerEvent::PingGrace {
+                    slot,
+                    generation,
+                    scheduled_ms,
+                } => self.ping_grace_over(slot, generation, scheduled_ms, now, out),
+                TimerEvent::PingTooLong {
+                    slot,
+                    generation,
+                    started_ms,
+                } => self.ping_too_long(slot, generation, started_ms, now, out),
+                TimerEvent::RunTooLong {
+                    job,
+                    id,
+                    started_ms,
+                } => self.job_too_long(job, id, started_ms, now, out),
                 TimerEvent::GrabWait { conn } => {
                     if let Some(c) = self.conn_mut(conn) {
                         if c.held_grab.take().is_some() {
@@ -77,6 +112,7 @@ impl Engine {
                 TimerEvent::ForgetLog => self.forget_log_due(now),
                 TimerEvent::OutputExpiry => self.output_expiry_due(now),
                 TimerEvent::WakeupNext { conn, func } => self.wakeup_overdue(conn, func, now, out),
+                TimerEvent::GateOpens { func } => self.gate_due(func, now, out),
                 TimerEvent::DrainTimeout => {
                     log::warn!(
                         "graceful shutdown: {} still running after the timeout",
@@ -94,6 +130,7 @@ impl Engine {
                     log::info!("future job {} is due", self.by_handle.of(j));
                     let f = j.func();
                     self.functions[f].future -= 1;
+                    self.note_queued(job, f, now);
                     self.enqueue(job, false);
                     self.wake_workers(f, now, out);
                 }

@@ -206,6 +206,11 @@ pub struct Function {
     pub idle_listed: bool,
     pub idle_prev: u32,
     pub idle_next: u32,
+    /// `limit`, `rate`, `pause function`, `expire`: the function's settings, if any
+    /// (limits/).
+    pub gate: Option<Box<super::limits::Gate>>,
+    /// The gate holds its jobs back: its queues are off the engine's non-empty lists.
+    pub held: bool,
 }
 
 /// Cumulative job events of one function since the server started. A job ends once, in one of
@@ -246,6 +251,8 @@ impl Function {
             idle_listed: false,
             idle_prev: NIL,
             idle_next: NIL,
+            gate: None,
+            held: false,
         }
     }
 
@@ -424,6 +431,8 @@ pub struct Origin {
     pub started_ms: Option<u64>,
     /// Started by `run schedule`, not by the entry's timing.
     pub manual: bool,
+    /// The entry's `max_duration=` deadline for the attempt running, cancelled at its end.
+    pub too_long: Option<crate::timer::TimerKey>,
 }
 
 /// A job's foreground clients in attach order: none (background jobs), one inline (the usual

@@ -105,7 +105,7 @@ impl Engine {
             func.workers.push(id);
         }
         // A worker that is already asleep learns at once that there is work for it.
-        if asleep && func.queued_total() > 0 {
+        if asleep && func.queued_total() > 0 && !func.held {
             self.send_noop(id, f, now, out);
         }
     }
@@ -279,8 +279,10 @@ impl Engine {
         for p in Priority::ALL {
             let i = p.index();
             let key = |f: FuncId, a: &Ability| -> Option<u64> {
-                let head = self.functions.get(f)?.queues[i].head;
-                if head == NIL {
+                let func = self.functions.get(f)?;
+                let head = func.queues[i].head;
+                // A held function is off `nonempty`; from the worker's side, one flag.
+                if head == NIL || func.held {
                     return None;
                 }
                 Some(if rr {
@@ -331,7 +333,7 @@ impl Engine {
             return;
         };
         let n = func.workers.len();
-        if n == 0 || self.waiting.is_empty() {
+        if n == 0 || self.waiting.is_empty() || func.held {
             return;
         }
         let limit = match self.config.worker_wakeup {
@@ -452,7 +454,7 @@ impl Engine {
             for p in Priority::ALL {
                 let i = p.index();
                 let listed = func.nonempty_pos[i] != NIL;
-                assert_eq!(listed, func.queued[i] > 0);
+                assert_eq!(listed, func.queued[i] > 0 && !func.held);
                 if listed {
                     assert_eq!(self.nonempty[i][func.nonempty_pos[i] as usize], f);
                 }

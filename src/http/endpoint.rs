@@ -1,6 +1,7 @@
 //! What a request asks for, typed: a read-only endpoint, a job submission, an operation on a
-//! schedule entry or a failed job, a console action, or a reply to give at once. `route` and
-//! its sub-routers (`failed_ops`, `schedule_ops`) produce these; the reactor acts on them.
+//! schedule entry or a failed job, a heartbeat's ping, a console action, or a reply to give at
+//! once. `route` and its sub-routers (`failed_ops`, `schedule_ops`, `ping`) produce these; the
+//! reactor acts on them.
 
 use bytes::Bytes;
 
@@ -24,6 +25,8 @@ pub enum Endpoint {
     Healthz,
     /// `/cluster`: the cluster's members, leader and lease (`--etcd`).
     Cluster,
+    /// `/limits`: every function's limits (`super::limit_ops`).
+    Limits,
     /// The console's page, files and JSON (`super::console`).
     Console(Page),
 }
@@ -59,6 +62,14 @@ pub enum Route {
         op: FailedOp,
         handle: Bytes,
     },
+    /// `PUT /limits/FUNCTION` (the settings its body names) or `DELETE /limits/FUNCTION`
+    /// (all of them off).
+    Limits {
+        func: Bytes,
+        changes: Vec<crate::engine::LimitChange>,
+    },
+    /// `/ping/ID[/start|/fail|/CODE]`: a run of a heartbeat entry reported.
+    Ping(super::ping::Ping),
     /// A console action (checked and done by the reactor: it needs the peer's address).
     Act(Action),
     /// Answer at once (404, 405, 400 for a bad header value).

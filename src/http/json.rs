@@ -40,6 +40,7 @@ fn function(out: &mut String, f: &FunctionStatus) {
             .num("retried", c.retried);
         co.end();
     }
+    o.bool("paused", f.paused);
     o.end();
 }
 
@@ -235,13 +236,14 @@ mod tests {
                 submitted: 7,
                 ..JobCounters::default()
             },
+            paused: true,
         };
         assert_eq!(
             status(&[f], &[("jobs", 15)]),
             "{\"jobs\":15,\"functions\":[{\"name\":\"re\\\"v\",\"total\":15,\"queued\":6,\
              \"running\":4,\"future\":5,\"workers\":6,\"priority\":{\"high\":1,\"normal\":2,\
              \"low\":3},\"counters\":{\"submitted\":7,\"completed\":0,\"failed\":0,\
-             \"exceptions\":0,\"retried\":0}}]}\n"
+             \"exceptions\":0,\"retried\":0},\"paused\":true}]}\n"
         );
         assert_eq!(status(&[], &[]), "{\"functions\":[]}\n");
     }

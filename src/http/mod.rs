@@ -11,6 +11,8 @@
 //! - `job`: a submitted job's engine replies to one HTTP response.
 //! - `failed_ops`: `GET /failed`, `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
 //! - `schedule_ops`: `POST /schedules/ID/run|skip|pause|resume` and its JSON answer.
+//! - `limit_ops`: `GET /limits`, `PUT` and `DELETE /limits/FUNCTION`.
+//! - `ping`: `/ping/ID[/start|/fail|/EXIT_CODE]`, a heartbeat entry's run reported.
 //! - `response`: status lines, headers and bodies; `json` and `metrics`: the read-only bodies.
 //! - `prometheus`: the Prometheus text-format writer `metrics` renders through.
 //! - `console`: the console in the browser (embedded page, its JSON, the job-rate ring).
@@ -21,8 +23,10 @@ pub mod failed_ops;
 pub mod guard;
 pub mod job;
 pub mod json;
+pub mod limit_ops;
 pub mod metrics;
 pub mod parse;
+pub mod ping;
 mod prometheus;
 pub mod response;
 pub mod route;

@@ -122,10 +122,16 @@ pub fn route(head: &Head, body: Bytes) -> Route {
             Err(r) => Route::Reply(r),
         };
     }
+    if let Some(r) = super::ping::route(&head.method, &name, &body) {
+        return r.map_or_else(Route::Reply, Route::Ping);
+    }
     if let Some(r) = super::schedule_ops::route(&head.method, &name) {
         return r;
     }
     if let Some(r) = super::failed_ops::route(&head.method, &name) {
+        return r;
+    }
+    if let Some(r) = super::limit_ops::route(&head.method, &name, &body) {
         return r;
     }
     if let Method::Other(_) = head.method {
@@ -229,7 +235,8 @@ pub fn route(head: &Head, body: Bytes) -> Route {
 }
 
 /// What a request gets during a graceful shutdown: the health check (which says `draining`) and
-/// the metrics, so that load balancers and dashboards see the drain to its end; everything else
+/// the metrics, so that load balancers and dashboards see the drain to its end, and the pings of
+/// heartbeat entries (a run elsewhere is reported, not lost); everything else
 /// is `503 draining` (a job submitted now would never be handed out).
 pub fn while_draining(route: Route) -> Route {
     match route {
@@ -238,10 +245,13 @@ pub fn while_draining(route: Route) -> Route {
             ..
         }
         | Route::Reply(_) => route,
+        // A ping starts no work: a run's report is taken to the end, not lost.
+        Route::Ping(_) => route,
         Route::Read { .. }
         | Route::Submit(_)
         | Route::Schedule { .. }
         | Route::Failed { .. }
+        | Route::Limits { .. }
         | Route::Act(_) => Route::Reply(Reply::text(503, "draining")),
     }
 }

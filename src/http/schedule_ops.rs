@@ -71,6 +71,10 @@ pub fn reply(
             .str("running", h);
             409
         }
+        (Err(ScheduleOpError::Heartbeat), _) => {
+            o.str("error", crate::engine::HEARTBEAT_NOT_RUN);
+            409
+        }
         (Err(ScheduleOpError::QueueFull), _) => {
             o.str("error", "the queue of the entry's function is full");
             503

@@ -67,10 +67,43 @@ pub enum AdminCommand {
     },
     /// `show timeouts`: the leases set.
     ShowTimeouts,
+    /// `limit FUNCTION N|off`, `rate FUNCTION N/DURATION|off`, `expire FUNCTION
+    /// DURATION|off`: one of a function's limits (`setting` is the command word; the value
+    /// as sent, the engine reads it).
+    SetLimit {
+        setting: LimitWord,
+        func: Bytes,
+        value: Bytes,
+    },
+    /// `pause function FUNCTION` (true), `resume function FUNCTION` (false).
+    PauseFunction {
+        func: Bytes,
+        paused: bool,
+    },
+    /// `show limits`.
+    ShowLimits,
     /// A line the server answers with a fixed reply (an error), already formatted.
     Reply(&'static str),
     /// An unknown command word, answered with gearmand's UNKNOWN_COMMAND text.
     Unknown(Bytes),
+}
+
+/// The command word of a function's limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitWord {
+    Limit,
+    Rate,
+    Expire,
+}
+
+impl LimitWord {
+    pub fn word(self) -> &'static str {
+        match self {
+            LimitWord::Limit => "limit",
+            LimitWord::Rate => "rate",
+            LimitWord::Expire => "expire",
+        }
+    }
 }
 
 /// What an operator can do to a schedule entry, by admin line or HTTP POST.
@@ -190,6 +223,7 @@ impl AdminCommand {
                     )
                 }
                 (Some(a), _) if word_eq(a, "timeouts") => AdminCommand::ShowTimeouts,
+                (Some(a), _) if word_eq(a, "limits") => AdminCommand::ShowLimits,
                 _ => AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n"),
             }
         } else if word_eq(cmd, "timeout") {
@@ -200,6 +234,38 @@ impl AdminCommand {
                 },
                 _ => AdminCommand::Reply(
                     "ERR INVALID_ARGUMENTS Use+timeout+FUNCTION+[DURATION|off]\r\n",
+                ),
+            }
+        } else if let Some(setting) = [LimitWord::Limit, LimitWord::Rate, LimitWord::Expire]
+            .into_iter()
+            .find(|w| word_eq(cmd, w.word()))
+        {
+            match (arg(1), arg(2)) {
+                (Some(func), Some(value)) if !func.is_empty() && words.len() == 3 => {
+                    AdminCommand::SetLimit {
+                        setting,
+                        func: func.clone(),
+                        value: value.clone(),
+                    }
+                }
+                _ => AdminCommand::Reply(match setting {
+                    LimitWord::Limit => "ERR INVALID_ARGUMENTS Use+limit+FUNCTION+N|off\r\n",
+                    LimitWord::Rate => "ERR INVALID_ARGUMENTS Use+rate+FUNCTION+N/DURATION|off\r\n",
+                    LimitWord::Expire => {
+                        "ERR INVALID_ARGUMENTS Use+expire+FUNCTION+DURATION|off\r\n"
+                    }
+                }),
+            }
+        } else if (word_eq(cmd, "pause") || word_eq(cmd, "resume"))
+            && arg(1).is_some_and(|a| word_eq(a, "function"))
+        {
+            match arg(2) {
+                Some(func) if !func.is_empty() && words.len() == 3 => AdminCommand::PauseFunction {
+                    func: func.clone(),
+                    paused: word_eq(cmd, "pause"),
+                },
+                _ => AdminCommand::Reply(
+                    "ERR INVALID_ARGUMENTS Use+pause+function+FUNCTION+or+resume+function+FUNCTION\r\n",
                 ),
             }
         } else if word_eq(cmd, "cancel") {
@@ -320,6 +386,63 @@ mod tests {
 
     fn b(s: &'static str) -> Bytes {
         Bytes::from_static(s.as_bytes())
+    }
+
+    #[test]
+    fn limits_lines() {
+        assert_eq!(
+            p("LIMIT f 4"),
+            AdminCommand::SetLimit {
+                setting: LimitWord::Limit,
+                func: b("f"),
+                value: b("4")
+            }
+        );
+        assert_eq!(
+            p("rate f 100/1m"),
+            AdminCommand::SetLimit {
+                setting: LimitWord::Rate,
+                func: b("f"),
+                value: b("100/1m")
+            }
+        );
+        assert_eq!(
+            p("expire f off"),
+            AdminCommand::SetLimit {
+                setting: LimitWord::Expire,
+                func: b("f"),
+                value: b("off")
+            }
+        );
+        assert_eq!(
+            p("pause function f"),
+            AdminCommand::PauseFunction {
+                func: b("f"),
+                paused: true
+            }
+        );
+        assert_eq!(
+            p("resume FUNCTION f"),
+            AdminCommand::PauseFunction {
+                func: b("f"),
+                paused: false
+            }
+        );
+        assert_eq!(p("show limits"), AdminCommand::ShowLimits);
+        // A schedule entry's pause is still its own.
+        assert!(matches!(
+            p("pause schedule s"),
+            AdminCommand::Schedule { .. }
+        ));
+        for bad in [
+            "limit f",
+            "limit",
+            "rate f 1/1s x",
+            "pause function",
+            "resume function a b",
+        ] {
+            assert!(matches!(p(bad), AdminCommand::Reply(_)), "{bad}");
+        }
     }
 
     #[test]

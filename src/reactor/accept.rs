@@ -7,16 +7,21 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 
 use log::{debug, error, info};
-use mio::net::TcpListener;
-use mio::{Interest, Poll};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Poll, Registry};
 
-use super::conn::Connection;
-use super::deadlines::Deadline;
+use super::conn::{Connection, Conns};
+use super::deadlines::{Deadline, Deadlines};
+use super::door::Door;
+use super::gate::Gate;
+use super::http::HttpGlue;
+use super::listen;
+use super::stats::Stats;
+use super::tls_glue::TlsGlue;
 use super::token::{self, Listener, Source};
-use super::{Server, listen};
 use crate::access::peer::Peer;
 use crate::config::Config;
-use crate::engine::{ConnId, ConnInfo};
+use crate::engine::{ConnId, ConnInfo, Engine};
 use crate::log_budget::Cause;
 use crate::peer_log;
 
@@ -65,51 +70,61 @@ pub(super) fn bind_listeners(config: &Config, poll: &Poll) -> io::Result<Listene
 /// accept failed with the deadline of their next try.
 pub(super) struct Listeners {
     /// Emptied when a graceful shutdown begins.
-    pub(super) sockets: Vec<TcpListener>,
+    sockets: Vec<TcpListener>,
     /// As bound (port 0 resolved); kept after the sockets close.
     pub(super) addrs: Vec<SocketAddr>,
-    pub(super) retries: Vec<(Listener, crate::timer::TimerKey)>,
+    retries: Vec<(Listener, crate::timer::TimerKey)>,
 }
 
-impl Server {
-    /// The `--listen` addresses actually bound (port 0 resolved).
-    pub fn local_addrs(&self) -> &[SocketAddr] {
-        &self.listeners.addrs[..self.tls.first_tls_listener.min(self.listeners.addrs.len())]
+impl Listeners {
+    /// A graceful shutdown begins: no more Gearman connections (the addresses stay known).
+    pub(super) fn close(&mut self, registry: &Registry) {
+        for mut l in self.sockets.drain(..) {
+            let _ = registry.deregister(&mut l);
+        }
     }
 
-    /// The `--ssl-listen` addresses actually bound.
-    pub fn ssl_addrs(&self) -> &[SocketAddr] {
-        &self.listeners.addrs[self.tls.first_tls_listener.min(self.listeners.addrs.len())..]
+    /// The `--listen` addresses bound, then the `--ssl-listen` ones from `first_tls`.
+    pub(super) fn split_at(&self, first_tls: usize) -> (&[SocketAddr], &[SocketAddr]) {
+        self.addrs.split_at(first_tls.min(self.addrs.len()))
     }
 
-    /// The listeners that do not authenticate their peers (the ones protected mode guards),
-    /// HTTP included: plaintext ones, and TLS ones that ask no client certificate.
-    pub(super) fn unauthenticated_addrs(&self) -> impl Iterator<Item = &SocketAddr> {
-        let certified = self.tls.asks_client_certificate();
-        let https = self.tls.https() && certified;
-        let gearman = self.listeners.addrs.iter().enumerate();
-        let gearman =
-            gearman.filter(move |(i, _)| !(certified && self.tls.listener_is_tls(*i, false)));
-        let http = self.http_addrs().iter().filter(move |_| !https);
-        gearman.map(|(_, a)| a).chain(http)
+    /// The listeners beyond loopback that do not authenticate their peers (the ones
+    /// protected mode guards), HTTP ones (`http`) included: plaintext ones, and TLS ones that
+    /// ask no client certificate; and the plaintext HTTP ones beyond loopback, where no bearer
+    /// token may go.
+    pub(super) fn beyond_loopback(
+        &self,
+        tls: &TlsGlue,
+        http: &[SocketAddr],
+    ) -> (Vec<SocketAddr>, Vec<SocketAddr>) {
+        let certified = tls.asks_client_certificate();
+        let https = tls.https();
+        let gearman = self.addrs.iter().enumerate();
+        let gearman = gearman.filter(|(i, _)| !(certified && tls.listener_is_tls(*i, false)));
+        let unauthenticated = gearman
+            .map(|(_, a)| a)
+            .chain(http.iter().filter(|_| !(https && certified)));
+        let beyond = unauthenticated.filter(|a| !a.ip().is_loopback());
+        let open_http = http.iter().filter(|a| !https && !a.ip().is_loopback());
+        (beyond.copied().collect(), open_http.copied().collect())
     }
 
-    /// `--ssl`: every listener speaks TLS.
-    pub fn tls_everywhere(&self) -> bool {
-        self.tls.https()
+    /// Has accept failed on `from`, with a retry armed?
+    pub(super) fn failing(&self, from: Listener) -> bool {
+        self.retries.iter().any(|&(l, _)| l == from)
     }
 
-    /// A listener's retry is due (see `ACCEPT_RETRY_MS`).
-    pub(super) fn accept_retry(&mut self, from: Listener) {
-        self.listeners.retries.retain(|&(l, _)| l != from);
-        self.accept_on(from, true);
+    /// A listener's retry is due (see `ACCEPT_RETRY_MS`): its deadline is spent.
+    pub(super) fn retry_due(&mut self, from: Listener) {
+        self.retries.retain(|&(l, _)| l != from);
     }
 
     /// The address of a listener, for the log.
-    fn listener_addr(&self, l: Listener) -> Option<SocketAddr> {
+    fn addr(&self, l: Listener, http: &HttpGlue) -> Option<SocketAddr> {
         match l {
-            Listener::Gearman(i) => self.listeners.addrs.get(i).copied(),
-            Listener::Http(i) => self.http_addrs().get(i).copied(),
+            Listener::Gearman(i) => self.addrs.get(i).copied(),
+            Listener::Http(i) => http.addrs().get(i).copied(),
         }
     }
 
@@ -118,9 +133,9 @@ impl Server {
     /// (door.rs), with the failures since the last line: a server at its descriptor limit,
     /// where every freed descriptor lets one accept through before the next fails, would
     /// otherwise write a line per client.
-    fn accept_failed(&mut self, from: Listener, e: io::Error) {
-        let said = self.door.accept_failed(self.time.now);
-        let addr = self.listener_addr(from);
+    fn failed(&mut self, from: Listener, e: io::Error, a: &mut Admission<'_>) {
+        let said = a.door.accept_failed(a.now);
+        let addr = self.addr(from, a.http);
         let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
         match said {
             Some(n) => error!(
@@ -133,170 +148,196 @@ impl Server {
             ),
             None => debug!("accept on {addr} failed again: {e}"),
         }
-        if self.listeners.retries.iter().any(|&(l, _)| l == from) {
+        if self.failing(from) {
             return;
         }
-        let at = self.time.now.saturating_add(ACCEPT_RETRY_MS);
-        let key = self.deadlines.arm(at, Deadline::AcceptRetry(from));
-        self.listeners.retries.push((from, key));
+        let at = a.now.saturating_add(ACCEPT_RETRY_MS);
+        let key = a.deadlines.arm(at, Deadline::AcceptRetry(from));
+        self.retries.push((from, key));
     }
 
     /// Accept works again on `from` (a client came, or the backlog is empty): a retry armed
     /// for it is not needed any more. Said only after a line said it failed.
-    fn accept_works(&mut self, from: Listener) {
-        if let Some(p) = self.listeners.retries.iter().position(|&(l, _)| l == from) {
-            let (_, key) = self.listeners.retries.swap_remove(p);
-            self.deadlines.cancel(key);
+    fn works(&mut self, from: Listener, a: &mut Admission<'_>) {
+        if let Some(p) = self.retries.iter().position(|&(l, _)| l == from) {
+            let (_, key) = self.retries.swap_remove(p);
+            a.deadlines.cancel(key);
         }
-        if self.door.accept_works() {
-            let addr = self.listener_addr(from);
+        if a.door.accept_works() {
+            let addr = self.addr(from, a.http);
             let addr = addr.map_or_else(|| "?".to_string(), |a| a.to_string());
             info!("accept on {addr} works again");
         }
     }
 
-    /// A listener is readable: accept every client waiting.
-    pub(super) fn accept(&mut self, from: Listener) {
-        self.accept_on(from, false);
-    }
-
-    /// Accept every client waiting on `from`; `retrying`: a retry after a failure.
-    fn accept_on(&mut self, from: Listener, retrying: bool) {
+    /// Accept the next client waiting on `from` (`failing`: accept failed on it before, and
+    /// the failure is over once the backlog is empty; a client taken and then another
+    /// failure is the same failure going on, not a new one to log). `None`: no client is
+    /// left to take; `Some(Some(idx))`: a connection took slot `idx`; `Some(None)`: a client
+    /// was refused or lost, and the next one may be there.
+    pub(super) fn accept(
+        &mut self,
+        from: Listener,
+        failing: bool,
+        a: &mut Admission<'_>,
+    ) -> Option<Option<usize>> {
         let (li, http) = match from {
             Listener::Gearman(i) => (i, false),
             Listener::Http(i) => (i, true),
         };
-        // Accept failed on this listener before: the failure is over once the backlog is
-        // empty. (A client taken and then another failure is the same failure going on,
-        // not a new one to log.)
-        let failing = retrying || self.listeners.retries.iter().any(|&(l, _)| l == from);
-        loop {
-            let listener = if http {
-                self.http.listener(li)
-            } else {
-                self.listeners.sockets.get(li)
-            };
-            let Some(listener) = listener else {
-                return;
-            };
-            let (stream, peer) = match listener.accept() {
-                Ok(x) => x,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if failing {
-                        self.accept_works(from);
-                    }
-                    return;
+        let listener = if http {
+            a.http.listener(li)
+        } else {
+            self.sockets.get(li)
+        };
+        let (stream, peer) = match listener?.accept() {
+            Ok(x) => x,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if failing {
+                    self.works(from, a);
                 }
-                // A client that gave up before its turn: the next one may be there.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
-                    ) =>
-                {
-                    continue;
-                }
-                Err(e) => {
-                    // EMFILE, ENFILE, ENOBUFS...: clients may wait in the backlog, and no
-                    // readiness event will say so again.
-                    self.accept_failed(from, e);
-                    return;
-                }
-            };
-            if self.conns.slab.len() >= self.config.max_connections {
+                return None;
+            }
+            // A client that gave up before its turn: the next one may be there.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                return Some(None);
+            }
+            Err(e) => {
+                // EMFILE, ENFILE, ENOBUFS...: clients may wait in the backlog, and no
+                // readiness event will say so again.
+                self.failed(from, e, a);
+                return None;
+            }
+        };
+        let local = if http {
+            a.http.addrs().get(li)
+        } else {
+            self.addrs.get(li)
+        };
+        Some(a.admit(stream, peer, local.copied(), li, http))
+    }
+}
+
+/// What accepting a connection borrows from the server: the parts a new peer is judged by
+/// and let into.
+pub(super) struct Admission<'a> {
+    pub(super) conns: &'a mut Conns,
+    pub(super) door: &'a mut Door,
+    pub(super) gate: &'a mut Gate,
+    pub(super) tls: &'a mut TlsGlue,
+    pub(super) stats: &'a mut Stats,
+    pub(super) engine: &'a mut Engine,
+    pub(super) deadlines: &'a mut Deadlines,
+    pub(super) http: &'a HttpGlue,
+    pub(super) registry: &'a Registry,
+    pub(super) config: &'a Config,
+    pub(super) now: u64,
+}
+
+impl Admission<'_> {
+    /// A client accepted on listener `li` (`http`: an HTTP one, bound at `local`): refused
+    /// at `--max-connections`, by protected mode or by the door, or given a slot, its TLS
+    /// session and identity, and told to the engine. The slot taken, if any.
+    fn admit(
+        &mut self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        local: Option<SocketAddr>,
+        li: usize,
+        http: bool,
+    ) -> Option<usize> {
+        if self.conns.slab.len() >= self.config.max_connections {
+            peer_log!(
+                self.now,
+                Cause::Accept,
+                Warn,
+                "refusing connection from {peer}: --max-connections {} reached",
+                self.config.max_connections
+            );
+            self.stats.refused += 1;
+            drop(stream);
+            return None;
+        }
+        let tls = self.tls.listener_is_tls(li, http);
+        // Protected mode covers every listener whose peers are not authenticated:
+        // plaintext ones, and TLS ones that ask no client certificate.
+        let authenticated = tls && self.tls.asks_client_certificate();
+        let access = match local {
+            Some(_) if authenticated => Peer::new(peer, false),
+            Some(local) => self.gate.access_for(peer, local),
+            None => Peer::new(peer, true),
+        };
+        if access.protected && !tls {
+            // Refused before a byte is read: the peer costs the accept and one short
+            // write, never a buffered request.
+            let refusal = self.gate.protected_at_accept(&access, http, self.now);
+            let _ = (&stream).write(&refusal);
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+            drop(stream);
+            return None;
+        }
+        let unserved = match self.door.enter(access.ip()) {
+            Ok(counted) => counted,
+            Err(full) => {
                 peer_log!(
-                    self.time.now,
+                    self.now,
                     Cause::Accept,
                     Warn,
-                    "refusing connection from {peer}: --max-connections {} reached",
-                    self.config.max_connections
+                    "refusing connection from {peer}: {full}"
                 );
                 self.stats.refused += 1;
                 drop(stream);
-                continue;
+                return None;
             }
-            let tls = self.tls.listener_is_tls(li, http);
-            let local = if http {
-                self.http_addrs().get(li)
-            } else {
-                self.listeners.addrs.get(li)
-            };
-            // Protected mode covers every listener whose peers are not authenticated:
-            // plaintext ones, and TLS ones that ask no client certificate.
-            let authenticated = tls && self.tls.asks_client_certificate();
-            let access = match local {
-                Some(_) if authenticated => Peer::new(peer, false),
-                Some(&local) => self.access_for(peer, local),
-                None => Peer::new(peer, true),
-            };
-            if access.protected && !tls {
-                // Refused before a byte is read: the peer costs the accept and one short
-                // write, never a buffered request.
-                let refusal = self.protected_at_accept(&access, http);
-                let _ = (&stream).write(&refusal);
-                let _ = stream.shutdown(std::net::Shutdown::Write);
-                drop(stream);
-                continue;
-            }
-            let unserved = match self.door.enter(access.ip()) {
-                Ok(counted) => counted,
-                Err(full) => {
-                    peer_log!(
-                        self.time.now,
-                        Cause::Accept,
-                        Warn,
-                        "refusing connection from {peer}: {full}"
-                    );
-                    self.stats.refused += 1;
-                    drop(stream);
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
-            if let Some(k) = &self.config.keepalive {
-                listen::set_keepalive(&stream, k);
-            }
-            let session = match self.tls.session(li, http) {
-                Ok(s) => s,
-                Err(e) => {
-                    error!("cannot start TLS with {peer}: {e}");
-                    if unserved {
-                        self.door.leave(access.ip());
-                    }
-                    continue;
-                }
-            };
-            let entry = self.conns.slab.vacant_entry();
-            let idx = entry.key();
-            let id = ConnId {
-                index: idx as u32,
-                generation: token::next_generation(self.conns.last_generation),
-            };
-            let registration = (self.poll.registry(), Source::Conn(id).token());
-            let ip = access.ip();
-            let mut c = match Connection::accept(stream, id, registration, session, access) {
-                Ok(c) => c,
-                Err(e) => {
-                    error!("cannot register connection from {peer}: {e}");
-                    if unserved {
-                        self.door.leave(ip);
-                    }
-                    continue;
-                }
-            };
-            c.unserved = unserved;
-            self.conns.last_generation = id.generation;
-            let info = ConnInfo {
-                fd: c.fd(),
-                ip: peer.ip().to_canonical(),
-            };
-            entry.insert(c);
-            self.engine.connect(id, info);
-            if tls {
-                self.tls
-                    .accepted(&mut self.conns, &mut self.deadlines, idx, self.time.now);
-            }
-            self.http_accepted(idx, http);
+        };
+        let _ = stream.set_nodelay(true);
+        if let Some(k) = &self.config.keepalive {
+            listen::set_keepalive(&stream, k);
         }
+        let session = match self.tls.session(li, http) {
+            Ok(s) => s,
+            Err(e) => {
+                error!("cannot start TLS with {peer}: {e}");
+                if unserved {
+                    self.door.leave(access.ip());
+                }
+                return None;
+            }
+        };
+        let entry = self.conns.slab.vacant_entry();
+        let idx = entry.key();
+        let id = ConnId {
+            index: idx as u32,
+            generation: token::next_generation(self.conns.last_generation),
+        };
+        let registration = (self.registry, Source::Conn(id).token());
+        let ip = access.ip();
+        let mut c = match Connection::accept(stream, id, registration, session, access) {
+            Ok(c) => c,
+            Err(e) => {
+                error!("cannot register connection from {peer}: {e}");
+                if unserved {
+                    self.door.leave(ip);
+                }
+                return None;
+            }
+        };
+        c.unserved = unserved;
+        self.conns.last_generation = id.generation;
+        let info = ConnInfo {
+            fd: c.fd(),
+            ip: peer.ip().to_canonical(),
+        };
+        entry.insert(c);
+        self.engine.connect(id, info);
+        if tls {
+            self.tls.accepted(self.conns, self.deadlines, idx, self.now);
+        }
+        Some(idx)
     }
 }

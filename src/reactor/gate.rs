@@ -1,8 +1,9 @@
 //! The one gate into the engine: every Gearman packet, admin line and HTTP request passes
-//! `Server::gate` before the engine (or the loop's own admin lines) acts on it. The gate knows
-//! the connection's identity, which the engine never sees; `crate::access::classify` says what
-//! a request needs, and the rules stand here, in order. It also owns the `--acl` file's
-//! loading and reloads, the denials' log lines (bounded per connection) and their counts.
+//! `Gate::check` (through `Server::gate`) before the engine (or the loop's own admin lines)
+//! acts on it. The gate knows the connection's identity, which the engine never sees;
+//! `crate::access::classify` says what a request needs, and the rules stand here, in order. It
+//! also owns the `--acl` file's loading and reloads, the denials' log lines (bounded per
+//! connection) and their counts.
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
@@ -11,13 +12,12 @@ use std::path::PathBuf;
 use bytes::{Bytes, BytesMut};
 use log::{error, warn};
 
-use super::Server;
-use super::conn::Connection;
-use crate::access::classify::{self, Need, Scope};
+use super::conn::{Connection, Conns};
+use crate::access::classify::{Need, Scope};
 use crate::access::denials::DenialCounts;
 use crate::access::peer::Peer;
 use crate::access::{self, AccessConfig, Acl, Identity, Operation};
-use crate::engine::{ConnId, Engine};
+use crate::engine::{Engine, Outbox};
 use crate::http::console;
 use crate::http::parse::{Bearer, Version};
 use crate::http::response::Reply;
@@ -245,45 +245,42 @@ fn judge_by_acl(
     })
 }
 
-impl Server {
-    /// May connection `idx` have `need` served (`bearer`: an HTTP request's token)? The
-    /// rules are `judge`'s; a denial is counted here, and logged up to `--acl-denials-logged`
-    /// a connection, within the server's budget of peer-caused lines (`crate::log_budget`). An
-    /// empty slot is refused: a gate that cannot see who asks lets nothing through.
+impl Gate {
+    /// May connection `c` have `need` served (`bearer`: an HTTP request's token)? The rules
+    /// are `judge`'s; a denial is counted here, and logged up to `--acl-denials-logged` a
+    /// connection, within the server's budget of peer-caused lines (`crate::log_budget`);
+    /// a console action refused without an ACL counts in `console_refused` (HTTP's).
     #[inline]
-    pub(super) fn gate(
+    pub(super) fn check(
         &mut self,
-        idx: usize,
+        c: &mut Connection,
+        engine: &Engine,
         need: Need<'_>,
         bearer: Option<&Bearer>,
+        console_refused: &mut u64,
+        now: u64,
     ) -> Result<(), Denial> {
-        let Some(c) = self.conns.slab.get_mut(idx) else {
-            return Err(Denial::NoConnection);
-        };
-        if c.unserved {
-            // Its first complete request: it no longer counts against the room unserved
-            // peers may hold (door.rs), whatever the gate says of the request.
-            c.unserved = false;
-            self.door.leave(c.access.ip());
-        }
-        match judge(&self.access, &self.engine, c, need, bearer) {
+        match judge(self, engine, c, need, bearer) {
             Ok(()) => Ok(()),
-            Err(d) => Err(self.denied(idx, d)),
+            Err(d) => Err(self.denied(c, d, console_refused, now)),
         }
     }
 
-    /// Count and log a denial of connection `idx`.
+    /// Count and log a denial of connection `c`.
     #[cold]
     #[inline(never)]
-    fn denied(&mut self, idx: usize, d: Denial) -> Denial {
-        let now = self.time.now;
-        let Some(c) = self.conns.slab.get_mut(idx) else {
-            return d;
-        };
+    pub(super) fn denied(
+        &mut self,
+        c: &mut Connection,
+        d: Denial,
+        console_refused: &mut u64,
+        now: u64,
+    ) -> Denial {
+        let idx = c.id.index;
         if d == Denial::ConsoleNotLoopback {
             // No ACL is in force: counted and logged with the console's other refusals
             // (gearman_http_refused_total{reason="console_action"}), not as an ACL denial.
-            self.http.console_refused += 1;
+            *console_refused += 1;
             peer_log!(
                 now,
                 Cause::Console,
@@ -303,8 +300,8 @@ impl Server {
         };
         let a = &mut c.access;
         a.denials = a.denials.saturating_add(1);
-        self.access.denials.count(&who, d.operation());
-        let cap = self.access.config.denials_logged;
+        self.denials.count(&who, d.operation());
+        let cap = self.config.denials_logged;
         if a.denials <= cap {
             peer_log!(
                 now,
@@ -326,51 +323,29 @@ impl Server {
         d
     }
 
-    /// Would the gate let `need` through for connection `idx`? Asked without logging or
+    /// Would the gate let `need` through for connection `c`? Asked without logging or
     /// counting, for what the server does on a connection's behalf (the HTTP connection's
     /// OPTION_REQ at accept) and for what the console offers.
-    pub(super) fn permits(&self, idx: usize, need: Need<'_>) -> bool {
-        self.conns
-            .slab
-            .get(idx)
-            .is_some_and(|c| judge(&self.access, &self.engine, c, need, None).is_ok())
-    }
-
-    /// A Gearman packet through the gate into the engine (or its refusal back). Inlined, so
-    /// that the request moves from its parsing into the engine without another copy.
-    #[inline]
-    pub(super) fn enter_packet(&mut self, idx: usize, id: ConnId, req: Request, now: u64) {
-        match self.gate(idx, classify::packet(&req), None) {
-            Ok(()) => self.engine.handle(id, req, now, &mut self.outbox),
-            Err(d) => self.refuse(idx, id, d.packet(), d.closes()),
-        }
-    }
-
-    /// Send a refusal; when it `closes`, nothing more of the connection is read.
-    pub(super) fn refuse(&mut self, idx: usize, id: ConnId, reply: Response, closes: bool) {
-        self.outbox.push(id, reply);
-        if let Some(c) = self.conns.slab.get_mut(idx).filter(|_| closes) {
-            c.close_after_flush();
-            c.rbuf.clear();
-        }
+    pub(super) fn permits(&self, c: &Connection, engine: &Engine, need: Need<'_>) -> bool {
+        judge(self, engine, c, need, None).is_ok()
     }
 
     /// Protected mode applies to peers of the listener bound at `local`, which does not
     /// authenticate them.
     pub(super) fn access_for(&self, peer: SocketAddr, local: SocketAddr) -> Peer {
-        Peer::new(peer, self.access.protects(local))
+        Peer::new(peer, self.protects(local))
     }
 
     /// Protected mode refuses `peer` at accept, on a plaintext listener (`http`: an HTTP
     /// one): counted and logged as at a first request, and the one refusal to write before
     /// the close, an ERROR packet or a 403. Nothing of the peer is read.
     #[cold]
-    pub(super) fn protected_at_accept(&mut self, peer: &Peer, http: bool) -> BytesMut {
+    pub(super) fn protected_at_accept(&mut self, peer: &Peer, http: bool, now: u64) -> BytesMut {
         let d = Denial::Protected;
         let who = Identity::Addr(peer.ip()).to_string();
-        self.access.denials.count(&who, d.operation());
+        self.denials.count(&who, d.operation());
         peer_log!(
-            self.time.now,
+            now,
             Cause::Denied,
             Warn,
             "denied: connection from {} ({who}) at accept: {}",
@@ -379,7 +354,7 @@ impl Server {
         );
         let mut out = BytesMut::new();
         if http {
-            let date = crate::http::response::http_date(self.time.now);
+            let date = crate::http::response::http_date(now);
             let reply = d.http();
             crate::http::response::write(&mut out, &reply, Version::Http11, false, false, &date);
         } else {
@@ -388,50 +363,13 @@ impl Server {
         out
     }
 
-    /// After a read of connection `idx` while its TLS handshake runs: when it just ended
-    /// (`TlsGlue::handshake_check` names the peer), protected mode judges the peer.
-    pub(super) fn tls_handshake_check(&mut self, idx: usize) {
-        if self
-            .tls
-            .handshake_check(&mut self.conns, &mut self.deadlines, idx)
-        {
-            // The name a kept job says ran it (the engine never sees an identity otherwise).
-            if let Some(c) = self.conns.slab.get(idx) {
-                if let crate::access::Identity::Cn(_) = c.identity().as_ref() {
-                    self.engine.set_identity(c.id, &c.identity().to_string());
-                }
-            }
-            self.protected_after_handshake(idx);
-        }
-    }
-
-    /// A TLS handshake just ended on connection `idx` of a listener that asks no client
-    /// certificate: protected mode refuses its peer now, before any request of it is read
-    /// (conn/mod.rs reads nothing past the handshake for it).
-    pub(super) fn protected_after_handshake(&mut self, idx: usize) {
-        let Some(c) = self.conns.slab.get(idx).filter(|c| c.access.protected) else {
-            return;
-        };
-        let (id, http) = (c.id, c.is_http());
-        let d = self.denied(idx, Denial::Protected);
-        if http {
-            self.http_refuse(idx, d.http());
-        } else {
-            self.refuse(idx, id, d.packet(), true);
-        }
-    }
-
-    /// A connection is closing: say how many of its denials were not logged, and give back
-    /// the slot it held as unserved.
-    pub(super) fn gate_closed(&mut self, c: &Connection) {
-        if c.unserved {
-            self.door.leave(c.access.ip());
-        }
+    /// A connection is closing: say how many of its denials were not logged.
+    pub(super) fn closed(&self, c: &Connection, now: u64) {
         let a = &c.access;
-        let cap = self.access.config.denials_logged;
+        let cap = self.config.denials_logged;
         if a.denials > cap {
             peer_log!(
-                self.time.now,
+                now,
                 Cause::Denied,
                 Warn,
                 "connection {} ({}, from {}) closed after {} denials, {} of them not logged",
@@ -444,29 +382,24 @@ impl Server {
         }
     }
 
-    /// The console may act for connection `idx` (what /ui/api/server tells its page).
-    pub(super) fn console_may_act(&self, idx: usize) -> bool {
-        self.permits(idx, Need::ConsoleAct)
-    }
-
     /// After a reload: a worker whose identity lost `work` on a function it registered is
     /// unregistered from it, as if it had sent CANT_DO, so that no job of it (and no workload)
     /// reaches the worker any more. A job it already holds is not taken from it: its WORK_*
     /// are refused, and the job is given back when the worker leaves (or its lease ends).
-    fn withdraw_work(&mut self, now: u64) {
-        let Some(acl) = &self.access.acl else {
+    fn withdraw_work(&self, conns: &Conns, engine: &mut Engine, outbox: &mut Outbox, now: u64) {
+        let Some(acl) = &self.acl else {
             return;
         };
         let mut lost = Vec::new();
-        for (idx, c) in &self.conns.slab {
-            for func in self.engine.functions_of(c.id) {
+        for (idx, c) in &conns.slab {
+            for func in engine.functions_of(c.id) {
                 if !acl.allows(&c.identity(), Operation::Work, Some(&func)) {
                     lost.push((idx, c.id, func));
                 }
             }
         }
         for (idx, id, func) in lost {
-            if let Some(c) = self.conns.slab.get(idx) {
+            if let Some(c) = conns.slab.get(idx) {
                 warn!(
                     "access list reloaded: connection {idx} ({}, from {}) no longer works on {}",
                     c.identity(),
@@ -474,19 +407,20 @@ impl Server {
                     shown(&func)
                 );
             }
-            self.engine
-                .handle(id, Request::CantDo { func }, now, &mut self.outbox);
+            engine.handle(id, Request::CantDo { func }, now, outbox);
         }
     }
 
     /// Read `--acl` for the first time (before any connection); the error is
-    /// `FILE:LINE:COL: message`. Says at start what protected mode does.
-    pub fn load_acl(&mut self) -> Result<Option<usize>, String> {
-        let beyond: Vec<_> = self
-            .unauthenticated_addrs()
-            .filter(|a| !a.ip().is_loopback())
-            .collect();
-        let cfg = &self.access.config;
+    /// `FILE:LINE:COL: message`. Says at start what protected mode does on `beyond`, the
+    /// listeners beyond loopback that do not authenticate their peers; `open_http`: the
+    /// plaintext HTTP listeners beyond loopback (see `read_acl`).
+    pub(super) fn load(
+        &mut self,
+        beyond: &[SocketAddr],
+        open_http: &[SocketAddr],
+    ) -> Result<Option<usize>, String> {
+        let cfg = &self.config;
         if cfg.acl.is_none() && !beyond.is_empty() {
             let list = beyond
                 .iter()
@@ -507,45 +441,31 @@ impl Server {
         let Some(path) = cfg.acl.clone() else {
             return Ok(None);
         };
-        let acl = self.read_acl(&path)?;
+        let acl = read_acl(&path, open_http)?;
         let n = acl.rule_count();
         crate::notice!(
             "access list: {} from {}",
             crate::plural::count(n as u64, "rule", "rules"),
             path.display()
         );
-        self.access.acl = Some(acl);
+        self.acl = Some(acl);
         Ok(Some(n))
     }
 
-    /// Read and parse the `--acl` file, and refuse one that defines bearer tokens while an
-    /// HTTP listener is plaintext beyond loopback: a secret sent there crosses the network in
-    /// the clear, where anyone on the path may take it, so tokens are for HTTPS (or loopback).
-    fn read_acl(&self, path: &std::path::Path) -> Result<Acl, String> {
-        let acl = access::read_acl(path)?;
-        let open: Vec<String> = self
-            .http_addrs()
-            .iter()
-            .filter(|a| !self.tls.https() && !a.ip().is_loopback())
-            .map(|a| a.to_string())
-            .collect();
-        if acl.defines_tokens() && !open.is_empty() {
-            return Err(format!(
-                "{}: bearer tokens are defined, but the HTTP listener {} is plaintext beyond loopback, where a secret crosses the network in the clear; serve HTTP over TLS (--ssl) or on loopback only (--http-listen 127.0.0.1)",
-                path.display(),
-                open.join(", ")
-            ));
-        }
-        Ok(acl)
-    }
-
     /// Read `--acl` again (SIGHUP, `reload acl`): the new rules replace the old at once, or a
-    /// bad file changes nothing and the error says why.
-    pub(super) fn reload_acl(&mut self, now: u64) -> Result<usize, String> {
-        let Some(path): Option<PathBuf> = self.access.config.acl.clone() else {
+    /// bad file changes nothing and the error says why. `open_http` as for `load`.
+    pub(super) fn reload(
+        &mut self,
+        open_http: &[SocketAddr],
+        conns: &Conns,
+        engine: &mut Engine,
+        outbox: &mut Outbox,
+        now: u64,
+    ) -> Result<usize, String> {
+        let Some(path): Option<PathBuf> = self.config.acl.clone() else {
             return Err("no --acl file was given".into());
         };
-        match self.read_acl(&path) {
+        match read_acl(&path, open_http) {
             Ok(acl) => {
                 let n = acl.rule_count();
                 crate::notice!(
@@ -553,8 +473,8 @@ impl Server {
                     path.display(),
                     crate::plural::count(n as u64, "rule", "rules")
                 );
-                self.access.acl = Some(acl);
-                self.withdraw_work(now);
+                self.acl = Some(acl);
+                self.withdraw_work(conns, engine, outbox, now);
                 Ok(n)
             }
             Err(e) => {
@@ -569,6 +489,23 @@ impl Server {
     }
 }
 
+/// Read and parse the `--acl` file, and refuse one that defines bearer tokens while an HTTP
+/// listener is plaintext beyond loopback (`open_http`): a secret sent there crosses the
+/// network in the clear, where anyone on the path may take it, so tokens are for HTTPS (or
+/// loopback).
+fn read_acl(path: &std::path::Path, open_http: &[SocketAddr]) -> Result<Acl, String> {
+    let acl = access::read_acl(path)?;
+    if acl.defines_tokens() && !open_http.is_empty() {
+        let open: Vec<String> = open_http.iter().map(|a| a.to_string()).collect();
+        return Err(format!(
+            "{}: bearer tokens are defined, but the HTTP listener {} is plaintext beyond loopback, where a secret crosses the network in the clear; serve HTTP over TLS (--ssl) or on loopback only (--http-listen 127.0.0.1)",
+            path.display(),
+            open.join(", ")
+        ));
+    }
+    Ok(acl)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -578,6 +515,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::config::{Config, ServeArgs};
+    use crate::reactor::Server;
     use crate::reactor::TlsSetup;
     use crate::reactor::token::Listener;
 
@@ -598,7 +536,7 @@ mod tests {
         assert!(Denial::NoConnection.closes());
         // A loopback peer in the slot is served.
         let _peer = std::net::TcpStream::connect(s.local_addrs()[0]).expect("connect");
-        s.accept(Listener::Gearman(0));
+        s.accept(Listener::Gearman(0), false);
         assert_eq!(s.conns.slab.len(), 1);
         assert_eq!(s.gate(0, Need::Free, None), Ok(()));
         assert!(s.permits(0, Need::Free));

@@ -2,22 +2,24 @@
 //! the loop. The only owner of sockets; it turns frames into requests for the engine and the
 //! engine's outbox into bytes, and never decides anything about a job.
 //!
-//! This file: `Server`, the loop and one turn, the sleep until the next deadline.
+//! This file: `Server`, the loop and one turn, the sleep until the next deadline, and the
+//! glue that lends several parts at once: the signals' effects, accept, the gate's calls,
+//! the ACL and schedules reloads, the turn's write side (dispatch, hand on, finish).
 //!
 //! - `token`: the one token space: what each mio `Token` names.
-//! - `accept`: the listeners bound, accept, `--max-connections`; `listen`: socket options.
+//! - `accept`: `Listeners`, bound, accept, `--max-connections`; `listen`: socket options.
 //! - `door`: who is let in at accept (room for loopback and served peers).
 //! - `conn/`: the connections, their transport and the turn's write side.
 //! - `gearman`: the Gearman read path; `admin`: the admin lines the loop answers itself.
-//! - `gate`: the one gate into the engine (ACL, protected mode, denials counted).
+//! - `gate`: `Gate`, the one gate into the engine (ACL, protected mode, denials counted).
 //! - `http/`: the HTTP listener, its connections, the console and the guard.
 //! - `tls_glue`: TLS listeners, sessions, handshakes and certificate reloads.
 //! - `etcd_link`: the connections to etcd and the cluster machine.
 //! - `journal`: the journal driver and its group commit.
-//! - `schedules`: the schedules file read and reloaded.
+//! - `schedules`: `Schedules`, the schedules file read and reloaded.
 //! - `deadlines`: the reactor's own timer wheel.
 //! - `stats`: `Stats`, the reactor-wide counters for /metrics.
-//! - `signals`: signals as loop events; `shutdown`: stopping and the graceful drain.
+//! - `signals`: signals as loop events; `shutdown`: `Drain`, the graceful drain.
 //! - `embedded`: a server on a thread with a manual clock, for tests.
 
 mod accept;
@@ -40,24 +42,29 @@ mod tls_glue;
 mod token;
 
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use log::info;
 use mio::{Events, Interest, Poll};
 
+use crate::access::classify::{self, Need};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
-use crate::engine::{Engine, Outbox};
+use crate::engine::{ConnId, Engine, Outbox};
+use crate::http::parse::Bearer;
+use crate::proto::request::Request;
+use crate::proto::response::Response;
 
 use conn::Conns;
 use deadlines::Deadline;
 pub use embedded::Embedded;
+use gate::Denial;
 pub use schedules::read_schedules;
 pub use signals::Signals;
 pub use tls_glue::TlsSetup;
-use token::Source;
+use token::{Listener, Source};
 
 /// Frames one connection may have served per loop turn before others get a go.
 const FRAMES_PER_TURN: usize = 256;
@@ -111,10 +118,10 @@ pub struct Server {
     /// When to give memory back (src/footprint.rs).
     idle_trim: crate::footprint::IdleTrim,
     signals: Option<Signals>,
-    /// A graceful shutdown has begun.
-    draining: bool,
-    /// The schedules file, read at start, on SIGHUP and on `reload schedules`.
-    schedules_path: Option<PathBuf>,
+    /// Whether a graceful shutdown has begun (shutdown.rs).
+    drain: shutdown::Drain,
+    /// The schedules file, read at start, on SIGHUP and on `reload schedules` (schedules.rs).
+    schedules: schedules::Schedules,
     /// The journal and its group commit (journal.rs).
     journal: journal::JournalDriver,
     /// The reactor's own deadlines (deadlines.rs).
@@ -171,6 +178,8 @@ impl Server {
             config.max_connections_per_address,
             config.max_unserved_connections,
         );
+        let schedules = schedules::Schedules::new(config.engine.zone.clone());
+        let drain = shutdown::Drain::new(config.graceful_timeout);
         conn::prepare_read_buffer();
         Ok(Server {
             poll,
@@ -190,8 +199,8 @@ impl Server {
             },
             idle_trim,
             signals: None,
-            draining: false,
-            schedules_path: None,
+            drain,
+            schedules,
             journal: journal::JournalDriver::default(),
             deadlines: deadlines::Deadlines::default(),
             access,
@@ -221,6 +230,21 @@ impl Server {
             &mut self.outbox,
             now,
         )
+    }
+
+    /// The `--listen` addresses actually bound (port 0 resolved).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        self.listeners.split_at(self.tls.first_tls_listener).0
+    }
+
+    /// The `--ssl-listen` addresses actually bound.
+    pub fn ssl_addrs(&self) -> &[SocketAddr] {
+        self.listeners.split_at(self.tls.first_tls_listener).1
+    }
+
+    /// `--ssl`: every listener speaks TLS.
+    pub fn tls_everywhere(&self) -> bool {
+        self.tls.https()
     }
 
     /// Let the loop react to SIGTERM, SIGINT, SIGUSR1 and SIGHUP.
@@ -310,7 +334,7 @@ impl Server {
                         return Some(exit);
                     }
                 }
-                Source::Listener(l) => self.accept(l),
+                Source::Listener(l) => self.accept(l, false),
                 Source::Conn(id) => {
                     let idx = id.index as usize;
                     let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.id == id) else {
@@ -344,7 +368,7 @@ impl Server {
         // The replies `hand_on` kept for the turn's end.
         self.conns.pending_writes.append(&mut self.conns.deferred);
         self.dispatch();
-        self.uncork();
+        self.conns.uncork(now, self.time.lazy_hold_ms);
         self.finish_turn(now);
         if self.conns.close_over_bound(now) {
             self.finish_turn(now);
@@ -353,11 +377,48 @@ impl Server {
         self.http_sample_rates(now);
         self.journal.compact_step();
         crate::log_budget::flush(now);
-        if let Some(exit) = self.check_shutdown(now) {
+        let registry = self.poll.registry();
+        let (engine, outbox) = (&mut self.engine, &mut self.outbox);
+        if let Some(exit) = self
+            .drain
+            .check(&mut self.listeners, registry, engine, outbox, now)
+        {
             self.conns.flush_all();
             self.journal.close(&mut self.engine, &mut self.outbox, now);
             self.cluster_resign();
             return Some(exit);
+        }
+        None
+    }
+
+    /// What the signals ask: SIGHUP's reopen and reloads, a stop, a graceful drain.
+    fn on_signals(&mut self, now: u64) -> Option<Exit> {
+        let s = self.signals.as_mut()?;
+        let got = s.take();
+        if got.reopen_log {
+            if crate::logger::to_file() {
+                crate::notice!("SIGHUP: reopening the log file");
+                crate::logger::reopen();
+            }
+            if self.schedules.is_set() {
+                let _ = self.reload_schedules(now);
+            }
+            if self.access.has_acl() {
+                let _ = self.reload_acl(now);
+            }
+            self.tls.reload();
+            if let Some(l) = self.cluster.as_mut() {
+                l.reload_tls();
+            }
+        }
+        if got.stop {
+            crate::notice!("stop signal: shutting down");
+            return Some(Exit::Stopped);
+        }
+        if got.graceful {
+            let registry = self.poll.registry();
+            self.drain
+                .begin(&mut self.listeners, registry, &mut self.engine, now);
         }
         None
     }
@@ -378,13 +439,39 @@ impl Server {
                 wall,
             );
             if let Some(text) = pushed {
-                self.load_pushed_schedules(text, wall);
+                self.schedules
+                    .load_pushed(text, &mut self.engine, &mut self.outbox, l, wall);
             }
             // Claims made by a takeover's catch-up go out this turn.
             if self.outbox.claims.is_empty() {
                 return;
             }
         }
+    }
+
+    /// Load the schedules file for the first time (see `Schedules::load`).
+    pub fn load_schedules(
+        &mut self,
+        path: PathBuf,
+    ) -> Result<(usize, crate::engine::LoadReport), Vec<String>> {
+        let now = self.time.clock.now_ms();
+        let journal = self.journal.enabled();
+        let cluster = self.cluster.as_deref_mut();
+        self.schedules.load(
+            path,
+            journal,
+            &mut self.engine,
+            &mut self.outbox,
+            cluster,
+            now,
+        )
+    }
+
+    /// Read the schedules file again (SIGHUP, `reload schedules`; see `Schedules::reload`).
+    pub(super) fn reload_schedules(&mut self, now: u64) -> Result<usize, String> {
+        let cluster = self.cluster.as_deref_mut();
+        self.schedules
+            .reload(&mut self.engine, &mut self.outbox, cluster, now)
     }
 
     /// At exit: give the leadership up at once (see `EtcdLink::resign`).
@@ -449,6 +536,193 @@ impl Server {
         deadline.map(|d| Duration::from_millis(d.saturating_sub(now)))
     }
 
+    /// Write at once what one connection's requests gave other connections (a job for a
+    /// worker, a result for a client), so that they start on it while this turn goes on; the
+    /// replies to the connection itself wait for the turn's end, as it may have more to say.
+    /// Not while changes wait for the journal: one commit per turn.
+    fn hand_on(&mut self, from: usize, now: u64) {
+        if self.outbox.replies.is_empty() || self.engine.has_durable() || self.journal.failing() {
+            return;
+        }
+        self.resume_paused(now);
+        self.dispatch();
+        // Only this event's replies are on the list: what earlier events left was flushed
+        // or deferred, so the search is short.
+        if let Some(p) = self.conns.pending_writes.iter().position(|&i| i == from) {
+            self.conns.pending_writes.swap_remove(p);
+            self.conns.deferred.push(from);
+        }
+        if !self.conns.pending_writes.is_empty() {
+            self.finish_turn(now);
+        }
+    }
+
+    /// Run the group commit (the turn's durable changes reach the journal first), then encode
+    /// the outbox's replies into write buffers (`Conns::deliver`), and hand the replies for
+    /// HTTP connections to the HTTP glue, which answers them (`http_deliver`).
+    fn dispatch(&mut self) {
+        // Group commit: this turn's durable changes reach the journal (and, under
+        // --fsync always, the disk) before any reply that depends on them is written.
+        self.journal
+            .commit(&mut self.engine, &mut self.outbox, self.time.now);
+        self.conns
+            .deliver(&mut self.outbox, &mut self.http.inbox, self.time.now);
+        self.http_deliver();
+    }
+
+    /// Flush writes, close what must close (which may produce more replies), repeat.
+    fn finish_turn(&mut self, now: u64) {
+        loop {
+            let registry = self.poll.registry();
+            let max = self.config.max_output_buffer;
+            self.conns.flush_pending(registry, max, self.time.now);
+            if self.conns.to_close.is_empty() {
+                return;
+            }
+            for idx in std::mem::take(&mut self.conns.to_close) {
+                if let Some(mut c) = self.conns.remove(idx) {
+                    self.http_closed(&c);
+                    if c.unserved {
+                        // The slot it held as unserved is given back.
+                        self.door.leave(c.access.ip());
+                    }
+                    self.access.closed(&c, self.time.now);
+                    if let Some(k) = c.handshake_deadline() {
+                        self.deadlines.cancel(k);
+                    }
+                    c.deregister(self.poll.registry());
+                    self.engine.disconnect(c.id, now, &mut self.outbox);
+                }
+            }
+            self.resume_paused(now);
+            self.dispatch();
+        }
+    }
+
+    /// Accept every client waiting on `from` (see `Listeners::accept`); `retrying`: a retry
+    /// after a failure.
+    fn accept(&mut self, from: Listener, retrying: bool) {
+        let failing = retrying || self.listeners.failing(from);
+        loop {
+            let mut a = accept::Admission {
+                conns: &mut self.conns,
+                door: &mut self.door,
+                gate: &mut self.access,
+                tls: &mut self.tls,
+                stats: &mut self.stats,
+                engine: &mut self.engine,
+                deadlines: &mut self.deadlines,
+                http: &self.http,
+                registry: self.poll.registry(),
+                config: &self.config,
+                now: self.time.now,
+            };
+            match self.listeners.accept(from, failing, &mut a) {
+                None => return,
+                Some(None) => {}
+                Some(Some(idx)) => self.http_accepted(idx, matches!(from, Listener::Http(_))),
+            }
+        }
+    }
+
+    /// May connection `idx` have `need` served (`bearer`: an HTTP request's token)? See
+    /// `Gate::check`. An empty slot is refused: a gate that cannot see who asks lets nothing
+    /// through.
+    #[inline]
+    fn gate(&mut self, idx: usize, need: Need<'_>, bearer: Option<&Bearer>) -> Result<(), Denial> {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
+            return Err(Denial::NoConnection);
+        };
+        if c.unserved {
+            // Its first complete request: it no longer counts against the room unserved
+            // peers may hold (door.rs), whatever the gate says of the request.
+            c.unserved = false;
+            self.door.leave(c.access.ip());
+        }
+        let refused = &mut self.http.console_refused;
+        let now = self.time.now;
+        self.access
+            .check(c, &self.engine, need, bearer, refused, now)
+    }
+
+    /// Would the gate let `need` through for connection `idx`? See `Gate::permits`.
+    fn permits(&self, idx: usize, need: Need<'_>) -> bool {
+        let c = self.conns.slab.get(idx);
+        c.is_some_and(|c| self.access.permits(c, &self.engine, need))
+    }
+
+    /// The console may act for connection `idx` (what /ui/api/server tells its page).
+    fn console_may_act(&self, idx: usize) -> bool {
+        self.permits(idx, Need::ConsoleAct)
+    }
+
+    /// A Gearman packet through the gate into the engine (or its refusal back). Inlined, so
+    /// that the request moves from its parsing into the engine without another copy.
+    #[inline]
+    fn enter_packet(&mut self, idx: usize, id: ConnId, req: Request, now: u64) {
+        match self.gate(idx, classify::packet(&req), None) {
+            Ok(()) => self.engine.handle(id, req, now, &mut self.outbox),
+            Err(d) => self.refuse(idx, id, d.packet(), d.closes()),
+        }
+    }
+
+    /// Send a refusal; when it `closes`, nothing more of the connection is read.
+    fn refuse(&mut self, idx: usize, id: ConnId, reply: Response, closes: bool) {
+        self.outbox.push(id, reply);
+        if let Some(c) = self.conns.slab.get_mut(idx).filter(|_| closes) {
+            c.close_after_flush();
+            c.rbuf.clear();
+        }
+    }
+
+    /// After a read of connection `idx` while its TLS handshake runs: when it just ended
+    /// (`TlsGlue::handshake_check` names the peer), protected mode judges the peer.
+    fn tls_handshake_check(&mut self, idx: usize) {
+        let deadlines = &mut self.deadlines;
+        if self.tls.handshake_check(&mut self.conns, deadlines, idx) {
+            // The name a kept job says ran it (the engine never sees an identity otherwise).
+            if let Some(c) = self.conns.slab.get(idx) {
+                if let crate::access::Identity::Cn(_) = c.identity().as_ref() {
+                    self.engine.set_identity(c.id, &c.identity().to_string());
+                }
+            }
+            self.protected_after_handshake(idx);
+        }
+    }
+
+    /// A TLS handshake just ended on connection `idx` of a listener that asks no client
+    /// certificate: protected mode refuses its peer now, before any request of it is read
+    /// (conn/mod.rs reads nothing past the handshake for it).
+    fn protected_after_handshake(&mut self, idx: usize) {
+        let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.access.protected) else {
+            return;
+        };
+        let (id, http) = (c.id, c.is_http());
+        let refused = &mut self.http.console_refused;
+        let d = self
+            .access
+            .denied(c, Denial::Protected, refused, self.time.now);
+        if http {
+            self.http_refuse(idx, d.http());
+        } else {
+            self.refuse(idx, id, d.packet(), true);
+        }
+    }
+
+    /// Read `--acl` for the first time (before any connection); see `Gate::load`.
+    pub fn load_acl(&mut self) -> Result<Option<usize>, String> {
+        let (beyond, open_http) = self.listeners.beyond_loopback(&self.tls, self.http.addrs());
+        self.access.load(&beyond, &open_http)
+    }
+
+    /// Read `--acl` again (SIGHUP, `reload acl`); see `Gate::reload`.
+    fn reload_acl(&mut self, now: u64) -> Result<usize, String> {
+        let (_, open_http) = self.listeners.beyond_loopback(&self.tls, self.http.addrs());
+        let (engine, outbox) = (&mut self.engine, &mut self.outbox);
+        self.access
+            .reload(&open_http, &self.conns, engine, outbox, now)
+    }
+
     /// Act on the reactor's deadlines that passed (up to `DEADLINES_PER_TURN`; the rest are
     /// due at once on the next turn).
     fn on_deadlines(&mut self, now: u64) {
@@ -464,7 +738,10 @@ impl Server {
                 | Deadline::HttpRequest(_)
                 | Deadline::HttpJob(_)
                 | Deadline::HttpLinger(_) => self.http_deadline(key, what),
-                Deadline::AcceptRetry(l) => self.accept_retry(l),
+                Deadline::AcceptRetry(l) => {
+                    self.listeners.retry_due(l);
+                    self.accept(l, true);
+                }
             }
         }
     }

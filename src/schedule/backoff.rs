@@ -3,6 +3,7 @@
 //! before retry k is DURATION doubled k-1 times, capped at MAX (1h unless given). Pure.
 
 use super::duration::parse_duration;
+use super::duration::show_duration as show;
 
 /// MAX when `backoff=` names none.
 pub const DEFAULT_MAX_MS: u64 = 3_600_000;
@@ -81,21 +82,6 @@ pub fn parse_retries(s: &str) -> Result<u32, String> {
             "{s:?}: use a number of retries from 0 to {MAX_RETRIES}"
         )),
     }
-}
-
-/// Milliseconds as the largest whole unit: `90s` stays `90s`, `600000` is `10m`.
-fn show(ms: u64) -> String {
-    for (unit, n) in [
-        ("d", 86_400_000),
-        ("h", 3_600_000),
-        ("m", 60_000),
-        ("s", 1_000),
-    ] {
-        if ms % n == 0 {
-            return format!("{}{unit}", ms / n);
-        }
-    }
-    format!("{}s", ms.div_ceil(1000))
 }
 
 #[cfg(test)]

@@ -39,7 +39,13 @@ pub fn check(
     }
     for e in &file.entries {
         // A fan-out multiplies every run below: say so beside the function.
-        let fanout = if e.fanout > 1 {
+        let fanout = if e.expect_ping {
+            // A heartbeat runs nothing here: say what each time waits for instead.
+            format!(
+                " expect=ping (no job; a ping within {} of each time)",
+                super::duration::show_duration(e.grace_ms)
+            )
+        } else if e.fanout > 1 {
             format!(" fanout={} ({} jobs per run)", e.fanout, e.fanout)
         } else {
             String::new()
@@ -167,6 +173,25 @@ mod tests {
         assert!(ok);
         assert!(
             out.contains("-> shard fanout=16 (16 jobs per run)  (zone UTC)"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_heartbeat_says_it_runs_no_job() {
+        let from = parse_time("2026-01-01T00:00:00Z").unwrap();
+        let (out, ok) = check(
+            "s.cron",
+            "@every 5m host.alive expect=ping grace=2m\n",
+            &Zone::Utc,
+            1,
+            from,
+        );
+        assert!(ok);
+        assert!(
+            out.contains(
+                "-> host.alive expect=ping (no job; a ping within 2m of each time)  (zone UTC)"
+            ),
             "{out}"
         );
     }

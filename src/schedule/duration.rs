@@ -1,6 +1,22 @@
 //! Durations as people write them in a schedules file: `30s`, `5m`, `2h`, `1d`, and sums
 //! such as `1h30m`.
 
+/// Milliseconds as the largest whole unit, as a schedules file would say them: `90s` stays
+/// `90s`, `600000` is `10m`.
+pub fn show_duration(ms: u64) -> String {
+    for (unit, n) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+    ] {
+        if ms % n == 0 {
+            return format!("{}{unit}", ms / n);
+        }
+    }
+    format!("{}s", ms.div_ceil(1000))
+}
+
 /// Milliseconds in a duration text, or why it is not one.
 pub fn parse_duration(s: &str) -> Result<u64, String> {
     if s.is_empty() {

@@ -63,8 +63,22 @@ pub struct Entry {
     pub on_success: Option<String>,
     /// `timeout=DURATION`: a run not ended this long after a worker took it fails.
     pub timeout_ms: Option<u64>,
+    /// `group=NAME`: runs of the entries of one group never run at the same time.
+    pub group: Option<String>,
     /// `retry=N backoff=DURATION[..MAX]`: a failed run is queued again (src/schedule/backoff.rs).
     pub retry: super::backoff::RetryPolicy,
+    /// `expect=ping`: the entry submits no job; each run is a ping from a job that runs
+    /// elsewhere (cron on another machine, CI, a daemon), and a run not pinged in time is
+    /// missed.
+    pub expect_ping: bool,
+    /// `grace=DURATION` (`DEFAULT_GRACE_MS` unless given): how long after its scheduled time a
+    /// run of an `expect=ping` entry may be pinged before it counts as missed.
+    pub grace_ms: u64,
+    /// `max_duration=DURATION`: a run still going this long after it started raises a
+    /// `too_long` alert (once), without failing it.
+    pub max_duration_ms: Option<u64>,
+    /// `min_duration=DURATION`: a run that succeeds sooner raises a `too_short` alert.
+    pub min_duration_ms: Option<u64>,
     /// The workload template (after `--`).
     pub workload: String,
 }
@@ -104,6 +118,9 @@ impl Entry {
         self.spec == other.spec && self.zone == other.zone
     }
 }
+
+/// `grace=` unless given: a ping may come up to an hour after its run's scheduled time.
+pub const DEFAULT_GRACE_MS: u64 = 3_600_000;
 
 /// An error at a place in the file (1-based line and column).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,6 +203,11 @@ fn alert_function(value: &str) -> Result<Option<String>, String> {
     }
     Ok(Some(value.to_string()))
 }
+
+/// The options of a job gearwheel submits, which an `expect=ping` entry (no job) ignores.
+const JOB_OPTIONS: [&str; 9] = [
+    "priority", "overlap", "catchup", "deadline", "jitter", "fanout", "timeout", "retry", "backoff",
+];
 
 /// Where a crontab line that was pasted as it is should go.
 const IMPORT_HINT: &str = "; `gearwheel import-crontab` turns crontab lines into entries";
@@ -346,10 +368,18 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             fanout: 1,
             on_failure: on_failure.clone(),
             on_success: None,
+            group: None,
             timeout_ms: None,
             retry: super::backoff::RetryPolicy::default(),
+            expect_ping: false,
+            grace_ms: DEFAULT_GRACE_MS,
+            max_duration_ms: None,
+            min_duration_ms: None,
             workload: String::new(),
         };
+        // Options that only a job gearwheel submits has, for the warning on `expect=ping`.
+        let mut job_options: Vec<(usize, &str)> = Vec::new();
+        let mut grace_at = None;
         let mut id_at = func_at;
         let mut ok = true;
         for &(at, word) in &ws[spec_words + 1..] {
@@ -376,6 +406,9 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             };
             let vat = at + key.len() + 1;
             let bad = |what: &str| err(vat, format!("{key}={value:?}: {what}"));
+            if JOB_OPTIONS.contains(&key) {
+                job_options.push((at, key));
+            }
             let r: Result<(), ScheduleError> = match key {
                 "id" if !value.is_empty() && !value.contains(char::is_whitespace) => {
                     entry.id = value.to_string();
@@ -410,6 +443,27 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                     }
                     Err(e) => Err(err(vat, e)),
                 },
+                "expect" => pick(value, &[("job", false), ("ping", true)])
+                    .map(|v| entry.expect_ping = v)
+                    .map_err(|m| bad(&m)),
+                "grace" => {
+                    grace_at = Some(at);
+                    parse_duration(value)
+                        .map(|d| entry.grace_ms = d)
+                        .map_err(|e| err(vat, e))
+                }
+                "max_duration" | "min_duration" => match parse_duration(value) {
+                    Ok(0) => Err(bad("a duration of 0 says nothing; leave it out")),
+                    Ok(d) if key == "max_duration" => {
+                        entry.max_duration_ms = Some(d);
+                        Ok(())
+                    }
+                    Ok(d) => {
+                        entry.min_duration_ms = Some(d);
+                        Ok(())
+                    }
+                    Err(e) => Err(err(vat, e)),
+                },
                 "jitter" => parse_duration(value)
                     .map(|d| entry.jitter_ms = d)
                     .map_err(|e| err(vat, e)),
@@ -425,6 +479,14 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                         Ok(())
                     }
                     _ => Err(bad("use a number from 1 to 10000")),
+                },
+                "group" => match alert_function(value) {
+                    Ok(Some(g)) => {
+                        entry.group = Some(g);
+                        Ok(())
+                    }
+                    Ok(None) => Err(bad("name the group: one word")),
+                    Err(_) => Err(bad("a group name: one word, at most 255 bytes")),
                 },
                 "on_failure" | "on_success" => match alert_function(value) {
                     Ok(f) if key == "on_failure" => {
@@ -452,7 +514,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff or tz)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration or min_duration)"
                     ),
                 )),
             };
@@ -463,6 +525,37 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
         }
         if !ok {
             continue;
+        }
+        if entry.expect_ping {
+            for (at, key) in job_options {
+                file.warnings.push(err(
+                    at,
+                    format!(
+                        "{key}= has no effect with expect=ping (gearwheel submits no job for \
+                         this entry)"
+                    ),
+                ));
+            }
+            if !entry.workload.is_empty() {
+                file.warnings.push(err(
+                    func_at,
+                    "a workload has no effect with expect=ping (gearwheel submits no job for \
+                     this entry)"
+                        .into(),
+                ));
+            }
+        } else if let Some(at) = grace_at {
+            file.warnings
+                .push(err(at, "grace= has no effect without expect=ping".into()));
+        }
+        if let (Some(min), Some(max)) = (entry.min_duration_ms, entry.max_duration_ms) {
+            if min >= max {
+                errors.push(err(
+                    func_at,
+                    "min_duration= must be shorter than max_duration=".into(),
+                ));
+                continue;
+            }
         }
         if entry.deadline_ms.is_some() && entry.catchup == Catchup::None {
             file.warnings.push(err(
@@ -570,7 +663,7 @@ mod tests {
             vec![
                 "1:1: minute: 60 is out of range 0-59",
                 "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff or tz)",
+                "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration or min_duration)",
                 "4:22: priority=\"urgent\": use high, normal or low",
                 "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)",
                 "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
@@ -608,6 +701,19 @@ mod tests {
     }
 
     #[test]
+    fn group_names_one_word() {
+        let f = parse(
+            "0 1 * * * backup group=nightly\n0 2 * * * reindex\n",
+            &Zone::Utc,
+        )
+        .unwrap();
+        assert_eq!(f.entries[0].group.as_deref(), Some("nightly"));
+        assert_eq!(f.entries[1].group, None);
+        let e = parse("* * * * * f group=\n", &Zone::Utc).unwrap_err();
+        assert!(e[0].to_string().contains("name the group"), "{e:?}");
+    }
+
+    #[test]
     fn alerts_go_to_the_entry_option_or_the_file_default_below_it() {
         let text = "0 0 * * * a\nON_FAILURE=alert\n0 0 * * * b\n0 0 * * * c on_failure=page on_success=done\nON_FAILURE=\n0 0 * * * d\n";
         let f = parse(text, &Zone::Utc).unwrap();
@@ -636,6 +742,51 @@ mod tests {
                 "{e:?}"
             );
         }
+    }
+
+    #[test]
+    fn heartbeat_and_duration_options() {
+        let text = "@every 5m host.alive expect=ping grace=2m\n0 3 * * * backup.remote expect=ping max_duration=2h min_duration=1m\n0 4 * * * backup.db max_duration=30m\n";
+        let f = parse(text, &Zone::Utc).unwrap();
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        let e = &f.entries;
+        assert_eq!((e[0].expect_ping, e[0].grace_ms), (true, 120_000));
+        assert_eq!(
+            (e[1].grace_ms, e[1].max_duration_ms, e[1].min_duration_ms),
+            (DEFAULT_GRACE_MS, Some(7_200_000), Some(60_000))
+        );
+        assert_eq!(
+            (e[2].expect_ping, e[2].max_duration_ms),
+            (false, Some(1_800_000))
+        );
+        assert_eq!(
+            errs(
+                "* * * * * f expect=pong\n* * * * * g max_duration=0s\n* * * * * h min_duration=1h max_duration=1h\n"
+            ),
+            vec![
+                "1:20: expect=\"pong\": use job or ping",
+                "2:26: max_duration=\"0s\": a duration of 0 says nothing; leave it out",
+                "3:11: min_duration= must be shorter than max_duration=",
+            ]
+        );
+    }
+
+    #[test]
+    fn options_of_a_job_are_warned_about_on_a_heartbeat() {
+        let f = parse(
+            "@hourly a expect=ping retry=3 -- x\n@hourly b grace=5m\n",
+            &Zone::Utc,
+        )
+        .unwrap();
+        let w: Vec<String> = f.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            w,
+            vec![
+                "1:23: retry= has no effect with expect=ping (gearwheel submits no job for this entry)",
+                "1:9: a workload has no effect with expect=ping (gearwheel submits no job for this entry)",
+                "2:11: grace= has no effect without expect=ping",
+            ]
+        );
     }
 
     /// How long this takes is measured in benches/timer.rs (`schedules file parse`), not here.

@@ -32,7 +32,7 @@ impl JobLoc {
 }
 
 /// Where a record that is live by its key (a failed job's FailedKept, the newest
-/// ScheduleRan per entry, FunctionLease or FunctionRetry per function, a live job's
+/// ScheduleRan per entry, FunctionLease, FunctionRetry or FunctionLimits per function, a live job's
 /// JobAttempts) is. `seq` orders the failed list during replay.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Loc {
@@ -88,6 +88,7 @@ pub(super) enum LiveKey {
     Lease(Bytes),
     FuncRetry(Bytes),
     Output(Bytes),
+    Limits(Bytes),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -130,6 +131,8 @@ pub(super) struct LiveSet {
     pub(super) outputs: HashMap<Bytes, Loc>,
     /// OutputKept records seen, to order the kept outputs.
     output_seq: u64,
+    /// The newest FunctionLimits per function (one with nothing set too: a tombstone).
+    pub(super) limits: HashMap<Bytes, Loc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -261,6 +264,11 @@ impl LiveSet {
                 }
                 None
             }
+            Record::FunctionLimits(l) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(&mut self.limits, l.func.clone(), new, &mut self.live_bytes);
+                None
+            }
         }
     }
 }
@@ -325,6 +333,10 @@ impl LiveSet {
             | RecordKind::JobRetried
             | RecordKind::FailedGone
             | RecordKind::OutputGone => None,
+            RecordKind::FunctionLimits => {
+                let func = record::limits_function(payload)?;
+                key_of(&self.limits, func, here).map(|k| LiveKey::Limits(k.clone()))
+            }
         }
     }
 
@@ -341,6 +353,7 @@ impl LiveSet {
             LiveKey::Lease(f) => self.leases.get_mut(f).map(loc),
             LiveKey::FuncRetry(f) => self.func_retry.get_mut(f).map(loc),
             LiveKey::Output(h) => self.outputs.get_mut(h).map(loc),
+            LiveKey::Limits(f) => self.limits.get_mut(f).map(loc),
         }
     }
 }

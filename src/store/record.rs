@@ -65,9 +65,12 @@ kinds! {
     /// A function's retry policy (`retry FUNCTION N BACKOFF`); the newest per function counts.
     FunctionRetry = 10, "function-retry";
     /// An ended job's kept output and result (`--keep-output`); the newest per handle counts.
-    OutputKept = 11, "output-kept";
+    OutputKept = 12, "output-kept";
     /// A kept output left (past `--keep-results` or `--keep-output-total`).
-    OutputGone = 12, "output-gone";
+    OutputGone = 13, "output-gone";
+    /// A function's limits (`limit`, `rate`, `pause function`, `expire`); the newest per
+    /// function wins.
+    FunctionLimits = 11, "function-limits";
 }
 
 /// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
@@ -86,6 +89,9 @@ const OUTPUT_SCHEDULED: u8 = 4;
 const OUTPUT_RESULT: u8 = 8;
 /// Fixed part of a FunctionLease payload: ms u64 (0: none); the function is the rest.
 const FUNCTION_LEASE_FIXED: usize = 8;
+/// Fixed part of a FunctionLimits payload: limit u32, rate count u32, rate window u64, paused
+/// u8, expire u64; the function is the rest.
+const FUNCTION_LIMITS_FIXED: usize = 4 + 4 + 8 + 1 + 8;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
@@ -276,6 +282,25 @@ pub struct OutputKept {
     pub output: Bytes,
 }
 
+/// `limit`, `rate`, `pause function`, `expire`: function `func`'s limits now (0: none; all
+/// none and not paused lifts them); the newest per function wins.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FunctionLimits {
+    pub func: Bytes,
+    pub limit: u32,
+    pub rate_count: u32,
+    pub rate_window_ms: u64,
+    pub paused: bool,
+    pub expire_ms: u64,
+}
+
+impl FunctionLimits {
+    /// Nothing set: the record lifts the function's limits.
+    pub fn is_none(&self) -> bool {
+        self.limit == 0 && self.rate_count == 0 && !self.paused && self.expire_ms == 0
+    }
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -302,6 +327,8 @@ pub enum Record {
     OutputKept(OutputKept),
     /// The kept output of this handle left.
     OutputGone { handle: Bytes },
+    /// The function's limits.
+    FunctionLimits(FunctionLimits),
 }
 
 impl Record {
@@ -319,6 +346,7 @@ impl Record {
             Record::FunctionRetry(_) => RecordKind::FunctionRetry,
             Record::OutputKept(_) => RecordKind::OutputKept,
             Record::OutputGone { .. } => RecordKind::OutputGone,
+            Record::FunctionLimits(_) => RecordKind::FunctionLimits,
         }
     }
 
@@ -339,6 +367,7 @@ impl Record {
             | Record::FunctionLease(_)
             | Record::OutputKept(_)
             | Record::OutputGone { .. } => VERSION,
+            Record::FunctionLimits(_) => VERSION,
         }
     }
 
@@ -388,6 +417,7 @@ impl Record {
                     + o.output.len() as u64
             }
             Record::OutputGone { handle } => handle.len() as u64,
+            Record::FunctionLimits(l) => (FUNCTION_LIMITS_FIXED + l.func.len()) as u64,
         }
     }
 }
@@ -540,6 +570,14 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&o.output);
         }
         Record::OutputGone { handle } => buf.extend_from_slice(handle),
+        Record::FunctionLimits(l) => {
+            buf.extend_from_slice(&l.limit.to_le_bytes());
+            buf.extend_from_slice(&l.rate_count.to_le_bytes());
+            buf.extend_from_slice(&l.rate_window_ms.to_le_bytes());
+            buf.push(u8::from(l.paused));
+            buf.extend_from_slice(&l.expire_ms.to_le_bytes());
+            buf.extend_from_slice(&l.func);
+        }
     }
     let crc = crc32c::crc32c_append(pre, &buf[start + HEADER_LEN..]);
     buf[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
@@ -639,6 +677,11 @@ pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a
 /// The function of a FunctionLease payload without decoding the rest.
 pub(crate) fn lease_function(payload: &[u8]) -> Option<&[u8]> {
     payload.get(FUNCTION_LEASE_FIXED..)
+}
+
+/// The function of a FunctionLimits payload without decoding the rest.
+pub(crate) fn limits_function(payload: &[u8]) -> Option<&[u8]> {
+    payload.get(FUNCTION_LIMITS_FIXED..)
 }
 
 /// The function of a FunctionRetry payload without decoding the rest.
@@ -866,6 +909,14 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
         RecordKind::OutputGone => Record::OutputGone {
             handle: Bytes::copy_from_slice(payload),
         },
+        RecordKind::FunctionLimits => Record::FunctionLimits(FunctionLimits {
+            limit: c.u32()?,
+            rate_count: c.u32()?,
+            rate_window_ms: c.u64()?,
+            paused: c.u8()? != 0,
+            expire_ms: c.u64()?,
+            func: Bytes::copy_from_slice(&payload[FUNCTION_LIMITS_FIXED..]),
+        }),
     };
     Ok(rec)
 }

@@ -11,8 +11,8 @@ use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
-    FailedKept, FunctionLease, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF, OutputKept, Record,
-    ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
+    FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF,
+    OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -36,6 +36,8 @@ pub(super) struct Rebuild {
     /// Kept outputs by handle, with the order they were kept in (bounded by the server's
     /// `--keep-output-total`, which wrote an OutputGone for each one that left).
     pub(super) outputs: HashMap<Bytes, (u64, OutputKept)>,
+    /// The newest limits per function.
+    pub(super) limits: HashMap<Bytes, FunctionLimits>,
 }
 
 impl Rebuild {
@@ -62,6 +64,9 @@ impl Rebuild {
             }
             Record::FunctionLease(l) => {
                 self.leases.insert(l.func.clone(), l);
+            }
+            Record::FunctionLimits(l) => {
+                self.limits.insert(l.func.clone(), l);
             }
             Record::FailedKept(f) => {
                 self.attempts.remove(&f.id);
@@ -97,6 +102,7 @@ impl Rebuild {
             schedules,
             leases,
             outputs,
+            limits,
         } = self;
         let mut outputs: Vec<(u64, OutputKept)> = outputs.into_values().collect();
         outputs.sort_by_key(|(seq, _)| *seq);
@@ -120,11 +126,15 @@ impl Rebuild {
         schedules.sort_by(|a, b| a.entry.cmp(&b.entry));
         let mut leases: Vec<FunctionLease> = leases.into_values().filter(|l| l.ms > 0).collect();
         leases.sort_by(|a, b| a.func.cmp(&b.func));
+        let mut limits: Vec<FunctionLimits> =
+            limits.into_values().filter(|l| !l.is_none()).collect();
+        limits.sort_by(|a, b| a.func.cmp(&b.func));
         let replayed = Replayed {
             jobs,
             schedules,
             failed,
             leases,
+            limits,
             func_retries,
             outputs,
             max_id: live.max_id,

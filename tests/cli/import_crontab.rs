@@ -431,3 +431,51 @@ fn a_worker_line_from_the_comments_runs_the_command_with_crons_stdin() {
     // `cat - | tr a-z A-Z; echo " $GREETING"%one%two \% three`, with GREETING='hello there'.
     assert_eq!(r.stdout, "ONE\nTWO % THREE hello there\n");
 }
+
+/// `--monitor`: the schedules file on stdout expects pings and passes `check`; the crontab to
+/// install is written to `--crontab-out` with each command run through `gearwheel ping`.
+#[test]
+fn monitor_writes_the_crontab_back_wrapped_in_gearwheel_ping() {
+    let dir = TempDir::new("import-monitor");
+    let out = dir.join("watched.crontab");
+    let crontab = "MAILTO=ops@example.org\n0 3 * * * /usr/local/bin/backup --full\n";
+    let o = gw(
+        &[
+            "import-crontab",
+            "--host",
+            "web1",
+            "--monitor",
+            "--crontab-out",
+            out.to_str().unwrap(),
+            "--ping-server",
+            "http://gw:8080",
+        ],
+        Some(crontab.as_bytes()),
+        20,
+    );
+    assert_eq!(o.code(), Some(0), "{o:?}");
+    assert!(
+        o.stdout.contains("\n0 3 * * *  web1.backup  expect=ping\n"),
+        "{o:?}"
+    );
+    assert!(
+        o.stdout.contains("\n# ON_FAILURE=mail.ops_example_org\n"),
+        "{o:?}"
+    );
+    check_passes(&o.stdout);
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "MAILTO=ops@example.org\n0 3 * * * gearwheel ping -s http://gw:8080 web1.backup -- /bin/sh -c '/usr/local/bin/backup --full'\n"
+    );
+    // --monitor needs somewhere to write the crontab.
+    let o = gw(
+        &["import-crontab", "--monitor"],
+        Some(crontab.as_bytes()),
+        20,
+    );
+    assert_eq!(o.code(), Some(2), "{o:?}");
+    assert!(
+        o.stderr.contains("--monitor needs --crontab-out FILE"),
+        "{o:?}"
+    );
+}

@@ -10,6 +10,7 @@ mod admin;
 mod env;
 mod help;
 mod import_crontab;
+mod ping;
 mod protocol_cli;
 mod schedules_push;
 mod serve;

@@ -11,6 +11,7 @@ mod browser_console;
 mod cli;
 mod epoch;
 mod http;
+mod limits;
 mod node;
 mod perl;
 mod php;

@@ -5,6 +5,7 @@ fn opts() -> Options {
         host: "web1".into(),
         user: None,
         version: "0".into(),
+        monitor: None,
     }
 }
 
@@ -201,4 +202,68 @@ fn zones_carry_over_per_entry_and_stay_in_their_file() {
     assert_eq!(zones, vec!["local", "Europe/Berlin", "UTC", "local"]);
     assert!(imp.text.contains("\n# a:3: 0 2 * * * b\n"));
     assert!(imp.text.contains("\n# b:1: 0 4 * * * root c\n"));
+}
+
+#[test]
+fn monitor_mode_watches_the_crontab_it_writes_back() {
+    let text = "# mine\nPATH=/usr/bin:/bin\nMAILTO=ops@example.org\n*/5 * * * * /usr/local/bin/cleanup-tmp --age 7d\n0 3 * * 1-5 cd /srv && ./backup.sh%full%now\n@reboot /usr/bin/warm\n";
+    let src = Source {
+        name: "t".into(),
+        text: text.into(),
+        system: false,
+    };
+    let o = Options {
+        monitor: Some(Monitor {
+            server: Some("http://gw:8080".into()),
+        }),
+        ..opts()
+    };
+    let imp = translate(&[src], &o);
+    assert_eq!(
+        entries(&imp.text),
+        vec![
+            "*/5 * * * *  web1.cleanup_tmp  expect=ping",
+            "0 3 * * 1-5  web1.backup  expect=ping"
+        ]
+    );
+    assert!(workers(&imp.text).is_empty(), "no worker: nothing moves");
+    assert_eq!(
+        imp.crontab,
+        "# mine\nPATH=/usr/bin:/bin\nMAILTO=ops@example.org\n\
+         */5 * * * * gearwheel ping -s http://gw:8080 web1.cleanup_tmp -- /bin/sh -c '/usr/local/bin/cleanup-tmp --age 7d'\n\
+         0 3 * * 1-5 gearwheel ping -s http://gw:8080 web1.backup -- /bin/sh -c 'cd /srv && ./backup.sh'%full%now\n\
+         @reboot /usr/bin/warm\n"
+    );
+    let f = parses(&imp.text);
+    assert!(f.entries.iter().all(|e| e.expect_ping));
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+}
+
+#[test]
+fn mailto_becomes_on_failure_guidance_in_both_modes() {
+    for monitor in [None, Some(Monitor::default())] {
+        let src = Source {
+            name: "t".into(),
+            text: "MAILTO=ops@example.org\n0 3 * * * /bin/backup\n".into(),
+            system: false,
+        };
+        let imp = translate(&[src], &Options { monitor, ..opts() });
+        assert!(
+            imp.text.contains(
+                "# MAILTO=ops@example.org: cron mailed the output of the entries below there"
+            ) && imp
+                .text
+                .contains("#     gearwheel work -f mail.ops_example_org -- sh -c ")
+                && imp.text.contains("\n# ON_FAILURE=mail.ops_example_org\n"),
+            "{}",
+            imp.text
+        );
+        // Uncommented, the guidance is a valid line of the file.
+        let on = imp.text.replace("\n# ON_FAILURE=", "\nON_FAILURE=");
+        let f = parses(&on);
+        assert_eq!(
+            f.entries[0].on_failure.as_deref(),
+            Some("mail.ops_example_org")
+        );
+    }
 }

@@ -176,6 +176,7 @@ impl Engine {
                     scheduled_ms: now,
                     started_ms: None,
                     manual: true,
+                    too_long: None,
                 }),
             };
             // The new job's JobAdded goes before the FailedGone: a torn write between them

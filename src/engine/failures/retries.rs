@@ -70,6 +70,7 @@ impl Engine {
         let entry: Option<Rc<str>> = origin.as_ref().map(|o| Rc::clone(&o.entry));
         // The entry's history, counters and on_failure alert see the run once, when it ends
         // for good: a failed attempt with retries left is only logged here.
+        let group = self.group_of_job(k);
         self.remove_job(k, crate::store::FinishReason::Fail);
         let new = NewJob {
             func,
@@ -85,6 +86,9 @@ impl Engine {
         // A future job touches no connection: nothing goes to this outbox.
         let mut out = Outbox::default();
         let nk = self.create_job(new, indexed, None, now, &mut out);
+        if let Some(g) = group {
+            self.join_group(g, nk);
+        }
         let r = self.extra_mut(nk).rare.get_or_insert_with(Default::default);
         r.failures = failures;
         r.first_fail_ms = first_fail_ms;

@@ -135,7 +135,8 @@ impl Engine {
             Outcome::Exception(_) => Ending::Exception,
             Outcome::Fail | Outcome::Cancelled | Outcome::RetriesSpent => Ending::Failed,
             Outcome::Timeout(_) => Ending::Expired,
-            Outcome::Requeued => return,
+            // Given back, or never run (waited in its queue past its function's `expire`).
+            Outcome::Requeued | Outcome::Expired => return,
         };
         let JobState::Running(worker) = self.jobs[k].state() else {
             return;

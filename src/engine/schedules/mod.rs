@@ -9,12 +9,18 @@
 //! - `ops`: an operator's hand on an entry: run, skip, pause, resume.
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
+//! - `groups`: `group=`, runs of the entries of one group one at a time.
+//! - `watch`: heartbeat entries (`expect=ping`) and their pings; `max_duration=` and
+//!   `min_duration=` of any run. `ping_state`: what a heartbeat entry keeps between pings.
 
 mod alerts;
 pub(super) mod cluster_runs;
+pub(super) mod groups;
 pub(super) mod ops;
+mod ping_state;
 mod run_end;
 pub(super) mod run_history;
+pub(super) mod watch;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -40,7 +46,7 @@ const MISSED_AFTER_MS: u64 = 5 * 60_000;
 const CLOCK_RECHECK_MS: u64 = 60_000;
 /// Missed runs are counted one by one up to this many (an every-minute entry down for a
 /// week); beyond, the count says "at least". `@every` is counted exactly whatever the span.
-const MISSED_COUNT_CAP: u64 = 10_000;
+pub(super) const MISSED_COUNT_CAP: u64 = 10_000;
 
 pub(crate) struct EntryState {
     pub entry: Entry,
@@ -73,6 +79,8 @@ pub(crate) struct Schedules {
     /// loaded. Entries no longer in the file stay here, unused (at most one per entry the
     /// journal knows), in case a reload brings them back.
     restored: HashMap<Rc<str>, Restored>,
+    /// `group=`: the groups' live jobs and held-back runs (groups.rs).
+    pub(super) groups: groups::Groups,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -111,6 +119,8 @@ pub(crate) enum Outcome<'a> {
     /// Ran past a time limit (which one).
     Timeout(crate::engine::leases::TimeLimit),
     RetriesSpent,
+    /// Waited in its queue past its function's `expire`.
+    Expired,
     /// A worker died holding it; it is queued again.
     Requeued,
 }
@@ -131,6 +141,7 @@ impl Outcome<'_> {
             Outcome::Cancelled => "cancelled".into(),
             Outcome::Timeout(limit) => limit.outcome_text(),
             Outcome::RetriesSpent => "retries spent".into(),
+            Outcome::Expired => "expired".into(),
             Outcome::Requeued => "requeued after a dead worker".into(),
         }
     }
@@ -155,6 +166,7 @@ impl Outcome<'_> {
                 format!("given back {retries} times by workers that left (--job-retries)").into(),
                 retries,
             ),
+            Outcome::Expired => (Bytes::from_static(b"expired"), retries),
             Outcome::Complete | Outcome::Cancelled | Outcome::Requeued => return None,
         })
     }
@@ -178,7 +190,7 @@ fn priority(p: EntryPriority) -> Priority {
     }
 }
 
-fn utc(ms: u64) -> DateTime<chrono::Utc> {
+pub(super) fn utc(ms: u64) -> DateTime<chrono::Utc> {
     DateTime::from_timestamp_millis(ms as i64).unwrap_or_default()
 }
 
@@ -254,6 +266,9 @@ impl Engine {
             if let Some(t) = e.timer.take() {
                 self.timers.cancel(t);
             }
+            for t in e.history.ping.take_timers() {
+                self.timers.cancel(t);
+            }
         }
         self.schedules.generation += 1;
         self.schedules.loaded_ms = now;
@@ -307,6 +322,8 @@ impl Engine {
                 }
                 h.marks = r.marks;
             }
+            self.rearm_watch(slot);
+            let st = &mut self.schedules.entries[slot];
             // A paused entry arms nothing, runs nothing at start and counts nothing missed:
             // `resume` arms it from then on.
             if st.history.marks.paused {
@@ -319,10 +336,12 @@ impl Engine {
                 }
                 continue;
             }
-            if at_start && st.entry.catchup == Catchup::Last {
+            // A heartbeat's runs happen elsewhere: nothing to make up at start.
+            let watched = st.entry.expect_ping;
+            if at_start && !watched && st.entry.catchup == Catchup::Last {
                 self.catch_up(slot, now, out);
             }
-            if at_start && self.schedules.entries[slot].entry.catchup == Catchup::None {
+            if at_start && !watched && self.schedules.entries[slot].entry.catchup == Catchup::None {
                 self.count_missed_while_down(slot, now, out);
             }
             match self.schedules.entries[slot].next_ms {
@@ -450,7 +469,10 @@ impl Engine {
             return;
         }
         let late = now.saturating_sub(nominal);
-        if late <= MISSED_AFTER_MS {
+        if st.entry.expect_ping {
+            // Its run happens elsewhere: wait for the ping (late or not, the grace decides).
+            self.ping_due(slot, nominal);
+        } else if late <= MISSED_AFTER_MS {
             self.run_entry(slot, nominal, now, out);
         } else if st.entry.catchup == Catchup::Last {
             self.catch_up(slot, now, out);
@@ -583,6 +605,10 @@ impl Engine {
     /// A run of the entry's timing is due: in a cluster it is claimed first (the reactor
     /// answers with `claim_granted`), else it is made at once.
     fn run_entry(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
+        if self.schedules.entries[slot].entry.expect_ping {
+            self.ping_due(slot, nominal);
+            return;
+        }
         if self.schedules.clustered {
             let claim = self.claim_for(slot, nominal, now);
             out.claims.push(claim);
@@ -612,6 +638,9 @@ impl Engine {
                 rfc3339(nominal)
             );
             self.journal_history(slot);
+            return 0;
+        }
+        if self.wait_for_group(slot, nominal) {
             return 0;
         }
         let run = self.inject_run(slot, nominal, now, false, out);
@@ -713,9 +742,11 @@ impl Engine {
                     scheduled_ms: nominal,
                     started_ms: None,
                     manual,
+                    too_long: None,
                 }),
             };
             let k: JobKey = self.create_job(new, key.is_some(), None, now, out);
+            self.group_job_made(slot, k);
             handles.push(self.by_handle.of(&self.jobs[k]).to_string());
         }
         Injected {

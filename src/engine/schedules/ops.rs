@@ -18,7 +18,13 @@ pub enum ScheduleOpError {
     RunInProgress(String),
     /// `run` found the queue of the entry's function full.
     QueueFull,
+    /// `run` of a heartbeat entry (`expect=ping`): its runs happen elsewhere.
+    Heartbeat,
 }
+
+/// Why a heartbeat entry cannot be run, in each place that says it.
+pub const HEARTBEAT_NOT_RUN: &str =
+    "this entry expects pings (expect=ping): its runs happen elsewhere, nothing here runs them";
 
 impl ScheduleOpError {
     /// The admin protocol's reply: gearmand's `ERR CODE text+with+pluses`.
@@ -28,12 +34,16 @@ impl ScheduleOpError {
                 Bytes::from_static(b"ERR UNKNOWN_SCHEDULE No+schedule+entry+has+this+id\r\n")
             }
             ScheduleOpError::RunInProgress(h) => format!(
-                "ERR RUN_IN_PROGRESS The+previous+run+{h}+is+still+queued+or+running+(overlap=skip)\r\n"
+                "ERR RUN_IN_PROGRESS The+previous+run+{}+is+still+queued+or+running+(overlap=skip)\r\n",
+                h.replace(' ', "+")
             )
             .into(),
             ScheduleOpError::QueueFull => Bytes::from_static(
                 b"ERR QUEUE_FULL The+queue+of+the+entry's+function+is+full\r\n",
             ),
+            ScheduleOpError::Heartbeat => {
+                format!("ERR NOT_RUNNABLE {}\r\n", HEARTBEAT_NOT_RUN.replace(' ', "+")).into()
+            }
         }
     }
 }
@@ -106,6 +116,13 @@ impl Engine {
         now: u64,
         out: &mut Outbox,
     ) -> Result<Vec<String>, ScheduleOpError> {
+        if self.schedules.entries[slot].entry.expect_ping {
+            return Err(ScheduleOpError::Heartbeat);
+        }
+        if let Some(g) = self.group_busy(slot) {
+            // The run going is another entry's: the group is named instead of a handle.
+            return Err(ScheduleOpError::RunInProgress(format!("of group {g}")));
+        }
         let run = self.inject_run(slot, now, now, true, out);
         if run.handles.is_empty() {
             return Err(run

@@ -37,6 +37,7 @@ impl Engine {
         now: u64,
         out: &mut Outbox,
     ) {
+        self.run_ended(k);
         let job = &self.jobs[k];
         let Some(origin) = self.rare(k).and_then(|r| r.origin.as_ref()) else {
             return;
@@ -62,11 +63,19 @@ impl Engine {
             rfc3339(origin.scheduled_ms),
             duration.map_or_else(String::new, |d| format!(" after {d} ms"))
         );
+        let short = match outcome {
+            Outcome::Complete => self.job_too_short(&origin.entry, duration),
+            _ => None,
+        };
         let record = outcome.run_outcome().map(|o| RunRecord {
             scheduled_ms: origin.scheduled_ms,
             started_ms: origin.started_ms,
             duration_ms: duration,
-            outcome: o,
+            outcome: if short.is_some() {
+                RunOutcome::TooShort
+            } else {
+                o
+            },
             manual: origin.manual,
         });
         let ended = (record.is_some() && !origin.manual).then(|| Rc::clone(&origin.entry));
@@ -94,7 +103,7 @@ impl Engine {
         h.recent.push(record);
         let (error, attempts) = match failure {
             Some((text, attempts)) => (Some(one_line(&String::from_utf8_lossy(&text))), attempts),
-            None => (None, retries + 1),
+            None => (short, retries + 1),
         };
         if let Some(e) = &error {
             h.last_error = Some(e.clone());

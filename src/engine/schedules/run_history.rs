@@ -38,6 +38,8 @@ pub struct History {
     pub recent: RunRing,
     /// Why the last failed, missed or skipped run went wrong (one line, bounded).
     pub last_error: Option<String>,
+    /// A heartbeat entry's pings (`expect=ping`): the run awaited and the run going on.
+    pub ping: super::ping_state::PingState,
 }
 
 /// What the operator set on an entry, and whether its last run was a manual one.
@@ -80,6 +82,10 @@ pub enum RunOutcome {
     Missed,
     /// Not started: the previous run was still going (`overlap=skip`) or the queue was full.
     Skipped,
+    /// Still going at its `max_duration=` (the run goes on; its end is a record of its own).
+    TooLong,
+    /// Succeeded sooner than its `min_duration=`.
+    TooShort,
 }
 
 impl RunOutcome {
@@ -91,6 +97,8 @@ impl RunOutcome {
             RunOutcome::Cancelled => "cancelled",
             RunOutcome::Missed => "missed",
             RunOutcome::Skipped => "skipped",
+            RunOutcome::TooLong => "too_long",
+            RunOutcome::TooShort => "too_short",
         }
     }
 }

@@ -37,6 +37,7 @@ fn views(w: &mut World) -> Vec<String> {
         "show timeouts",
         "show retries",
         "show schedules",
+        "show limits",
     ]
     .iter()
     .map(|line| format!("{line}:\n{}", w.admin(c, line)))
@@ -98,6 +99,16 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
             data: b("done"),
         },
     );
+    // FunctionLimits, the newest per function (after g's jobs made g: `status` lists the
+    // functions in the order they were made, and a restore makes them jobs first).
+    for line in [
+        "limit h 3",
+        "rate h 5/1s",
+        "pause function h",
+        "expire h 1h",
+    ] {
+        assert_eq!(w.admin(c, line), "OK\r\n", "{line}");
+    }
     // JobRetried: a worker that leaves gives its job back.
     w.submit(c, "g", "u3", "d3", Priority::High, true);
     let (_, _) = w.grab(wk).expect("a job");
@@ -161,5 +172,5 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
                 .to_string()
         })
         .collect();
-    assert_eq!(kinds.len(), 11, "{kinds:?}");
+    assert_eq!(kinds.len(), 12, "{kinds:?}");
 }

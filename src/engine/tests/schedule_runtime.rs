@@ -383,3 +383,65 @@ fn a_clock_before_2020_fires_nothing() {
     }
     assert!(w.admin(c, "status").starts_with("f\t1\t"));
 }
+
+/// `group=`: the reindex due while the backup runs waits for it, and starts when it ends;
+/// a second reindex due meanwhile is skipped, not queued twice; a manual run is refused.
+#[test]
+fn runs_of_one_group_never_overlap() {
+    let mut w = world_with(
+        "@every 10s backup id=backup group=nightly\n@every 10s reindex id=reindex group=nightly\n@every 10s other id=other\n",
+    );
+    let wk = w.conn();
+    for f in ["backup", "reindex", "other"] {
+        w.can_do(wk, f);
+    }
+    tick(&mut w, T0 + 10_000);
+    // One of the group's two due runs was made, the other waits; `other` is not grouped.
+    let mut got = Vec::new();
+    while let Some((h, d)) = w.grab(wk) {
+        got.push((h, d));
+    }
+    let funcs: Vec<String> = got
+        .iter()
+        .map(|(h, _)| String::from_utf8_lossy(w.e.job_function(h).expect("a job")).into_owned())
+        .collect();
+    assert_eq!(funcs.len(), 2, "{funcs:?}");
+    assert!(funcs.contains(&"other".to_string()), "{funcs:?}");
+    let first = funcs.iter().find(|f| *f != "other").unwrap().clone();
+    let second = if first == "backup" {
+        "reindex"
+    } else {
+        "backup"
+    };
+    let c = w.conn();
+    assert!(
+        w.admin(c, &format!("run schedule {second}"))
+            .starts_with("ERR RUN_IN_PROGRESS The+previous+run+of+group+nightly"),
+    );
+    // Due again while the first runs: the waiting entry is not queued twice, the running
+    // ones (and other's) are skipped by overlap=skip.
+    tick(&mut w, T0 + 20_000);
+    assert!(w.grab(wk).is_none());
+    assert_eq!(row(&mut w, second)[9], "1", "one skip");
+    w.e.check_queues();
+    // The group's run ends: the waiting one starts.
+    let (h, _) = got
+        .iter()
+        .zip(&funcs)
+        .find(|(_, f)| **f == first)
+        .map(|(j, _)| j.clone())
+        .unwrap();
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b(""),
+        },
+    );
+    let (h2, _) = w.grab(wk).expect("the waiting run");
+    assert_eq!(
+        w.e.job_function(&h2).map(|f| f.to_vec()),
+        Some(second.as_bytes().to_vec())
+    );
+    assert!(w.grab(wk).is_none());
+}

@@ -3,7 +3,8 @@
 //! ID`), and retry or drop a failed job (`retry|drop failed HANDLE`, the same operations as
 //! `POST /failed/HANDLE/retry` and `DELETE /failed/HANDLE`). POSTs to `/ui/api/cancel`,
 //! `/ui/api/retry` and `/ui/api/drop` (body: the handle) and `/ui/api/schedule` (body: the
-//! word and the entry's id, `pause nightly`), served only when they prove they come from the
+//! word and the entry's id, `pause nightly`) and `/ui/api/function` (body: `pause NAME` or
+//! `resume NAME`, the admin lines `pause|resume function NAME`), served only when they prove they come from the
 //! console's own page (checked here), and without an ACL only to a loopback peer (the
 //! listener has no authentication, so nothing that changes a job is offered to the network;
 //! that rule is the gate's, src/reactor/gate.rs, with `admin` under an ACL).
@@ -34,6 +35,11 @@ pub enum Action {
     Schedule {
         op: ScheduleOp,
         id: Bytes,
+    },
+    /// Pause (true) or resume a function's handouts (`pause|resume function FUNCTION`).
+    Function {
+        paused: bool,
+        func: Bytes,
     },
 }
 
@@ -67,7 +73,7 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
         b"ui/api/cancel" => Some(Action::Cancel),
         b"ui/api/retry" => Some(Action::Retry),
         b"ui/api/drop" => Some(Action::Drop),
-        b"ui/api/schedule" => None,
+        b"ui/api/schedule" | b"ui/api/function" => None,
         _ => return None,
     };
     if !post {
@@ -84,6 +90,20 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
     }
     let (word, id) = body.split_at(body.iter().position(|&b| b == b' ').unwrap_or(body.len()));
     let id = id.trim_ascii();
+    if path == b"ui/api/function" {
+        let paused = match word {
+            b"pause" => true,
+            b"resume" => false,
+            _ => return bad("the body must be pause or resume, a space and a function name"),
+        };
+        if id.is_empty() {
+            return bad("the body must be pause or resume, a space and a function name");
+        }
+        return Some(Ok(Action::Function {
+            paused,
+            func: Bytes::copy_from_slice(id),
+        }));
+    }
     match ScheduleOp::from_word(word) {
         Some(op) if !id.is_empty() => Some(Ok(Action::Schedule {
             op,
@@ -150,6 +170,27 @@ mod tests {
             );
         }
         assert_eq!(status(action(b"ui/api/schedule", false, b"run x")), 405);
+        assert_eq!(
+            action(b"ui/api/function", true, b"pause email.send"),
+            Some(Ok(Action::Function {
+                paused: true,
+                func: Bytes::from_static(b"email.send")
+            }))
+        );
+        assert_eq!(
+            action(b"ui/api/function", true, b"resume f"),
+            Some(Ok(Action::Function {
+                paused: false,
+                func: Bytes::from_static(b"f")
+            }))
+        );
+        for bad in [&b"stop f"[..], b"pause", b"pause "] {
+            assert_eq!(
+                status(action(b"ui/api/function", true, bad)),
+                400,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

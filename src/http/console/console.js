@@ -188,7 +188,38 @@
     svg.replaceChildren(frag);
   }
 
-  function renderFunctions(st, sv) {
+  // Pause or resume a function's handouts (jobs are still accepted and queued).
+  function pauseButton(name, paused) {
+    const td = el("td", "actions");
+    if (!canAct) return td;
+    const word = paused ? "resume" : "pause";
+    td.append(button(paused ? "Resume" : "Pause", word + " handing out " + name, (b) =>
+      post("/ui/api/function", word + " " + name, b, "limit-note",
+        (paused ? "Resumed " : "Paused ") + name + ".")));
+    return td;
+  }
+
+  function renderLimits(li) {
+    const rows = li.limits.map((x) => {
+      const tr = el("tr");
+      tr.append(
+        cell(x.function),
+        cell(x.limit === null ? "—" : x.limit, "n"),
+        cell(x.running, "n"),
+        cell(x.rate_count === null ? "—" : x.rate_count + " / " + duration(x.rate_window_ms / 1000)),
+        cell(x.rate_count === null ? "—" : x.window, "n"),
+        cell(x.paused ? "paused" : "—", x.paused ? "bad" : ""),
+        cell(x.expire_ms === null ? "—" : duration(x.expire_ms / 1000), "n"),
+        cell(x.held, x.held ? "n bad" : "n", "queued jobs the limits hold back now"),
+        pauseButton(x.function, x.paused),
+      );
+      return tr;
+    });
+    fill($("limits").tBodies[0], rows, 9, "no function has a limit");
+  }
+
+  function renderFunctions(st, sv, li) {
+    const paused = new Set(li.limits.filter((x) => x.paused).map((x) => x.function));
     const kept = new Map(sv.failed.functions.map((x) => [x.function, x.count]));
     const rows = st.functions.map((f) => {
       const tr = el("tr");
@@ -203,16 +234,18 @@
         cell(f.counters.failed + f.counters.exceptions, f.counters.failed + f.counters.exceptions ? "n bad" : "n",
           f.counters.failed + " failed, " + f.counters.exceptions + " exceptions, " + f.counters.retried + " retried"),
         cell(kept.get(f.name) || 0, kept.get(f.name) ? "n bad" : "n", "in the failed list, ready to retry"),
+        pauseButton(f.name, paused.has(f.name)),
       );
       return tr;
     });
-    fill($("functions").tBodies[0], rows, 8, "no functions yet");
+    fill($("functions").tBodies[0], rows, 9, "no functions yet");
   }
 
   async function overview() {
-    const [st, sv] = await Promise.all([get("/status"), get("/ui/api/server")]);
-    const a = changed("status", st.text), b = changed("server", sv.text);
-    if (a || b) renderFunctions(st.json, sv.json);
+    const [st, sv, li] = await Promise.all([get("/status"), get("/ui/api/server"), get("/limits")]);
+    const a = changed("status", st.text), b = changed("server", sv.text), c = changed("limits", li.text);
+    if (a || b || c) renderFunctions(st.json, sv.json, li.json);
+    if (c) renderLimits(li.json);
     if (b) renderServer(sv.json);
   }
 

@@ -79,6 +79,8 @@ pub struct Input<'a> {
     pub journal: Option<&'a JournalMetrics>,
     /// The failed list (None: leave its families out).
     pub failed: Option<&'a crate::engine::FailedList>,
+    /// The functions with limits (at most 10,000: the labels are bounded).
+    pub limits: &'a [crate::engine::LimitStatus],
 }
 
 impl Writer {
@@ -161,6 +163,51 @@ fn failed_families(w: &mut Writer, f: &crate::engine::FailedList) {
         Kind::Counter,
         "Failed jobs dropped of functions not labelled in gearwheel_failed_dropped_total.",
         other,
+    );
+}
+
+/// The functions with limits: the cap, the jobs running and held back now, and how often each
+/// reason held the function back.
+fn limit_families(w: &mut Writer, limits: &[crate::engine::LimitStatus]) {
+    let named: Vec<(String, &crate::engine::LimitStatus)> = limits
+        .iter()
+        .map(|l| (String::from_utf8_lossy(&l.name).into_owned(), l))
+        .collect();
+    w.family(
+        "gearwheel_function_limit",
+        Kind::Gauge,
+        "The function's limit: at most this many of its jobs run at once (limit FUNCTION N).",
+        named.iter().filter_map(|(n, l)| {
+            let cap = l.settings.limit?;
+            Some((vec![("function", n.as_str())], Value::Int(cap.into())))
+        }),
+    );
+    w.family(
+        "gearwheel_function_limit_running",
+        Kind::Gauge,
+        "Jobs running now of a function with limits (show limits RUNNING).",
+        named
+            .iter()
+            .map(|(n, l)| (vec![("function", n.as_str())], Value::Int(l.running.into()))),
+    );
+    w.family(
+        "gearwheel_function_limit_held",
+        Kind::Gauge,
+        "Queued jobs a function's limits hold back now (show limits HELD).",
+        named
+            .iter()
+            .map(|(n, l)| (vec![("function", n.as_str())], Value::Int(l.held.into()))),
+    );
+    w.family(
+        "gearwheel_function_limit_held_total",
+        Kind::Counter,
+        "Times a function's limits closed it to handouts, by reason (paused, limit, rate).",
+        named.iter().flat_map(|(n, l)| {
+            ["paused", "limit", "rate"]
+                .into_iter()
+                .zip(l.holds)
+                .map(move |(r, c)| (vec![("function", n.as_str()), ("reason", r)], Value::Int(c)))
+        }),
     );
 }
 
@@ -321,6 +368,7 @@ pub fn render(input: &Input<'_>) -> String {
     if let Some(f) = input.failed {
         failed_families(&mut w, f);
     }
+    limit_families(&mut w, input.limits);
     w.single(
         "gearwheel_functions_refused_total",
         Counter,

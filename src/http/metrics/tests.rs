@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::*;
-use crate::engine::JobCounters;
+use crate::engine::{JobCounters, LimitSettings, LimitStatus};
 use crate::store::FsyncHistogram;
 
 fn sample_input_render(functions: &[FunctionStatus], schedules: &[ScheduleStatus]) -> String {
@@ -63,6 +63,18 @@ fn render_with_journal(
         process: Some(&process),
         journal,
         failed: None,
+        limits: &[LimitStatus {
+            name: Bytes::from_static(b"resize"),
+            settings: LimitSettings {
+                limit: Some(4),
+                paused: true,
+                ..LimitSettings::default()
+            },
+            running: 4,
+            window: 0,
+            held: 7,
+            holds: [1, 5, 0],
+        }],
     })
 }
 
@@ -80,6 +92,7 @@ fn func(name: &[u8]) -> FunctionStatus {
             exceptions: 1,
             retried: 3,
         },
+        paused: false,
     }
 }
 
@@ -107,6 +120,14 @@ fn families_samples_and_labels() {
         "gearman_jobs_failed_total{function=\"resize\"} 2",
         "gearman_jobs_exceptions_total{function=\"resize\"} 1",
         "gearman_jobs_retried_total{function=\"resize\"} 3",
+        "# TYPE gearwheel_function_limit gauge",
+        "gearwheel_function_limit{function=\"resize\"} 4",
+        "gearwheel_function_limit_running{function=\"resize\"} 4",
+        "gearwheel_function_limit_held{function=\"resize\"} 7",
+        "# TYPE gearwheel_function_limit_held_total counter",
+        "gearwheel_function_limit_held_total{function=\"resize\",reason=\"paused\"} 1",
+        "gearwheel_function_limit_held_total{function=\"resize\",reason=\"limit\"} 5",
+        "gearwheel_function_limit_held_total{function=\"resize\",reason=\"rate\"} 0",
         "gearman_connections{protocol=\"gearman\"} 3",
         "gearman_connections{protocol=\"http\"} 1",
         "gearman_tls_connections 2",

@@ -6,8 +6,8 @@
 //!
 //! - `conns`: `Conns`, the slab and the turn's lists about the connections.
 //! - `transport`: a connection's wire: the socket, plain or under a TLS session.
-//! - `output`: the write side of a turn: the outbox encoded, lazy replies corked, flushes
-//!   and closes at the turn's end.
+//! - `output`: `Conns`' side of a turn's writes: the outbox encoded, lazy replies corked,
+//!   flushes, a connection taken out to close.
 //! - `output_bound`: the server-wide bound on unsent output (`--max-total-output`).
 
 mod conns;
@@ -85,7 +85,7 @@ pub struct Connection {
     pub wbuf: BytesMut,
     /// Already on the pending-write list this turn.
     pub write_pending: bool,
-    /// On the revisit list (`Server::revisit`): read again before the turn ends. A flag, so
+    /// On the revisit list (`Conns::revisit`): read again before the turn ends. A flag, so
     /// that asking costs O(1) however many connections wait there.
     pub revisit: bool,
     /// Bytes read from and written to the socket, for `/metrics`.
@@ -95,7 +95,7 @@ pub struct Connection {
     pub paused: bool,
     /// The socket became readable (or hung up) while paused: read it when resumed.
     pub read_deferred: bool,
-    /// The write buffer holds a lazy reply waiting to share a write (on `Server::corked`).
+    /// The write buffer holds a lazy reply waiting to share a write (on `Conns::corked`).
     pub corked: bool,
     /// Unsent bytes as last counted toward `--max-total-output` (output_bound.rs).
     pub counted: usize,

@@ -102,6 +102,18 @@ impl Server {
             Action::Schedule { op, id } => self.console_schedule(op, &id, &peer, now),
             Action::Retry(handle) => self.console_failed(FailedOp::Retry, &handle, &peer, now),
             Action::Drop(handle) => self.console_failed(FailedOp::Drop, &handle, &peer, now),
+            Action::Function { paused, func } => {
+                let change = crate::engine::LimitChange::Paused(paused);
+                let reply = self.http_limits(&func, &[change], now);
+                if reply.status == 200 {
+                    info!(
+                        "console: {} function {}, asked by {peer}",
+                        if paused { "pause" } else { "resume" },
+                        shown(&func)
+                    );
+                }
+                reply
+            }
         };
         console::guarded(reply)
     }
@@ -156,6 +168,7 @@ impl Server {
             Err(ScheduleOpError::QueueFull) => {
                 Reply::text(503, "the queue of the entry's function is full")
             }
+            Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
         }
     }
 

@@ -119,6 +119,11 @@ impl HttpGlue {
     pub(super) fn listener(&self, i: usize) -> Option<&TcpListener> {
         self.listeners.get(i)
     }
+
+    /// The HTTP listeners' addresses (port 0 resolved).
+    pub(super) fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
 }
 
 impl Server {
@@ -333,7 +338,7 @@ impl Server {
                         Some(refused) => Route::Reply(refused),
                         None => route::route(&head, body),
                     };
-                    if self.draining {
+                    if self.drain.draining() {
                         route = route::while_draining(route);
                     }
                     let need = crate::access::classify::route(&route);
@@ -361,6 +366,17 @@ impl Server {
                         }
                         Route::Failed { op, handle } => {
                             let r = self.http_failed_op(op, &handle, now).uncached();
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
+                        Route::Limits { func, changes } => {
+                            let r = self.http_limits(&func, &changes, now).uncached();
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
+                        Route::Ping(p) => {
+                            let done =
+                                self.engine
+                                    .ping(&p.id, p.kind, &p.body, now, &mut self.outbox);
+                            let r = crate::http::ping::reply(done);
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Act(a) => {
@@ -411,6 +427,30 @@ impl Server {
             },
         };
         self.engine.handle(id, req, now, &mut self.outbox);
+    }
+
+    /// `PUT /limits/FUNCTION`, `DELETE /limits/FUNCTION`: each change in turn (the first
+    /// refused stops the rest), answered with the function's limits now.
+    pub(super) fn http_limits(
+        &mut self,
+        func: &[u8],
+        changes: &[crate::engine::LimitChange],
+        now: u64,
+    ) -> Reply {
+        for &change in changes {
+            if let Err(e) = self
+                .engine
+                .change_limit(func, change, now, &mut self.outbox)
+            {
+                return crate::http::limit_ops::reply(Err(e));
+            }
+        }
+        let now_status = self
+            .engine
+            .limit_statuses(now)
+            .into_iter()
+            .find(|s| s.name == func);
+        crate::http::limit_ops::reply(Ok(now_status))
     }
 
     /// `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
@@ -486,6 +526,10 @@ impl Server {
                 Reply::json(200, json::schedules(&self.engine.schedule_statuses()))
             }
             Endpoint::Failed => Reply::json(200, failed_ops::list(self.engine.failed_list())),
+            Endpoint::Limits => Reply::json(
+                200,
+                crate::http::limit_ops::list(&self.engine.limit_statuses(self.time.now)),
+            ),
             Endpoint::Metrics => {
                 let net = self.net_stats();
                 let mut process = crate::footprint::read_process();
@@ -504,6 +548,7 @@ impl Server {
                     process: process.as_ref(),
                     journal: journal.as_ref(),
                     failed: Some(self.engine.failed_list()),
+                    limits: &self.engine.limit_statuses(self.time.now),
                 });
                 let mut body = body;
                 if let Some(l) = &self.cluster {
@@ -515,7 +560,7 @@ impl Server {
                 Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.time.mono))),
                 None => Reply::text(404, "this server runs without --etcd"),
             },
-            Endpoint::Healthz if self.draining => Reply::text(503, "draining"),
+            Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
             Endpoint::Console(page) => self.http_console(idx, *page),
         }

@@ -5,6 +5,7 @@ mod commit;
 mod compaction;
 mod failed;
 mod leases;
+mod limits;
 mod outputs;
 mod records;
 mod replay;
