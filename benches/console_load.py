@@ -15,7 +15,8 @@ take little CPU from the server and the load generator on a small machine.
     CONSOLES=50 REPS=4 JOBS=200000 benches/console_load.py
 
 Environment: CONSOLES (50), REPS (3: runs of each kind), JOBS (100000), VIEW (overview, or
-jobs: /ui/api/future and /ui/api/failed, or workers: /workers), GEARWHEEL
+jobs: /status, /ui/api/future and a page of the benchmark function's queued jobs, or failed:
+/ui/api/failed, or workers: /workers), GEARWHEEL
 (target/release/gearwheel), LOAD (the load generator; found with cargo when unset).
 """
 import json
@@ -40,7 +41,8 @@ BIN = os.environ.get("GEARWHEEL", "target/release/gearwheel")
 POLL_S = 0.8
 PATHS = {
     "overview": ["/status", "/ui/api/server"],
-    "jobs": ["/ui/api/future", "/ui/api/failed"],
+    "jobs": ["/status", "/ui/api/future", "/ui/api/jobs?function=bench&state=queued"],
+    "failed": ["/ui/api/failed"],
     "workers": ["/workers"],
 }[VIEW]
 
@@ -59,7 +61,12 @@ def load_binary():
 
 
 def start_server():
-    return gearwheel_server.start(BIN, "-L", "127.0.0.1")
+    server, gport, hport = gearwheel_server.start(BIN, "-L", "127.0.0.1")
+    # The Jobs view lists the benchmark's function: it is known before the load starts.
+    with socket.create_connection(("127.0.0.1", gport)) as s:
+        s.sendall(b"create function bench\n")
+        s.recv(64)
+    return server, gport, hport
 
 
 class Consoles:

@@ -154,6 +154,10 @@ pub struct ServeArgs {
     /// keep foreground jobs' outputs and results too (their clients got them)
     #[argh(switch)]
     pub keep_results_foreground: bool,
+    /// operators' actions kept in the audit trail (`show audit`), oldest dropped first
+    /// (default 10000, 0 = keep none; each is still logged)
+    #[argh(option, default = "10_000")]
+    pub keep_audit: usize,
     /// times a failed background job is queued again, after its backoff, before it fails for
     /// good (default 0, as gearmand); `retry FUNCTION N BACKOFF` sets it per function
     #[argh(option, default = "0")]
@@ -652,6 +656,7 @@ impl Config {
                 future_horizon_ms,
                 keep_failed: a.keep_failed,
                 keep_failed_bytes: a.keep_failed_bytes,
+                keep_audit: a.keep_audit,
                 retry,
                 keep_output: a.keep_output,
                 keep_output_total: a.keep_output_total,

@@ -38,6 +38,19 @@ pub enum Need<'a> {
     ConsoleAct,
 }
 
+/// Is a request with this need an operator's action, recorded in the audit trail once it is
+/// granted? Everything that needs `admin` (or the rules of `shutdown` and of the console's
+/// actions) changes the server's state; what a client or worker does with its jobs, and
+/// every view, is not an action.
+pub fn audited(need: &Need<'_>) -> bool {
+    match need {
+        Need::Op(Operation::Admin, _) | Need::Shutdown | Need::ConsoleAct => true,
+        // A heartbeat's ping is what a watched job reports, as a worker's result is.
+        Need::Op(Operation::Status | Operation::Submit | Operation::Work | Operation::Ping, _)
+        | Need::Free => false,
+    }
+}
+
 /// A Gearman packet's need.
 pub fn packet(req: &Request) -> Need<'_> {
     use Operation::{Status, Submit, Work};
@@ -90,6 +103,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::ShowRuns(_)
         | A::ShowTimeouts
         | A::ShowLimits
+        | A::ShowAudit(_)
         | A::GetPid
         | A::Verbose
         | A::Version
@@ -130,6 +144,10 @@ pub fn route(route: &Route) -> Need<'_> {
             Endpoint::Job(handle) | Endpoint::JobOutput(handle) => {
                 Need::Op(Operation::Status, Scope::Job(handle))
             }
+            // One function's jobs: `status` on that function, as its GET_STATUS would need.
+            Endpoint::Console(Page::Jobs(q)) => {
+                Need::Op(Operation::Status, Scope::Function(&q.function))
+            }
             Endpoint::Status
             | Endpoint::Workers
             | Endpoint::Schedules
@@ -137,7 +155,10 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Metrics
             | Endpoint::Cluster
             | Endpoint::Limits
-            | Endpoint::Console(Page::Server | Page::Future | Page::Failed) => status,
+            | Endpoint::Audit
+            | Endpoint::Console(Page::Server | Page::Future | Page::Failed(_) | Page::Audit) => {
+                status
+            }
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
         Route::Schedule { .. } | Route::Failed { .. } | Route::Limits { .. } => {
@@ -222,6 +243,18 @@ mod tests {
         assert_eq!(p("reload schedules"), "admin");
         assert_eq!(p("shutdown"), "shutdown");
         assert_eq!(p("nonsense"), "free");
+        assert_eq!(p("show audit"), "status");
+        let audited = |line: &str| {
+            super::audited(&admin(&AdminCommand::parse(&Bytes::copy_from_slice(
+                line.as_bytes(),
+            ))))
+        };
+        for line in ["maxqueue f 3", "cancel job H:1", "shutdown", "reload acl"] {
+            assert!(audited(line), "{line}");
+        }
+        for line in ["status", "maxqueue f", "show audit", "nonsense"] {
+            assert!(!audited(line), "{line}");
+        }
     }
 
     #[test]

@@ -146,6 +146,11 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             arity(2, "function and a function name")
                 .and_then(|_| one(format!("{op} function {}", rest[1]), View::Ok))
         }
+        "audit" => match rest {
+            [] => list("show audit", View::Lines),
+            [n] => list(&format!("show audit {n}"), View::Lines),
+            _ => Err("audit takes nothing or a count".into()),
+        },
         "retry" if rest.len() == 3 => one(format!("retry {}", rest.join(" ")), View::Ok),
         op @ ("retry" | "drop") if rest.first().is_some_and(|w| w == "failed") => {
             arity(2, "failed and a handle, a function or all")
@@ -577,6 +582,8 @@ mod tests {
         );
         assert_eq!(p("resume f"), Ok(("resume schedule f".into(), false)));
         assert!(p("limit f").is_err());
+        assert_eq!(p("audit"), Ok(("show audit".into(), true)));
+        assert_eq!(p("audit 5"), Ok(("show audit 5".into(), true)));
         assert_eq!(
             p("retry f 3 30s..10m"),
             Ok(("retry f 3 30s..10m".into(), false))

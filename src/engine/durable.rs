@@ -80,6 +80,7 @@ impl Engine {
             limits,
             func_retries,
             outputs,
+            audit,
             max_id,
             stats: _,
         } = replayed;
@@ -87,6 +88,7 @@ impl Engine {
         for o in outputs {
             self.restore_output(o);
         }
+        self.restore_audit(audit);
         for r in jobs {
             self.restore_job(r, now, out);
         }

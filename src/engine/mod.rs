@@ -18,11 +18,13 @@
 //! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
 //!   which puts back what the journal replayed.
 //! - `output/`: what jobs print, kept while they run and for `--keep-results` after.
-//! - `query`: read-only views for HTTP and `/metrics`; `reactor_api`: engine calls the
-//!   reactor needs beyond `handle`.
+//! - `audit`: the audit trail, operators' actions kept and journalled.
+//! - `query`: read-only views for HTTP and `/metrics`; `listing`: the console's paged job
+//!   lists per function; `reactor_api`: engine calls the reactor needs beyond `handle`.
 //! - `tests`: the engine's unit tests, one file per concern.
 
 mod admin;
+mod audit;
 mod dispatch;
 mod durable;
 mod failures;
@@ -32,6 +34,7 @@ mod horizon;
 mod jobs;
 mod leases;
 mod limits;
+mod listing;
 mod outbox;
 mod output;
 mod query;
@@ -61,11 +64,13 @@ use crate::store::{FinishReason, Record};
 use crate::timer::{TimerKey, Timers};
 
 pub use admin::CancelRefused;
+pub use audit::{Action, AuditTrail};
 pub use failures::{FailedJob, FailedList, FailedSelector, MAX_DROP_LABELS};
 use handles::KeyRef;
 pub use limits::{
     LimitChange, LimitError, LimitStatus, Rate as LimitRate, Settings as LimitSettings,
 };
+pub use listing::{JobPage, ListedJob};
 pub use outbox::{Outbox, RunClaim, Shutdown};
 pub use output::{Ending, KeptJob, OutputView};
 pub use query::{
@@ -122,6 +127,8 @@ pub struct EngineConfig {
     pub keep_failed: usize,
     /// Bytes the failed list may hold (`--keep-failed-bytes`; 0: no byte bound).
     pub keep_failed_bytes: usize,
+    /// Operators' actions kept in the audit trail (`--keep-audit`; 0 keeps none).
+    pub keep_audit: usize,
     /// `--retry N --retry-backoff ...`: every function's retry policy unless `retry FUNCTION`
     /// set one (0 retries: as gearmand).
     pub retry: crate::schedule::backoff::RetryPolicy,
@@ -155,6 +162,7 @@ impl Default for EngineConfig {
             future_horizon_ms: 0,
             keep_failed: 1000,
             keep_failed_bytes: 64 << 20,
+            keep_audit: 10_000,
             retry: Default::default(),
             keep_output: 64 << 10,
             keep_output_total: 64 << 20,
@@ -260,6 +268,8 @@ pub struct Engine {
     gates_to_check: Vec<FuncId>,
     /// When each job of a function with `expire` began its wait in the queue, by job key.
     queued_since: FastMap<u32, u64>,
+    /// Operators' actions, newest last, bounded by `--keep-audit` (audit.rs).
+    audit: AuditTrail,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -271,6 +281,7 @@ impl Engine {
         let by_handle = handles::HandleIndex::new(&config.handle_prefix);
         let failed = failures::FailedList::new(config.keep_failed, config.keep_failed_bytes);
         let kept = output::KeptResults::new(config.keep_output_total, config.keep_results_ms);
+        let config_keep_audit = config.keep_audit;
         Engine {
             config,
             conns: Vec::new(),
@@ -305,6 +316,7 @@ impl Engine {
             limited: 0,
             gates_to_check: Vec::new(),
             queued_since: FastMap::default(),
+            audit: AuditTrail::new(config_keep_audit),
         }
     }
 

@@ -27,6 +27,8 @@ pub enum Endpoint {
     Cluster,
     /// `/limits`: every function's limits (`super::limit_ops`).
     Limits,
+    /// `/audit`: the newest operators' actions (the audit trail).
+    Audit,
     /// The console's page, files and JSON (`super::console`).
     Console(Page),
 }

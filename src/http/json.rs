@@ -1,7 +1,9 @@
-//! The bodies of `/status`, `/workers`, `/jobs/HANDLE` and `/schedules`, formatted from the
+//! The bodies of `/status`, `/workers`, `/jobs/HANDLE`, `/schedules` and `/audit`, formatted from the
 //! engine's query structs with the crate's small JSON writer (`crate::json`).
 
-use crate::engine::{FunctionStatus, JobPhase, JobStatus, KeptJob, ScheduleStatus, WorkerStatus};
+use crate::engine::{
+    AuditTrail, FunctionStatus, JobPhase, JobStatus, KeptJob, ScheduleStatus, WorkerStatus,
+};
 pub use crate::json::{Obj, array, bytes, string, time};
 use crate::proto::request::Priority;
 
@@ -187,6 +189,28 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         o.end();
     });
     o.end();
+}
+
+/// `/audit` (and the console's `/ui/api/audit`): how many actions are kept, and the newest
+/// `shown` of them, oldest first.
+pub fn audit(trail: &AuditTrail, shown: usize) -> String {
+    let actions: Vec<_> = trail.newest(shown).collect();
+    let mut out = String::with_capacity(64 + actions.len() * 160);
+    let mut o = Obj::new(&mut out);
+    o.num("total", trail.len());
+    array(o.key("actions"), &actions, |out, a| {
+        let mut o = Obj::new(out);
+        o.num("seq", a.seq);
+        time(&mut o, "time", Some(a.at_ms));
+        o.str("identity", &a.identity)
+            .str("peer", &a.peer)
+            .str("command", &a.command)
+            .str("outcome", &a.outcome);
+        o.end();
+    });
+    o.end();
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]

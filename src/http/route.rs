@@ -114,7 +114,9 @@ pub fn route(head: &Head, body: Bytes) -> Route {
                     .header("Allow", "GET, HEAD"),
             );
         }
-        return match console::page(&name) {
+        let query = head.target.split_once('?').map_or("", |(_, q)| q);
+        let query = query.split('#').next().unwrap_or("");
+        return match console::page(&name, query.as_bytes()) {
             Ok(page) => Route::Read {
                 endpoint: Endpoint::Console(page),
                 head_only,
@@ -148,6 +150,7 @@ pub fn route(head: &Head, body: Bytes) -> Route {
             b"metrics" => Some(Endpoint::Metrics),
             b"healthz" => Some(Endpoint::Healthz),
             b"cluster" => Some(Endpoint::Cluster),
+            b"audit" => Some(Endpoint::Audit),
             n if n.starts_with(b"jobs/") => {
                 let handle = &n[5..];
                 if handle.is_empty() {
@@ -349,6 +352,7 @@ mod tests {
             Endpoint::Schedules
         );
         assert_eq!(read("GET /healthz HTTP/1.1\r\n\r\n").0, Endpoint::Healthz);
+        assert_eq!(read("GET /audit HTTP/1.1\r\n\r\n").0, Endpoint::Audit);
         assert_eq!(
             read("GET /jobs/H:box:12 HTTP/1.1\r\n\r\n").0,
             Endpoint::Job(Bytes::from_static(b"H:box:12"))
@@ -444,6 +448,15 @@ mod tests {
         assert_eq!(
             read("GET /ui%2Fapi%2Ffuture HTTP/1.1\r\n\r\n"),
             Endpoint::Console(Page::Future)
+        );
+        // The lists take their query.
+        assert!(matches!(
+            read("GET /ui/api/jobs?function=a%20b&state=running HTTP/1.1\r\n\r\n"),
+            Endpoint::Console(Page::Jobs(q)) if &q.function[..] == b"a b" && q.offset == 0
+        ));
+        assert_eq!(
+            status(r("GET /ui/api/jobs?state=x HTTP/1.1\r\n\r\n", "")),
+            400
         );
         // A browser's own request for the icon gets it and submits nothing.
         assert!(matches!(

@@ -3,6 +3,9 @@
 
 use bytes::Bytes;
 
+/// Actions `show audit` lists without a count.
+pub const AUDIT_SHOWN: usize = 100;
+
 /// A parsed admin line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdminCommand {
@@ -82,6 +85,8 @@ pub enum AdminCommand {
     },
     /// `show limits`.
     ShowLimits,
+    /// `show audit [N]`: the newest N operators' actions (`AUDIT_SHOWN` without N).
+    ShowAudit(usize),
     /// A line the server answers with a fixed reply (an error), already formatted.
     Reply(&'static str),
     /// An unknown command word, answered with gearmand's UNKNOWN_COMMAND text.
@@ -224,6 +229,15 @@ impl AdminCommand {
                 }
                 (Some(a), _) if word_eq(a, "timeouts") => AdminCommand::ShowTimeouts,
                 (Some(a), _) if word_eq(a, "limits") => AdminCommand::ShowLimits,
+                (Some(a), n) if word_eq(a, "audit") && words.len() <= 3 => {
+                    match n.map(|n| std::str::from_utf8(n).ok().and_then(|n| n.parse().ok())) {
+                        None => AdminCommand::ShowAudit(AUDIT_SHOWN),
+                        Some(Some(n)) => AdminCommand::ShowAudit(n),
+                        Some(None) => {
+                            AdminCommand::Reply("ERR INVALID_ARGUMENTS Use+show+audit+[N]\r\n")
+                        }
+                    }
+                }
                 _ => AdminCommand::Reply("ERR UNKNOWN_SHOW_ARGUMENTS\r\n"),
             }
         } else if word_eq(cmd, "timeout") {
@@ -489,6 +503,9 @@ mod tests {
         assert_eq!(p("show output H:x:1"), AdminCommand::ShowOutput(b("H:x:1")));
         assert_eq!(p("SHOW RUNS backup"), AdminCommand::ShowRuns(b("backup")));
         assert!(matches!(p("show output"), AdminCommand::Reply(r) if r.contains("HANDLE")));
+        assert_eq!(p("show audit"), AdminCommand::ShowAudit(AUDIT_SHOWN));
+        assert_eq!(p("show audit 5"), AdminCommand::ShowAudit(5));
+        assert!(matches!(p("show audit x"), AdminCommand::Reply(_)));
         assert_eq!(
             p("retry failed 3 30s"),
             AdminCommand::SetRetry {

@@ -2,6 +2,7 @@
 //! loop the moment the line is read, so that every reply on a connection keeps the order of its
 //! requests; every other line goes to the engine.
 
+use crate::access::classify;
 use crate::proto::admin::AdminCommand;
 use crate::proto::response::Response;
 
@@ -12,10 +13,24 @@ impl Server {
     /// Serve one admin line. Answered here, not at the turn's end: a reply set aside for later
     /// would leave after the replies to lines sent behind it, and `show schedules` right after
     /// `reload schedules` would show the schedule from before.
-    pub(super) fn admin(&mut self, idx: usize, id: ConnId, cmd: AdminCommand, now: u64) {
-        if let Err(d) = self.gate(idx, crate::access::classify::admin(&cmd), None) {
+    /// An operator's action (`classify::audited`) goes to the audit trail with its reply.
+    pub(super) fn admin(&mut self, idx: usize, id: ConnId, line: &bytes::Bytes, now: u64) {
+        let cmd = AdminCommand::parse(line);
+        let need = classify::admin(&cmd);
+        let audited = classify::audited(&need);
+        if let Err(d) = self.gate(idx, need, None) {
             return self.refuse(idx, id, Response::text(d.admin_line()), d.closes());
         }
+        if audited {
+            let first = self.outbox.replies.len();
+            self.admin_served(id, cmd, now);
+            self.audit_admin(idx, line, first);
+        } else {
+            self.admin_served(id, cmd, now);
+        }
+    }
+
+    fn admin_served(&mut self, id: ConnId, cmd: AdminCommand, now: u64) {
         let reply = match cmd {
             AdminCommand::ShowJournal => self.journal.listing(),
             AdminCommand::ShowCluster => match &self.cluster {

@@ -60,6 +60,11 @@ impl Gate {
         self.acl.is_some()
     }
 
+    /// The ACL in force, if any (the audit hook names a bearer token by it).
+    pub(super) fn acl(&self) -> Option<&Acl> {
+        self.acl.as_ref()
+    }
+
     /// (identity, operation, denials) for /metrics.
     pub(super) fn denial_rows(&self) -> Vec<(String, &'static str, u64)> {
         self.denials.rows()

@@ -6,7 +6,6 @@ use super::conn::ReadStatus;
 use super::{FRAMES_PER_TURN, Server};
 use crate::log_budget::Cause;
 use crate::peer_log;
-use crate::proto::admin::AdminCommand;
 use crate::proto::frame::{Incoming, decode};
 use crate::proto::request::Request;
 use crate::proto::response::Response;
@@ -135,9 +134,7 @@ impl Server {
                     }
                     Err(e) => self.engine.reject(id, e, &mut self.outbox),
                 },
-                Ok(Some(Incoming::Admin(line))) => {
-                    self.admin(idx, id, AdminCommand::parse(&line), now)
-                }
+                Ok(Some(Incoming::Admin(line))) => self.admin(idx, id, &line, now),
                 Err(e) => {
                     let reply = match e.error_packet() {
                         Some((code, text)) => Response::error(code, text),

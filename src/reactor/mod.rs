@@ -12,6 +12,7 @@
 //! - `conn/`: the connections, their transport and the turn's write side.
 //! - `gearman`: the Gearman read path; `admin`: the admin lines the loop answers itself.
 //! - `gate`: `Gate`, the one gate into the engine (ACL, protected mode, denials counted).
+//! - `audit`: operators' actions that passed the gate, handed to the audit trail.
 //! - `http/`: the HTTP listener, its connections, the console and the guard.
 //! - `tls_glue`: TLS listeners, sessions, handshakes and certificate reloads.
 //! - `etcd_link`: the connections to etcd and the cluster machine.
@@ -24,6 +25,7 @@
 
 mod accept;
 mod admin;
+mod audit;
 mod conn;
 mod deadlines;
 mod door;
@@ -140,6 +142,8 @@ pub struct Server {
     stats: stats::Stats,
     /// The room kept for loopback and served peers, and accept failures' log (door.rs).
     door: door::Door,
+    /// The HTTP action being answered, for the audit trail (audit.rs).
+    audit: audit::AuditHook,
 }
 
 impl Server {
@@ -209,6 +213,7 @@ impl Server {
             fds_base: None,
             door,
             stats: stats::Stats::default(),
+            audit: audit::AuditHook::default(),
         })
     }
 
@@ -439,8 +444,10 @@ impl Server {
                 wall,
             );
             if let Some(text) = pushed {
-                self.schedules
-                    .load_pushed(text, &mut self.engine, &mut self.outbox, l, wall);
+                let loaded =
+                    self.schedules
+                        .load_pushed(text, &mut self.engine, &mut self.outbox, l, wall);
+                self.audit_push(&loaded);
             }
             // Claims made by a takeover's catch-up go out this turn.
             if self.outbox.claims.is_empty() {

@@ -68,14 +68,13 @@ impl Schedules {
         outbox: &mut Outbox,
         cluster: &mut EtcdLink,
         wall: u64,
-    ) {
+    ) -> Result<usize, String> {
         let before = cluster.pushed.replace(text);
-        if self
-            .reload(engine, outbox, Some(&mut *cluster), wall)
-            .is_err()
-        {
+        let loaded = self.reload(engine, outbox, Some(&mut *cluster), wall);
+        if loaded.is_err() {
             cluster.pushed = before;
         }
+        loaded
     }
 
     /// Read the schedules file again. A file with any error leaves the running schedule as it

@@ -89,6 +89,7 @@ pub(super) enum LiveKey {
     FuncRetry(Bytes),
     Output(Bytes),
     Limits(Bytes),
+    Audit(u64),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -133,6 +134,8 @@ pub(super) struct LiveSet {
     output_seq: u64,
     /// The newest FunctionLimits per function (one with nothing set too: a tombstone).
     pub(super) limits: HashMap<Bytes, Loc>,
+    /// The audit trail's records still kept, by seq (those below the newest floor are dead).
+    pub(super) audit: std::collections::BTreeMap<u64, Loc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -269,6 +272,19 @@ impl LiveSet {
                 keep_newest(&mut self.limits, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::Audit(a) => {
+                let kept = self.audit.split_off(&a.floor);
+                for gone in std::mem::replace(&mut self.audit, kept).into_values() {
+                    self.live_bytes -= u64::from(gone.len);
+                }
+                if a.seq >= a.floor {
+                    self.live_bytes += u64::from(len);
+                    if let Some(o) = self.audit.insert(a.seq, Loc::at(off, file, len)) {
+                        self.live_bytes -= u64::from(o.len);
+                    }
+                }
+                None
+            }
         }
     }
 }
@@ -337,6 +353,13 @@ impl LiveSet {
                 let func = record::limits_function(payload)?;
                 key_of(&self.limits, func, here).map(|k| LiveKey::Limits(k.clone()))
             }
+            RecordKind::Audit => {
+                let seq = record::audit_seq(payload)?;
+                self.audit
+                    .get(&seq)
+                    .filter(|l| here(l))
+                    .map(|_| LiveKey::Audit(seq))
+            }
         }
     }
 
@@ -354,6 +377,7 @@ impl LiveSet {
             LiveKey::FuncRetry(f) => self.func_retry.get_mut(f).map(loc),
             LiveKey::Output(h) => self.outputs.get_mut(h).map(loc),
             LiveKey::Limits(f) => self.limits.get_mut(f).map(loc),
+            LiveKey::Audit(seq) => self.audit.get_mut(seq).map(loc),
         }
     }
 }

@@ -65,15 +65,17 @@
 //!   FunctionLease (9): ms u64 (0: none) | function (the rest); the newest per function
 //!                  wins (`timeout FUNCTION DURATION`)
 //!   FunctionRetry (10): retries u32 | base_ms u64 | max_ms u64 | function (the rest)
-//!   OutputKept (12): started_ms u64 | ended_ms u64 | output_bytes u64 | scheduled_ms u64 |
+//!   OutputKept (13): started_ms u64 | ended_ms u64 | output_bytes u64 | scheduled_ms u64 |
 //!                  attempts u32 | result_len u32 | ending u8 (0 complete, 1 failed,
 //!                  2 exception, 3 expired) | flags u8 (1 entry, 2 error, 4 scheduled,
 //!                  8 result) | lengths u32 of handle, func, worker, entry, error | those
 //!                  bytes | output (the rest); the newest per handle counts
-//!   OutputGone (13): handle (the whole payload)
+//!   OutputGone (14): handle (the whole payload)
 //!   FunctionLimits (11): limit u32 | rate count u32 | rate window ms u64 | paused u8 |
 //!                  expire ms u64 (0: none each) | function (the rest); the newest per
 //!                  function wins (`limit`, `rate`, `pause function`, `expire`)
+//!   Audit (12): seq u64 | floor u64 (older seqs are dead) | at_ms u64 | lengths u32 of
+//!                  identity, peer, command | those bytes | outcome (the rest)
 //! ```
 //!
 //! # Damage at replay
@@ -147,8 +149,8 @@ pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
-    FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
-    OutputKept, Record, ScheduleCounters, ScheduleRan,
+    Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
+    JobAttempts, OutputKept, Record, ScheduleCounters, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -213,6 +215,8 @@ pub struct Replayed {
     pub func_retries: Vec<FunctionRetry>,
     /// Kept outputs of ended jobs, oldest first.
     pub outputs: Vec<OutputKept>,
+    /// The audit trail, oldest first.
+    pub audit: Vec<Audit>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

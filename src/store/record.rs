@@ -65,12 +65,14 @@ kinds! {
     /// A function's retry policy (`retry FUNCTION N BACKOFF`); the newest per function counts.
     FunctionRetry = 10, "function-retry";
     /// An ended job's kept output and result (`--keep-output`); the newest per handle counts.
-    OutputKept = 12, "output-kept";
+    OutputKept = 13, "output-kept";
     /// A kept output left (past `--keep-results` or `--keep-output-total`).
-    OutputGone = 13, "output-gone";
+    OutputGone = 14, "output-gone";
     /// A function's limits (`limit`, `rate`, `pause function`, `expire`); the newest per
     /// function wins.
     FunctionLimits = 11, "function-limits";
+    /// An operator's action (the audit trail): live while among the newest `--keep-audit`.
+    Audit = 12, "audit";
 }
 
 /// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
@@ -87,6 +89,9 @@ const OUTPUT_ENTRY: u8 = 1;
 const OUTPUT_ERROR: u8 = 2;
 const OUTPUT_SCHEDULED: u8 = 4;
 const OUTPUT_RESULT: u8 = 8;
+/// Fixed part of an Audit payload: seq, floor, time, three field lengths (identity, peer,
+/// command); the outcome is the rest.
+const AUDIT_FIXED: usize = 8 + 8 + 8 + 3 * 4;
 /// Fixed part of a FunctionLease payload: ms u64 (0: none); the function is the rest.
 const FUNCTION_LEASE_FIXED: usize = 8;
 /// Fixed part of a FunctionLimits payload: limit u32, rate count u32, rate window u64, paused
@@ -301,6 +306,26 @@ impl FunctionLimits {
     }
 }
 
+/// An operator's action, as the audit trail keeps it: who did what from where, and what
+/// came of it. Every record names the oldest action still kept after it (`floor`), so the
+/// bound needs no record of its own: older ones are dead from here on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Audit {
+    /// Its number in the trail, from 1, never reused.
+    pub seq: u64,
+    /// The oldest `seq` kept once this one is (`--keep-audit`).
+    pub floor: u64,
+    pub at_ms: u64,
+    /// `cn:NAME`, `token:NAME`, `addr:IP` (or `etcd` for a pushed schedules file).
+    pub identity: Bytes,
+    /// The peer's address (`-` when none).
+    pub peer: Bytes,
+    /// The command, escaped for a log line.
+    pub command: Bytes,
+    /// `OK`, or the error.
+    pub outcome: Bytes,
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -329,6 +354,8 @@ pub enum Record {
     OutputGone { handle: Bytes },
     /// The function's limits.
     FunctionLimits(FunctionLimits),
+    /// An operator's action, for the audit trail.
+    Audit(Audit),
 }
 
 impl Record {
@@ -347,6 +374,7 @@ impl Record {
             Record::OutputKept(_) => RecordKind::OutputKept,
             Record::OutputGone { .. } => RecordKind::OutputGone,
             Record::FunctionLimits(_) => RecordKind::FunctionLimits,
+            Record::Audit(_) => RecordKind::Audit,
         }
     }
 
@@ -366,8 +394,9 @@ impl Record {
             | Record::JobAttempts(_)
             | Record::FunctionLease(_)
             | Record::OutputKept(_)
-            | Record::OutputGone { .. } => VERSION,
-            Record::FunctionLimits(_) => VERSION,
+            | Record::OutputGone { .. }
+            | Record::FunctionLimits(_)
+            | Record::Audit(_) => VERSION,
         }
     }
 
@@ -418,6 +447,10 @@ impl Record {
             }
             Record::OutputGone { handle } => handle.len() as u64,
             Record::FunctionLimits(l) => (FUNCTION_LIMITS_FIXED + l.func.len()) as u64,
+            Record::Audit(a) => {
+                (AUDIT_FIXED + a.identity.len() + a.peer.len() + a.command.len()) as u64
+                    + a.outcome.len() as u64
+            }
         }
     }
 }
@@ -578,6 +611,20 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&l.expire_ms.to_le_bytes());
             buf.extend_from_slice(&l.func);
         }
+        Record::Audit(a) => {
+            for n in [a.seq, a.floor, a.at_ms] {
+                buf.extend_from_slice(&n.to_le_bytes());
+            }
+            let fields: [&[u8]; 3] = [&a.identity, &a.peer, &a.command];
+            for x in fields {
+                // Fits: the whole payload was checked against u32 above.
+                buf.extend_from_slice(&(x.len() as u32).to_le_bytes());
+            }
+            for x in fields {
+                buf.extend_from_slice(x);
+            }
+            buf.extend_from_slice(&a.outcome);
+        }
     }
     let crc = crc32c::crc32c_append(pre, &buf[start + HEADER_LEN..]);
     buf[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
@@ -682,6 +729,11 @@ pub(crate) fn lease_function(payload: &[u8]) -> Option<&[u8]> {
 /// The function of a FunctionLimits payload without decoding the rest.
 pub(crate) fn limits_function(payload: &[u8]) -> Option<&[u8]> {
     payload.get(FUNCTION_LIMITS_FIXED..)
+}
+
+/// The seq of an Audit payload (its first field) without decoding the rest.
+pub(crate) fn audit_seq(payload: &[u8]) -> Option<u64> {
+    job_id(payload)
 }
 
 /// The function of a FunctionRetry payload without decoding the rest.
@@ -917,6 +969,29 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             expire_ms: c.u64()?,
             func: Bytes::copy_from_slice(&payload[FUNCTION_LIMITS_FIXED..]),
         }),
+        RecordKind::Audit => {
+            let seq = c.u64()?;
+            let floor = c.u64()?;
+            let at_ms = c.u64()?;
+            let mut lens = [0usize; 3];
+            for l in &mut lens {
+                *l = c.u32()? as usize;
+            }
+            let mut fields = [Bytes::new(), Bytes::new(), Bytes::new()];
+            for (f, &n) in fields.iter_mut().zip(&lens) {
+                *f = Bytes::copy_from_slice(c.take(n)?);
+            }
+            let [identity, peer, command] = fields;
+            Record::Audit(Audit {
+                seq,
+                floor,
+                at_ms,
+                identity,
+                peer,
+                command,
+                outcome: Bytes::copy_from_slice(&payload[c.at..]),
+            })
+        }
     };
     Ok(rec)
 }

@@ -11,8 +11,9 @@ use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
-    FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts, KEEP_BUF,
-    OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
+    Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
+    KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError,
+    TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -38,6 +39,8 @@ pub(super) struct Rebuild {
     pub(super) outputs: HashMap<Bytes, (u64, OutputKept)>,
     /// The newest limits per function.
     pub(super) limits: HashMap<Bytes, FunctionLimits>,
+    /// The audit trail by seq, those below the newest floor dropped.
+    pub(super) audit: std::collections::BTreeMap<u64, Audit>,
 }
 
 impl Rebuild {
@@ -83,6 +86,12 @@ impl Rebuild {
             Record::OutputGone { handle } => {
                 self.outputs.remove(&handle);
             }
+            Record::Audit(a) => {
+                self.audit = self.audit.split_off(&a.floor);
+                if a.seq >= a.floor {
+                    self.audit.insert(a.seq, a);
+                }
+            }
             // Kept by the live set alone (`Live::apply`, live.rs), read back from there.
             Record::JobRetried { .. } => {}
         }
@@ -103,6 +112,7 @@ impl Rebuild {
             leases,
             outputs,
             limits,
+            audit,
         } = self;
         let mut outputs: Vec<(u64, OutputKept)> = outputs.into_values().collect();
         outputs.sort_by_key(|(seq, _)| *seq);
@@ -137,6 +147,7 @@ impl Rebuild {
             limits,
             func_retries,
             outputs,
+            audit: audit.into_values().collect(),
             max_id: live.max_id,
             stats,
         };

@@ -81,6 +81,14 @@ fn a_pushed_schedules_file_is_loaded_by_every_server() {
     cl.leader(15);
     push(&etcd, &support::cluster::pushed_file(&dir));
     cl.wait_pushed_everywhere();
+    // An action on every server that loaded it, in its audit trail.
+    for s in cl.servers.iter().flatten() {
+        let trail = s.connect().admin("show audit", true);
+        assert!(
+            trail.contains("\tetcd\t-\tschedules push\tOK 1\n"),
+            "{trail}"
+        );
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The console in a real browser: headless Chromium driven by python selenium
-//! (tests/interop/console_browser.py, console_failed.py) against a live server with a schedules
-//! file, workers, queued, running, future and failed jobs, and a function whose name is HTML.
+//! (tests/interop/console_browser.py, console_failed.py, console_pages.py) against a live
+//! server with a schedules file, workers, queued, running, future and failed jobs, and a
+//! function whose name is HTML.
 //! Skipped with a reason when Chromium, chromedriver or selenium is missing, unless
 //! GEARWHEEL_REQUIRE_INTEROP=1. Every test saves screenshots under target/tmp and prints their
 //! paths; with GEARWHEEL_BLESS=1 the overview is also written to docs/console.png.
@@ -119,6 +120,70 @@ fn failed_jobs_retried_and_dropped_in_chromium() {
     );
     print!("{stdout}");
     assert!(stdout.contains("ok: dropped"), "{stdout}");
+    assert!(stdout.contains("ok: no CSP violation"), "{stdout}");
+}
+
+#[test]
+fn the_consoles_working_pages_in_chromium() {
+    if !need(BROWSER) {
+        return;
+    }
+    let dir = TempDir::new("console-pages");
+    let sched = dir.path("schedules");
+    std::fs::write(&sched, "0 3 * * *    report.build   id=nightly-report\n").unwrap();
+    let s = HttpServer::start(&["--schedules", sched.to_str().unwrap()]);
+    let mut c = s.gearman();
+    for i in 0..60 {
+        let data = format!("{{\"file\":\"movie-{i}.mp4\"}}");
+        c.submit(
+            t::SUBMIT_JOB_BG,
+            "video.transcode",
+            &format!("v{i}"),
+            data.as_bytes(),
+        );
+    }
+    let mut w = s.gearman();
+    w.send_req(t::SET_CLIENT_ID, &[b"encoder-1"]);
+    w.can_do(&["video.transcode"]);
+    w.send_req(t::GRAB_JOB, &[]);
+    w.expect(t::JOB_ASSIGN);
+    // Two failed jobs of reports.flaky and a failed run of the entry nightly-report; then the
+    // failing worker leaves those functions, so that a retried job stays queued.
+    let mut f = s.gearman();
+    f.can_do(&["reports.flaky", "report.build"]);
+    for u in ["r1", "r2"] {
+        c.submit(t::SUBMIT_JOB_BG, "reports.flaky", u, b"monthly report");
+        let (h, _) = grab(&mut f);
+        f.send_req(t::WORK_FAIL, &[h.as_bytes()]);
+    }
+    assert!(
+        c.admin("run schedule nightly-report", false)
+            .starts_with("OK")
+    );
+    let (h, _) = grab(&mut f);
+    f.send_req(t::WORK_FAIL, &[h.as_bytes()]);
+    f.send_req(t::CANT_DO, &[b"reports.flaky"]);
+    f.send_req(t::CANT_DO, &[b"report.build"]);
+    c.submit(t::SUBMIT_JOB_BG, "console.live", "live", b"");
+    wait_until(5, "three failed jobs", || {
+        s.get("/ui/api/server")
+            .text()
+            .contains("\"failed\":{\"total\":3,")
+    });
+
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let stdout = run(
+        "console_pages.py",
+        Command::new("python3")
+            .env("TZ", "Asia/Kathmandu")
+            .arg(script("console_pages.py"))
+            .arg(format!("http://{}", s.http))
+            .arg(s.server.addr.to_string())
+            .arg(&out),
+        None,
+        180,
+    );
+    print!("{stdout}");
     assert!(stdout.contains("ok: no CSP violation"), "{stdout}");
 }
 

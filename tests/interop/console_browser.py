@@ -123,8 +123,11 @@ try:
     box = d.find_element(By.ID, "handle")
     box.send_keys(handle, Keys.ENTER)
     wait(d, "job lookup", lambda: "future" in d.find_element(By.ID, "job").text)
-    ok(f"future job {handle} due {fut[0]!r}, looked up by handle")
+    assert d.current_url.endswith("#job/" + handle.replace(":", "%3A")), d.current_url
+    ok(f"future job {handle} due {fut[0]!r}, looked up by handle: its page")
     shot(d, OUT, "console-jobs.png")
+    d.back()
+    wait(d, "the Jobs view again", lambda: any("console.later" in r for r in rows(d, "future-list")))
 
     # Cancel it from its row, by keyboard: the button is reachable and Enter presses it.
     d.execute_script(
@@ -136,6 +139,18 @@ try:
          lambda: not any("console.later" in r for r in rows(d, "future-list")))
     wait(d, "the page says so", lambda: ("Cancelled " + handle) in d.find_element(By.ID, "note").text)
     ok(f"cancelled {handle} from its row (POST with the console's header)")
+
+    # The Audit tab lists what the page did, newest first, with who did it.
+    d.find_element(By.ID, "nav-audit").click()
+    cancel = "POST /ui/api/cancel " + handle
+    wait(d, "the cancel in the audit tab",
+         lambda: any(len(r) == 5 and r[3] == cancel for r in rows(d, "audit-list")))
+    audit = rows(d, "audit-list")
+    a = next(r for r in audit if r[3] == cancel)
+    assert a[1] == "addr:127.0.0.1" and a[2].startswith("127.0.0.1:") and a[4] == "OK", a
+    assert audit[0] == a, audit
+    assert any(r[3] == "POST /ui/api/schedule pause console.tick" for r in audit), audit
+    ok(f"the audit tab lists {len(audit)} actions, the cancel first, by {a[1]}")
 
     # A phone: nothing wider than the screen (tables scroll inside their box).
     d.set_window_size(390, 844)

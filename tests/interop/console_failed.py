@@ -9,55 +9,14 @@ workload and an error that is HTML; a worker `console-worker` runs one `console.
 Prints one line per check and the path of each screenshot; exits non-zero on the first failure.
 """
 import re
-import socket
-import struct
 import sys
 
 from selenium.webdriver.common.by import By
 
-from console_page import chromium, ok, ran_as_text, rows, shot, wait
+from console_page import Worker, chromium, ok, ran_as_text, rows, shot, wait
 
 BASE, GEARMAN, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 HOSTILE = "<img src=x onerror=alert(1)>"
-CAN_DO, GRAB_JOB, JOB_ASSIGN, NO_JOB, NOOP, SET_CLIENT_ID = 1, 9, 11, 10, 6, 22
-
-
-class Worker:
-    """A Gearman worker over a raw socket: the job it takes stays running until it leaves."""
-
-    def __init__(self, addr, client_id, func):
-        host, port = addr.rsplit(":", 1)
-        self.s = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
-        self.send(SET_CLIENT_ID, client_id.encode())
-        self.send(CAN_DO, func.encode())
-
-    def send(self, ptype, *args):
-        body = b"\0".join(args)
-        self.s.sendall(b"\0REQ" + struct.pack(">II", ptype, len(body)) + body)
-
-    def read(self):
-        head = self.exact(12)
-        assert head[:4] == b"\0RES", head
-        ptype, n = struct.unpack(">II", head[4:])
-        return ptype, self.exact(n).split(b"\0")
-
-    def exact(self, n):
-        buf = b""
-        while len(buf) < n:
-            more = self.s.recv(n - len(buf))
-            if not more:
-                raise SystemExit("FAIL: the server closed the worker's connection")
-            buf += more
-        return buf
-
-    def grab(self):
-        self.send(GRAB_JOB)
-        while True:
-            ptype, args = self.read()
-            if ptype == JOB_ASSIGN:
-                return args[0].decode(), args[2]
-            if ptype != NOOP:
-                return None
 
 
 def failed_rows(d):
@@ -73,7 +32,7 @@ def press(d, handle, label):
 
 d = chromium()
 try:
-    d.get(BASE + "/#jobs")
+    d.get(BASE + "/#failed")
     wait(d, "two failed jobs listed", lambda: len(failed_rows(d)) == 2)
     newer, older = failed_rows(d)
     assert older[1] == "console.flaky" and older[4] == "disk full on /var", older
@@ -90,13 +49,16 @@ try:
     press(d, retried, "retry failed job")
     wait(d, "the retried job leaves the failed list",
          lambda: [r[2] for r in failed_rows(d)] == [newer[2]])
-    wait(d, "the page says so", lambda: "Queued " + retried + " again." in d.find_element(By.ID, "failed-note").text)
-    ok(f"retried {retried} from its row: it left the failed list")
+    # The note names the new job the retry queued (a link to its page).
+    wait(d, "the page says so", lambda: ("Retried " + retried + " as new job H:") in d.find_element(By.ID, "failed-note").text)
+    new_job = d.find_element(By.CSS_SELECTOR, "#failed-note a").text
+    ok(f"retried {retried} from its row: it left the failed list; the note names {new_job}")
     w = Worker(GEARMAN, "console-retrier", "console.flaky")
     got = w.grab()
     assert got is not None, "no job for console.flaky after the retry"
     handle, data = got
     assert data == b"retry me", data
+    assert handle == new_job, (handle, new_job)
     ok(f"a worker took the retried job as {handle} with its workload")
 
     # The Workers view shows it running, and for how long; the age moves.
@@ -120,7 +82,7 @@ try:
     shot(d, OUT, "console-workers.png")
 
     # Drop the other one from its row, by keyboard.
-    d.find_element(By.ID, "nav-jobs").click()
+    d.find_element(By.ID, "nav-failed").click()
     wait(d, "the failed list again", lambda: len(failed_rows(d)) == 1)
     dropped = newer[2]
     d.execute_script(

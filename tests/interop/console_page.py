@@ -1,12 +1,18 @@
 """What the console's browser tests share (console_browser.py, console_failed.py,
 console_denied.py): headless Chromium through Debian's chromedriver, waiting for a condition,
-reading a table as the page shows it, printing checks and screenshots."""
+reading a table as the page shows it, printing checks and screenshots, and a Gearman worker
+over a raw socket."""
 import os
+import socket
+import struct
 
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
+
+CAN_DO, GRAB_JOB, JOB_ASSIGN, NO_JOB, NOOP, SET_CLIENT_ID = 1, 9, 11, 10, 6, 22
+WORK_COMPLETE, WORK_DATA, WORK_FAIL = 13, 28, 14
 
 
 def chromium():
@@ -53,3 +59,41 @@ def ran_as_text(d, what):
         raise SystemExit(f"FAIL: an alert opened: {what} ran as HTML")
     except NoAlertPresentException:
         pass
+
+
+class Worker:
+    """A Gearman worker over a raw socket: the job it takes stays running until it leaves."""
+
+    def __init__(self, addr, client_id, func):
+        host, port = addr.rsplit(":", 1)
+        self.s = socket.create_connection((host.strip("[]"), int(port)), timeout=5)
+        self.send(SET_CLIENT_ID, client_id.encode())
+        self.send(CAN_DO, func.encode())
+
+    def send(self, ptype, *args):
+        body = b"\0".join(args)
+        self.s.sendall(b"\0REQ" + struct.pack(">II", ptype, len(body)) + body)
+
+    def read(self):
+        head = self.exact(12)
+        assert head[:4] == b"\0RES", head
+        ptype, n = struct.unpack(">II", head[4:])
+        return ptype, self.exact(n).split(b"\0")
+
+    def exact(self, n):
+        buf = b""
+        while len(buf) < n:
+            more = self.s.recv(n - len(buf))
+            if not more:
+                raise SystemExit("FAIL: the server closed the worker's connection")
+            buf += more
+        return buf
+
+    def grab(self):
+        self.send(GRAB_JOB)
+        while True:
+            ptype, args = self.read()
+            if ptype == JOB_ASSIGN:
+                return args[0].decode(), args[2]
+            if ptype != NOOP:
+                return None

@@ -204,7 +204,9 @@ fn failed_jobs_are_listed_retried_and_dropped_from_the_console() {
     assert!(list.header("content-security-policy").is_some());
     let body = list.text();
     assert!(
-        body.starts_with("{\"total\":2,\"jobs\":[{\"handle\":\"H:c:2\",\"function\":\"flaky\""),
+        body.starts_with(
+            "{\"total\":2,\"kept\":2,\"jobs\":[{\"handle\":\"H:c:2\",\"function\":\"flaky\""
+        ),
         "newest first: {body}"
     );
     // The 3000-byte workload is cut to a preview, at a character boundary; the error is text.
@@ -254,7 +256,7 @@ fn failed_jobs_are_listed_retried_and_dropped_from_the_console() {
     assert!(r.text().contains("no failed job has this handle"));
     assert_eq!(
         s.get("/ui/api/failed").text(),
-        "{\"total\":0,\"jobs\":[]}\n"
+        "{\"total\":0,\"kept\":0,\"jobs\":[]}\n"
     );
     let metrics = s.get("/metrics").text();
     assert!(

@@ -49,6 +49,13 @@ pub enum FailedSelector<'a> {
     Handle(&'a [u8]),
     Function(&'a [u8]),
     All,
+    /// The console's filter: the jobs of a function, of a schedule entry, one handle, or
+    /// several of these at once (`None` matches any).
+    Matching {
+        function: Option<&'a [u8]>,
+        entry: Option<&'a [u8]>,
+        handle: Option<&'a [u8]>,
+    },
 }
 
 impl<'a> FailedSelector<'a> {
@@ -63,11 +70,20 @@ impl<'a> FailedSelector<'a> {
         }
     }
 
-    fn matches(&self, j: &FailedJob) -> bool {
+    pub fn matches(&self, j: &FailedJob) -> bool {
         match self {
             FailedSelector::Handle(h) => j.handle.as_ref() == *h,
             FailedSelector::Function(f) => j.func.as_ref() == *f,
             FailedSelector::All => true,
+            FailedSelector::Matching {
+                function,
+                entry,
+                handle,
+            } => {
+                function.is_none_or(|f| j.func.as_ref() == f)
+                    && entry.is_none_or(|e| j.entry.as_deref().map(str::as_bytes) == Some(e))
+                    && handle.is_none_or(|h| j.handle.as_ref() == h)
+            }
         }
     }
 }
@@ -259,6 +275,44 @@ mod tests {
         assert_eq!(l.take(FailedSelector::parse(b"ALL")).len(), 1);
         assert!(l.is_empty());
         assert_eq!(l.bytes(), 0);
+    }
+
+    #[test]
+    fn take_by_function_and_entry() {
+        let mut l = FailedList::new(10, 0);
+        for (i, (f, e)) in [("a", Some("nightly")), ("a", None), ("b", Some("nightly"))]
+            .into_iter()
+            .enumerate()
+        {
+            let mut j = job(i as u64, f, 3);
+            j.entry = e.map(std::rc::Rc::from);
+            l.push(j);
+        }
+        let both = FailedSelector::Matching {
+            function: Some(b"a"),
+            entry: Some(b"nightly"),
+            handle: None,
+        };
+        assert_eq!(l.take(both).len(), 1);
+        let entry = FailedSelector::Matching {
+            function: None,
+            entry: Some(b"nightly"),
+            handle: None,
+        };
+        assert_eq!(l.take(entry).len(), 1);
+        assert_eq!(handles(&l), ["H:t:1"]);
+        let other = FailedSelector::Matching {
+            function: None,
+            entry: None,
+            handle: Some(b"H:t:9"),
+        };
+        assert!(l.take(other).is_empty());
+        let any = FailedSelector::Matching {
+            function: None,
+            entry: None,
+            handle: None,
+        };
+        assert_eq!(l.take(any).len(), 1);
     }
 
     #[test]

@@ -38,6 +38,7 @@ fn views(w: &mut World) -> Vec<String> {
         "show retries",
         "show schedules",
         "show limits",
+        "show audit",
     ]
     .iter()
     .map(|line| format!("{line}:\n{}", w.admin(c, line)))
@@ -127,6 +128,17 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
         },
     );
     w.e.disconnect(c, now, &mut w.out);
+    // Audit: an operator's action, as the reactor hands it over.
+    for command in ["pause schedule nightly", "drop failed H:t:2"] {
+        w.e.record_action(crate::engine::Action {
+            seq: 0,
+            at_ms: now,
+            identity: "cn:ops".into(),
+            peer: "192.0.2.7:40000".into(),
+            command: command.into(),
+            outcome: "OK".into(),
+        });
+    }
 
     let records: Vec<_> = w.e.take_durable().collect();
     let dir = std::env::temp_dir().join(format!("gearwheel-engine-journal-{}", std::process::id()));
@@ -172,5 +184,5 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
                 .to_string()
         })
         .collect();
-    assert_eq!(kinds.len(), 12, "{kinds:?}");
+    assert_eq!(kinds.len(), 13, "{kinds:?}");
 }

@@ -2,9 +2,11 @@
 //! now, skip the next run of, pause or resume a schedule entry (`run|skip|pause|resume schedule
 //! ID`), and retry or drop a failed job (`retry|drop failed HANDLE`, the same operations as
 //! `POST /failed/HANDLE/retry` and `DELETE /failed/HANDLE`). POSTs to `/ui/api/cancel`,
-//! `/ui/api/retry` and `/ui/api/drop` (body: the handle) and `/ui/api/schedule` (body: the
-//! word and the entry's id, `pause nightly`) and `/ui/api/function` (body: `pause NAME` or
-//! `resume NAME`, the admin lines `pause|resume function NAME`), served only when they prove they come from the
+//! `/ui/api/retry` and `/ui/api/drop` (body: the handle), `/ui/api/retry-all` and
+//! `/ui/api/drop-all` (body: a filter, `function=F&entry=E`, either or both or neither: the
+//! failed jobs it names), `/ui/api/schedule` (body: the word and the entry's id, `pause
+//! nightly`) and `/ui/api/function` (body: `pause NAME` or `resume NAME`, the admin lines
+//! `pause|resume function NAME`), served only when they prove they come from the
 //! console's own page (checked here), and without an ACL only to a loopback peer (the
 //! listener has no authentication, so nothing that changes a job is offered to the network;
 //! that rule is the gate's, src/reactor/gate.rs, with `admin` under an ACL).
@@ -20,6 +22,7 @@ use bytes::Bytes;
 
 use super::super::parse::SiteHeaders;
 use super::super::response::Reply;
+use super::lists::{FailedFilter, failed_filter};
 use crate::proto::admin::ScheduleOp;
 
 /// The longest body an action accepts (a handle, or a word and an entry id).
@@ -32,6 +35,10 @@ pub enum Action {
     Retry(Bytes),
     /// Forget a failed job.
     Drop(Bytes),
+    /// Queue again every failed job the filter names (`retry failed`, for a filter).
+    RetryAll(FailedFilter),
+    /// Forget every failed job the filter names (`drop failed`, for a filter).
+    DropAll(FailedFilter),
     Schedule {
         op: ScheduleOp,
         id: Bytes,
@@ -73,13 +80,29 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
         b"ui/api/cancel" => Some(Action::Cancel),
         b"ui/api/retry" => Some(Action::Retry),
         b"ui/api/drop" => Some(Action::Drop),
-        b"ui/api/schedule" | b"ui/api/function" => None,
+        b"ui/api/schedule" | b"ui/api/function" | b"ui/api/retry-all" | b"ui/api/drop-all" => None,
         _ => return None,
     };
     if !post {
         return Some(Err(
             Reply::text(405, "console actions are POSTs").header("Allow", "POST")
         ));
+    }
+    // A filter as a form sends it (`function=F&entry=E`); empty: every failed job.
+    let all: Option<fn(FailedFilter) -> Action> = match path {
+        b"ui/api/retry-all" => Some(Action::RetryAll),
+        b"ui/api/drop-all" => Some(Action::DropAll),
+        _ => None,
+    };
+    if let Some(make) = all {
+        if body.len() > MAX_BODY * 2 {
+            return bad("the filter must be at most 512 bytes");
+        }
+        return Some(
+            failed_filter(body.trim_ascii())
+                .map(make)
+                .map_err(|why| Reply::text(400, why)),
+        );
     }
     let body = body.trim_ascii();
     if body.is_empty() || body.len() > MAX_BODY || crate::proto::names::has_control(body) {
@@ -170,6 +193,21 @@ mod tests {
             );
         }
         assert_eq!(status(action(b"ui/api/schedule", false, b"run x")), 405);
+        assert_eq!(
+            action(b"ui/api/retry-all", true, b"function=f&entry=nightly"),
+            Some(Ok(Action::RetryAll(FailedFilter {
+                function: Some(Bytes::from_static(b"f")),
+                entry: Some(Bytes::from_static(b"nightly")),
+                handle: None,
+            })))
+        );
+        assert_eq!(
+            action(b"ui/api/drop-all", true, b""),
+            Some(Ok(Action::DropAll(FailedFilter::default())))
+        );
+        assert_eq!(status(action(b"ui/api/drop-all", true, b"entry=%0a")), 400);
+        assert_eq!(status(action(b"ui/api/drop-all", false, b"")), 405);
+        assert_eq!(status(action(b"ui/api/retry-all", true, &[b'a'; 513])), 400);
         assert_eq!(
             action(b"ui/api/function", true, b"pause email.send"),
             Some(Ok(Action::Function {

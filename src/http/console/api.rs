@@ -1,10 +1,10 @@
-//! The JSON only the console asks for: `/ui/api/server` (server facts and the job-rate ring),
-//! `/ui/api/future` (future jobs with their due time) and `/ui/api/failed` (the newest failed
-//! jobs, their texts cut to a preview), from data the reactor passes in. Every answer is
+//! The JSON only the console asks for: `/ui/api/server` (server facts and the job-rate ring)
+//! and `/ui/api/future` (future jobs with their due time), from data the reactor passes in,
+//! and the previews every list cuts its texts to (`lists` has the filtered and paged lists). Every answer is
 //! bounded whatever the server holds: a page polls it every second.
 
 use super::rates::{SLOT_MS, Slot};
-use crate::engine::{EngineTotals, FailedJob, FailedList, FutureJob};
+use crate::engine::{EngineTotals, FailedList, FutureJob};
 use crate::http::json::{Obj, array, time};
 use crate::store::JournalMetrics;
 
@@ -121,16 +121,12 @@ fn failed_counts(out: &mut String, failed: &FailedList) {
     o.end();
 }
 
-/// How many failed jobs `/ui/api/failed` lists (the newest); `total` says how many are kept.
-pub const FAILED_SHOWN: usize = 100;
 /// The longest workload preview, in bytes (`workload_bytes` gives the whole size).
 pub const WORKLOAD_PREVIEW: usize = 200;
-/// The longest error text shown, in bytes (`error_bytes` gives the whole size).
-pub const ERROR_PREVIEW: usize = 1000;
 
 /// At most `max` bytes of `b`, not ending inside a UTF-8 character (bytes that are not UTF-8
 /// become U+FFFD when written).
-fn preview(b: &[u8], max: usize) -> &[u8] {
+pub(super) fn preview(b: &[u8], max: usize) -> &[u8] {
     if b.len() <= max {
         return b;
     }
@@ -141,32 +137,8 @@ fn preview(b: &[u8], max: usize) -> &[u8] {
     }
 }
 
-/// `/ui/api/failed`: the newest `FAILED_SHOWN` failed jobs, newest first, each with a preview
-/// of its workload and error.
-pub fn failed(list: &FailedList) -> String {
-    let jobs: Vec<&FailedJob> = list.iter().rev().take(FAILED_SHOWN).collect();
-    let mut out = String::with_capacity(64 + jobs.len() * (WORKLOAD_PREVIEW + 256));
-    let mut o = Obj::new(&mut out);
-    o.num("total", list.len());
-    array(o.key("jobs"), &jobs, |out, j| {
-        let mut o = Obj::new(out);
-        o.bytes("handle", &j.handle)
-            .bytes("function", &j.func)
-            .bytes("unique", preview(&j.unique, WORKLOAD_PREVIEW))
-            .bytes("workload", preview(&j.data, WORKLOAD_PREVIEW))
-            .num("workload_bytes", j.data.len())
-            .bytes("error", preview(&j.error, ERROR_PREVIEW))
-            .num("error_bytes", j.error.len())
-            .num("attempts", j.attempts);
-        time(&mut o, "first_failure", Some(j.first_ms));
-        time(&mut o, "last_failure", Some(j.last_ms));
-        o.opt_str("entry", j.entry.as_deref());
-        o.end();
-    });
-    o.end();
-    out.push('\n');
-    out
-}
+/// How many actions `/ui/api/audit` lists (the newest); `total` says how many are kept.
+pub const AUDIT_SHOWN: usize = 50;
 
 /// How many future jobs `/ui/api/future` lists (the soonest); `total` says how many there are.
 pub const FUTURE_SHOWN: usize = 200;
@@ -189,12 +161,18 @@ pub fn future(total: usize, jobs: &[FutureJob]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use bytes::Bytes;
 
     use super::*;
+    use crate::engine::FailedJob;
 
-    fn failed_job(handle: &str, func: &[u8], data: Vec<u8>, error: Vec<u8>) -> FailedJob {
+    pub(in crate::http::console) fn failed_job(
+        handle: &str,
+        func: &[u8],
+        data: Vec<u8>,
+        error: Vec<u8>,
+    ) -> FailedJob {
         FailedJob {
             handle: Bytes::from(handle.to_string()),
             func: Bytes::copy_from_slice(func),
@@ -308,59 +286,6 @@ mod tests {
         );
         assert_eq!(out.matches("\"count\"").count(), FAILED_FUNCTIONS_SHOWN);
         assert!(out.ends_with("],\"other\":5}"), "{out}");
-    }
-
-    #[test]
-    fn failed_list_is_newest_first_bounded_and_cut() {
-        let mut list = FailedList::new(1000, 0);
-        // A workload of 3-byte characters, cut inside one; an error with control bytes and
-        // HTML; binary data.
-        let long = "\u{20ac}".repeat(100).into_bytes();
-        list.push(failed_job(
-            "H:x:1",
-            b"<img src=x onerror=alert(1)>",
-            long.clone(),
-            b"line 1\nline 2\x00<b>".to_vec(),
-        ));
-        list.push(failed_job(
-            "H:x:2",
-            b"f",
-            vec![0xff, 0xfe, b'a'],
-            vec![b'e'; 5000],
-        ));
-        let body = failed(&list);
-        let v: Vec<&str> = body.split("{\"handle\":").collect();
-        assert_eq!(v.len(), 3);
-        assert!(v[0].starts_with("{\"total\":2,\"jobs\":["));
-        assert!(v[1].starts_with("\"H:x:2\""), "newest first");
-        assert!(v[1].contains("\"workload\":\"\u{fffd}\u{fffd}a\",\"workload_bytes\":3"));
-        assert!(v[1].contains(&format!(
-            "\"error\":\"{}\",\"error_bytes\":5000",
-            "e".repeat(ERROR_PREVIEW)
-        )));
-        // 200 bytes end inside the 67th euro sign: 66 whole ones are shown.
-        let shown = format!(
-            "\"workload\":\"{}\",\"workload_bytes\":300",
-            "\u{20ac}".repeat(66)
-        );
-        assert!(v[2].contains(&shown), "{}", v[2]);
-        assert!(v[2].contains("\"function\":\"<img src=x onerror=alert(1)>\""));
-        assert!(
-            v[2].contains("\"error\":\"line 1\\nline 2\\u0000<b>\""),
-            "{}",
-            v[2]
-        );
-        for i in 3..FAILED_SHOWN + 10 {
-            list.push(failed_job(&format!("H:x:{i}"), b"f", vec![], b"e".to_vec()));
-        }
-        let body = failed(&list);
-        assert!(body.starts_with(&format!("{{\"total\":{},", FAILED_SHOWN + 9)));
-        assert_eq!(body.matches("\"handle\"").count(), FAILED_SHOWN);
-        assert!(body.contains(&format!("\"handle\":\"H:x:{}\"", FAILED_SHOWN + 9)));
-        assert!(
-            !body.contains("\"handle\":\"H:x:1\""),
-            "the oldest is not shown"
-        );
     }
 
     #[test]

@@ -1,21 +1,20 @@
-// gearwheel console. Polls the server's JSON endpoints about once a second, for the view on
-// screen only, one request at a time; every value from the server is inserted as text
+// gearwheel console: the shared helpers, the polling loop, the routes of the page (the part
+// of the URL after #) and the Overview, Schedules and Workers views; console-jobs.js adds the
+// Jobs, Failed and job views. Polls the server's JSON endpoints about once a second, for the
+// view on screen only, one request at a time; every value from the server is inserted as text
 // (textContent / createTextNode), never as HTML.
 "use strict";
 
-(function () {
+window.GW = (function () {
   const POLL_MS = 800;
-  const VIEWS = ["overview", "schedules", "workers", "jobs"];
+  const NAV = ["overview", "schedules", "workers", "jobs", "failed", "audit"];
   const SVG = "http://www.w3.org/2000/svg";
   const $ = (id) => document.getElementById(id);
-  let view = "overview";
+  const GW = { $, views: {}, canAct: false, route: { view: "overview", arg: "", params: new URLSearchParams() } };
   let timer = null;
   let inflight = false;
   let again = false;
   let lastBody = {};
-  let lookedUp = null;
-  // The server says whether this viewer may act (a loopback peer).
-  let canAct = false;
 
   // An element with a class and text content (text only: never parsed as HTML).
   function el(tag, cls, text) {
@@ -31,19 +30,41 @@
     return td;
   }
 
-  // A time cell: the viewer's zone, UTC on hover.
+  // A link inside the page (a view's route), its text as text.
+  function link(text, hash, title) {
+    const a = el("a", null, text);
+    a.href = hash;
+    if (title) a.title = title;
+    return a;
+  }
+
+  function jobHash(handle) {
+    return "#job/" + encodeURIComponent(handle);
+  }
+
+  // A time cell: the viewer's zone, UTC on hover; on one line (td.time does not wrap).
   function timeCell(iso, cls) {
     if (!iso) return cell("—", cls);
     const d = new Date(iso);
     if (isNaN(d)) return cell(iso, cls);
-    return cell(local(d) + " (" + relative(d) + ")", cls, d.toISOString().replace(".000Z", "Z") + " UTC");
+    return cell(local(d) + " (" + relative(d) + ")", "time" + (cls ? " " + cls : ""), utc(d));
   }
 
+  function utc(d) {
+    return d.toISOString().replace(".000Z", "Z") + " UTC";
+  }
+
+  // Short: the time alone today, the day and month otherwise, the year when it is not this
+  // year's (a long date wrapped onto several lines in a table cell).
   function local(d) {
-    return d.toLocaleString(undefined, {
-      year: "numeric", month: "short", day: "numeric",
-      hour: "2-digit", minute: "2-digit", second: "2-digit",
-    });
+    const now = new Date();
+    const o = { hour: "2-digit", minute: "2-digit", second: "2-digit" };
+    if (d.toDateString() !== now.toDateString()) {
+      o.month = "short";
+      o.day = "numeric";
+      if (d.getFullYear() !== now.getFullYear()) o.year = "numeric";
+    }
+    return d.toLocaleString(undefined, o);
   }
 
   function relative(d) {
@@ -76,6 +97,11 @@
     return (i ? b.toFixed(1) : b) + " " + units[i];
   }
 
+  // " …(2.9 KiB)" when a preview is shorter than the whole.
+  function cut(n, shown) {
+    return n > new TextEncoder().encode(shown).length ? " …(" + size(n) + ")" : "";
+  }
+
   function fill(tbody, rows, cols, empty) {
     const frag = document.createDocumentFragment();
     if (!rows.length) {
@@ -92,16 +118,19 @@
     const keep = had && had.tagName === "BUTTON" && tbody.contains(had) ? had.title : null;
     tbody.replaceChildren(frag);
     if (keep) {
-      const again = [...tbody.querySelectorAll("button")].find((b) => b.title === keep);
-      if (again) again.focus();
+      const back = [...tbody.querySelectorAll("button")].find((b) => b.title === keep);
+      if (back) back.focus();
     }
   }
 
+  // Fact cards (overview) or a property list (a job): [label, value, hover, wide].
   function facts(dl, pairs) {
     const frag = document.createDocumentFragment();
-    for (const [k, v, title] of pairs) {
-      const d = el("div");
-      const dd = el("dd", null, v);
+    for (const [k, v, title, wide] of pairs) {
+      const d = el("div", wide ? "wide" : null);
+      const dd = el("dd");
+      if (v instanceof Node) dd.append(v);
+      else dd.textContent = v === null || v === undefined ? "—" : String(v);
       if (title) dd.title = title;
       d.append(el("dt", null, k), dd);
       frag.append(d);
@@ -118,7 +147,9 @@
     if (r.status === 403) throw new Denied((await r.text()).trim() || "forbidden");
     if (!r.ok && r.status !== 404) throw new Error(path + ": " + r.status);
     const text = await r.text();
-    return { status: r.status, text: text, json: JSON.parse(text) };
+    let json = null;
+    try { json = JSON.parse(text); } catch (e) { if (r.ok) throw e; }
+    return { status: r.status, text: text, json: json };
   }
 
   // Render only what changed: a table rebuilt every second would steal hover and selection.
@@ -128,11 +159,50 @@
     return true;
   }
 
+  // An action: a POST with a custom header, which no page of another origin can send (see
+  // src/http/console/action.rs). The answer goes to the view's note line: `done` is the text,
+  // or makes it (text or nodes) from the answer's JSON.
+  async function post(path, body, button, note, done) {
+    if (button) button.disabled = true;
+    const line = $(note);
+    try {
+      const r = await fetch(path, {
+        method: "POST", cache: "no-store", body: body,
+        headers: { "X-Gearwheel-Console": "1", "Content-Type": "text/plain" },
+      });
+      const text = (await r.text()).trim();
+      let json = null;
+      try { json = JSON.parse(text); } catch (e) { /* text */ }
+      if (r.ok) {
+        const said = typeof done === "function" ? done(json || {}) : done;
+        line.replaceChildren(...(Array.isArray(said) ? said : [said]));
+      } else {
+        // The failed-job operations answer in JSON.
+        const why = (json && json.error) || text;
+        line.textContent = r.status === 403 ? "Not allowed: " + why : why;
+      }
+    } catch (e) {
+      line.textContent = String(e);
+    }
+    lastBody = {};
+    tick();
+  }
+
+  function button(label, title, onClick) {
+    const b = el("button", null, label);
+    b.type = "button";
+    b.title = title;
+    b.addEventListener("click", () => onClick(b));
+    return b;
+  }
+
   function ms(us) {
     return us === null || us === undefined ? "—" : us < 1000 ? us + " µs" : (us / 1000).toFixed(us < 10000 ? 2 : 1) + " ms";
   }
 
   // ---- Overview ----
+  let lastRates = null;
+
   function renderServer(s) {
     $("version").textContent = "gearwheel " + s.version;
     const up = s.started ? new Date(s.started) : null;
@@ -148,50 +218,90 @@
       ["Memory (RSS)", size(s.rss_bytes)],
       ["Journal", s.journal ? size(s.journal.bytes) : "none", s.journal ? s.journal.jobs + " jobs held" : "no --data-dir"],
       ["Last fsync", s.journal ? ms(s.journal.last_fsync_us) : "—", s.journal ? s.journal.fsyncs + " fsyncs" : "no --data-dir"],
-      ["Failed (kept)", s.failed.total, "failed jobs kept for retry; see Jobs"],
+      ["Failed (kept)", link(s.failed.total, "#failed", "failed jobs kept for retry")],
     ].concat(s.leader ? [["Leader", s.leader, "the cluster's leader"]] : [])
       .concat(s.draining ? [["State", "draining"]] : []));
+    lastRates = s.rates;
     chart(s.rates);
   }
 
+  // The smallest 1, 2 or 5 times a power of ten at or above `v`: the count axis's top.
+  function niceTop(v) {
+    const p = Math.pow(10, Math.floor(Math.log10(Math.max(v, 1))));
+    for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+    return 10 * p;
+  }
+
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(SVG, tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // Drawn at the element's own width in pixels, so that the axes' labels are not stretched:
+  // counts on the left (0, half, top), the slots' local times below, every 2 minutes.
   function chart(r) {
+    if (!r) return;
     $("slot").textContent = r.slot_seconds;
-    const svg = $("rates");
+    const box = $("rates");
+    const W = Math.max(200, Math.round(box.getBoundingClientRect().width) || 610);
+    const H = 150, left = 34, bottom = 20, top = 8;
+    const plotW = W - left - 4, plotH = H - top - bottom;
+    box.setAttribute("viewBox", "0 0 " + W + " " + H);
     const n = r.submitted.length;
-    const W = 610, H = 120, per = W / 61;
-    let max = 1;
+    const slots = Math.max(n, 60);
+    const per = plotW / slots;
+    let max = 0;
     for (let i = 0; i < n; i++) max = Math.max(max, r.submitted[i], r.completed[i], r.failed[i]);
+    const topCount = niceTop(max);
     const frag = document.createDocumentFragment();
+    for (const f of [0, 0.5, 1]) {
+      const y = top + plotH - f * plotH;
+      frag.append(svg("line", { class: "grid", x1: left, x2: W - 4, y1: y.toFixed(1), y2: y.toFixed(1) }));
+      const v = f * topCount;
+      frag.append(svg("text", { class: "axis", x: left - 4, y: (y + 4).toFixed(1), "text-anchor": "end" },
+        Number.isInteger(v) ? String(v) : v.toFixed(1)));
+    }
     const start = r.last_slot_start ? new Date(r.last_slot_start).getTime() : Date.now();
     const kinds = ["submitted", "completed", "failed"];
+    const every = Math.max(1, Math.round(120 / r.slot_seconds));
     for (let i = 0; i < n; i++) {
-      const g = document.createElementNS(SVG, "g");
-      const x0 = W - (n - i) * per;
+      const x0 = left + plotW - (n - i) * per;
       const at = new Date(start - (n - 1 - i) * r.slot_seconds * 1000);
-      const t = document.createElementNS(SVG, "title");
-      t.textContent = local(at) + ": " + r.submitted[i] + " submitted, " + r.completed[i] +
-        " completed, " + r.failed[i] + " failed" + (i === n - 1 ? " (so far)" : "");
-      g.append(t);
+      const g = svg("g", {});
+      g.append(svg("title", {}, local(at) + ": " + r.submitted[i] + " submitted, " + r.completed[i] +
+        " completed, " + r.failed[i] + " failed" + (i === n - 1 ? " (so far)" : "")));
       kinds.forEach((k, j) => {
         const v = r[k][i];
-        const h = v ? Math.max(1, (v / max) * (H - 4)) : 0;
-        const b = document.createElementNS(SVG, "rect");
-        b.setAttribute("class", k);
-        b.setAttribute("x", (x0 + 1 + j * (per - 2) / 3).toFixed(2));
-        b.setAttribute("width", ((per - 2) / 3).toFixed(2));
-        b.setAttribute("y", (H - h).toFixed(2));
-        b.setAttribute("height", h.toFixed(2));
-        g.append(b);
+        const h = v ? Math.max(1, (v / topCount) * plotH) : 0;
+        g.append(svg("rect", {
+          class: k, x: (x0 + 1 + j * (per - 2) / 3).toFixed(2), width: Math.max(0.5, (per - 2) / 3).toFixed(2),
+          y: (top + plotH - h).toFixed(2), height: h.toFixed(2),
+        }));
       });
       frag.append(g);
     }
-    svg.replaceChildren(frag);
+    // The time axis spans the whole window, slots not yet seen (a young server) included;
+    // its marks fall on whole minutes.
+    const slotMs = r.slot_seconds * 1000;
+    for (let age = Math.round((start % (every * slotMs)) / slotMs); age < slots; age += every) {
+      const at = new Date(start - age * r.slot_seconds * 1000);
+      const x = left + plotW - (age + 1) * per + per / 2;
+      frag.append(svg("line", { class: "tick", x1: x.toFixed(1), x2: x.toFixed(1), y1: top + plotH, y2: top + plotH + 3 }));
+      if (x > left + 20 && x < W - 20) {
+        const label = at.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+        frag.append(svg("text", { class: "axis", x: x.toFixed(1), y: H - 5, "text-anchor": "middle" }, label));
+      }
+    }
+    frag.append(svg("line", { class: "axis-line", x1: left, x2: W - 4, y1: top + plotH, y2: top + plotH }));
+    box.replaceChildren(frag);
   }
 
   // Pause or resume a function's handouts (jobs are still accepted and queued).
   function pauseButton(name, paused) {
     const td = el("td", "actions");
-    if (!canAct) return td;
+    if (!GW.canAct) return td;
     const word = paused ? "resume" : "pause";
     td.append(button(paused ? "Resume" : "Pause", word + " handing out " + name, (b) =>
       post("/ui/api/function", word + " " + name, b, "limit-note",
@@ -224,8 +334,14 @@
     const rows = st.functions.map((f) => {
       const tr = el("tr");
       const p = f.priority;
+      const name = el("td");
+      name.append(link(f.name, "#jobs?" + new URLSearchParams({ function: f.name }), "the jobs of " + f.name));
+      const k = kept.get(f.name) || 0;
+      const keptCell = el("td", k ? "n bad" : "n");
+      keptCell.title = "in the failed list, ready to retry";
+      keptCell.append(k ? link(k, "#failed?" + new URLSearchParams({ function: f.name })) : "0");
       tr.append(
-        cell(f.name),
+        name,
         cell(f.queued, "n", "high " + p.high + ", normal " + p.normal + ", low " + p.low),
         cell(f.running, "n"),
         cell(f.workers, "n"),
@@ -233,7 +349,7 @@
         cell(f.counters.completed, "n"),
         cell(f.counters.failed + f.counters.exceptions, f.counters.failed + f.counters.exceptions ? "n bad" : "n",
           f.counters.failed + " failed, " + f.counters.exceptions + " exceptions, " + f.counters.retried + " retried"),
-        cell(kept.get(f.name) || 0, kept.get(f.name) ? "n bad" : "n", "in the failed list, ready to retry"),
+        keptCell,
         pauseButton(f.name, paused.has(f.name)),
       );
       return tr;
@@ -241,13 +357,13 @@
     fill($("functions").tBodies[0], rows, 9, "no functions yet");
   }
 
-  async function overview() {
+  GW.views.overview = async function () {
     const [st, sv, li] = await Promise.all([get("/status"), get("/ui/api/server"), get("/limits")]);
     const a = changed("status", st.text), b = changed("server", sv.text), c = changed("limits", li.text);
     if (a || b || c) renderFunctions(st.json, sv.json, li.json);
     if (c) renderLimits(li.json);
     if (b) renderServer(sv.json);
-  }
+  };
 
   // ---- Schedules ----
   function outcomeClass(o) {
@@ -257,10 +373,15 @@
 
   function scheduleButtons(s) {
     const td = el("td", "actions");
-    if (!canAct) return td;
+    if (!GW.canAct) return td;
     const op = (word, label, title, done) => button(label, title + " " + s.id, (b) =>
       post("/ui/api/schedule", word + " " + s.id, b, "schedule-note", done));
-    td.append(op("run", "Run now", "run now:", "Started a run of " + s.id + "."));
+    td.append(op("run", "Run now", "run now:", (j) => {
+      const jobs = j.jobs || [];
+      return jobs.length
+        ? ["Started a run of " + s.id + ": ", link(jobs[0], jobHash(jobs[0])), "."]
+        : "Started a run of " + s.id + ".";
+    }));
     td.append(s.paused
       ? op("resume", "Resume", "resume:", "Resumed " + s.id + ".")
       : op("pause", "Pause", "pause:", "Paused " + s.id + "."));
@@ -271,7 +392,7 @@
   }
 
   // The last outcome, a strip of the last runs (one coloured mark each, outcome and duration
-  // on hover) and the last error, in one cell.
+  // on hover, a link to the run's page when the server names its job) and the last error.
   function outcomeCell(s, last) {
     const td = cell(s.last_outcome === null ? "—" : s.last_outcome, outcomeClass(s.last_outcome),
       s.last_outcome === null ? "" : s.last_outcome + last + (s.last_run_manual ? " (run by hand)" : ""));
@@ -280,9 +401,11 @@
       const strip = el("span", "strip");
       for (const r of runs) {
         const at = new Date(r.started || r.scheduled);
-        const m = el("span", "mark " + outcomeClass(r.outcome), "\u25A0");
+        const m = r.handle ? link("\u25A0", jobHash(r.handle)) : el("span", null, "\u25A0");
+        m.className = "mark " + outcomeClass(r.outcome);
         m.title = local(at) + ": " + r.outcome + (r.duration_ms === null ? "" : " after " + r.duration_ms + " ms") +
-          (r.manual ? " (run by hand)" : "");
+          (r.manual ? " (run by hand)" : "") + (r.handle ? ", job " + r.handle : "") +
+          (r.output_bytes ? ", " + size(r.output_bytes) + " of output" : "");
         strip.append(m);
       }
       td.append(" ", strip);
@@ -291,11 +414,11 @@
     return td;
   }
 
-  async function schedules() {
+  GW.views.schedules = async function () {
     const r = await get("/schedules");
     const table = $("schedule-list");
     // Relative times ("in 5 s") move even when the data does not, so the table is redrawn
-    // each time, except while a button in it has the focus and nothing changed.
+    // each time, except while a button or link in it has the focus and nothing changed.
     if (!changed("schedules", r.text) && table.contains(document.activeElement)) return;
     const rows = r.json.schedules.map((s) => {
       const tr = el("tr");
@@ -317,11 +440,11 @@
       return tr;
     });
     fill(table.tBodies[0], rows, 11, "no schedules (start with --schedules FILE)");
-  }
+  };
 
   // ---- Workers ----
-  // Each running job: its handle and function, for how long (the server's count, so the
-  // viewer's clock does not matter), since when on hover.
+  // Each running job: its handle (a link to its page) and function, for how long (the
+  // server's count, so the viewer's clock does not matter), since when on hover.
   function runningCell(w) {
     if (!w.jobs.length) return cell("idle", "empty");
     const td = el("td");
@@ -329,13 +452,13 @@
       const d = el("div", "job");
       const since = new Date(j.since);
       d.title = j.function + ", since " + local(since) + " (" + j.since + ")";
-      d.append(el("span", null, j.handle), " ", el("span", "age", "for " + duration(Math.floor(j.running_ms / 1000))));
+      d.append(link(j.handle, jobHash(j.handle)), " ", el("span", "age", "for " + duration(Math.floor(j.running_ms / 1000))));
       td.append(d);
     }
     return td;
   }
 
-  async function workers() {
+  GW.views.workers = async function () {
     const r = await get("/workers");
     // Ages move every second even when nothing else does: redrawn each time.
     const rows = r.json.workers.map((w) => {
@@ -351,112 +474,29 @@
       return tr;
     });
     fill($("worker-list").tBodies[0], rows, 6, "no workers connected");
-  }
+  };
 
-  // ---- Jobs ----
-  function renderJob(r) {
-    const j = r.json;
-    if (!j.known) {
-      facts($("job"), [["Handle", j.handle], ["State", "not known (finished, or never here)"]]);
-      return;
-    }
-    const pairs = [
-      ["Handle", j.handle], ["Function", j.function], ["Unique", j.unique],
-      ["State", j.state], ["Priority", j.priority], ["Background", j.background ? "yes" : "no"],
-      ["Progress", j.denominator ? j.numerator + " / " + j.denominator : "—"],
-      ["Retries", j.retries], ["Waiting clients", j.clients],
-    ];
-    if (j.due) {
-      const d = new Date(j.due);
-      pairs.push(["Due", local(d) + " (" + relative(d) + ")", j.due]);
-    }
-    facts($("job"), pairs);
-  }
-
-  // An action: a POST with a custom header, which no page of another origin can send (see
-  // src/http/console/action.rs). The answer goes to the view's note line.
-  async function post(path, body, button, note, done) {
-    button.disabled = true;
-    try {
-      const r = await fetch(path, {
-        method: "POST", cache: "no-store", body: body,
-        headers: { "X-Gearwheel-Console": "1", "Content-Type": "text/plain" },
-      });
-      let why = r.ok ? "" : (await r.text()).trim();
-      // The failed-job operations answer in JSON.
-      try { why = JSON.parse(why).error || why; } catch (e) { /* text */ }
-      if (r.status === 403) why = "Not allowed: " + why;
-      $(note).textContent = r.ok ? done : why;
-    } catch (e) {
-      $(note).textContent = String(e);
-    }
-    lastBody = {};
-    tick();
-  }
-
-  function button(label, title, onClick) {
-    const b = el("button", null, label);
-    b.type = "button";
-    b.title = title;
-    b.addEventListener("click", () => onClick(b));
-    return b;
-  }
-
-  // The newest failed jobs: error text and a workload preview, Retry and Drop on each row.
-  function renderFailed(r) {
-    const list = r.json;
-    $("failed-count").textContent = "(" + list.total + (list.total > list.jobs.length ? ", newest " + list.jobs.length + " shown" : "") + ")";
-    const rows = list.jobs.map((x) => {
+  // ---- Audit ----
+  // Operators' actions, newest first; redrawn only when the trail changed.
+  GW.views.audit = async function () {
+    const r = await get("/ui/api/audit");
+    if (!changed("audit", r.text)) return;
+    $("audit-count").textContent = "(" + r.json.total + " kept)";
+    const rows = r.json.actions.slice().reverse().map((a) => {
       const tr = el("tr");
-      const act = el("td", "actions");
-      if (canAct) {
-        act.append(
-          button("Retry", "retry failed job " + x.handle, (b) =>
-            post("/ui/api/retry", x.handle, b, "failed-note", "Queued " + x.handle + " again.")),
-          button("Drop", "drop failed job " + x.handle, (b) =>
-            post("/ui/api/drop", x.handle, b, "failed-note", "Dropped " + x.handle + ".")));
-      }
-      const cut = (n, shown) => n > new TextEncoder().encode(shown).length ? " …(" + size(n) + ")" : "";
       tr.append(
-        timeCell(x.last_failure),
-        cell(x.function),
-        cell(x.handle, null, "unique: " + x.unique + (x.entry ? ", schedule entry " + x.entry : "")),
-        cell(x.attempts, "n"),
-        cell(x.error + cut(x.error_bytes, x.error), "error"),
-        cell(x.workload + cut(x.workload_bytes, x.workload), "preview"),
-        act,
+        timeCell(a.time),
+        cell(a.identity),
+        cell(a.peer),
+        cell(a.command),
+        cell(a.outcome, a.outcome.startsWith("OK") ? "ok" : "bad"),
       );
       return tr;
     });
-    fill($("failed-list").tBodies[0], rows, 7, "no failed jobs");
-  }
+    fill($("audit-list").tBodies[0], rows, 5, "no actions yet");
+  };
 
-  async function jobs() {
-    const work = [get("/ui/api/future"), get("/ui/api/failed")];
-    if (lookedUp) work.push(get("/jobs/" + encodeURIComponent(lookedUp)));
-    const [f, fl, j] = await Promise.all(work);
-    if (j) renderJob(j);
-    const failedTable = $("failed-list");
-    if (changed("failed", fl.text) || !failedTable.contains(document.activeElement)) renderFailed(fl);
-    const table = $("future-list");
-    // Keep a focused button where it is unless the list changed.
-    if (!changed("future", f.text) && table.contains(document.activeElement)) return;
-    $("future-count").textContent = "(" + f.json.total + (f.json.total > f.json.jobs.length ? ", first " + f.json.jobs.length + " shown" : "") + ")";
-    const rows = f.json.jobs.map((x) => {
-      const tr = el("tr");
-      const act = el("td", "actions");
-      if (canAct) {
-        act.append(button("Cancel", "cancel job " + x.handle, (b) =>
-          post("/ui/api/cancel", x.handle, b, "note", "Cancelled " + x.handle + ".")));
-      }
-      tr.append(timeCell(x.due), cell(x.function), cell(x.handle), cell(x.unique), act);
-      return tr;
-    });
-    fill(table.tBodies[0], rows, 5, "no future jobs");
-  }
-
-  const RENDER = { overview, schedules, workers, jobs };
-
+  // ---- The loop and the routes ----
   // One request at a time, the next only after the answer: a viewer never queues work on
   // the server, however slow its network.
   async function tick() {
@@ -471,7 +511,7 @@
     const live = $("live");
     const denied = $("denied");
     try {
-      await RENDER[view]();
+      await GW.views[GW.route.view]();
       live.textContent = "live";
       live.className = "ok";
       live.title = "updated " + new Date().toLocaleTimeString();
@@ -498,32 +538,62 @@
     }
   }
 
+  // `#jobs?function=F&state=running`, `#job/HANDLE`: a view, its argument and parameters.
+  // No section's id is a route, so a click in the navigation never scrolls the page.
+  function parseRoute() {
+    const h = location.hash.replace(/^#/, "");
+    const q = h.indexOf("?");
+    const path = q < 0 ? h : h.slice(0, q);
+    const slash = path.indexOf("/");
+    const view = slash < 0 ? path : path.slice(0, slash);
+    let arg = "";
+    try { arg = slash < 0 ? "" : decodeURIComponent(path.slice(slash + 1)); } catch (e) { arg = ""; }
+    return {
+      view: GW.views[view] ? view : "overview",
+      arg: arg,
+      params: new URLSearchParams(q < 0 ? "" : h.slice(q + 1)),
+    };
+  }
+
   function show() {
-    const want = location.hash.replace("#", "");
-    view = VIEWS.includes(want) ? want : "overview";
-    for (const v of VIEWS) {
-      $(v).hidden = v !== view;
+    const before = GW.route.view;
+    GW.route = parseRoute();
+    const view = GW.route.view;
+    for (const v of Object.keys(GW.views)) {
+      const section = $("view-" + v);
+      if (section) section.hidden = v !== view;
+    }
+    for (const v of NAV) {
       const a = $("nav-" + v);
-      if (v === view) a.setAttribute("aria-current", "page");
+      if (v === view || (view === "job" && v === "jobs")) a.setAttribute("aria-current", "page");
       else a.removeAttribute("aria-current");
     }
+    if (before !== view) window.scrollTo(0, 0);
+    if (GW.onShow[view]) GW.onShow[view]();
     lastBody = {};
     tick();
   }
 
-  window.addEventListener("hashchange", show);
-  document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
-  $("lookup").addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    const h = $("handle").value.trim();
-    lookedUp = h || null;
-    if (!h) $("job").replaceChildren();
-    tick();
+  Object.assign(GW, {
+    el, cell, link, jobHash, timeCell, utc, local, relative, duration, size, cut, fill, facts,
+    get, changed, post, button, tick, onShow: {},
+    forget: () => { lastBody = {}; },
   });
-  get("/ui/api/server").then((r) => {
-    canAct = r.json.actions === true;
-    $("version").textContent = "gearwheel " + r.json.version;
-    lastBody = {};
-    show();
-  }, () => show());
+
+  window.addEventListener("hashchange", show);
+  let resized = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resized);
+    resized = setTimeout(() => chart(lastRates), 100);
+  });
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
+  // After every script of the page has added its views.
+  document.addEventListener("DOMContentLoaded", () => {
+    get("/ui/api/server").then((r) => {
+      GW.canAct = r.json.actions === true;
+      $("version").textContent = "gearwheel " + r.json.version;
+      show();
+    }, () => show());
+  });
+  return GW;
 })();

@@ -4,12 +4,14 @@
 //! inserts every value as text. `--no-console` turns it off.
 //!
 //! - `api`: the JSON only the console asks for (server facts, future jobs, failed jobs).
+//! - `lists`: the paged job lists per function and the failed jobs' filter (their queries).
 //! - `action`: the page's buttons: cancel a job, operate a schedule entry, retry or drop a
 //!   failed job (POSTs, CSRF-checked, loopback only).
 //! - `rates`: the fixed ring of job counts behind the rate chart.
 
 pub mod action;
 pub mod api;
+pub mod lists;
 pub mod rates;
 
 use super::response::Reply;
@@ -27,8 +29,9 @@ pub struct Asset {
     pub body: &'static str,
 }
 
-/// The page and its files; the page is also `/` and `/ui/`.
-pub const ASSETS: [Asset; 4] = [
+/// The page and its files; the page is also `/` and `/ui/`. The script is two files, the
+/// views that read the job lists apart (`console-jobs.js`), each kept small.
+pub const ASSETS: [Asset; 5] = [
     Asset {
         path: "ui/index.html",
         content_type: "text/html; charset=utf-8",
@@ -49,10 +52,15 @@ pub const ASSETS: [Asset; 4] = [
         content_type: "image/svg+xml",
         body: include_str!("favicon.svg"),
     },
+    Asset {
+        path: "ui/console-jobs.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("console-jobs.js"),
+    },
 ];
 
 /// What a console request asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Page {
     /// `ASSETS[i]`.
     Asset(usize),
@@ -60,8 +68,13 @@ pub enum Page {
     Server,
     /// `/ui/api/future`: future jobs, soonest first.
     Future,
-    /// `/ui/api/failed`: the newest failed jobs, with previews.
-    Failed,
+    /// `/ui/api/failed?function=F&entry=E&handle=H`: the newest failed jobs the filter names
+    /// (all without one), with previews.
+    Failed(lists::FailedFilter),
+    /// `/ui/api/jobs?function=F&state=S&offset=N&limit=N`: a page of one function's jobs.
+    Jobs(lists::JobsQuery),
+    /// `/ui/api/audit`: the newest operators' actions (`GET /audit`'s body).
+    Audit,
 }
 
 /// Is this (decoded, without its leading `/`) path the console's? `/` and everything under
@@ -72,8 +85,9 @@ pub fn owns(path: &[u8]) -> bool {
     path.is_empty() || path == b"ui" || path.starts_with(b"ui/") || path == b"favicon.ico"
 }
 
-/// The page a console path names, or its 404.
-pub fn page(path: &[u8]) -> Result<Page, Reply> {
+/// The page a console path names (with the request's query string, undecoded), or its 404
+/// (400 for a bad query).
+pub fn page(path: &[u8], query: &[u8]) -> Result<Page, Reply> {
     let path = match path {
         b"" | b"ui" | b"ui/" => b"ui/index.html".as_slice(),
         b"favicon.ico" => b"ui/favicon.svg".as_slice(),
@@ -85,7 +99,13 @@ pub fn page(path: &[u8]) -> Result<Page, Reply> {
     match path {
         b"ui/api/server" => Ok(Page::Server),
         b"ui/api/future" => Ok(Page::Future),
-        b"ui/api/failed" => Ok(Page::Failed),
+        b"ui/api/failed" => lists::failed_filter(query)
+            .map(Page::Failed)
+            .map_err(|why| Reply::text(400, why)),
+        b"ui/api/jobs" => lists::jobs_query(query)
+            .map(Page::Jobs)
+            .map_err(|why| Reply::text(400, why)),
+        b"ui/api/audit" => Ok(Page::Audit),
         _ => Err(Reply::text(404, "no such page in the console")),
     }
 }
@@ -125,13 +145,26 @@ mod tests {
     #[test]
     fn paths_to_pages() {
         for p in [&b""[..], b"ui", b"ui/", b"ui/index.html"] {
-            assert_eq!(page(p), Ok(Page::Asset(0)), "{p:?}");
+            assert_eq!(page(p, b""), Ok(Page::Asset(0)), "{p:?}");
         }
-        assert_eq!(page(b"ui/console.js"), Ok(Page::Asset(2)));
-        assert_eq!(page(b"ui/api/server"), Ok(Page::Server));
-        assert_eq!(page(b"ui/api/future"), Ok(Page::Future));
-        assert_eq!(page(b"ui/api/failed"), Ok(Page::Failed));
-        assert_eq!(page(b"ui/nope").unwrap_err().status, 404);
+        assert_eq!(page(b"ui/console.js", b""), Ok(Page::Asset(2)));
+        assert_eq!(page(b"ui/console-jobs.js", b""), Ok(Page::Asset(4)));
+        assert_eq!(page(b"ui/api/server", b""), Ok(Page::Server));
+        assert_eq!(page(b"ui/api/future", b""), Ok(Page::Future));
+        assert_eq!(
+            page(b"ui/api/failed", b""),
+            Ok(Page::Failed(lists::FailedFilter::default()))
+        );
+        assert!(matches!(
+            page(b"ui/api/failed", b"function=f"),
+            Ok(Page::Failed(f)) if f.function.as_deref() == Some(&b"f"[..])
+        ));
+        assert!(matches!(
+            page(b"ui/api/jobs", b"function=f&state=future"),
+            Ok(Page::Jobs(q)) if q.phase == crate::engine::JobPhase::Future
+        ));
+        assert_eq!(page(b"ui/api/jobs", b"").unwrap_err().status, 400);
+        assert_eq!(page(b"ui/nope", b"").unwrap_err().status, 404);
         assert!(owns(b"") && owns(b"ui") && owns(b"ui/x"));
         assert!(!owns(b"uix") && !owns(b"status") && !owns(b"reverse"));
     }
@@ -170,9 +203,19 @@ mod tests {
             );
         }
         // Server values reach the page as text only.
-        assert!(
-            !ASSETS[2].body.contains("innerHTML") && !ASSETS[2].body.contains("insertAdjacentHTML")
-        );
+        for js in ASSETS.iter().filter(|a| a.path.ends_with(".js")) {
+            assert!(
+                !js.body.contains("innerHTML") && !js.body.contains("insertAdjacentHTML"),
+                "{}",
+                js.path
+            );
+            assert!(
+                js.body.lines().count() < 800,
+                "{}: split it by view",
+                js.path
+            );
+        }
+        assert!(html.contains("<script src=\"/ui/console-jobs.js\""));
         assert!(weight() < 60 * 1024, "{} bytes", weight());
     }
 }

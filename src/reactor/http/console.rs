@@ -1,6 +1,7 @@
 //! The console's requests on the HTTP listener (`crate::http::console` makes the bodies):
-//! the embedded files, the JSON only the console reads, its actions (cancel a job, operate a
-//! schedule entry, retry or drop a failed job: who may is the gate's rule, src/reactor/gate.rs;
+//! the embedded files, the JSON only the console reads (a function's jobs a page at a time,
+//! the failed jobs of a filter), its actions (cancel a job, operate a schedule entry, retry or
+//! drop a failed job or every failed job of a filter: who may is the gate's rule, src/reactor/gate.rs;
 //! the request's own headers are checked here, each refusal logged and counted), and the
 //! job-rate ring the loop feeds once a turn.
 
@@ -8,6 +9,7 @@ use log::info;
 
 use crate::engine::{CancelRefused, ScheduleOpError};
 use crate::http::console::action::{self, Action};
+use crate::http::console::lists::{self, FailedFilter, JobsQuery};
 use crate::http::console::{self, Page, api};
 use crate::http::endpoint::FailedOp;
 use crate::http::json;
@@ -67,10 +69,31 @@ impl Server {
                 let (total, jobs) = self.engine.future_jobs(api::FUTURE_SHOWN);
                 console::guarded(Reply::json(200, api::future(total, &jobs)))
             }
-            Page::Failed => {
-                console::guarded(Reply::json(200, api::failed(self.engine.failed_list())))
-            }
+            Page::Failed(filter) => console::guarded(Reply::json(
+                200,
+                lists::failed_matching(self.engine.failed_list(), &filter),
+            )),
+            Page::Jobs(q) => console::guarded(self.console_jobs(&q)),
+            Page::Audit => console::guarded(Reply::json(
+                200,
+                json::audit(self.engine.audit_trail(), api::AUDIT_SHOWN),
+            )),
         }
+    }
+
+    /// A page of one function's jobs, a running job's worker named as `/workers` names it.
+    fn console_jobs(&self, q: &JobsQuery) -> Reply {
+        let Some(page) = self.engine.jobs_of(&q.function, q.phase, q.offset, q.limit) else {
+            return Reply::text(404, "the server knows no function of this name");
+        };
+        let body = lists::jobs(q, &page, self.time.now, |id| {
+            self.conns
+                .slab
+                .get(id.index as usize)
+                .filter(|c| c.id == *id)
+                .map(|c| c.identity().to_string())
+        });
+        Reply::json(200, body)
     }
 
     /// Do a console action, when the request may.
@@ -102,6 +125,10 @@ impl Server {
             Action::Schedule { op, id } => self.console_schedule(op, &id, &peer, now),
             Action::Retry(handle) => self.console_failed(FailedOp::Retry, &handle, &peer, now),
             Action::Drop(handle) => self.console_failed(FailedOp::Drop, &handle, &peer, now),
+            Action::RetryAll(filter) => {
+                self.console_failed_all(FailedOp::Retry, &filter, &peer, now)
+            }
+            Action::DropAll(filter) => self.console_failed_all(FailedOp::Drop, &filter, &peer, now),
             Action::Function { paused, func } => {
                 let change = crate::engine::LimitChange::Paused(paused);
                 let reply = self.http_limits(&func, &[change], now);
@@ -146,6 +173,54 @@ impl Server {
             );
         }
         reply
+    }
+
+    /// Retry or drop every failed job a filter names: `retry failed` / `drop failed` of a
+    /// function, a schedule entry or both (the failed list is bounded, so is the work).
+    fn console_failed_all(
+        &mut self,
+        op: FailedOp,
+        filter: &FailedFilter,
+        peer: &str,
+        now: u64,
+    ) -> Reply {
+        let sel = filter.selector();
+        let mut body = String::new();
+        let mut o = json::Obj::new(&mut body);
+        let n = match op {
+            FailedOp::Retry => {
+                let matched = self
+                    .engine
+                    .failed_list()
+                    .iter()
+                    .filter(|j| sel.matches(j))
+                    .count();
+                let jobs = self.engine.retry_failed(sel, now, &mut self.outbox);
+                o.str("op", "retry").num("matched", matched);
+                json::array(o.key("jobs"), &jobs, |out, h| json::string(out, h));
+                o.num("full", matched.saturating_sub(jobs.len()));
+                matched
+            }
+            FailedOp::Drop => {
+                let dropped = self.engine.drop_failed(sel);
+                o.str("op", "drop").num("dropped", dropped);
+                dropped
+            }
+        };
+        o.end();
+        body.push('\n');
+        info!(
+            "console: {op:?} {n} failed jobs (function {}, entry {}), asked by {peer}",
+            filter
+                .function
+                .as_ref()
+                .map_or("any".into(), |f| shown(f).to_string()),
+            filter
+                .entry
+                .as_ref()
+                .map_or("any".into(), |e| shown(e).to_string())
+        );
+        Reply::json(200, body)
     }
 
     fn console_schedule(&mut self, op: ScheduleOp, id: &[u8], peer: &str, now: u64) -> Reply {

@@ -334,6 +334,7 @@ impl Server {
                     let head_only = head.method == Method::Head;
                     let peer = self.conns.slab.get(idx).map(|c| c.peer());
                     let refused = self.http.guard(idx, peer, &head.site, self.time.now);
+                    let sent = body.clone();
                     let mut route = match refused {
                         Some(refused) => Route::Reply(refused),
                         None => route::route(&head, body),
@@ -342,8 +343,11 @@ impl Server {
                         route = route::while_draining(route);
                     }
                     let need = crate::access::classify::route(&route);
-                    if let Err(d) = self.gate(idx, need, head.bearer.as_ref()) {
-                        route = Route::Reply(d.http());
+                    let audited = crate::access::classify::audited(&need);
+                    match self.gate(idx, need, head.bearer.as_ref()) {
+                        Err(d) => route = Route::Reply(d.http()),
+                        Ok(()) if audited => self.audit_http_begin(idx, &head, &sent),
+                        Ok(()) => {}
                     }
                     match route {
                         Route::Reply(r) => {
@@ -384,6 +388,7 @@ impl Server {
                             self.http_answer(idx, version, keep_alive, r, false, now);
                         }
                     }
+                    self.audit_http_end();
                 }
             }
         }
@@ -560,9 +565,13 @@ impl Server {
                 Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.time.mono))),
                 None => Reply::text(404, "this server runs without --etcd"),
             },
+            Endpoint::Audit => Reply::json(
+                200,
+                json::audit(self.engine.audit_trail(), crate::proto::admin::AUDIT_SHOWN),
+            ),
             Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
-            Endpoint::Console(page) => self.http_console(idx, *page),
+            Endpoint::Console(page) => self.http_console(idx, page.clone()),
         }
     }
 
@@ -591,6 +600,8 @@ impl Server {
         head_only: bool,
         now: u64,
     ) {
+        // The answer is the outcome of the action it asked for, if any.
+        self.audit_http_answer(idx, &reply);
         let Some(c) = self.conns.slab.get_mut(idx) else {
             return;
         };
