@@ -140,6 +140,20 @@ pub struct ServeArgs {
     /// dropped first (default 64 MiB, 0 = no byte bound)
     #[argh(option, default = "64 << 20")]
     pub keep_failed_bytes: usize,
+    /// the last bytes kept of what each background job and schedule run printed (WORK_DATA,
+    /// WORK_WARNING, the result or exception; default 64 KiB)
+    #[argh(option, default = "64 << 10")]
+    pub keep_output: usize,
+    /// bytes all kept outputs and results may hold, oldest dropped first (default 64 MiB)
+    #[argh(option, default = "64 << 20")]
+    pub keep_output_total: usize,
+    /// how long an ended job's output and result are kept (30m, 24h, 7d; default 24h; 0 =
+    /// none but each schedule entry's last runs)
+    #[argh(option)]
+    pub keep_results: Option<String>,
+    /// keep foreground jobs' outputs and results too (their clients got them)
+    #[argh(switch)]
+    pub keep_results_foreground: bool,
     /// operators' actions kept in the audit trail (`show audit`), oldest dropped first
     /// (default 10000, 0 = keep none; each is still logged)
     #[argh(option, default = "10_000")]
@@ -570,6 +584,12 @@ impl Config {
             Some(d) => crate::schedule::duration::parse_duration(d)
                 .map_err(|e| format!("--future-horizon: {e}"))?,
         };
+        let keep_results_ms = match a.keep_results.as_deref() {
+            None => 24 * 3_600_000,
+            Some("0") => 0,
+            Some(d) => crate::schedule::duration::parse_duration(d)
+                .map_err(|e| format!("--keep-results: {e}"))?,
+        };
         let user = a.user.as_deref().map(lookup_user).transpose()?;
         let fsync = match a.fsync.as_deref().unwrap_or("always") {
             "always" => Fsync::Always,
@@ -638,6 +658,10 @@ impl Config {
                 keep_failed_bytes: a.keep_failed_bytes,
                 keep_audit: a.keep_audit,
                 retry,
+                keep_output: a.keep_output,
+                keep_output_total: a.keep_output_total,
+                keep_results_ms,
+                keep_results_foreground: a.keep_results_foreground,
             },
             notices,
             schedules: a.schedules.clone(),

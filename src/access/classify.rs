@@ -100,6 +100,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::ShowCluster
         | A::ShowFailed(_)
         | A::ShowRetries
+        | A::ShowRuns(_)
         | A::ShowTimeouts
         | A::ShowLimits
         | A::ShowAudit(_)
@@ -124,6 +125,8 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::DropFailed(_)
         | A::SetRetry { .. } => admin,
         A::Shutdown { .. } => Need::Shutdown,
+        // What a job printed is its function's to read, as its status is.
+        A::ShowOutput(handle) => Need::Op(Operation::Status, Scope::Job(handle)),
         // Answered with an error whoever asks.
         A::Reply(_) | A::Unknown(_) => Need::Free,
     }
@@ -138,11 +141,13 @@ pub fn route(route: &Route) -> Need<'_> {
             Endpoint::Healthz => Need::Free,
             // The console's page and files hold no data; what they show comes from its API.
             Endpoint::Console(Page::Asset(_)) => Need::Free,
+            Endpoint::Job(handle) | Endpoint::JobOutput(handle) => {
+                Need::Op(Operation::Status, Scope::Job(handle))
+            }
             // One function's jobs: `status` on that function, as its GET_STATUS would need.
             Endpoint::Console(Page::Jobs(q)) => {
                 Need::Op(Operation::Status, Scope::Function(&q.function))
             }
-            Endpoint::Job(handle) => Need::Op(Operation::Status, Scope::Job(handle)),
             Endpoint::Status
             | Endpoint::Workers
             | Endpoint::Schedules

@@ -21,6 +21,10 @@ pub(crate) enum View {
     Failed,
     /// `show retries`.
     Retries,
+    /// `show runs ENTRY`.
+    Runs,
+    /// `show output HANDLE`: the bytes as they are, to stdout (read by `run`, not `render`).
+    Output,
     /// `show limits`.
     Limits,
     /// `OK <value>`: print the value.
@@ -47,7 +51,7 @@ const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, s
                      journal, cluster, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
                      maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
                      failed [FUNC], retry|drop failed HANDLE|FUNC|all, retries, \
-                     retry FUNC N BACKOFF[..MAX], limits, limit FUNC N|off, \
+                     retry FUNC N BACKOFF[..MAX], output HANDLE, runs ID, limits, limit FUNC N|off, \
                      rate FUNC N/DURATION|off, expire FUNC DURATION|off, \
                      pause|resume function FUNC, shutdown [graceful], or any \
                      line of the admin protocol (show jobs, cancel job HANDLE, ...)";
@@ -67,7 +71,7 @@ fn short_form(words: &[String]) -> Vec<String> {
         [
             "show",
             w @ ("jobs" | "scheduled" | "schedules" | "journal" | "cluster" | "failed" | "retries"
-            | "limits"),
+            | "output" | "runs" | "limits"),
             ..,
         ] => keep(2, w),
         ["cancel", "job", _] => keep(2, "cancel"),
@@ -131,6 +135,10 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             _ => Err("failed takes nothing or a function".into()),
         },
         "retries" => arity(0, "no arguments").and(list("show retries", View::Retries)),
+        "output" => arity(1, "a job handle")
+            .and_then(|_| one(format!("show output {}", rest[0]), View::Output)),
+        "runs" => arity(1, "a schedule entry id")
+            .and_then(|_| list(&format!("show runs {}", rest[0]), View::Runs)),
         "limits" => arity(0, "no arguments").and(list("show limits", View::Limits)),
         c @ ("limit" | "rate" | "expire") => arity(2, "a function and a value, or off")
             .and_then(|_| one(format!("{c} {}", rest.join(" ")), View::Ok)),
@@ -362,6 +370,19 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
             &tsv(lines),
         ),
         View::Retries => table::render(&["FUNCTION", "RETRIES", "BACKOFF", "PENDING"], &tsv(lines)),
+        View::Runs => table::render(
+            &[
+                "SCHEDULED",
+                "HANDLE",
+                "STARTED",
+                "ENDED",
+                "OUTCOME",
+                "OUTPUT",
+            ],
+            &tsv(lines),
+        ),
+        // Written by `run` as it came.
+        View::Output => String::new(),
         View::Limits => table::render(
             &[
                 "FUNCTION", "LIMIT", "RUNNING", "RATE", "WINDOW", "PAUSED", "EXPIRE", "HELD",
@@ -424,6 +445,9 @@ pub fn run(a: AdminArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if plan.view == View::Output {
+        return output(server, &plan.line, tls.as_ref());
+    }
     let reply =
         Conn::connect_secure(server, Duration::from_secs(5), tls.as_ref()).and_then(|mut c| {
             c.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -471,6 +495,51 @@ pub fn run(a: AdminArgs) -> u8 {
     0
 }
 
+/// `gearwheel admin output HANDLE`: what the job printed, its bytes untouched on stdout (a
+/// pipe into `less` or a file keeps them as they were); a cut is said on stderr.
+fn output(server: &str, line: &str, tls: Option<&client::ClientTls>) -> u8 {
+    let reply = Conn::connect_secure(server, Duration::from_secs(5), tls).and_then(|mut c| {
+        c.set_read_timeout(Some(Duration::from_secs(30)))?;
+        c.admin_block(line)
+    });
+    match reply {
+        Ok(Ok((bytes, printed))) => {
+            let mut out = std::io::stdout().lock();
+            if std::io::Write::write_all(&mut out, &bytes)
+                .and_then(|_| std::io::Write::flush(&mut out))
+                .is_err()
+            {
+                return EXIT_FAILED;
+            }
+            if printed > bytes.len() as u64 {
+                say(
+                    "admin",
+                    format_args!(
+                        "output cut: the last {} of {printed} bytes printed are kept",
+                        bytes.len()
+                    ),
+                );
+            }
+            0
+        }
+        Ok(Err(line)) => {
+            say(
+                "admin",
+                format_args!("{server}: {}", server_error(&line).unwrap_or(line)),
+            );
+            EXIT_FAILED
+        }
+        Err(Error::Server { code, text }) => {
+            say("admin", format_args!("{server}: {code}: {text}"));
+            EXIT_FAILED
+        }
+        Err(e) => {
+            say("admin", format_args!("{server}: {e}"));
+            EXIT_UNREACHABLE
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,6 +560,13 @@ mod tests {
         assert_eq!(p("unique"), Ok(("show unique jobs".into(), true)));
         assert_eq!(p("scheduled"), Ok(("show scheduled".into(), true)));
         assert_eq!(p("schedules"), Ok(("show schedules".into(), true)));
+        assert_eq!(p("output H:x:1"), Ok(("show output H:x:1".into(), false)));
+        assert_eq!(
+            p("show output H:x:1"),
+            Ok(("show output H:x:1".into(), false))
+        );
+        assert_eq!(p("runs backup"), Ok(("show runs backup".into(), true)));
+        assert!(p("output").is_err());
         assert_eq!(p("cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("show cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("failed"), Ok(("show failed".into(), true)));

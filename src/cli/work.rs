@@ -36,6 +36,11 @@ const MAX_OUTPUT: usize = (64 << 20) - 1024;
 /// After the command exits, how long to wait for its pipes to close (a background child of
 /// the command may hold them).
 const PIPE_GRACE: Duration = Duration::from_secs(2);
+/// A line of stderr longer than this goes out as WORK_WARNING before its end comes.
+const WARNING_MAX: usize = 16 << 10;
+/// Stderr chunks read but not yet sent: a command that writes faster than the server takes
+/// waits on its pipe rather than growing the worker's memory.
+const WARNINGS_QUEUED: usize = 64;
 
 /// The validated flags.
 #[derive(Clone, Debug)]
@@ -333,7 +338,12 @@ fn session(shared: &Arc<Shared>, conn: &mut Conn) -> Result<(), Error> {
             continue;
         };
         let started = Instant::now();
-        let outcome = run_job(shared, &job);
+        // Stderr goes out as it comes, so that a long run can be watched; a failed send shows
+        // up on the result's send below.
+        let mut warn = |lines: &[u8]| {
+            let _ = conn.work(PacketType::WorkWarning, &job.handle, lines);
+        };
+        let outcome = run_job(shared, &job, &mut warn);
         let took = started.elapsed();
         let (ptype, body) = outcome.reply();
         let sent = if ptype == PacketType::WorkComplete || ptype == PacketType::WorkException {
@@ -467,10 +477,43 @@ struct Collector {
     done: mpsc::Receiver<()>,
 }
 
+/// Stderr as it comes, cut into WORK_WARNING payloads of whole lines (a line longer than
+/// `WARNING_MAX` is sent in pieces; what is left at the end goes last).
+#[derive(Default)]
+struct Lines {
+    pending: Vec<u8>,
+}
+
+impl Lines {
+    fn push(&mut self, chunk: &[u8], send: &mut dyn FnMut(&[u8])) {
+        self.pending.extend_from_slice(chunk);
+        if let Some(end) = self.pending.iter().rposition(|&b| b == b'\n') {
+            send(&self.pending[..=end]);
+            self.pending.drain(..=end);
+        }
+        while self.pending.len() >= WARNING_MAX {
+            send(&self.pending[..WARNING_MAX]);
+            self.pending.drain(..WARNING_MAX);
+        }
+    }
+
+    fn finish(&mut self, send: &mut dyn FnMut(&[u8])) {
+        if !self.pending.is_empty() {
+            send(&self.pending);
+            self.pending.clear();
+        }
+    }
+}
+
 impl Collector {
     /// Read `pipe` to its end on a thread. `keep_tail` keeps only the last bytes (stderr);
-    /// otherwise up to MAX_OUTPUT bytes are kept and `overflow` set past that.
-    fn spawn(pipe: Option<impl Read + Send + 'static>, keep_tail: Option<usize>) -> Collector {
+    /// otherwise up to MAX_OUTPUT bytes are kept and `overflow` set past that. `tee` gets
+    /// every chunk as it is read.
+    fn spawn(
+        pipe: Option<impl Read + Send + 'static>,
+        keep_tail: Option<usize>,
+        tee: Option<mpsc::SyncSender<Vec<u8>>>,
+    ) -> Collector {
         let buf = Arc::new(Mutex::new(Vec::new()));
         let overflow = Arc::new(AtomicBool::new(false));
         let (tx, done) = mpsc::channel();
@@ -482,6 +525,9 @@ impl Collector {
                     match pipe.read(&mut chunk) {
                         Ok(0) => break,
                         Ok(n) => {
+                            if let Some(t) = &tee {
+                                let _ = t.send(chunk[..n].to_vec());
+                            }
                             let mut v = lock(&b);
                             v.extend_from_slice(&chunk[..n]);
                             if let Some(t) = keep_tail {
@@ -518,8 +564,8 @@ impl Collector {
     }
 }
 
-/// Run the command for one job.
-fn run_job(shared: &Shared, job: &Assignment) -> Outcome {
+/// Run the command for one job; `warn` gets its stderr in lines as they come.
+fn run_job(shared: &Shared, job: &Assignment, warn: &mut dyn FnMut(&[u8])) -> Outcome {
     let spec = &shared.spec;
     let mut cmd = Command::new(&spec.command[0]);
     cmd.args(&spec.command[1..])
@@ -538,12 +584,17 @@ fn run_job(shared: &Shared, job: &Assignment) -> Outcome {
     };
     let pgid = child.id() as i32;
     lock(&shared.running).push(pgid);
-    let status = supervise(&mut child, job.data.clone(), spec.timeout);
+    let status = supervise(&mut child, job.data.clone(), spec.timeout, warn);
     lock(&shared.running).retain(|&g| g != pgid);
     status
 }
 
-fn supervise(child: &mut Child, input: bytes::Bytes, timeout: Option<Duration>) -> Outcome {
+fn supervise(
+    child: &mut Child,
+    input: bytes::Bytes,
+    timeout: Option<Duration>,
+    warn: &mut dyn FnMut(&[u8]),
+) -> Outcome {
     let pgid = child.id() as i32;
     if let Some(mut stdin) = child.stdin.take() {
         // A command that does not read its input makes this fail with EPIPE: fine.
@@ -551,13 +602,19 @@ fn supervise(child: &mut Child, input: bytes::Bytes, timeout: Option<Duration>) 
             let _ = stdin.write_all(&input);
         });
     }
-    let out = Collector::spawn(child.stdout.take(), None);
-    let err = Collector::spawn(child.stderr.take(), Some(STDERR_TAIL));
+    let out = Collector::spawn(child.stdout.take(), None, None);
+    let (tee, warnings) = mpsc::sync_channel(WARNINGS_QUEUED);
+    let err = Collector::spawn(child.stderr.take(), Some(STDERR_TAIL), Some(tee));
+    let mut lines = Lines::default();
     let started = Instant::now();
-    let status = match timeout {
-        None => child.wait().ok(),
-        Some(t) => wait_until(child, started + t),
-    };
+    // Without a timeout the wait still wakes now and then, to pass stderr on.
+    let deadline = started + timeout.unwrap_or(Duration::from_secs(100 * 365 * 86_400));
+    let status = wait_until(
+        child,
+        deadline,
+        &mut |chunk| lines.push(chunk, warn),
+        &warnings,
+    );
     let status = match status {
         Some(s) => Ok(s),
         None => {
@@ -570,6 +627,12 @@ fn supervise(child: &mut Child, input: bytes::Bytes, timeout: Option<Duration>) 
         }
     };
     let grace = Instant::now() + PIPE_GRACE;
+    // Until the stderr reader ends (its end of the channel goes with it) or the grace is up:
+    // a full channel would otherwise hold the reader back from its end.
+    while let Ok(chunk) = warnings.recv_timeout(grace.saturating_duration_since(Instant::now())) {
+        lines.push(&chunk, warn);
+    }
+    lines.finish(warn);
     let (stdout, overflow) = out.take(grace);
     let (stderr, _) = err.take(grace);
     let stderr = tail(&stderr, STDERR_TAIL);
@@ -584,11 +647,20 @@ fn supervise(child: &mut Child, input: bytes::Bytes, timeout: Option<Duration>) 
     }
 }
 
-/// Wait for the child until `deadline`; `None` if it is still running then.
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+/// Wait for the child until `deadline`; `None` if it is still running then. Meanwhile the
+/// chunks of `tee` go to `each` as they come.
+fn wait_until(
+    child: &mut Child,
+    deadline: Instant,
+    each: &mut dyn FnMut(&[u8]),
+    tee: &mpsc::Receiver<Vec<u8>>,
+) -> Option<ExitStatus> {
     // Short sleeps first so that quick commands are reported at once, then at most 20 ms.
     let mut nap = Duration::from_micros(500);
     loop {
+        while let Ok(chunk) = tee.try_recv() {
+            each(&chunk);
+        }
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
             Ok(None) => {}
@@ -644,7 +716,7 @@ mod tests {
             ],
             None,
         );
-        match run_job(&s, &job(b"hello")) {
+        match run_job(&s, &job(b"hello"), &mut |_| {}) {
             Outcome::Done(out) => assert_eq!(out, b"HELLO up H:t:1 u-1"),
             o => panic!("{o:?}"),
         }
@@ -654,18 +726,18 @@ mod tests {
     #[test]
     fn a_failure_reports_the_status_and_the_stderr_tail() {
         let s = spec(&["sh", "-c", "echo first >&2; echo oops >&2; exit 3"], None);
-        let o = run_job(&s, &job(b""));
+        let o = run_job(&s, &job(b""), &mut |_| {});
         assert_eq!(o.text(), "exit status 3: first\noops");
         assert_eq!(o.short(), "exit:3");
         assert_eq!(o.reply().0, PacketType::WorkException);
         let s = spec(&["sh", "-c", "kill -9 $$"], None);
-        let o = run_job(&s, &job(b""));
+        let o = run_job(&s, &job(b""), &mut |_| {});
         assert_eq!(
             (o.text().as_str(), o.short().as_str()),
             ("killed by signal 9", "signal:9")
         );
         let s = spec(&["/nonexistent/command"], None);
-        let o = run_job(&s, &job(b""));
+        let o = run_job(&s, &job(b""), &mut |_| {});
         assert!(
             o.text().starts_with("cannot run /nonexistent/command"),
             "{}",
@@ -680,23 +752,61 @@ mod tests {
             Some(Duration::from_millis(300)),
         );
         let t = Instant::now();
-        let o = run_job(&s, &job(b""));
+        let o = run_job(&s, &job(b""), &mut |_| {});
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
         assert_eq!(o.text(), "timed out after 300ms; killed");
         assert_eq!(o.short(), "timeout");
     }
 
     #[test]
+    fn stderr_goes_out_in_lines_while_the_command_runs() {
+        let s = spec(
+            &[
+                "sh",
+                "-c",
+                "printf 'one\\ntw' >&2; sleep 1; printf 'o\\nthree' >&2; echo result",
+            ],
+            None,
+        );
+        let mut sent: Vec<(Vec<u8>, Instant)> = Vec::new();
+        let o = run_job(&s, &job(b""), &mut |l| {
+            sent.push((l.to_vec(), Instant::now()))
+        });
+        let ended = Instant::now();
+        assert!(
+            matches!(o, Outcome::Done(ref out) if out == b"result\n"),
+            "{o:?}"
+        );
+        let texts: Vec<&[u8]> = sent.iter().map(|(l, _)| &l[..]).collect();
+        assert_eq!(texts, [&b"one\n"[..], b"two\n", b"three"]);
+        // The first line went out while the command still ran, not at its end.
+        assert!(ended - sent[0].1 >= Duration::from_millis(500), "{sent:?}");
+    }
+
+    #[test]
+    fn a_long_line_goes_out_in_pieces() {
+        let mut l = Lines::default();
+        let mut sent = Vec::new();
+        l.push(&vec![b'x'; WARNING_MAX + 10], &mut |p| sent.push(p.len()));
+        l.push(b"\nend", &mut |p| sent.push(p.len()));
+        l.finish(&mut |p| sent.push(p.len()));
+        assert_eq!(sent, [WARNING_MAX, 11, 3]);
+    }
+
+    #[test]
     fn a_large_workload_goes_through_without_deadlock() {
         let data = vec![b'a'; 1 << 20];
         let s = spec(&["cat"], None);
-        match run_job(&s, &job(&data)) {
+        match run_job(&s, &job(&data), &mut |_| {}) {
             Outcome::Done(out) => assert_eq!(out.len(), 1 << 20),
             o => panic!("{o:?}"),
         }
         // A command that ignores its input still finishes.
         let s = spec(&["true"], None);
-        assert!(matches!(run_job(&s, &job(&data)), Outcome::Done(_)));
+        assert!(matches!(
+            run_job(&s, &job(&data), &mut |_| {}),
+            Outcome::Done(_)
+        ));
     }
 
     #[test]

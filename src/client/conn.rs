@@ -318,6 +318,31 @@ impl Conn {
         }
     }
 
+    /// An admin command whose reply is `OK KEPT PRINTED` and then exactly KEPT raw bytes
+    /// (`show output`): the bytes and PRINTED, or the error line the server sent instead.
+    pub fn admin_block(&mut self, line: &str) -> Result<Result<(Bytes, u64), String>, Error> {
+        // More than any --keep-output a server would be given: a garbled header is an error,
+        // not an allocation.
+        const MAX_BLOCK: usize = 1 << 30;
+        self.send_raw(format!("{line}\n").as_bytes())?;
+        let head = self.recv_line()?;
+        let Some(rest) = head.strip_prefix("OK ") else {
+            return Ok(Err(head));
+        };
+        let mut nums = rest.split(' ').map(str::parse::<u64>);
+        let (Some(Ok(kept)), Some(Ok(printed))) = (nums.next(), nums.next()) else {
+            return Err(Error::Protocol(format!("a reply of {head:?} to {line:?}")));
+        };
+        let kept = usize::try_from(kept)
+            .ok()
+            .filter(|&k| k <= MAX_BLOCK)
+            .ok_or_else(|| Error::Protocol(format!("{kept} bytes announced")))?;
+        while self.buf.len() < kept {
+            self.fill()?;
+        }
+        Ok(Ok((self.buf.split_to(kept).freeze(), printed)))
+    }
+
     /// OPTION_REQ `exceptions`: the server then sends WORK_EXCEPTION instead of WORK_FAIL.
     pub fn option_exceptions(&mut self) -> Result<(), Error> {
         self.send(PacketType::OptionReq, &[b"exceptions"])?;

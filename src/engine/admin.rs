@@ -163,6 +163,8 @@ impl Engine {
                 format!("OK {}\n", handles.len()).into()
             }
             AdminCommand::ShowRetries => self.retries_listing().into(),
+            AdminCommand::ShowOutput(handle) => self.output_reply(&handle),
+            AdminCommand::ShowRuns(entry) => self.runs_listing(&entry),
             AdminCommand::ShowAudit(n) => super::audit::listing(self.audit.newest(n)).into(),
             AdminCommand::SetRetry { func, .. } if is_bad_name(&func) => {
                 Bytes::from_static(BAD_NAME)

@@ -239,6 +239,7 @@ impl Engine {
         let job = &mut self.jobs[key];
         job.set_state(JobState::Running(id));
         let job_id = job.id;
+        self.output_restarts(key);
         if let Some(origin) = self
             .extra_get_mut(key)
             .and_then(|e| e.rare.as_mut())
@@ -344,6 +345,7 @@ impl Engine {
         let Some(key) = self.running_job(id, &handle, NOT_FOUND_DATA, now, out) else {
             return;
         };
+        self.record_output(key, &data);
         let job = &self.jobs[key];
         for &c in self.clients(key) {
             out.push(

@@ -94,10 +94,15 @@ impl Engine {
             leases,
             limits,
             func_retries,
+            outputs,
             audit,
             max_id,
             stats: _,
         } = replayed;
+        // Before the schedules file is read: an entry's run history is rebuilt from them.
+        for o in outputs {
+            self.restore_output(o);
+        }
         self.restore_audit(audit);
         for r in jobs {
             self.restore_job(r, now, out);

@@ -273,6 +273,9 @@ impl Engine {
         } else {
             None
         };
+        if let Some(buf) = extra.as_ref().and_then(|e| e.output.as_ref()) {
+            self.output_released(buf);
+        }
         let job = self.jobs.remove(k);
         self.forget_queued(k);
         self.group_job_gone(k);
@@ -398,6 +401,8 @@ impl Engine {
         // A job counts once, as it ends for good; an attempt that its retry policy runs again
         // counts as retried (one definition, for status views, /metrics and the console).
         let f = self.jobs[k].func();
+        // Every attempt a worker ran keeps what it printed, a retried one too.
+        self.keep_result(k, &outcome, now);
         if self.retry_later(k, &outcome, now) {
             self.count(f, query::Counted::Retried);
             return;

@@ -17,6 +17,7 @@
 //! - `limits/`: `limit`, `rate`, `pause function` and `expire`, enforced at handout.
 //! - `durable`: the store records the engine emits for the journal, and `Engine::restore`,
 //!   which puts back what the journal replayed.
+//! - `output/`: what jobs print, kept while they run and for `--keep-results` after.
 //! - `audit`: the audit trail, operators' actions kept and journalled.
 //! - `query`: read-only views for HTTP and `/metrics`; `listing`: the console's paged job
 //!   lists per function; `reactor_api`: engine calls the reactor needs beyond `handle`.
@@ -35,6 +36,7 @@ mod leases;
 mod limits;
 mod listing;
 mod outbox;
+mod output;
 mod query;
 mod reactor_api;
 mod schedules;
@@ -70,6 +72,7 @@ pub use limits::{
 };
 pub use listing::{JobPage, ListedJob};
 pub use outbox::{Outbox, RunClaim, Shutdown};
+pub use output::{Ending, KeptJob, OutputView};
 pub use query::{
     EngineTotals, FunctionStatus, FutureJob, JobDetail, JobPhase, JobStatus, RunningJob,
     ScheduleStatus, WorkerStatus,
@@ -129,6 +132,14 @@ pub struct EngineConfig {
     /// `--retry N --retry-backoff ...`: every function's retry policy unless `retry FUNCTION`
     /// set one (0 retries: as gearmand).
     pub retry: crate::schedule::backoff::RetryPolicy,
+    /// The last bytes of each job's output kept (`--keep-output`).
+    pub keep_output: usize,
+    /// Bytes all kept outputs may hold (`--keep-output-total`); past it the oldest go.
+    pub keep_output_total: usize,
+    /// How long an ended job's output and result are kept (`--keep-results`), in ms.
+    pub keep_results_ms: u64,
+    /// Foreground jobs keep theirs too (`--keep-results-foreground`).
+    pub keep_results_foreground: bool,
 }
 
 impl Default for EngineConfig {
@@ -153,6 +164,10 @@ impl Default for EngineConfig {
             keep_failed_bytes: 64 << 20,
             keep_audit: 10_000,
             retry: Default::default(),
+            keep_output: 64 << 10,
+            keep_output_total: 64 << 20,
+            keep_results_ms: 24 * 3_600_000,
+            keep_results_foreground: false,
         }
     }
 }
@@ -241,6 +256,12 @@ pub struct Engine {
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
     idle: forget::IdleFunctions,
+    /// Ended jobs' outputs and results (output/).
+    kept: output::KeptResults,
+    /// The wheel's entry for the kept outputs' next expiry.
+    kept_timer: output::ExpiryTimer,
+    /// Bytes the running jobs' outputs hold (within `--keep-output-total` with the kept).
+    live_output: usize,
     /// Functions with a limits setting (at most `limits::MAX_LIMITED`).
     limited: usize,
     /// Held functions whose running jobs ended this request: their gates are asked again.
@@ -259,6 +280,7 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         let by_handle = handles::HandleIndex::new(&config.handle_prefix);
         let failed = failures::FailedList::new(config.keep_failed, config.keep_failed_bytes);
+        let kept = output::KeptResults::new(config.keep_output_total, config.keep_results_ms);
         let config_keep_audit = config.keep_audit;
         Engine {
             config,
@@ -288,6 +310,9 @@ impl Engine {
             failed,
             leases: leases::Leases::default(),
             idle: forget::IdleFunctions::default(),
+            kept,
+            kept_timer: None,
+            live_output: 0,
             limited: 0,
             gates_to_check: Vec::new(),
             queued_since: FastMap::default(),

@@ -100,6 +100,11 @@ pub struct JobDetail {
     pub clients: u32,
     /// Due time (ms since the epoch) of a future job.
     pub due_ms: Option<u64>,
+    /// A running job: when its worker took it, and who that is.
+    pub started_ms: Option<u64>,
+    pub worker: Option<std::rc::Rc<str>>,
+    /// A running job that keeps its output: the bytes it printed so far.
+    pub output_bytes: Option<u64>,
 }
 
 /// GET_STATUS of one handle, with details when the job is known.
@@ -139,6 +144,9 @@ pub struct ScheduleStatus {
     pub last_error: Option<String>,
     /// The last runs (at most `RUNS_KEPT`), oldest first.
     pub recent_runs: Vec<super::RunRecord>,
+    /// One per recent run, in its order: the run's job handle and the bytes it printed,
+    /// while its output is kept.
+    pub recent_outputs: Vec<Option<(Bytes, u64)>>,
     /// Retries of its runs waiting for their backoff.
     pub retries_pending: u32,
 }
@@ -169,6 +177,11 @@ pub struct EngineTotals {
     pub counters: JobCounters,
     /// Woken workers that had not asked for a job `--worker-wakeup-next` after their NOOP.
     pub wakeups_overdue: u64,
+    /// Ended jobs' outputs kept, the bytes they count against `--keep-output-total`, and
+    /// those that bound dropped before their time (output/).
+    pub outputs_kept: usize,
+    pub outputs_kept_bytes: usize,
+    pub outputs_dropped: u64,
 }
 
 /// A counted job event (see `JobCounters`).
@@ -303,8 +316,12 @@ impl Engine {
     /// The function of the job `handle`, when the job is known (what the reactor's gate checks
     /// a WORK_* or GET_STATUS against).
     pub fn job_function(&self, handle: &[u8]) -> Option<&Bytes> {
-        let k = self.by_handle.get(handle, &self.jobs)?;
-        Some(&self.functions.get(self.jobs.get(k)?.func())?.name)
+        let live = self
+            .by_handle
+            .get(handle, &self.jobs)
+            .and_then(|k| Some(&self.functions.get(self.jobs.get(k)?.func())?.name));
+        // An ended job whose output is kept is still its function's.
+        live.or_else(|| self.kept_job(handle).map(|j| &j.func))
     }
 
     /// GET_STATUS of `handle`, with the job's details when it is known.
@@ -349,6 +366,21 @@ impl Engine {
                 retries: extra.map_or(0, |e| e.retries),
                 clients: self.clients(k).len() as u32,
                 due_ms: self.due_ms(k),
+                started_ms: match job.state() {
+                    JobState::Running(w) => self
+                        .conn(w)
+                        .and_then(|c| c.holding.get(&(k as u32)))
+                        .map(|h| h.since_ms),
+                    _ => None,
+                },
+                worker: match job.state() {
+                    JobState::Running(w) => Some(self.worker_identity(w)),
+                    _ => None,
+                },
+                output_bytes: match job.state() {
+                    JobState::Running(_) => self.live_output_bytes(k),
+                    _ => None,
+                },
             }),
         }
     }
@@ -378,6 +410,14 @@ impl Engine {
                     last_run_manual: h.last_run_ms.is_some() && h.marks.last_manual,
                     last_error: h.last_error.clone(),
                     recent_runs: h.recent.iter().copied().collect(),
+                    recent_outputs: h
+                        .recent
+                        .iter()
+                        .map(|r| {
+                            self.kept_run(&st.id, r.started_ms)
+                                .map(|j| (j.handle.clone(), j.output_bytes))
+                        })
+                        .collect(),
                     retries_pending: pending.get(&st.id).copied().unwrap_or(0),
                 }
             })
@@ -401,6 +441,9 @@ impl Engine {
             functions_forgotten: self.idle.forgotten,
             counters: self.counted,
             wakeups_overdue: self.wakeups_overdue,
+            outputs_kept: self.kept_totals().0,
+            outputs_kept_bytes: self.kept_totals().1,
+            outputs_dropped: self.kept_totals().2,
         }
     }
 }

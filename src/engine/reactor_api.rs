@@ -129,7 +129,10 @@ mod tests {
         );
         let done: Vec<_> = e.take_durable().collect();
         assert!(
-            matches!(&done[..], [Record::JobFinished { .. }]),
+            matches!(
+                &done[..],
+                [Record::OutputKept(_), Record::JobFinished { .. }]
+            ),
             "{done:?}"
         );
     }

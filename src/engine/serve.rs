@@ -98,6 +98,7 @@ impl Engine {
                 let Some(key) = self.running_job(id, &handle, NOT_FOUND_RESULT, now, out) else {
                     return;
                 };
+                self.record_result(key, &data);
                 for &c in self.clients(key) {
                     out.push(
                         c,
@@ -150,6 +151,7 @@ impl Engine {
                 if let Some(c) = self.conn_mut(id) {
                     c.last_exception = Some(Bytes::copy_from_slice(&handle));
                 }
+                self.record_output(key, &data);
                 let job = &self.jobs[key];
                 for &c in self.clients(key) {
                     let wants = self.conn(c).is_some_and(|c| c.exceptions);

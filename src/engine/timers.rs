@@ -37,6 +37,8 @@ pub(super) enum TimerEvent {
     ForgetLog,
     /// A worker woken for a job of `func` has not asked for it (`--worker-wakeup-next`).
     WakeupNext { conn: ConnId, func: FuncId },
+    /// The oldest kept output is past `--keep-results` (output/).
+    OutputExpiry,
     /// A function's `rate` window has room again (limits/).
     GateOpens { func: FuncId },
 }
@@ -108,6 +110,7 @@ impl Engine {
                     }
                 }
                 TimerEvent::ForgetLog => self.forget_log_due(now),
+                TimerEvent::OutputExpiry => self.output_expiry_due(now),
                 TimerEvent::WakeupNext { conn, func } => self.wakeup_overdue(conn, func, now, out),
                 TimerEvent::GateOpens { func } => self.gate_due(func, now, out),
                 TimerEvent::DrainTimeout => {

@@ -93,6 +93,8 @@ pub struct Conn {
     pub wake_timer: Option<TimerKey>,
     /// Its place in the engine's list of waiting workers (`NIL`: not on it).
     pub waiting_pos: u32,
+    /// Who the reactor knows it as, when not by its address (`cn:NAME`).
+    pub identity: Option<std::rc::Rc<str>>,
 }
 
 /// A waiting GRAB: what to answer with, and the deadline's timer.
@@ -126,6 +128,7 @@ impl Conn {
             woken_for: None,
             wake_timer: None,
             waiting_pos: NIL,
+            identity: None,
         }
     }
 
@@ -401,6 +404,8 @@ pub struct JobExtra {
     /// A running job's CAN_DO_TIMEOUT deadline.
     pub timer: Option<TimerKey>,
     pub rare: Option<Box<Rare>>,
+    /// What the job printed so far (a job that keeps its output, once it printed).
+    pub output: Option<Box<super::output::OutputBuf>>,
 }
 
 /// Fields only a few jobs of a few kinds have.

@@ -16,6 +16,8 @@ pub enum Endpoint {
     Status,
     Workers,
     Job(Bytes),
+    /// `/jobs/HANDLE/output`: what the job printed, as text.
+    JobOutput(Bytes),
     Schedules,
     /// The failed list (`super::failed_ops`).
     Failed,

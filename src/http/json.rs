@@ -1,7 +1,9 @@
 //! The bodies of `/status`, `/workers`, `/jobs/HANDLE`, `/schedules` and `/audit`, formatted from the
 //! engine's query structs with the crate's small JSON writer (`crate::json`).
 
-use crate::engine::{AuditTrail, FunctionStatus, JobStatus, ScheduleStatus, WorkerStatus};
+use crate::engine::{
+    AuditTrail, FunctionStatus, JobPhase, JobStatus, KeptJob, ScheduleStatus, WorkerStatus,
+};
 pub use crate::json::{Obj, array, bytes, string, time};
 use crate::proto::request::Priority;
 
@@ -87,7 +89,9 @@ pub fn workers(list: &[WorkerStatus], now_ms: u64) -> String {
 }
 
 /// `/jobs/HANDLE`: GET_STATUS, plus where the job is when it is known.
-pub fn job(s: &JobStatus) -> String {
+/// `/jobs/HANDLE`; `kept`: the job's kept output and result once it ended (GET_STATUS no
+/// longer knows it).
+pub fn job(s: &JobStatus, kept: Option<&KeptJob>) -> String {
     let mut out = String::with_capacity(256);
     let mut o = Obj::new(&mut out);
     o.bytes("handle", &s.handle)
@@ -104,6 +108,32 @@ pub fn job(s: &JobStatus) -> String {
             .num("retries", d.retries)
             .num("clients", d.clients);
         time(&mut o, "due", d.due_ms);
+        if d.phase == JobPhase::Running {
+            time(&mut o, "started", d.started_ms);
+            o.opt_str("worker", d.worker.as_deref())
+                .opt_num("output_bytes", d.output_bytes);
+        }
+    } else if let Some(k) = kept {
+        o.bool("kept", true)
+            .bytes("function", &k.func)
+            .str("state", k.ending.name());
+        time(&mut o, "started", Some(k.started_ms));
+        time(&mut o, "ended", Some(k.ended_ms));
+        o.num("duration_ms", k.ended_ms.saturating_sub(k.started_ms))
+            .str("worker", &k.worker)
+            .num("attempts", k.attempts);
+        match &k.error {
+            Some(e) => o.bytes("error", e),
+            None => o.null("error"),
+        };
+        o.opt_str("entry", k.entry.as_deref());
+        time(&mut o, "scheduled", k.scheduled_ms);
+        o.num("output_bytes", k.output_bytes)
+            .bool("output_cut", k.cut());
+        match k.result() {
+            Some(r) => o.bytes("result", r),
+            None => o.null("result"),
+        };
     }
     o.end();
     out.push('\n');
@@ -139,13 +169,23 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         .bool("last_run_manual", s.last_run_manual)
         .opt_str("last_error", s.last_error.as_deref())
         .num("retries_pending", s.retries_pending);
-    array(o.key("recent_runs"), &s.recent_runs, |out, r| {
+    let runs: Vec<_> = s
+        .recent_runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r, s.recent_outputs.get(i).and_then(|o| o.as_ref())))
+        .collect();
+    array(o.key("recent_runs"), &runs, |out, (r, kept)| {
         let mut o = Obj::new(out);
         time(&mut o, "scheduled", Some(r.scheduled_ms));
         time(&mut o, "started", r.started_ms);
         o.opt_num("duration_ms", r.duration_ms)
             .str("outcome", r.outcome.name())
             .bool("manual", r.manual);
+        match kept {
+            Some((handle, bytes)) => o.bytes("handle", handle).num("output_bytes", bytes),
+            None => o.null("handle").null("output_bytes"),
+        };
         o.end();
     });
     o.end();
@@ -264,7 +304,7 @@ mod tests {
             detail: None,
         };
         assert_eq!(
-            job(&unknown),
+            job(&unknown, None),
             "{\"handle\":\"H:x:9\",\"known\":false,\"running\":false,\"numerator\":0,\"denominator\":0}\n"
         );
         let future = JobStatus {
@@ -278,13 +318,39 @@ mod tests {
                 retries: 0,
                 clients: 0,
                 due_ms: Some(4_102_444_800_000),
+                started_ms: None,
+                worker: None,
+                output_bytes: None,
             }),
-            ..unknown
+            ..unknown.clone()
         };
-        assert!(job(&future).ends_with(
+        assert!(job(&future, None).ends_with(
             "\"state\":\"future\",\"priority\":\"normal\",\"background\":true,\"retries\":0,\
              \"clients\":0,\"due\":\"2100-01-01T00:00:00Z\"}\n"
         ));
+        let ended = KeptJob {
+            handle: Bytes::from_static(b"H:x:9"),
+            func: Bytes::from_static(b"backup"),
+            ending: crate::engine::Ending::Complete,
+            started_ms: 1000,
+            ended_ms: 3500,
+            worker: "addr:10.0.0.7".into(),
+            attempts: 1,
+            error: None,
+            entry: Some("nightly".into()),
+            scheduled_ms: Some(0),
+            output: Bytes::from_static(b"copied\n\xff{\"ok\":1}"),
+            output_bytes: 70_000,
+            result_len: Some(8),
+        };
+        assert_eq!(
+            job(&unknown, Some(&ended)),
+            "{\"handle\":\"H:x:9\",\"known\":false,\"running\":false,\"numerator\":0,\"denominator\":0,\
+             \"kept\":true,\"function\":\"backup\",\"state\":\"complete\",\"started\":\"1970-01-01T00:00:01Z\",\
+             \"ended\":\"1970-01-01T00:00:03Z\",\"duration_ms\":2500,\"worker\":\"addr:10.0.0.7\",\"attempts\":1,\
+             \"error\":null,\"entry\":\"nightly\",\"scheduled\":\"1970-01-01T00:00:00Z\",\"output_bytes\":70000,\
+             \"output_cut\":true,\"result\":\"{\\\"ok\\\":1}\"}\n"
+        );
         let sc = ScheduleStatus {
             id: "nightly".into(),
             spec: "0 3 * * *".into(),
@@ -309,6 +375,7 @@ mod tests {
                 outcome: crate::engine::RunOutcome::Failed,
                 manual: true,
             }],
+            recent_outputs: vec![Some((Bytes::from_static(b"H:x:4"), 70_000))],
         };
         assert_eq!(
             schedules(&[sc]),
@@ -318,7 +385,7 @@ mod tests {
              \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\
              \"last_error\":\"disk\",\"retries_pending\":2,\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
              \"started\":\"1970-01-01T00:00:01Z\",\"duration_ms\":20,\"outcome\":\"failed\",\
-             \"manual\":true}]}]}\n"
+             \"manual\":true,\"handle\":\"H:x:4\",\"output_bytes\":70000}]}]}\n"
         );
     }
 }

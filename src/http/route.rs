@@ -156,7 +156,12 @@ pub fn route(head: &Head, body: Bytes) -> Route {
                 if handle.is_empty() {
                     return Route::Reply(Reply::text(404, "no job handle in the path"));
                 }
-                Some(Endpoint::Job(Bytes::copy_from_slice(handle)))
+                match handle.strip_suffix(b"/output") {
+                    Some(h) if !h.is_empty() => {
+                        Some(Endpoint::JobOutput(Bytes::copy_from_slice(h)))
+                    }
+                    _ => Some(Endpoint::Job(Bytes::copy_from_slice(handle))),
+                }
             }
             _ => None,
         };
@@ -355,6 +360,14 @@ mod tests {
         assert_eq!(
             read("GET /jobs/H%3Abox%3A1 HTTP/1.1\r\n\r\n").0,
             Endpoint::Job(Bytes::from_static(b"H:box:1"))
+        );
+        assert_eq!(
+            read("GET /jobs/H:box:1/output HTTP/1.1\r\n\r\n").0,
+            Endpoint::JobOutput(Bytes::from_static(b"H:box:1"))
+        );
+        assert_eq!(
+            read("GET /jobs//output HTTP/1.1\r\n\r\n").0,
+            Endpoint::Job(Bytes::from_static(b"/output"))
         );
         // POST to a reserved name submits to the function of that name.
         assert!(matches!(

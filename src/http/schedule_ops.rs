@@ -156,6 +156,7 @@ mod tests {
             last_run_manual: false,
             last_error: None,
             recent_runs: Vec::new(),
+            recent_outputs: Vec::new(),
             retries_pending: 0,
         };
         let r = reply(ScheduleOp::Run, &Ok(vec!["H:x:1".into()]), Some(&entry));

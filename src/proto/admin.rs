@@ -57,6 +57,10 @@ pub enum AdminCommand {
     },
     /// `show retries`.
     ShowRetries,
+    /// `show output HANDLE`: what the job printed (kept while it runs and after it ended).
+    ShowOutput(Bytes),
+    /// `show runs ENTRY`: a schedule entry's last runs with their handles and output sizes.
+    ShowRuns(Bytes),
     /// `timeout FUNCTION [DURATION|off]`: read back or set the job lease of a function (how
     /// long a worker without CAN_DO_TIMEOUT may hold one of its jobs). The duration is the
     /// engine's to read (`30s`, `5m`, ...).
@@ -216,6 +220,13 @@ impl AdminCommand {
                 (Some(a), _) if word_eq(a, "cluster") => AdminCommand::ShowCluster,
                 (Some(a), f) if word_eq(a, "failed") => AdminCommand::ShowFailed(f.cloned()),
                 (Some(a), _) if word_eq(a, "retries") => AdminCommand::ShowRetries,
+                (Some(a), Some(h)) if word_eq(a, "output") => AdminCommand::ShowOutput(h.clone()),
+                (Some(a), Some(e)) if word_eq(a, "runs") => AdminCommand::ShowRuns(e.clone()),
+                (Some(a), None) if word_eq(a, "output") || word_eq(a, "runs") => {
+                    AdminCommand::Reply(
+                        "ERR INVALID_ARGUMENTS Use+show+output+HANDLE+or+show+runs+ENTRY\r\n",
+                    )
+                }
                 (Some(a), _) if word_eq(a, "timeouts") => AdminCommand::ShowTimeouts,
                 (Some(a), _) if word_eq(a, "limits") => AdminCommand::ShowLimits,
                 (Some(a), n) if word_eq(a, "audit") && words.len() <= 3 => {
@@ -489,6 +500,9 @@ mod tests {
         assert_eq!(p("show FAILED f"), AdminCommand::ShowFailed(Some(b("f"))));
         assert_eq!(p("retry failed all"), AdminCommand::RetryFailed(b("all")));
         assert_eq!(p("show retries"), AdminCommand::ShowRetries);
+        assert_eq!(p("show output H:x:1"), AdminCommand::ShowOutput(b("H:x:1")));
+        assert_eq!(p("SHOW RUNS backup"), AdminCommand::ShowRuns(b("backup")));
+        assert!(matches!(p("show output"), AdminCommand::Reply(r) if r.contains("HANDLE")));
         assert_eq!(p("show audit"), AdminCommand::ShowAudit(AUDIT_SHOWN));
         assert_eq!(p("show audit 5"), AdminCommand::ShowAudit(5));
         assert!(matches!(p("show audit x"), AdminCommand::Reply(_)));

@@ -686,6 +686,12 @@ impl Server {
     fn tls_handshake_check(&mut self, idx: usize) {
         let deadlines = &mut self.deadlines;
         if self.tls.handshake_check(&mut self.conns, deadlines, idx) {
+            // The name a kept job says ran it (the engine never sees an identity otherwise).
+            if let Some(c) = self.conns.slab.get(idx) {
+                if let crate::access::Identity::Cn(_) = c.identity().as_ref() {
+                    self.engine.set_identity(c.id, &c.identity().to_string());
+                }
+            }
             self.protected_after_handshake(idx);
         }
     }

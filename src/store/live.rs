@@ -87,6 +87,7 @@ pub(super) enum LiveKey {
     Attempts(u64),
     Lease(Bytes),
     FuncRetry(Bytes),
+    Output(Bytes),
     Limits(Bytes),
     Audit(u64),
 }
@@ -127,6 +128,10 @@ pub(super) struct LiveSet {
     pub(super) leases: HashMap<Bytes, Loc>,
     /// The newest FunctionRetry per function.
     pub(super) func_retry: HashMap<Bytes, Loc>,
+    /// Kept outputs by handle; `seq` orders them during replay.
+    pub(super) outputs: HashMap<Bytes, Loc>,
+    /// OutputKept records seen, to order the kept outputs.
+    output_seq: u64,
     /// The newest FunctionLimits per function (one with nothing set too: a tombstone).
     pub(super) limits: HashMap<Bytes, Loc>,
     /// The audit trail's records still kept, by seq (those below the newest floor are dead).
@@ -240,6 +245,28 @@ impl LiveSet {
                 keep_newest(&mut self.leases, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::OutputKept(o) => {
+                self.output_seq += 1;
+                let new = Loc {
+                    off,
+                    file,
+                    len,
+                    seq: self.output_seq,
+                };
+                keep_newest(
+                    &mut self.outputs,
+                    o.handle.clone(),
+                    new,
+                    &mut self.live_bytes,
+                );
+                None
+            }
+            Record::OutputGone { handle } => {
+                if let Some(o) = self.outputs.remove(handle) {
+                    self.live_bytes -= u64::from(o.len);
+                }
+                None
+            }
             Record::FunctionLimits(l) => {
                 let new = Loc::at(off, file, len);
                 keep_newest(&mut self.limits, l.func.clone(), new, &mut self.live_bytes);
@@ -312,6 +339,16 @@ impl LiveSet {
                 let func = record::retry_function(payload)?;
                 key_of(&self.func_retry, func, here).map(|k| LiveKey::FuncRetry(k.clone()))
             }
+            RecordKind::OutputKept => {
+                let handle = record::output_handle(h, payload)?;
+                key_of(&self.outputs, handle, here).map(|k| LiveKey::Output(k.clone()))
+            }
+            // Folded into the live set: a finish or a gone only ends something, and a job's
+            // retry count is written after its JobAdded when that is copied.
+            RecordKind::JobFinished
+            | RecordKind::JobRetried
+            | RecordKind::FailedGone
+            | RecordKind::OutputGone => None,
             RecordKind::FunctionLimits => {
                 let func = record::limits_function(payload)?;
                 key_of(&self.limits, func, here).map(|k| LiveKey::Limits(k.clone()))
@@ -323,9 +360,6 @@ impl LiveSet {
                     .filter(|l| here(l))
                     .map(|_| LiveKey::Audit(seq))
             }
-            // Folded into the live set: a finish or a failed-gone only ends something, and a
-            // job's retry count is written after its JobAdded when that is copied.
-            RecordKind::JobFinished | RecordKind::JobRetried | RecordKind::FailedGone => None,
         }
     }
 
@@ -341,6 +375,7 @@ impl LiveSet {
             LiveKey::Attempts(id) => self.attempts.get_mut(id).map(loc),
             LiveKey::Lease(f) => self.leases.get_mut(f).map(loc),
             LiveKey::FuncRetry(f) => self.func_retry.get_mut(f).map(loc),
+            LiveKey::Output(h) => self.outputs.get_mut(h).map(loc),
             LiveKey::Limits(f) => self.limits.get_mut(f).map(loc),
             LiveKey::Audit(seq) => self.audit.get_mut(seq).map(loc),
         }

@@ -67,6 +67,12 @@
 //!   FunctionLease (9): ms u64 (0: none) | function (the rest); the newest per function
 //!                  wins (`timeout FUNCTION DURATION`)
 //!   FunctionRetry (10): retries u32 | base_ms u64 | max_ms u64 | function (the rest)
+//!   OutputKept (13): started_ms u64 | ended_ms u64 | output_bytes u64 | scheduled_ms u64 |
+//!                  attempts u32 | result_len u32 | ending u8 (0 complete, 1 failed,
+//!                  2 exception, 3 expired) | flags u8 (1 entry, 2 error, 4 scheduled,
+//!                  8 result) | lengths u32 of handle, func, worker, entry, error | those
+//!                  bytes | output (the rest); the newest per handle counts
+//!   OutputGone (14): handle (the whole payload)
 //!   FunctionLimits (11): limit u32 | rate count u32 | rate window ms u64 | paused u8 |
 //!                  expire ms u64 (0: none each) | function (the rest); the newest per
 //!                  function wins (`limit`, `rate`, `pause function`, `expire`)
@@ -146,7 +152,7 @@ pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
     Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
-    JobAttempts, Record, ScheduleCounters, ScheduleRan,
+    JobAttempts, OutputKept, Record, ScheduleCounters, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -209,6 +215,8 @@ pub struct Replayed {
     pub limits: Vec<FunctionLimits>,
     /// Function retry policies (`retry FUNCTION`), sorted by function.
     pub func_retries: Vec<FunctionRetry>,
+    /// Kept outputs of ended jobs, oldest first.
+    pub outputs: Vec<OutputKept>,
     /// The audit trail, oldest first.
     pub audit: Vec<Audit>,
     /// The largest job id ever handed out (records and file headers): start the handle

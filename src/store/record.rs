@@ -64,6 +64,10 @@ kinds! {
     FunctionLease = 9, "function-lease";
     /// A function's retry policy (`retry FUNCTION N BACKOFF`); the newest per function counts.
     FunctionRetry = 10, "function-retry";
+    /// An ended job's kept output and result (`--keep-output`); the newest per handle counts.
+    OutputKept = 13, "output-kept";
+    /// A kept output left (past `--keep-results` or `--keep-output-total`).
+    OutputGone = 14, "output-gone";
     /// A function's limits (`limit`, `rate`, `pause function`, `expire`); the newest per
     /// function wins.
     FunctionLimits = 11, "function-limits";
@@ -75,6 +79,16 @@ kinds! {
 const FUNCTION_RETRY_FIXED: usize = 4 + 8 + 8;
 /// Fixed part of a JobAttempts payload: id, failures, first failure, has-entry byte.
 const JOB_ATTEMPTS_FIXED: usize = 8 + 4 + 8 + 1;
+/// Fixed part of an OutputKept payload: started, ended, bytes printed, scheduled time,
+/// attempts, result length, ending, flags, five field lengths (handle, function, worker,
+/// entry, error); the output is the rest.
+const OUTPUT_KEPT_FIXED: usize = 8 * 4 + 4 + 4 + 1 + 1 + 5 * 4;
+/// Where OutputKept's handle length is (the first of the five).
+const OUTPUT_HANDLE_LEN_AT: usize = 8 * 4 + 4 + 4 + 1 + 1;
+const OUTPUT_ENTRY: u8 = 1;
+const OUTPUT_ERROR: u8 = 2;
+const OUTPUT_SCHEDULED: u8 = 4;
+const OUTPUT_RESULT: u8 = 8;
 /// Fixed part of an Audit payload: seq, floor, time, three field lengths (identity, peer,
 /// command); the outcome is the rest.
 const AUDIT_FIXED: usize = 8 + 8 + 8 + 3 * 4;
@@ -251,6 +265,28 @@ pub struct FunctionLease {
     pub ms: u64,
 }
 
+/// An ended job's output and how it ended, as the journal keeps it (the engine's kept
+/// results, src/engine/output/).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputKept {
+    pub handle: Bytes,
+    pub func: Bytes,
+    /// 0 complete, 1 failed, 2 exception, 3 expired (the engine's `Ending`).
+    pub ending: u8,
+    pub started_ms: u64,
+    pub ended_ms: u64,
+    pub worker: Bytes,
+    pub attempts: u32,
+    pub error: Option<Bytes>,
+    pub entry: Option<Bytes>,
+    pub scheduled_ms: Option<u64>,
+    /// Every byte the job printed; `output` holds the last of them.
+    pub output_bytes: u64,
+    /// A complete job's result is the last this many bytes of its output.
+    pub result_len: Option<u32>,
+    pub output: Bytes,
+}
+
 /// `limit`, `rate`, `pause function`, `expire`: function `func`'s limits now (0: none; all
 /// none and not paused lifts them); the newest per function wins.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -312,6 +348,10 @@ pub enum Record {
     JobAttempts(JobAttempts),
     /// `timeout FUNCTION DURATION`: the function's job lease.
     FunctionLease(FunctionLease),
+    /// An ended job's kept output.
+    OutputKept(OutputKept),
+    /// The kept output of this handle left.
+    OutputGone { handle: Bytes },
     /// The function's limits.
     FunctionLimits(FunctionLimits),
     /// An operator's action, for the audit trail.
@@ -331,6 +371,8 @@ impl Record {
             Record::JobAttempts(_) => RecordKind::JobAttempts,
             Record::FunctionLease(_) => RecordKind::FunctionLease,
             Record::FunctionRetry(_) => RecordKind::FunctionRetry,
+            Record::OutputKept(_) => RecordKind::OutputKept,
+            Record::OutputGone { .. } => RecordKind::OutputGone,
             Record::FunctionLimits(_) => RecordKind::FunctionLimits,
             Record::Audit(_) => RecordKind::Audit,
         }
@@ -351,6 +393,8 @@ impl Record {
             | Record::FunctionRetry(_)
             | Record::JobAttempts(_)
             | Record::FunctionLease(_)
+            | Record::OutputKept(_)
+            | Record::OutputGone { .. }
             | Record::FunctionLimits(_)
             | Record::Audit(_) => VERSION,
         }
@@ -391,6 +435,17 @@ impl Record {
                 (JOB_ATTEMPTS_FIXED + a.entry.as_ref().map_or(0, |e| e.len())) as u64
             }
             Record::FunctionLease(l) => (FUNCTION_LEASE_FIXED + l.func.len()) as u64,
+            Record::OutputKept(o) => {
+                let opt = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len());
+                (OUTPUT_KEPT_FIXED
+                    + o.handle.len()
+                    + o.func.len()
+                    + o.worker.len()
+                    + opt(&o.entry)
+                    + opt(&o.error)) as u64
+                    + o.output.len() as u64
+            }
+            Record::OutputGone { handle } => handle.len() as u64,
             Record::FunctionLimits(l) => (FUNCTION_LIMITS_FIXED + l.func.len()) as u64,
             Record::Audit(a) => {
                 (AUDIT_FIXED + a.identity.len() + a.peer.len() + a.command.len()) as u64
@@ -508,6 +563,46 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&ms.to_le_bytes());
             buf.extend_from_slice(func);
         }
+        Record::OutputKept(o) => {
+            for n in [
+                o.started_ms,
+                o.ended_ms,
+                o.output_bytes,
+                o.scheduled_ms.unwrap_or(0),
+            ] {
+                buf.extend_from_slice(&n.to_le_bytes());
+            }
+            buf.extend_from_slice(&o.attempts.to_le_bytes());
+            buf.extend_from_slice(&o.result_len.unwrap_or(0).to_le_bytes());
+            buf.push(o.ending);
+            let flags = [
+                (o.entry.is_some(), OUTPUT_ENTRY),
+                (o.error.is_some(), OUTPUT_ERROR),
+                (o.scheduled_ms.is_some(), OUTPUT_SCHEDULED),
+                (o.result_len.is_some(), OUTPUT_RESULT),
+            ]
+            .iter()
+            .filter(|(set, _)| *set)
+            .fold(0, |f, (_, bit)| f | bit);
+            buf.push(flags);
+            // The lengths first, so the handle sits at a fixed offset (`output_handle`).
+            let fields: [&[u8]; 5] = [
+                &o.handle,
+                &o.func,
+                &o.worker,
+                o.entry.as_deref().unwrap_or(&[]),
+                o.error.as_deref().unwrap_or(&[]),
+            ];
+            for x in fields {
+                // Fits: the whole payload was checked against u32 above.
+                buf.extend_from_slice(&(x.len() as u32).to_le_bytes());
+            }
+            for x in fields {
+                buf.extend_from_slice(x);
+            }
+            buf.extend_from_slice(&o.output);
+        }
+        Record::OutputGone { handle } => buf.extend_from_slice(handle),
         Record::FunctionLimits(l) => {
             buf.extend_from_slice(&l.limit.to_le_bytes());
             buf.extend_from_slice(&l.rate_count.to_le_bytes());
@@ -654,6 +749,19 @@ pub(crate) fn failed_handle<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a 
             let n = u32::from_le_bytes(payload.get(29..33)?.try_into().ok()?) as usize;
             let start = FAILED_KEPT_FIXED;
             payload.get(start..start.checked_add(n)?)
+        }
+        _ => None,
+    }
+}
+
+/// The handle of an OutputKept or OutputGone payload without decoding the rest.
+pub(crate) fn output_handle<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a [u8]> {
+    match h.ty {
+        RecordKind::OutputGone => Some(payload),
+        RecordKind::OutputKept => {
+            let at = OUTPUT_HANDLE_LEN_AT;
+            let n = u32::from_le_bytes(payload.get(at..at + 4)?.try_into().ok()?) as usize;
+            payload.get(OUTPUT_KEPT_FIXED..OUTPUT_KEPT_FIXED.checked_add(n)?)
         }
         _ => None,
     }
@@ -808,6 +916,51 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             ms: c.u64()?,
             func: Bytes::copy_from_slice(&payload[FUNCTION_LEASE_FIXED..]),
         }),
+        RecordKind::OutputKept => {
+            let started_ms = c.u64()?;
+            let ended_ms = c.u64()?;
+            let output_bytes = c.u64()?;
+            let scheduled = c.u64()?;
+            let attempts = c.u32()?;
+            let result_len = c.u32()?;
+            let ending = c.u8()?;
+            let flags = c.u8()?;
+            if flags & !(OUTPUT_ENTRY | OUTPUT_ERROR | OUTPUT_SCHEDULED | OUTPUT_RESULT) != 0 {
+                return Err("unknown flags in an output record");
+            }
+            let mut lens = [0usize; 5];
+            for l in &mut lens {
+                *l = c.u32()? as usize;
+            }
+            // One copy of the record, its fields slices of it: a kept output pins only its
+            // own bytes, not the file buffer it was read from.
+            let all = Bytes::copy_from_slice(payload);
+            let mut spans = [(0, 0); 5];
+            for (s, &n) in spans.iter_mut().zip(&lens) {
+                let start = c.at;
+                c.take(n)?;
+                *s = (start, start + n);
+            }
+            let slice = |(a, b): (usize, usize)| all.slice(a..b);
+            Record::OutputKept(OutputKept {
+                handle: slice(spans[0]),
+                func: slice(spans[1]),
+                worker: slice(spans[2]),
+                entry: (flags & OUTPUT_ENTRY != 0).then(|| slice(spans[3])),
+                error: (flags & OUTPUT_ERROR != 0).then(|| slice(spans[4])),
+                output: all.slice(c.at..),
+                ending,
+                started_ms,
+                ended_ms,
+                attempts,
+                scheduled_ms: (flags & OUTPUT_SCHEDULED != 0).then_some(scheduled),
+                output_bytes,
+                result_len: (flags & OUTPUT_RESULT != 0).then_some(result_len),
+            })
+        }
+        RecordKind::OutputGone => Record::OutputGone {
+            handle: Bytes::copy_from_slice(payload),
+        },
         RecordKind::FunctionLimits => Record::FunctionLimits(FunctionLimits {
             limit: c.u32()?,
             rate_count: c.u32()?,

@@ -12,7 +12,8 @@ use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
     Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
-    KEEP_BUF, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError, TornTail,
+    KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError,
+    TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -33,6 +34,9 @@ pub(super) struct Rebuild {
     pub(super) schedules: HashMap<Bytes, ScheduleRan>,
     /// The newest lease per function (0: none).
     pub(super) leases: HashMap<Bytes, FunctionLease>,
+    /// Kept outputs by handle, with the order they were kept in (bounded by the server's
+    /// `--keep-output-total`, which wrote an OutputGone for each one that left).
+    pub(super) outputs: HashMap<Bytes, (u64, OutputKept)>,
     /// The newest limits per function.
     pub(super) limits: HashMap<Bytes, FunctionLimits>,
     /// The audit trail by seq, those below the newest floor dropped.
@@ -75,6 +79,13 @@ impl Rebuild {
             Record::FailedGone { handle } => {
                 self.failed.remove(&handle);
             }
+            Record::OutputKept(o) => {
+                let seq = self.live.outputs.get(&o.handle).map_or(0, |l| l.seq);
+                self.outputs.insert(o.handle.clone(), (seq, o));
+            }
+            Record::OutputGone { handle } => {
+                self.outputs.remove(&handle);
+            }
             Record::Audit(a) => {
                 self.audit = self.audit.split_off(&a.floor);
                 if a.seq >= a.floor {
@@ -99,9 +110,13 @@ impl Rebuild {
             func_retries,
             schedules,
             leases,
+            outputs,
             limits,
             audit,
         } = self;
+        let mut outputs: Vec<(u64, OutputKept)> = outputs.into_values().collect();
+        outputs.sort_by_key(|(seq, _)| *seq);
+        let outputs = outputs.into_iter().map(|(_, o)| o).collect();
         let mut func_retries: Vec<FunctionRetry> = func_retries.into_values().collect();
         func_retries.sort_by(|a, b| a.func.cmp(&b.func));
         let mut failed: Vec<(u64, FailedKept)> = failed.into_values().collect();
@@ -131,6 +146,7 @@ impl Rebuild {
             leases,
             limits,
             func_retries,
+            outputs,
             audit: audit.into_values().collect(),
             max_id: live.max_id,
             stats,

@@ -81,9 +81,17 @@ fn a_failing_command_is_an_exception_with_its_status() {
     assert_eq!(o.stdout, "");
     w.wait_log("status=exit:3", 5);
 
-    // A client that did not ask for exceptions gets WORK_FAIL instead.
+    // A client that did not ask for exceptions gets WORK_FAIL instead, after the stderr
+    // as WORK_WARNING.
     let mut c = client(&s);
     let h = c.submit(SubmitKind::Normal, b"bad", b"", b"x").unwrap();
+    let f = c.recv().unwrap();
+    let mut warning = h.to_vec();
+    warning.extend_from_slice(b"\0bad input\n");
+    assert_eq!(
+        (f.ptype, f.body.to_vec()),
+        (PacketType::WorkWarning, warning)
+    );
     let f = c.recv().unwrap();
     assert_eq!((f.ptype, f.body), (PacketType::WorkFail, h));
 }
@@ -450,4 +458,49 @@ fn php_client_against_a_gearwheel_worker() {
         lines[1] == "bad WORK_EXCEPTION" || lines[1] == "bad WORK_FAIL",
         "{o:?}"
     );
+}
+
+/// `gearwheel admin output HANDLE` against `s`.
+fn output_of(s: &Server, handle: &str) -> Out {
+    let addr = s.addr.to_string();
+    gw(&["admin", "-s", &addr, "output", handle], None, 10)
+}
+
+#[test]
+fn stderr_can_be_watched_while_the_command_runs_and_is_kept_after() {
+    let s = Server::start(&[]);
+    let dir = TempDir::new("watch");
+    let go = dir.join("go");
+    let go_s = go.to_str().unwrap().to_string();
+    let _w = work_process_env(
+        &s,
+        "backup",
+        &[],
+        &[
+            "sh",
+            "-c",
+            "echo 'step 1' >&2; while [ ! -e \"$GO\" ]; do sleep 0.05; done; \
+             echo 'step 2' >&2; echo done",
+        ],
+        &[("GO", &go_s)],
+    );
+    let o = submit(&s, &["-f", "backup", "--background", "x"], None);
+    let handle = o.stdout.trim().to_string();
+    assert!(handle.starts_with("H:"), "{o:?}");
+    // While it runs: the first line is there, the command waits for us.
+    wait_until(10, "the first stderr line, live", || {
+        output_of(&s, &handle).stdout == "step 1\n"
+    });
+    std::fs::write(&go, b"").unwrap();
+    // Once it ended: stderr then stdout, the result, kept by its handle.
+    wait_until(10, "the whole output, kept", || {
+        output_of(&s, &handle).stdout == "step 1\nstep 2\ndone\n"
+    });
+    let o = output_of(&s, &handle);
+    assert_eq!((o.code(), o.stderr.as_str()), (Some(0), ""), "{o:?}");
+    // A handle nothing is kept of is an error.
+    let o = output_of(&s, "H:nothing:1");
+    assert_eq!(o.code(), Some(1), "{o:?}");
+    assert!(o.stderr.contains("NOT_FOUND"), "{o:?}");
+    let _ = std::fs::remove_dir_all(dir);
 }

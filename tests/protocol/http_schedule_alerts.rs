@@ -75,7 +75,7 @@ fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
     let body = s.call("GET", "/schedules", &[], b"").text();
     assert!(
         body.contains("\"last_error\":\"disk full no space\",\"retries_pending\":0,\"recent_runs\":[{\"scheduled\":\"20")
-            && body.contains(",\"outcome\":\"failed\",\"manual\":false}"),
+            && body.contains(",\"outcome\":\"failed\",\"manual\":false,\"handle\":\"H:"),
         "{body}"
     );
 }

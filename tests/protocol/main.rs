@@ -40,6 +40,7 @@ mod journal_crash;
 mod journal_disk_full;
 mod journal_kill_loop;
 mod journal_restart;
+mod kept_output;
 mod leases;
 mod limits;
 mod log;

@@ -283,7 +283,15 @@ impl Engine {
                     (prev.history, prev.next_ms)
                 }
                 Some(prev) => (prev.history, None),
-                None => (History::default(), None),
+                None => {
+                    // A new entry, or the first load after a restart: its runs whose outputs
+                    // the journal kept are its history again.
+                    let mut h = History::default();
+                    for r in self.kept_runs_of(&id) {
+                        h.recent.push(r);
+                    }
+                    (h, None)
+                }
             };
             let slot = self.schedules.entries.len();
             self.schedules.by_id.insert(Rc::clone(&id), slot);

@@ -8,6 +8,8 @@ fn waiting_world() -> World {
     World::with(EngineConfig {
         handle_prefix: "H:t".into(),
         grab_wait_ms: 5,
+        // No kept results: their expiry would be a deadline too, and these tests count them.
+        keep_output_total: 0,
         ..EngineConfig::default()
     })
 }

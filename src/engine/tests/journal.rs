@@ -13,6 +13,7 @@ fn config() -> EngineConfig {
         handle_prefix: "H:t".into(),
         zone: Zone::Utc,
         durable: true,
+        keep_output_total: 64 << 10,
         ..EngineConfig::default()
     }
 }
@@ -79,6 +80,26 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
     }
     let drop = format!("drop failed {}", String::from_utf8_lossy(&failed[0]));
     assert_eq!(w.admin(c, &drop), "OK 1\n");
+    // OutputGone: a job that prints almost --keep-output-total (64 KiB here) makes the
+    // outputs kept so far leave; its own OutputKept stays.
+    let wg = w.conn();
+    w.can_do(wg, "g");
+    w.submit(c, "g", "u5", "d5", Priority::Normal, true);
+    let (kept, _) = w.grab(wg).expect("a job");
+    w.req(
+        wg,
+        Request::WorkWarning {
+            handle: kept.clone(),
+            data: b(&"x".repeat(64_000)),
+        },
+    );
+    w.req(
+        wg,
+        Request::WorkComplete {
+            handle: kept.clone(),
+            data: b("done"),
+        },
+    );
     // FunctionLimits, the newest per function (after g's jobs made g: `status` lists the
     // functions in the order they were made, and a restore makes them jobs first).
     for line in [
@@ -94,6 +115,7 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
     let (_, _) = w.grab(wk).expect("a job");
     let now = w.now;
     w.e.disconnect(wk, now, &mut w.out);
+    w.e.disconnect(wg, now, &mut w.out);
     // ScheduleRan with its counters and marks.
     assert!(w.admin(c, "pause schedule nightly").starts_with("OK"));
     // A future job (a JobAdded with its due time).
@@ -146,6 +168,11 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
     for (b, a) in before.iter().zip(&after) {
         assert_eq!(a, b);
     }
+    for h in failed.iter().chain([&kept]) {
+        assert_eq!(next.e.kept_job(h), w.e.kept_job(h));
+    }
+    assert!(next.e.kept_job(&kept).is_some());
+    assert!(next.e.kept_job(&failed[0]).is_none(), "gone past the total");
     // Each kind of record the engine emits was exercised.
     let kinds: std::collections::BTreeSet<_> = records
         .iter()
@@ -157,5 +184,5 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
                 .to_string()
         })
         .collect();
-    assert_eq!(kinds.len(), 11, "{kinds:?}");
+    assert_eq!(kinds.len(), 13, "{kinds:?}");
 }

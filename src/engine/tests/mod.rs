@@ -140,6 +140,7 @@ mod journal;
 mod leases;
 mod lifecycle;
 mod limits;
+mod output;
 mod queues;
 mod retries;
 mod robustness;

@@ -394,6 +394,24 @@ pub fn render(input: &Input<'_>) -> String {
          while the job waited; the next sleeping worker was woken for it.",
         t.wakeups_overdue,
     );
+    w.single(
+        "gearwheel_outputs_kept",
+        Gauge,
+        "Ended jobs whose output and result are kept (show output, /jobs/HANDLE).",
+        t.outputs_kept as u64,
+    );
+    w.single(
+        "gearwheel_outputs_kept_bytes",
+        Gauge,
+        "Bytes the kept outputs count against --keep-output-total.",
+        t.outputs_kept_bytes as u64,
+    );
+    w.single(
+        "gearwheel_outputs_dropped_total",
+        Counter,
+        "Kept outputs dropped past --keep-output-total before --keep-results was up.",
+        t.outputs_dropped,
+    );
     let n = input.net;
     w.family(
         "gearman_connections",

@@ -244,6 +244,7 @@ fn schedule_entries() {
         last_run_manual: false,
         last_error: None,
         recent_runs: Vec::new(),
+        recent_outputs: Vec::new(),
         retries_pending: 0,
     };
     let s = sample_input_render(&[], &[sc]);

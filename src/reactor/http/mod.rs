@@ -525,8 +525,15 @@ impl Server {
             }
             Endpoint::Job(handle) => {
                 let s = self.engine.job_status(handle);
-                Reply::json(if s.known { 200 } else { 404 }, json::job(&s))
+                // An ended job whose result is kept is found, though GET_STATUS knows it not.
+                let kept = self.engine.kept_job(handle).filter(|_| !s.known);
+                let status = if s.known || kept.is_some() { 200 } else { 404 };
+                Reply::json(status, json::job(&s, kept))
             }
+            Endpoint::JobOutput(handle) => match self.engine.job_output(handle) {
+                Some(v) => Reply::new(200, Some(response::TEXT), v.kept),
+                None => Reply::text(404, "nothing of this job's output is kept"),
+            },
             Endpoint::Schedules => {
                 Reply::json(200, json::schedules(&self.engine.schedule_statuses()))
             }

@@ -7,6 +7,7 @@ mod compaction;
 mod failed;
 mod leases;
 mod limits;
+mod outputs;
 mod records;
 mod replay;
 
