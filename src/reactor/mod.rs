@@ -378,7 +378,7 @@ impl Server {
             self.finish_turn(now);
         }
         self.conns.release_held(now);
-        self.http_sample_rates(now);
+        self.http.sample_rates(&self.engine, now);
         self.journal.compact_step();
         crate::log_budget::flush(now);
         let registry = self.poll.registry();

@@ -11,3 +11,4 @@ mod doc_links;
 mod man_pages;
 mod module_graph;
 mod module_maps;
+mod reactor_glue;

@@ -4,10 +4,15 @@
 //! drop a failed job or every failed job of a filter: who may is the gate's rule, src/reactor/gate.rs;
 //! the request's own headers are checked here, each refusal logged and counted), and the
 //! job-rate ring the loop feeds once a turn.
+//!
+//! Two parts, each borrowing only what it uses (http/mod.rs lends them): `ConsoleView`, the
+//! read-only pages, and `ConsoleAct`, the actions.
 
 use log::info;
 
-use crate::engine::{CancelRefused, ScheduleOpError};
+use super::{HttpGlue, ops};
+use crate::config::Config;
+use crate::engine::{CancelRefused, Engine, Outbox, ScheduleOpError};
 use crate::http::console::action::{self, Action};
 use crate::http::console::lists::{self, FailedFilter, JobsQuery};
 use crate::http::console::{self, Page, api};
@@ -19,24 +24,34 @@ use crate::log_budget::Cause;
 use crate::peer_log;
 use crate::peer_text::shown;
 use crate::proto::admin::ScheduleOp;
-use crate::reactor::Server;
+use crate::reactor::Time;
+use crate::reactor::conn::Conns;
+use crate::reactor::etcd_link::EtcdLink;
+use crate::reactor::journal::JournalDriver;
 
-impl Server {
-    fn console_on(&self) -> bool {
-        self.config.http.as_ref().is_some_and(|h| h.console)
-    }
+/// Whether the console is served (not `--no-console`).
+pub(in crate::reactor) fn on(config: &Config) -> bool {
+    config.http.as_ref().is_some_and(|h| h.console)
+}
 
-    /// The peer's address of connection `idx`, for the log.
-    fn http_peer(&self, idx: usize) -> String {
-        match self.conns.slab.get(idx).map(|c| c.peer()) {
-            Some(a) => a.ip().to_string(),
-            None => "?".into(),
-        }
-    }
+/// What the console's read-only pages read.
+pub(in crate::reactor) struct ConsoleView<'a> {
+    pub(super) engine: &'a Engine,
+    pub(super) conns: &'a Conns,
+    pub(super) time: &'a Time,
+    pub(super) journal: &'a JournalDriver,
+    pub(super) cluster: Option<&'a EtcdLink>,
+    pub(super) http: &'a HttpGlue,
+    /// The console is served (`on`).
+    pub(super) on: bool,
+    /// The gate would let the request's connection act (what /ui/api/server tells its page).
+    pub(super) may_act: bool,
+}
 
+impl ConsoleView<'_> {
     /// Answer a console request (404 under `--no-console`).
-    pub(in crate::reactor) fn http_console(&self, idx: usize, page: Page) -> Reply {
-        if !self.console_on() {
+    pub(in crate::reactor) fn page(&self, page: Page) -> Reply {
+        if !self.on {
             return console::off();
         }
         let now = self.time.now;
@@ -45,7 +60,7 @@ impl Server {
             Page::Server => {
                 let process = crate::footprint::read_process();
                 let journal = self.journal.metrics();
-                let cluster = self.cluster.as_ref().map(|l| l.status(self.time.mono));
+                let cluster = self.cluster.map(|l| l.status(self.time.mono));
                 let (slots, open) = self.http.rates.slots();
                 let body = api::server(&api::Facts {
                     version: env!("CARGO_PKG_VERSION"),
@@ -61,7 +76,7 @@ impl Server {
                     // Not clustered, or no leader known: no leader line.
                     leader: cluster.as_ref().and_then(|c| c.leader.as_deref()),
                     rates: (&slots, open),
-                    actions: self.console_may_act(idx),
+                    actions: self.may_act,
                 });
                 console::guarded(Reply::json(200, body))
             }
@@ -73,7 +88,7 @@ impl Server {
                 200,
                 lists::failed_matching(self.engine.failed_list(), &filter),
             )),
-            Page::Jobs(q) => console::guarded(self.console_jobs(&q)),
+            Page::Jobs(q) => console::guarded(self.jobs(&q)),
             Page::Audit => console::guarded(Reply::json(
                 200,
                 json::audit(self.engine.audit_trail(), api::AUDIT_SHOWN),
@@ -82,7 +97,7 @@ impl Server {
     }
 
     /// A page of one function's jobs, a running job's worker named as `/workers` names it.
-    fn console_jobs(&self, q: &JobsQuery) -> Reply {
+    fn jobs(&self, q: &JobsQuery) -> Reply {
         let Some(page) = self.engine.jobs_of(&q.function, q.phase, q.offset, q.limit) else {
             return Reply::text(404, "the server knows no function of this name");
         };
@@ -95,19 +110,29 @@ impl Server {
         });
         Reply::json(200, body)
     }
+}
 
+/// What the console's actions change: the engine (and its replies), and the count of
+/// actions refused.
+pub(in crate::reactor) struct ConsoleAct<'a> {
+    pub(super) engine: &'a mut Engine,
+    pub(super) outbox: &'a mut Outbox,
+    pub(super) http: &'a mut HttpGlue,
+    /// The console is served (`on`).
+    pub(super) on: bool,
+    /// The HTTP connection asking, and its peer's address, for the log.
+    pub(super) idx: usize,
+    pub(super) peer: String,
+}
+
+impl ConsoleAct<'_> {
     /// Do a console action, when the request may.
-    pub(in crate::reactor) fn http_console_act(
-        &mut self,
-        idx: usize,
-        site: &SiteHeaders,
-        act: Action,
-        now: u64,
-    ) -> Reply {
-        if !self.console_on() {
+    pub(in crate::reactor) fn act(mut self, site: &SiteHeaders, act: Action, now: u64) -> Reply {
+        if !self.on {
             return console::off();
         }
-        let peer = self.http_peer(idx);
+        // Out of the part, so that its helpers can borrow it mutably.
+        let peer = std::mem::take(&mut self.peer);
         // The gate has let the peer act already (`Need::ConsoleAct`): what is left is whether
         // the request comes from the console's page.
         if let Err(why) = action::may_act(site) {
@@ -116,22 +141,21 @@ impl Server {
                 now,
                 Cause::Console,
                 Warn,
-                "HTTP connection {idx} from {peer}: 403 (console action): {why:?}"
+                "HTTP connection {} from {peer}: 403 (console action): {why:?}",
+                self.idx
             );
             return console::guarded(Reply::text(403, why.message()));
         }
         let reply = match act {
-            Action::Cancel(handle) => self.console_cancel(&handle, &peer, now),
-            Action::Schedule { op, id } => self.console_schedule(op, &id, &peer, now),
-            Action::Retry(handle) => self.console_failed(FailedOp::Retry, &handle, &peer, now),
-            Action::Drop(handle) => self.console_failed(FailedOp::Drop, &handle, &peer, now),
-            Action::RetryAll(filter) => {
-                self.console_failed_all(FailedOp::Retry, &filter, &peer, now)
-            }
-            Action::DropAll(filter) => self.console_failed_all(FailedOp::Drop, &filter, &peer, now),
+            Action::Cancel(handle) => self.cancel(&handle, &peer, now),
+            Action::Schedule { op, id } => self.schedule(op, &id, &peer, now),
+            Action::Retry(handle) => self.failed(FailedOp::Retry, &handle, &peer, now),
+            Action::Drop(handle) => self.failed(FailedOp::Drop, &handle, &peer, now),
+            Action::RetryAll(filter) => self.failed_all(FailedOp::Retry, &filter, &peer, now),
+            Action::DropAll(filter) => self.failed_all(FailedOp::Drop, &filter, &peer, now),
             Action::Function { paused, func } => {
                 let change = crate::engine::LimitChange::Paused(paused);
-                let reply = self.http_limits(&func, &[change], now);
+                let reply = ops::limits(self.engine, self.outbox, &func, &[change], now);
                 if reply.status == 200 {
                     info!(
                         "console: {} function {}, asked by {peer}",
@@ -145,8 +169,8 @@ impl Server {
         console::guarded(reply)
     }
 
-    fn console_cancel(&mut self, handle: &[u8], peer: &str, now: u64) -> Reply {
-        match self.engine.cancel_job(handle, now, &mut self.outbox) {
+    fn cancel(&mut self, handle: &[u8], peer: &str, now: u64) -> Reply {
+        match self.engine.cancel_job(handle, now, self.outbox) {
             Ok(()) => {
                 info!("console: job {} cancelled by {peer}", shown(handle));
                 let mut body = String::from("{\"cancelled\":");
@@ -164,8 +188,8 @@ impl Server {
 
     /// Retry or drop a failed job: the operation `POST /failed/HANDLE/retry` and `DELETE
     /// /failed/HANDLE` do, with its answer.
-    fn console_failed(&mut self, op: FailedOp, handle: &[u8], peer: &str, now: u64) -> Reply {
-        let reply = self.http_failed_op(op, handle, now);
+    fn failed(&mut self, op: FailedOp, handle: &[u8], peer: &str, now: u64) -> Reply {
+        let reply = ops::failed_op(self.engine, self.outbox, op, handle, now);
         if reply.status == 200 {
             info!(
                 "console: {op:?} failed job {}, asked by {peer}",
@@ -177,13 +201,7 @@ impl Server {
 
     /// Retry or drop every failed job a filter names: `retry failed` / `drop failed` of a
     /// function, a schedule entry or both (the failed list is bounded, so is the work).
-    fn console_failed_all(
-        &mut self,
-        op: FailedOp,
-        filter: &FailedFilter,
-        peer: &str,
-        now: u64,
-    ) -> Reply {
+    fn failed_all(&mut self, op: FailedOp, filter: &FailedFilter, peer: &str, now: u64) -> Reply {
         let sel = filter.selector();
         let mut body = String::new();
         let mut o = json::Obj::new(&mut body);
@@ -195,7 +213,7 @@ impl Server {
                     .iter()
                     .filter(|j| sel.matches(j))
                     .count();
-                let jobs = self.engine.retry_failed(sel, now, &mut self.outbox);
+                let jobs = self.engine.retry_failed(sel, now, self.outbox);
                 o.str("op", "retry").num("matched", matched);
                 json::array(o.key("jobs"), &jobs, |out, h| json::string(out, h));
                 o.num("full", matched.saturating_sub(jobs.len()));
@@ -223,8 +241,8 @@ impl Server {
         Reply::json(200, body)
     }
 
-    fn console_schedule(&mut self, op: ScheduleOp, id: &[u8], peer: &str, now: u64) -> Reply {
-        match self.engine.schedule_op(id, op, now, &mut self.outbox) {
+    fn schedule(&mut self, op: ScheduleOp, id: &[u8], peer: &str, now: u64) -> Reply {
+        match self.engine.schedule_op(id, op, now, self.outbox) {
             Ok(handles) => {
                 info!("console: {op:?} schedule {}, asked by {peer}", shown(id));
                 let mut body = String::new();
@@ -246,10 +264,11 @@ impl Server {
             Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
         }
     }
+}
 
+impl HttpGlue {
     /// Feed the rate ring the engine's counters at the end of a turn.
-    pub(in crate::reactor) fn http_sample_rates(&mut self, now: u64) {
-        let counters = self.engine.counters();
-        self.http.rates.observe(now, counters);
+    pub(in crate::reactor) fn sample_rates(&mut self, engine: &Engine, now: u64) {
+        self.rates.observe(now, engine.counters());
     }
 }

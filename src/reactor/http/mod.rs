@@ -6,6 +6,8 @@
 //! - `conn`: one HTTP connection's state, kept in its `Connection`.
 //! - `console`: the console's pages, JSON and actions, and its job-rate ring.
 //! - `guard`: the 403s for the wrong Host or a cross-site browser, logged and counted.
+//! - `ops`: the engine side of the actions the API and the console share (a function's
+//!   limits, a failed job retried or dropped).
 //!
 //! The engine still never sees a socket: a job submitted over HTTP is a
 //! `Request::SubmitJob` (or `SubmitJobEpoch`) from the HTTP connection's `ConnId`, and the
@@ -21,6 +23,7 @@
 pub(super) mod conn;
 mod console;
 mod guard;
+mod ops;
 
 use std::io;
 use std::net::SocketAddr;
@@ -36,7 +39,7 @@ use super::token::{self, Listener, Source};
 use super::{FRAMES_PER_TURN, Server, listen};
 use crate::config::Config;
 use crate::engine::ConnId;
-use crate::http::endpoint::{Endpoint, FailedOp, Route, Submit};
+use crate::http::endpoint::{Endpoint, Route, Submit};
 use crate::http::job::{JobWait, Progress};
 use crate::http::metrics::{self, NetStats};
 use crate::http::parse::{Method, Version};
@@ -376,11 +379,13 @@ impl Server {
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Failed { op, handle } => {
-                            let r = self.http_failed_op(op, &handle, now).uncached();
+                            let (engine, outbox) = (&mut self.engine, &mut self.outbox);
+                            let r = ops::failed_op(engine, outbox, op, &handle, now).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Limits { func, changes } => {
-                            let r = self.http_limits(&func, &changes, now).uncached();
+                            let (engine, outbox) = (&mut self.engine, &mut self.outbox);
+                            let r = ops::limits(engine, outbox, &func, &changes, now).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Ping(p) => {
@@ -391,7 +396,7 @@ impl Server {
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Act(a) => {
-                            let r = self.http_console_act(idx, &head.site, a, now);
+                            let r = self.console_act(idx).act(&head.site, a, now);
                             self.http_answer(idx, version, keep_alive, r, false, now);
                         }
                     }
@@ -439,54 +444,6 @@ impl Server {
             },
         };
         self.engine.handle(id, req, now, &mut self.outbox);
-    }
-
-    /// `PUT /limits/FUNCTION`, `DELETE /limits/FUNCTION`: each change in turn (the first
-    /// refused stops the rest), answered with the function's limits now.
-    pub(super) fn http_limits(
-        &mut self,
-        func: &[u8],
-        changes: &[crate::engine::LimitChange],
-        now: u64,
-    ) -> Reply {
-        for &change in changes {
-            if let Err(e) = self
-                .engine
-                .change_limit(func, change, now, &mut self.outbox)
-            {
-                return crate::http::limit_ops::reply(Err(e));
-            }
-        }
-        let now_status = self
-            .engine
-            .limit_statuses(now)
-            .into_iter()
-            .find(|s| s.name == func);
-        crate::http::limit_ops::reply(Ok(now_status))
-    }
-
-    /// `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
-    pub(super) fn http_failed_op(&mut self, op: FailedOp, handle: &[u8], now: u64) -> Reply {
-        use crate::engine::FailedSelector;
-        let listed = self
-            .engine
-            .failed_list()
-            .iter()
-            .any(|j| j.handle.as_ref() == handle);
-        let sel = FailedSelector::Handle(handle);
-        let done = match op {
-            _ if !listed => Err(false),
-            FailedOp::Retry => {
-                let new = self.engine.retry_failed(sel, now, &mut self.outbox);
-                // Nothing queued and still listed: its queue is full.
-                new.into_iter().next().map(Some).ok_or(true)
-            }
-            FailedOp::Drop => {
-                self.engine.drop_failed(sel);
-                Ok(None)
-            }
-        };
-        failed_ops::reply(op, handle, done)
     }
 
     /// The answer of a read-only endpoint: outside the console (whose own headers are
@@ -578,7 +535,34 @@ impl Server {
             ),
             Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
-            Endpoint::Console(page) => self.http_console(idx, page.clone()),
+            Endpoint::Console(page) => self.console_view(idx).page(page.clone()),
+        }
+    }
+
+    /// What the console's pages read, for a request of connection `idx`.
+    fn console_view(&self, idx: usize) -> console::ConsoleView<'_> {
+        console::ConsoleView {
+            engine: &self.engine,
+            conns: &self.conns,
+            time: &self.time,
+            journal: &self.journal,
+            cluster: self.cluster.as_deref(),
+            http: &self.http,
+            on: console::on(&self.config),
+            may_act: self.console_may_act(idx),
+        }
+    }
+
+    /// What a console action of connection `idx` changes.
+    fn console_act(&mut self, idx: usize) -> console::ConsoleAct<'_> {
+        let peer = self.conns.slab.get(idx).map(|c| c.peer());
+        console::ConsoleAct {
+            engine: &mut self.engine,
+            outbox: &mut self.outbox,
+            http: &mut self.http,
+            on: console::on(&self.config),
+            idx,
+            peer: peer.map_or("?".into(), |a| a.ip().to_string()),
         }
     }
 

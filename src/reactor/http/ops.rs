@@ -1,0 +1,57 @@
+//! The engine side of the HTTP actions the API and the console share: a function's limits
+//! changed, a failed job retried or dropped. They borrow only the engine and its outbox, so
+//! that http/mod.rs and the console's part (console.rs) both call them.
+
+use crate::engine::{Engine, FailedSelector, LimitChange, Outbox};
+use crate::http::endpoint::FailedOp;
+use crate::http::response::Reply;
+use crate::http::{failed_ops, limit_ops};
+
+/// `PUT /limits/FUNCTION`, `DELETE /limits/FUNCTION`: each change in turn (the first
+/// refused stops the rest), answered with the function's limits now.
+pub(super) fn limits(
+    engine: &mut Engine,
+    outbox: &mut Outbox,
+    func: &[u8],
+    changes: &[LimitChange],
+    now: u64,
+) -> Reply {
+    for &change in changes {
+        if let Err(e) = engine.change_limit(func, change, now, outbox) {
+            return limit_ops::reply(Err(e));
+        }
+    }
+    let now_status = engine
+        .limit_statuses(now)
+        .into_iter()
+        .find(|s| s.name == func);
+    limit_ops::reply(Ok(now_status))
+}
+
+/// `POST /failed/HANDLE/retry`, `DELETE /failed/HANDLE`.
+pub(super) fn failed_op(
+    engine: &mut Engine,
+    outbox: &mut Outbox,
+    op: FailedOp,
+    handle: &[u8],
+    now: u64,
+) -> Reply {
+    let listed = engine
+        .failed_list()
+        .iter()
+        .any(|j| j.handle.as_ref() == handle);
+    let sel = FailedSelector::Handle(handle);
+    let done = match op {
+        _ if !listed => Err(false),
+        FailedOp::Retry => {
+            let new = engine.retry_failed(sel, now, outbox);
+            // Nothing queued and still listed: its queue is full.
+            new.into_iter().next().map(Some).ok_or(true)
+        }
+        FailedOp::Drop => {
+            engine.drop_failed(sel);
+            Ok(None)
+        }
+    };
+    failed_ops::reply(op, handle, done)
+}
