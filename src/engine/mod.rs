@@ -129,6 +129,12 @@ pub struct EngineConfig {
     /// `--retry N --retry-backoff ...`: every function's retry policy unless `retry FUNCTION`
     /// set one (0 retries: as gearmand).
     pub retry: crate::schedule::backoff::RetryPolicy,
+    /// Functions that may have each kind of operator's setting (`--max-function-settings`):
+    /// a lease, a retry policy, limits; each table is bounded by it on its own.
+    pub max_function_settings: usize,
+    /// The largest N of `rate FUNCTION N/DURATION` (`--max-rate-count`): a rate keeps the time
+    /// of each of its last N handouts.
+    pub max_rate_count: u32,
 }
 
 impl Default for EngineConfig {
@@ -153,6 +159,8 @@ impl Default for EngineConfig {
             keep_failed_bytes: 64 << 20,
             keep_audit: 10_000,
             retry: Default::default(),
+            max_function_settings: 10_000,
+            max_rate_count: 10_000,
         }
     }
 }
@@ -241,7 +249,8 @@ pub struct Engine {
     leases: leases::Leases,
     /// Functions with nothing left, oldest first, bounded by `--max-idle-functions`.
     idle: forget::IdleFunctions,
-    /// Functions with a limits setting (at most `limits::MAX_LIMITED`).
+    /// Functions with a limits setting (at most `--max-function-settings`, but for what the
+    /// journal read back).
     limited: usize,
     /// Held functions whose running jobs ended this request: their gates are asked again.
     gates_to_check: Vec<FuncId>,
