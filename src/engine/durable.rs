@@ -167,7 +167,8 @@ impl Engine {
         for (what, n) in tables {
             if n > max {
                 log::warn!(
-                    "journal: {n} functions have {what}, past --max-function-settings {max}: all kept, a new one refused until fewer than {max} have one"
+                    "journal: {} have {what}, past --max-function-settings {max}: all kept, a new one refused until fewer than {max} have one",
+                    crate::plural::count(n as u64, "function", "functions")
                 );
             }
         }
@@ -179,7 +180,8 @@ impl Engine {
             .count();
         if over > 0 {
             log::warn!(
-                "journal: {over} functions have a rate past --max-rate-count {max_rate}: kept as set"
+                "journal: {} a rate past --max-rate-count {max_rate}: kept as set",
+                crate::plural::count(over as u64, "function has", "functions have")
             );
         }
     }
