@@ -166,6 +166,15 @@ pub struct ServeArgs {
     /// DURATION..MAX (default 30s..1h)
     #[argh(option)]
     pub retry_backoff: Option<String>,
+    /// functions that may have each kind of operator's setting: a lease (`timeout FUNCTION`),
+    /// a retry policy (`retry FUNCTION`), limits (`limit`, `rate`, `pause function`,
+    /// `expire`); a new function past it is refused (default 10000)
+    #[argh(option, default = "10_000")]
+    pub max_function_settings: usize,
+    /// largest N of `rate FUNCTION N/DURATION`: a rate keeps the time of each of its last N
+    /// handouts (default 10000)
+    #[argh(option, default = "10_000")]
+    pub max_rate_count: u32,
     /// keep background and future jobs and schedule runs in a journal in this directory
     /// (created if missing), so that they survive a crash or a restart
     #[argh(option)]
@@ -535,6 +544,9 @@ impl Config {
         if a.max_output_buffer < 4096 {
             return Err("--max-output-buffer must be at least 4096 bytes".into());
         }
+        if a.max_rate_count == 0 {
+            return Err("--max-rate-count must be at least 1".into());
+        }
         if a.backlog <= 0 {
             return Err("--backlog must be positive".into());
         }
@@ -662,6 +674,8 @@ impl Config {
                 keep_output_total: a.keep_output_total,
                 keep_results_ms,
                 keep_results_foreground: a.keep_results_foreground,
+                max_function_settings: a.max_function_settings,
+                max_rate_count: a.max_rate_count,
             },
             notices,
             schedules: a.schedules.clone(),

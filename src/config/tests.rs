@@ -208,3 +208,26 @@ fn daemon_and_user_flags() {
     .unwrap_err();
     assert!(e.contains("no such user"), "{e}");
 }
+
+#[test]
+fn the_bounds_of_functions_settings_reach_the_engine() {
+    let c = Config::from_args(serve(&["serve"]).unwrap(), None).unwrap();
+    assert_eq!(c.engine.max_function_settings, 10_000);
+    assert_eq!(c.engine.max_rate_count, 10_000);
+    let a = serve(&[
+        "serve",
+        "--max-function-settings",
+        "2",
+        "--max-rate-count",
+        "5",
+    ])
+    .unwrap();
+    let c = Config::from_args(a, None).unwrap();
+    assert_eq!(c.engine.max_function_settings, 2);
+    assert_eq!(c.engine.max_rate_count, 5);
+    let zero = serve(&["serve", "--max-rate-count", "0"]).unwrap();
+    assert_eq!(
+        Config::from_args(zero, None).unwrap_err(),
+        "--max-rate-count must be at least 1"
+    );
+}

@@ -184,9 +184,11 @@ impl Engine {
                         if self.set_retry(&func, RetryPolicy { retries, backoff }) {
                             Bytes::from_static(b"OK\r\n")
                         } else {
-                            Bytes::from_static(
-                                b"ERR TOO_MANY_RETRY_POLICIES 10000+functions+have+one+already\r\n",
+                            format!(
+                                "ERR TOO_MANY_RETRY_POLICIES {}+functions+have+one+already+(--max-function-settings)\r\n",
+                                self.config.max_function_settings
                             )
+                            .into()
                         }
                     }
                     (Err(e), _) | (_, Err(e)) => {

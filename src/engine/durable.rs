@@ -134,6 +134,7 @@ impl Engine {
         for l in limits {
             self.restore_limits(&l.func, super::limits::settings_of(&l), now);
         }
+        self.warn_settings_past_bounds();
         for s in schedules {
             let id = String::from_utf8_lossy(&s.entry);
             // A state written before the entry's first run says 0.
@@ -156,6 +157,38 @@ impl Engine {
         }
         // Past every journalled job; the reactor also raises it past the reserved handles.
         self.set_next_handle(max_id + 1);
+    }
+
+    /// A restart with a lower `--max-function-settings` or `--max-rate-count` keeps every
+    /// setting the journal held (dropping them would lose an operator's word on a flag
+    /// change); say so once, since a new function's setting is refused until enough go.
+    fn warn_settings_past_bounds(&self) {
+        let max = self.config.max_function_settings;
+        let tables = [
+            ("a lease", self.lease_count()),
+            ("a retry policy", self.retry_policy_count()),
+            ("limits", self.limited),
+        ];
+        for (what, n) in tables {
+            if n > max {
+                log::warn!(
+                    "journal: {} have {what}, past --max-function-settings {max}: all kept, a new one refused until fewer than {max} have one",
+                    crate::plural::count(n as u64, "function", "functions")
+                );
+            }
+        }
+        let max_rate = self.config.max_rate_count;
+        let over = self
+            .all_limits()
+            .iter()
+            .filter(|(_, s)| s.rate.is_some_and(|r| r.count > max_rate))
+            .count();
+        if over > 0 {
+            log::warn!(
+                "journal: {} a rate past --max-rate-count {max_rate}: kept as set",
+                crate::plural::count(over as u64, "function has", "functions have")
+            );
+        }
     }
 
     /// Put a job from the journal back, with its handle: queued, or in the wheel if it is

@@ -14,10 +14,6 @@ use crate::proto::names::push_escaped;
 use crate::schedule::duration::parse_duration;
 use crate::store::{FunctionLease, Record};
 
-/// At most this many functions have a lease (each one a name and a number): a bound on what
-/// an admin connection can make the server keep.
-pub const MAX_LEASES: usize = 10_000;
-
 /// Which limit a job ran past.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeLimit {
@@ -81,17 +77,18 @@ impl Engine {
                 }
             }
         };
-        if ms > 0
-            && !self.leases.by_func.contains_key(&func)
-            && self.leases.by_func.len() >= MAX_LEASES
-        {
+        // At most --max-function-settings functions have a lease (each one a name and a
+        // number): a bound on what an admin connection can make the server keep.
+        let max = self.config.max_function_settings;
+        if ms > 0 && !self.leases.by_func.contains_key(&func) && self.leases.by_func.len() >= max {
             log::warn!(
-                "timeout {}: refused, {MAX_LEASES} functions have a lease already",
+                "timeout {}: refused, {max} functions have a lease already (--max-function-settings)",
                 shown(&func)
             );
-            return Bytes::from_static(
-                b"ERR TOO_MANY_LEASES Clear+one+with+timeout+FUNCTION+off\r\n",
-            );
+            return format!(
+                "ERR TOO_MANY_LEASES {max}+functions+have+a+lease+already+(--max-function-settings):+clear+one+with+timeout+FUNCTION+off\r\n"
+            )
+            .into();
         }
         self.set_lease(func.clone(), ms);
         log::info!(
@@ -118,14 +115,15 @@ impl Engine {
         }
     }
 
-    /// Bring a lease back from the journal (`ms` 0: none).
+    /// Bring a lease back from the journal (`ms` 0: none). Every lease it kept comes back,
+    /// past a `--max-function-settings` lowered since: it bounds what admin lines add.
     pub fn restore_lease(&mut self, func: Bytes, ms: u64) {
-        if ms == 0
-            || self.leases.by_func.len() < MAX_LEASES
-            || self.leases.by_func.contains_key(&func)
-        {
-            self.set_lease(func, ms);
-        }
+        self.set_lease(func, ms);
+    }
+
+    /// Functions with a lease.
+    pub fn lease_count(&self) -> usize {
+        self.leases.by_func.len()
     }
 
     /// The leases set, for the journal's compaction and `show timeouts`.

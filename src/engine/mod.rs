@@ -140,6 +140,12 @@ pub struct EngineConfig {
     pub keep_results_ms: u64,
     /// Foreground jobs keep theirs too (`--keep-results-foreground`).
     pub keep_results_foreground: bool,
+    /// Functions that may have each kind of operator's setting (`--max-function-settings`):
+    /// a lease, a retry policy, limits; each table is bounded by it on its own.
+    pub max_function_settings: usize,
+    /// The largest N of `rate FUNCTION N/DURATION` (`--max-rate-count`): a rate keeps the time
+    /// of each of its last N handouts.
+    pub max_rate_count: u32,
 }
 
 impl Default for EngineConfig {
@@ -168,6 +174,8 @@ impl Default for EngineConfig {
             keep_output_total: 64 << 20,
             keep_results_ms: 24 * 3_600_000,
             keep_results_foreground: false,
+            max_function_settings: 10_000,
+            max_rate_count: 10_000,
         }
     }
 }
@@ -262,7 +270,8 @@ pub struct Engine {
     kept_timer: output::ExpiryTimer,
     /// Bytes the running jobs' outputs hold (within `--keep-output-total` with the kept).
     live_output: usize,
-    /// Functions with a limits setting (at most `limits::MAX_LIMITED`).
+    /// Functions with a limits setting (at most `--max-function-settings`, but for what the
+    /// journal read back).
     limited: usize,
     /// Held functions whose running jobs ended this request: their gates are asked again.
     gates_to_check: Vec<FuncId>,

@@ -113,7 +113,8 @@ pub fn list(rows: &[LimitStatus]) -> String {
 }
 
 /// The answer to a change: `200` with the function's limits now, `400` for a name no client
-/// could send, `503` when 10,000 functions have settings already.
+/// could send or a rate past `--max-rate-count`, `503` when `--max-function-settings`
+/// functions have settings already.
 pub fn reply(done: Result<Option<LimitStatus>, crate::engine::LimitError>) -> Reply {
     use crate::engine::LimitError;
     match done {
@@ -127,10 +128,15 @@ pub fn reply(done: Result<Option<LimitStatus>, crate::engine::LimitError>) -> Re
         Err(LimitError::BadName) => {
             Reply::text(400, "a function name cannot contain CR, LF or NUL")
         }
-        Err(LimitError::TooMany) => Reply::text(
+        Err(LimitError::TooMany(max)) => Reply::text(
             503,
-            "10000 functions have limits already: lift some with DELETE /limits/FUNCTION",
+            &format!(
+                "{max} functions have limits already (--max-function-settings): lift some with DELETE /limits/FUNCTION"
+            ),
         ),
+        Err(LimitError::RateTooLarge(max)) => {
+            Reply::text(400, &format!("a rate's N is 1 to {max} (--max-rate-count)"))
+        }
     }
 }
 

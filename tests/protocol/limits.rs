@@ -251,3 +251,87 @@ fn a_group_waits_for_the_run_read_back_after_kill_9() {
         w.grab_uniq().ok_or_else(|| "none yet".to_string())
     });
 }
+
+/// The bounds of the functions' settings are flags: `--max-function-settings` bounds each
+/// table (leases, retry policies, limits) on its own, `--max-rate-count` a rate's N; each
+/// refusal names its flag. A restart with a lower bound reads back every setting the journal
+/// kept and still refuses a new function.
+#[test]
+fn the_bounds_of_functions_settings_are_flags_and_a_lower_one_keeps_the_journal() {
+    let dir = TempDir::new("bounds");
+    let data = dir.to_str().unwrap().to_string();
+    let mut s = Server::start(&[
+        "--data-dir",
+        &data,
+        "--max-function-settings",
+        "2",
+        "--max-rate-count",
+        "5",
+    ]);
+    let mut a = s.connect();
+    assert_eq!(
+        a.admin("rate f0 6/1s", false),
+        "ERR INVALID_ARGUMENTS N+is+1+to+5+(--max-rate-count)\r\n"
+    );
+    assert_eq!(a.admin("rate f0 5/1s", false), "OK\r\n");
+    assert_eq!(a.admin("limit f1 1", false), "OK\r\n");
+    assert_eq!(
+        a.admin("pause function f2", false),
+        "ERR TOO_MANY_LIMITS 2+functions+have+a+setting+already+(--max-function-settings)\r\n"
+    );
+    for f in ["f0", "f1"] {
+        assert_eq!(a.admin(&format!("timeout {f} 1m"), false), "OK\r\n");
+        assert_eq!(a.admin(&format!("retry {f} 1 1s"), false), "OK\r\n");
+    }
+    assert_eq!(
+        a.admin("timeout f2 1m", false),
+        "ERR TOO_MANY_LEASES 2+functions+have+a+lease+already+(--max-function-settings):+clear+one+with+timeout+FUNCTION+off\r\n"
+    );
+    assert_eq!(
+        a.admin("retry f2 1 1s", false),
+        "ERR TOO_MANY_RETRY_POLICIES 2+functions+have+one+already+(--max-function-settings)\r\n"
+    );
+    s.signal(libc::SIGTERM);
+    s.wait_exit(10).expect("stopped");
+
+    let s = Server::start(&[
+        "--data-dir",
+        &data,
+        "--max-function-settings",
+        "1",
+        "--max-rate-count",
+        "2",
+    ]);
+    s.log_line(
+        "journal: 2 functions have limits, past --max-function-settings 1",
+        10,
+    );
+    s.log_line("journal: 1 function has a rate past --max-rate-count 2", 10);
+    let mut a = s.connect();
+    let limits = a.admin("show limits", true);
+    assert!(limits.starts_with("f0\t-\t0\t5/1000ms\t"), "{limits}");
+    assert!(limits.contains("\nf1\t1\t"), "{limits}");
+    assert_eq!(a.admin("show timeouts", true), "f0\t60000\nf1\t60000\n.\n");
+    let retries = a.admin("show retries", true);
+    assert!(
+        retries.contains("f0\t1\t") && retries.contains("f1\t1\t"),
+        "{retries}"
+    );
+    assert!(
+        a.admin("limit f2 1", false)
+            .starts_with("ERR TOO_MANY_LIMITS 1+")
+    );
+    assert!(
+        a.admin("timeout f2 1m", false)
+            .starts_with("ERR TOO_MANY_LEASES 1+")
+    );
+    assert!(
+        a.admin("rate f0 3/1s", false)
+            .starts_with("ERR INVALID_ARGUMENTS N+is+1+to+2+")
+    );
+    assert_eq!(
+        a.admin("limit f1 2", false),
+        "OK\r\n",
+        "one kept may change"
+    );
+}

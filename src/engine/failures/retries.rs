@@ -16,9 +16,6 @@ use crate::proto::request::JobBody;
 use crate::schedule::backoff::RetryPolicy;
 use crate::store::{FunctionRetry, JobAttempts, Record};
 
-/// Functions that may have their own retry policy (`retry FUNCTION`).
-pub const MAX_RETRY_POLICIES: usize = 10_000;
-
 impl Engine {
     /// The policy for job `k`, and the entry's jitter.
     fn retry_policy(&self, k: JobKey) -> (RetryPolicy, u64) {
@@ -120,23 +117,17 @@ impl Engine {
     }
 
     /// `retry FUNCTION N BACKOFF[..MAX]`, kept in the journal; false when
-    /// `MAX_RETRY_POLICIES` functions have one already (a new function is refused, so admin
-    /// lines cannot grow the table without bound).
+    /// `--max-function-settings` functions have one already (a new function is refused, so
+    /// admin lines cannot grow the table without bound).
     pub fn set_retry(&mut self, func: &[u8], policy: RetryPolicy) -> bool {
         let has = self
             .func_by_name
             .get(func)
             .is_some_and(|&f| self.functions[f].retry.is_some());
-        if !has
-            && self
-                .functions
-                .iter()
-                .filter(|(_, f)| f.retry.is_some())
-                .count()
-                >= MAX_RETRY_POLICIES
-        {
+        let max = self.config.max_function_settings;
+        if !has && self.retry_policy_count() >= max {
             log::warn!(
-                "retry {}: refused, {MAX_RETRY_POLICIES} functions have a retry policy already",
+                "retry {}: refused, {max} functions have a retry policy already (--max-function-settings)",
                 shown(func)
             );
             return false;
@@ -153,7 +144,16 @@ impl Engine {
         true
     }
 
-    /// A function's retry policy read back from the journal.
+    /// Functions with their own retry policy.
+    pub fn retry_policy_count(&self) -> usize {
+        self.functions
+            .iter()
+            .filter(|(_, f)| f.retry.is_some())
+            .count()
+    }
+
+    /// A function's retry policy read back from the journal: every one it kept, past a
+    /// `--max-function-settings` lowered since (it bounds what admin lines add).
     pub fn restore_retry(&mut self, func: &[u8], policy: RetryPolicy) {
         let f = self.func_id(&bytes::Bytes::copy_from_slice(func));
         self.functions[f].retry = Some(policy);

@@ -6,7 +6,6 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 
-use super::MAX_LIMITED;
 use super::gate::{Gate, Rate, Settings, parse_window};
 use crate::engine::{Engine, Outbox};
 use crate::peer_text::shown;
@@ -25,18 +24,17 @@ fn record_of(func: &[u8], s: &Settings) -> FunctionLimits {
     }
 }
 
-/// The settings a journal record keeps (a number out of bounds, from a damaged or foreign
-/// journal, is dropped rather than trusted).
+/// The settings a journal record keeps (a rate of no handouts or no window, from a damaged or
+/// foreign journal, is dropped rather than trusted). A rate past a `--max-rate-count` lowered
+/// since it was set is kept: the bound is on what admin lines set, and the gate's memory
+/// grows with handouts, not with N.
 pub fn settings_of(r: &FunctionLimits) -> Settings {
     Settings {
         limit: (r.limit > 0).then_some(r.limit),
-        rate: (r.rate_count > 0
-            && r.rate_count <= super::gate::MAX_RATE_COUNT
-            && r.rate_window_ms > 0)
-            .then_some(Rate {
-                count: r.rate_count,
-                window_ms: r.rate_window_ms,
-            }),
+        rate: (r.rate_count > 0 && r.rate_window_ms > 0).then_some(Rate {
+            count: r.rate_count,
+            window_ms: r.rate_window_ms,
+        }),
         paused: r.paused,
         expire_ms: (r.expire_ms > 0).then_some(r.expire_ms),
     }
@@ -100,8 +98,10 @@ pub struct LimitStatus {
 /// Why a change was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LimitError {
-    /// `MAX_LIMITED` functions have a setting already.
-    TooMany,
+    /// This many functions (`--max-function-settings`) have a setting already.
+    TooMany(usize),
+    /// A rate's N past `--max-rate-count` (this).
+    RateTooLarge(u32),
     /// A name no client could send (CR, LF, NUL).
     BadName,
 }
@@ -126,13 +126,20 @@ impl Engine {
             LimitChange::Paused(p) => settings.paused = p,
             LimitChange::Expire(ms) => settings.expire_ms = ms,
         }
+        let max_rate = self.config.max_rate_count;
+        if let LimitChange::Rate(Some(r)) = change
+            && r.count > max_rate
+        {
+            return Err(LimitError::RateTooLarge(max_rate));
+        }
         let had = self.limits_of(func).is_some();
-        if !had && !settings.is_empty() && self.limited >= MAX_LIMITED {
+        let max = self.config.max_function_settings;
+        if !had && !settings.is_empty() && self.limited >= max {
             log::warn!(
-                "limits of {}: refused, {MAX_LIMITED} functions have a setting already",
+                "limits of {}: refused, {max} functions have a setting already (--max-function-settings)",
                 shown(func)
             );
-            return Err(LimitError::TooMany);
+            return Err(LimitError::TooMany(max));
         }
         log::info!("limits of {}: {change:?}", shown(func));
         self.apply_limits(func, settings, now, out);
@@ -156,9 +163,14 @@ impl Engine {
             Err(LimitError::BadName) => Bytes::from_static(
                 b"ERR INVALID_FUNCTION_NAME A+function+name+cannot+contain+CR,+LF+or+NUL\r\n",
             ),
-            Err(LimitError::TooMany) => Bytes::from_static(
-                b"ERR TOO_MANY_LIMITS 10000+functions+have+a+setting+already\r\n",
-            ),
+            Err(LimitError::TooMany(max)) => format!(
+                "ERR TOO_MANY_LIMITS {max}+functions+have+a+setting+already+(--max-function-settings)\r\n"
+            )
+            .into(),
+            Err(LimitError::RateTooLarge(max)) => format!(
+                "ERR INVALID_ARGUMENTS N+is+1+to+{max}+(--max-rate-count)\r\n"
+            )
+            .into(),
         }
     }
 
@@ -178,12 +190,11 @@ impl Engine {
         Some(self.functions[f].gate.as_deref()?.settings)
     }
 
-    /// Settings read back from the journal (the newest per function).
+    /// Settings read back from the journal (the newest per function): every function's it
+    /// kept, past a `--max-function-settings` lowered since (it bounds what admin lines add).
     pub fn restore_limits(&mut self, func: &[u8], settings: Settings, now: u64) {
-        if settings.is_empty() || self.limited < MAX_LIMITED || self.limits_of(func).is_some() {
-            let mut out = Outbox::default();
-            self.apply_limits(func, settings, now, &mut out);
-        }
+        let mut out = Outbox::default();
+        self.apply_limits(func, settings, now, &mut out);
     }
 
     /// Every function's settings, by name, for the journal's compaction.

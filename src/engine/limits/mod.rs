@@ -21,10 +21,6 @@ use super::timers::TimerEvent;
 use super::{Engine, FailReason, FuncId, JobKey, NIL, Outbox};
 use crate::proto::request::Priority;
 
-/// At most this many functions have a setting: a bound on what admin lines can make the
-/// server keep.
-pub const MAX_LIMITED: usize = 10_000;
-
 impl Engine {
     /// Ask `f`'s gate again after what it counts changed (a handout, a setting, its rate's
     /// deadline): a function that closes leaves the lists a handout searches, one that opens

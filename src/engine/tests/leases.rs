@@ -69,17 +69,52 @@ fn a_lease_fails_a_job_held_too_long_by_a_worker_without_can_do_timeout() {
     );
 }
 
+/// An engine whose tables of functions' settings hold `max` each.
+fn bounded(max: usize) -> World {
+    World::with(EngineConfig {
+        max_function_settings: max,
+        ..EngineConfig::default()
+    })
+}
+
 #[test]
-fn leases_are_bounded_and_restored() {
-    let mut w = World::new();
-    for i in 0..crate::engine::leases::MAX_LEASES {
-        w.e.restore_lease(Bytes::from(format!("f{i}")), 1000);
+fn leases_are_bounded_by_the_flag() {
+    let mut w = bounded(3);
+    for i in 0..3 {
+        assert_eq!(admin(&mut w, &format!("timeout f{i} 1s")), "OK\r\n");
     }
-    assert!(admin(&mut w, "timeout one-more 1s").starts_with("ERR TOO_MANY_LEASES"));
     assert_eq!(
-        admin(&mut w, "timeout f7 2s"),
+        admin(&mut w, "timeout one-more 1s"),
+        "ERR TOO_MANY_LEASES 3+functions+have+a+lease+already+(--max-function-settings):+clear+one+with+timeout+FUNCTION+off\r\n"
+    );
+    assert_eq!(
+        admin(&mut w, "timeout f1 2s"),
         "OK\r\n",
         "changing one is fine"
     );
-    assert_eq!(admin(&mut w, "timeout f7"), "OK 2000\n");
+    assert_eq!(admin(&mut w, "timeout f1"), "OK 2000\n");
+    // `off` frees a place.
+    assert_eq!(admin(&mut w, "timeout f2 off"), "OK\r\n");
+    assert_eq!(admin(&mut w, "timeout one-more 1s"), "OK\r\n");
+}
+
+/// A restart with a lower bound than the journal's leases reads every one back; admin lines
+/// add none until enough are cleared.
+#[test]
+fn leases_read_back_past_a_lower_bound_are_all_kept() {
+    let mut w = bounded(2);
+    for i in 0..4 {
+        w.e.restore_lease(Bytes::from(format!("f{i}")), 1000);
+    }
+    assert_eq!(
+        admin(&mut w, "show timeouts"),
+        "f0\t1000\nf1\t1000\nf2\t1000\nf3\t1000\n.\n"
+    );
+    assert!(admin(&mut w, "timeout one-more 1s").starts_with("ERR TOO_MANY_LEASES"));
+    assert_eq!(admin(&mut w, "timeout f3 2s"), "OK\r\n");
+    for f in ["f0", "f1", "f2"] {
+        assert_eq!(admin(&mut w, &format!("timeout {f} off")), "OK\r\n");
+    }
+    assert_eq!(admin(&mut w, "timeout one-more 1s"), "OK\r\n");
+    assert!(admin(&mut w, "timeout two-more 1s").starts_with("ERR TOO_MANY_LEASES"));
 }

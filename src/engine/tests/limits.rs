@@ -162,7 +162,11 @@ fn expired_jobs_fail_and_never_run() {
 
 #[test]
 fn settings_are_bounded_and_checked() {
-    let mut w = World::new();
+    let mut w = World::with(EngineConfig {
+        max_function_settings: 4,
+        max_rate_count: 5,
+        ..EngineConfig::default()
+    });
     let c = w.conn();
     for bad in [
         "limit f 0",
@@ -178,7 +182,29 @@ fn settings_are_bounded_and_checked() {
         );
     }
     assert_eq!(w.admin(c, "show limits"), ".\n");
-    for i in 0..crate::engine::limits::MAX_LIMITED {
+    // N up to --max-rate-count: the gate keeps a time per handout in the window.
+    assert_eq!(
+        w.admin(c, "rate f 6/1s"),
+        "ERR INVALID_ARGUMENTS N+is+1+to+5+(--max-rate-count)\r\n"
+    );
+    assert_eq!(
+        w.e.change_limit(
+            b"f",
+            LimitChange::Rate(Some(LimitRate {
+                count: 6,
+                window_ms: 1000
+            })),
+            w.now,
+            &mut w.out
+        ),
+        Err(LimitError::RateTooLarge(5))
+    );
+    assert_eq!(
+        w.admin(c, "show limits"),
+        ".\n",
+        "a refused rate sets nothing"
+    );
+    for i in 0..4 {
         w.e.change_limit(
             format!("f{i}").as_bytes(),
             LimitChange::Limit(Some(1)),
@@ -187,12 +213,62 @@ fn settings_are_bounded_and_checked() {
         )
         .unwrap();
     }
-    assert!(
-        w.admin(c, "limit one-more 1")
-            .starts_with("ERR TOO_MANY_LIMITS")
+    assert_eq!(
+        w.admin(c, "limit one-more 1"),
+        "ERR TOO_MANY_LIMITS 4+functions+have+a+setting+already+(--max-function-settings)\r\n"
     );
     // A function with a setting may change it; `off` frees the place.
     assert_eq!(w.admin(c, "rate f1 5/1s"), "OK\r\n");
     assert_eq!(w.admin(c, "limit f2 off"), "OK\r\n");
     assert_eq!(w.admin(c, "limit one-more 1"), "OK\r\n");
+}
+
+/// A restart with lower bounds than the journal's settings reads every one back, a rate past
+/// `--max-rate-count` included (as set, still enforced); admin lines add no function while
+/// the table is at or past the bound.
+#[test]
+fn settings_read_back_past_lower_bounds_are_all_kept() {
+    let mut w = World::with(EngineConfig {
+        max_function_settings: 1,
+        max_rate_count: 2,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    let rate = LimitRate {
+        count: 3,
+        window_ms: 1000,
+    };
+    for f in ["f0", "f1", "f2"] {
+        let record = crate::store::FunctionLimits {
+            func: b(f),
+            limit: 0,
+            rate_count: rate.count,
+            rate_window_ms: rate.window_ms,
+            paused: false,
+            expire_ms: 0,
+        };
+        w.e.restore_limits(
+            f.as_bytes(),
+            crate::engine::limits::settings_of(&record),
+            w.now,
+        );
+    }
+    let listing = w.admin(c, "show limits");
+    assert_eq!(listing.lines().count(), 4, "{listing}");
+    assert_eq!(w.e.limits_of(b"f2").and_then(|s| s.rate), Some(rate));
+    assert!(
+        w.admin(c, "limit one-more 1")
+            .starts_with("ERR TOO_MANY_LIMITS")
+    );
+    assert_eq!(w.admin(c, "limit f1 2"), "OK\r\n");
+    // The rate read back still holds the fourth handout in its window.
+    let wk = w.conn();
+    w.can_do(wk, "f0");
+    for i in 0..4 {
+        w.submit(c, "f0", &format!("u{i}"), "d", Priority::Normal, true);
+    }
+    for _ in 0..3 {
+        assert!(w.grab(wk).is_some());
+    }
+    assert!(w.grab(wk).is_none());
 }

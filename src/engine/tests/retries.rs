@@ -139,19 +139,49 @@ fn function_policies_and_the_server_default() {
 }
 
 #[test]
-fn the_table_of_function_policies_is_bounded() {
-    let mut w = World::new();
+fn the_table_of_function_policies_is_bounded_by_the_flag() {
+    let mut w = World::with(EngineConfig {
+        max_function_settings: 8,
+        ..EngineConfig::default()
+    });
     let c = w.conn();
-    for i in 0..crate::engine::failures::retries::MAX_RETRY_POLICIES {
+    for i in 0..8 {
         assert_eq!(w.admin(c, &format!("retry p{i} 1 1s")), "OK\r\n");
+    }
+    assert_eq!(
+        w.admin(c, "retry one-more 1 1s"),
+        "ERR TOO_MANY_RETRY_POLICIES 8+functions+have+one+already+(--max-function-settings)\r\n"
+    );
+    // An existing one can still be changed.
+    assert_eq!(w.admin(c, "retry p7 2 5s"), "OK\r\n");
+    assert!(w.admin(c, "show retries").contains("p7\t2\t5s..1h\t0\n"));
+}
+
+/// A restart with a lower bound than the journal's policies reads every one back; admin lines
+/// add none while the table is at or past the bound.
+#[test]
+fn policies_read_back_past_a_lower_bound_are_all_kept() {
+    let mut w = World::with(EngineConfig {
+        max_function_settings: 1,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    let policy = RetryPolicy {
+        retries: 2,
+        backoff: Backoff::default(),
+    };
+    for f in ["p0", "p1", "p2"] {
+        w.e.restore_retry(f.as_bytes(), policy);
+    }
+    let listing = w.admin(c, "show retries");
+    for f in ["p0", "p1", "p2"] {
+        assert!(listing.contains(&format!("{f}\t2\t")), "{listing}");
     }
     assert!(
         w.admin(c, "retry one-more 1 1s")
             .starts_with("ERR TOO_MANY_RETRY_POLICIES")
     );
-    // An existing one can still be changed.
-    assert_eq!(w.admin(c, "retry p7 2 5s"), "OK\r\n");
-    assert!(w.admin(c, "show retries").contains("p7\t2\t5s..1h\t0\n"));
+    assert_eq!(w.admin(c, "retry p1 3 1s"), "OK\r\n");
 }
 
 // ---- one definition per counter ----------------------------------------------------------
