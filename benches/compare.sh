@@ -15,7 +15,9 @@
 #                   rustup target add x86_64-unknown-linux-musl); gearwheel-before runs the
 #                   binary GW_BEFORE names (an earlier build: before/after in one run, with
 #                   its own ratio columns against the same gearmand runs); gearwheel-w0 is
-#                   gearwheel with --worker-wakeup 0 (every sleeper woken per job, as gearmand)
+#                   gearwheel with --worker-wakeup 0 (every sleeper woken per job, as gearmand);
+#                   gearwheel-nokeep is gearwheel with --keep-output-total 0 (no job's output
+#                   or result kept: what keeping them costs)
 #   MODES="..."     bg sync echo fill idle idle10k future future-spread future-idle, and
 #                   bg-many sync-many: bg and sync with MANY_WORKERS workers (64), most of
 #                   them asleep: what each new job's wake-ups cost

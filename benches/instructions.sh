@@ -11,6 +11,8 @@
 #   MODES="..."   load modes (sync bg fill; fill runs with --no-drain, so it is the submit alone)
 #   GW_BEFORE=BIN an earlier build, run first in each mode
 #   SMALL, LARGE  jobs in the two runs (1000, 11000)
+#   GW_ARGS="..." more serve flags for this build only (not GW_BEFORE's), e.g.
+#                 GW_ARGS="--keep-output-total 0" to leave out what keeping outputs costs
 # Needs valgrind (apt-get install valgrind). The counts move by 1-3% from run to run (how many
 # packets one read brings depends on timing), so compare builds in the same run.
 set -euo pipefail
@@ -30,8 +32,11 @@ count() {
   local out port
   out=$(mktemp)
   port=$(free_port)
+  local args=""
+  [ "$1" = "$GW" ] && args=${GW_ARGS:-}
+  # shellcheck disable=SC2086 # GW_ARGS is a list of flags
   valgrind --tool=callgrind --callgrind-out-file="$out" "$1" serve -L 127.0.0.1 -p "$port" \
-    -l none --idle-trim 0 2>/dev/null &
+    -l none --idle-trim 0 $args 2>/dev/null &
   SERVER_PID=$!
   wait_port "$port" "$SERVER_PID" || { echo "$1 did not start under valgrind" >&2; exit 1; }
   local extra=""

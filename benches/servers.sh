@@ -80,6 +80,7 @@ launch_server() { # config port; sets SERVER_PID
   case "$1" in
     gearwheel) "$GW" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearwheel-before) "${GW_BEFORE:?GW_BEFORE names the earlier binary}" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
+    gearwheel-nokeep) "$GW" serve -L 127.0.0.1 -p "$2" -l none --keep-output-total 0 2>/dev/null & ;;
     gearwheel-w0) "$GW" serve -L 127.0.0.1 -p "$2" -l none --worker-wakeup 0 2>/dev/null & ;;
     gearwheel-musl) "$GW_MUSL" serve -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;
     gearmand-t1) "$GEARMAND" -t 1 -L 127.0.0.1 -p "$2" -l none 2>/dev/null & ;;

@@ -62,10 +62,15 @@ pub struct OutputView {
 impl Engine {
     /// The job at `k` keeps its output: a background job (every schedule run is one), or
     /// any job under `--keep-results-foreground` (a foreground client got its result).
+    /// With `--keep-output-total 0` only a schedule run keeps anything (an entry's last runs
+    /// stay past the bound): any other job then pays nothing for it (no buffer, no kept
+    /// record), as before outputs were kept.
     fn keeps_output(&self, k: JobKey) -> bool {
         self.jobs
             .get(k)
             .is_some_and(|j| j.background() || self.config.keep_results_foreground)
+            && (self.config.keep_output_total > 0
+                || self.rare(k).is_some_and(|r| r.origin.is_some()))
     }
 
     /// Add to the output of running job `k` (a WORK_DATA, WORK_WARNING or WORK_EXCEPTION
