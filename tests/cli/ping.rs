@@ -4,22 +4,9 @@
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::*;
-
-/// Grab one job of the functions `w` can do within `within` (sleeping on PRE_SLEEP).
-fn grab_within(w: &mut support::Conn, within: Duration) -> (String, Vec<u8>) {
-    let end = Instant::now() + within;
-    loop {
-        if let Some((h, _, _, data)) = w.grab_uniq() {
-            return (h, data);
-        }
-        assert!(Instant::now() < end, "no job within {within:?}");
-        w.send_req(t::PRE_SLEEP, &[]);
-        assert_eq!(w.read_packet().ptype, t::NOOP);
-    }
-}
 
 #[test]
 fn a_failing_command_raises_failed_with_its_output_tail_and_keeps_its_exit_code() {
@@ -51,7 +38,7 @@ fn a_failing_command_raises_failed_with_its_output_tail_and_keeps_its_exit_code(
     assert_eq!(o.code(), Some(3), "{o:?}");
     assert_eq!(o.stdout, "copying\n", "the output passes through");
     assert_eq!(o.stderr, "rsync: error 23\n", "{o:?}");
-    let (_, alert) = grab_within(&mut notifier, Duration::from_secs(5));
+    let (_, alert) = notifier.grab_within(Duration::from_secs(5));
     let alert = String::from_utf8(alert).unwrap();
     // The tail holds both streams; which of the two pipes is read first is the scheduler's
     // choice, so the order of the two lines is not asserted.

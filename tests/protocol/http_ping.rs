@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use support::*;
@@ -14,19 +14,6 @@ fn schedules_file(name: &str, text: &str) -> (TempDir, std::path::PathBuf) {
     let p = dir.path("s.cron");
     std::fs::write(&p, text).unwrap();
     (dir, p)
-}
-
-/// Grab one job of the functions `w` can do within `within` (sleeping on PRE_SLEEP).
-fn grab_within(w: &mut support::Conn, within: Duration) -> (String, Vec<u8>) {
-    let end = Instant::now() + within;
-    loop {
-        if let Some((h, _, _, data)) = w.grab_uniq() {
-            return (h, data);
-        }
-        assert!(Instant::now() < end, "no job within {within:?}");
-        w.send_req(t::PRE_SLEEP, &[]);
-        assert_eq!(w.read_packet().ptype, t::NOOP);
-    }
 }
 
 /// The value of a JSON string field in a flat object (the alert's).
@@ -48,7 +35,7 @@ fn an_entry_not_pinged_alerts_within_its_grace_and_a_second() {
     let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
     let mut notifier = s.gearman();
     notifier.can_do(&["alert"]);
-    let (_, alert) = grab_within(&mut notifier, Duration::from_secs(10));
+    let (_, alert) = notifier.grab_within(Duration::from_secs(10));
     let received = Utc::now();
     let alert = String::from_utf8(alert).unwrap();
     assert_eq!(field(&alert, "outcome"), "missed", "{alert}");
@@ -91,7 +78,7 @@ fn pings_end_runs_with_their_outcome_and_output_tail() {
     s.server.advance(2_000);
     let r = s.call("POST", "/ping/beat/3", &[], b"copying\nrsync: error 23\n");
     assert_eq!(r.status, 200, "{}", r.text());
-    let (_, alert) = grab_within(&mut notifier, Duration::from_secs(5));
+    let (_, alert) = notifier.grab_within(Duration::from_secs(5));
     let alert = String::from_utf8(alert).unwrap();
     assert!(
         alert.contains("\"outcome\":\"failed\"")
@@ -119,7 +106,7 @@ fn pings_end_runs_with_their_outcome_and_output_tail() {
     );
     // The one after gets none: missed once its grace is over.
     s.server.advance(50_000);
-    let (_, alert) = grab_within(&mut notifier, Duration::from_secs(5));
+    let (_, alert) = notifier.grab_within(Duration::from_secs(5));
     assert!(
         String::from_utf8_lossy(&alert).contains("\"outcome\":\"missed\""),
         "{}",
@@ -197,7 +184,7 @@ fn curl_pings_as_the_docs_show() {
     assert_eq!(o.stdout, b"OK\n");
     let mut notifier = s.gearman();
     notifier.can_do(&["alert"]);
-    let (_, alert) = grab_within(&mut notifier, Duration::from_secs(5));
+    let (_, alert) = notifier.grab_within(Duration::from_secs(5));
     assert!(
         String::from_utf8_lossy(&alert).contains("\"error\":\"exit code 1: rsync: error 23\""),
         "{}",

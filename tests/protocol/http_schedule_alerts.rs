@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::*;
 
@@ -16,26 +16,13 @@ fn schedules_file(name: &str, text: &str) -> (TempDir, std::path::PathBuf) {
     (dir, p)
 }
 
-/// Grab one job of the functions `w` can do, sleeping on PRE_SLEEP until one comes.
-fn grab(w: &mut support::Conn, within: Duration) -> (String, Vec<u8>) {
-    let end = Instant::now() + within;
-    loop {
-        if let Some((h, _, _, data)) = w.grab_uniq() {
-            return (h, data);
-        }
-        assert!(Instant::now() < end, "no job within {within:?}");
-        w.send_req(t::PRE_SLEEP, &[]);
-        assert_eq!(w.read_packet().ptype, t::NOOP);
-    }
-}
-
 #[test]
 fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
     let (_dir, file) = schedules_file("throws", "ON_FAILURE=alert\n@every 1s backup -- full\n");
     let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
     let mut worker = s.gearman();
     worker.can_do(&["backup"]);
-    let (handle, data) = grab(&mut worker, Duration::from_secs(5));
+    let (handle, data) = worker.grab_within(Duration::from_secs(5));
     assert_eq!(data, b"full");
     worker.send_req(
         t::WORK_EXCEPTION,
@@ -44,7 +31,7 @@ fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
 
     let mut notifier = s.gearman();
     notifier.can_do(&["alert"]);
-    let (_, alert) = grab(&mut notifier, Duration::from_secs(5));
+    let (_, alert) = notifier.grab_within(Duration::from_secs(5));
     let alert = String::from_utf8(alert).unwrap();
     assert!(
         alert.starts_with(
@@ -86,10 +73,10 @@ fn a_run_past_its_timeout_alerts_and_its_late_result_is_refused() {
     let s = HttpServer::start(&["--schedules", file.to_str().unwrap()]);
     let mut worker = s.gearman();
     worker.can_do(&["hang"]);
-    let (handle, _) = grab(&mut worker, Duration::from_secs(5));
+    let (handle, _) = worker.grab_within(Duration::from_secs(5));
     let mut notifier = s.gearman();
     notifier.can_do(&["alert"]);
-    let (_, alert) = grab(&mut notifier, Duration::from_secs(5));
+    let (_, alert) = notifier.grab_within(Duration::from_secs(5));
     let alert = String::from_utf8(alert).unwrap();
     assert!(
         alert.contains(&format!(

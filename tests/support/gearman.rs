@@ -289,6 +289,20 @@ impl Conn {
             other => panic!("unexpected reply to GRAB_JOB_UNIQ: {other} {:?}", p),
         }
     }
+
+    /// One job of the functions this worker can do within `within`, sleeping on PRE_SLEEP
+    /// until one comes: its (handle, data). Panics after `within`.
+    pub fn grab_within(&mut self, within: Duration) -> (String, Vec<u8>) {
+        let end = std::time::Instant::now() + within;
+        loop {
+            if let Some((h, _, _, data)) = self.grab_uniq() {
+                return (h, data);
+            }
+            assert!(std::time::Instant::now() < end, "no job within {within:?}");
+            self.send_req(t::PRE_SLEEP, &[]);
+            assert_eq!(self.read_packet().ptype, t::NOOP);
+        }
+    }
 }
 
 /// Set a SOL_SOCKET option of a test's own socket (SO_LINGER, SO_RCVBUF, ...).
