@@ -4,7 +4,8 @@
 //!
 //! This file: the entries as loaded, armed in the wheel and injected on time. Beside it:
 //!
-//! - `run_end`: how a run ends in its entry (its job's outcome, a run missed or skipped).
+//! - `run_end`: how a run ends in its entry (its job's outcome, a run missed or skipped), and
+//!   how often a streak of skips is logged.
 //! - `run_history`: each entry's counts, marks and ring of its last runs.
 //! - `ops`: an operator's hand on an entry: run, skip, pause, resume.
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
@@ -19,6 +20,8 @@ pub(super) mod groups;
 pub(super) mod ops;
 mod ping_state;
 mod run_end;
+
+use run_end::{streak_level, streak_note};
 pub(super) mod run_history;
 pub(super) mod watch;
 
@@ -192,33 +195,6 @@ fn priority(p: EntryPriority) -> Priority {
 
 pub(super) fn utc(ms: u64) -> DateTime<chrono::Utc> {
     DateTime::from_timestamp_millis(ms as i64).unwrap_or_default()
-}
-
-/// A streak of skips is logged at WARNING at its 1st, 10th, 100th, ... run, else at DEBUG:
-/// an entry every 10 s with no worker says so at once, then rarely.
-fn streak_level(streak: u64) -> log::Level {
-    let mut n = streak;
-    while n >= 10 && n % 10 == 0 {
-        n /= 10;
-    }
-    if n == 1 {
-        log::Level::Warn
-    } else {
-        log::Level::Debug
-    }
-}
-
-fn streak_note(streak: u64) -> String {
-    if streak > 1 && streak_level(streak) == log::Level::Warn {
-        format!(
-            "; {streak} runs in a row, the next note at {}",
-            streak.saturating_mul(10)
-        )
-    } else if streak == 1 {
-        "; further skips in a row are noted at the 10th, 100th, ...".into()
-    } else {
-        String::new()
-    }
 }
 
 /// `1 run`, `12 runs`, `at least 10000 runs`.
@@ -793,17 +769,5 @@ impl Engine {
     /// Entries and their history, for the HTTP API and tests.
     pub fn schedule_count(&self) -> usize {
         self.schedules.entries.len()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn skip_streaks_are_logged_at_powers_of_ten() {
-        let warned: Vec<u64> = (1..=1000)
-            .filter(|&n| super::streak_level(n) == log::Level::Warn)
-            .collect();
-        assert_eq!(warned, vec![1, 10, 100, 1000]);
-        assert!(super::streak_note(10).contains("10 runs in a row, the next note at 100"));
     }
 }

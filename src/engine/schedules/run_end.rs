@@ -172,3 +172,42 @@ impl Engine {
         self.run_not_made(slot, record, reason, in_row == 2, now, out);
     }
 }
+
+/// A streak of skips is logged at WARNING at its 1st, 10th, 100th, ... run, else at DEBUG:
+/// an entry every 10 s with no worker says so at once, then rarely.
+pub(super) fn streak_level(streak: u64) -> log::Level {
+    let mut n = streak;
+    while n >= 10 && n % 10 == 0 {
+        n /= 10;
+    }
+    if n == 1 {
+        log::Level::Warn
+    } else {
+        log::Level::Debug
+    }
+}
+
+pub(super) fn streak_note(streak: u64) -> String {
+    if streak > 1 && streak_level(streak) == log::Level::Warn {
+        format!(
+            "; {streak} runs in a row, the next note at {}",
+            streak.saturating_mul(10)
+        )
+    } else if streak == 1 {
+        "; further skips in a row are noted at the 10th, 100th, ...".into()
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn skip_streaks_are_logged_at_powers_of_ten() {
+        let warned: Vec<u64> = (1..=1000)
+            .filter(|&n| super::streak_level(n) == log::Level::Warn)
+            .collect();
+        assert_eq!(warned, vec![1, 10, 100, 1000]);
+        assert!(super::streak_note(10).contains("10 runs in a row, the next note at 100"));
+    }
+}
