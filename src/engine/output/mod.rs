@@ -172,7 +172,7 @@ impl Engine {
             ending,
             started_ms,
             ended_ms: now,
-            worker: self.worker_identity(worker),
+            worker: self.worker_name(worker),
             attempts: retries + before + 1,
             error,
             entry,
@@ -283,10 +283,16 @@ impl Engine {
     /// (a certificate's name), else its address.
     pub(in crate::engine) fn worker_identity(&self, worker: ConnId) -> Rc<str> {
         match self.conn(worker) {
-            Some(c) => match &c.identity {
-                Some(name) => Rc::clone(name),
-                None => Rc::from(format!("addr:{}", c.info.ip)),
-            },
+            Some(c) => c.identity.clone().unwrap_or_else(|| addr_name(c.info.ip)),
+            None => Rc::from("-"),
+        }
+    }
+
+    /// As `worker_identity`, and the name is kept on the connection: every job a worker ends
+    /// shares one, instead of a string made per kept job.
+    fn worker_name(&mut self, worker: ConnId) -> Rc<str> {
+        match self.conn_mut(worker) {
+            Some(c) => Rc::clone(c.identity.get_or_insert_with(|| addr_name(c.info.ip))),
             None => Rc::from("-"),
         }
     }
@@ -414,4 +420,9 @@ impl Engine {
             })
             .collect()
     }
+}
+
+/// A connection without a certificate's name is named by its address, as the gate names it.
+fn addr_name(ip: std::net::IpAddr) -> Rc<str> {
+    Rc::from(format!("addr:{ip}"))
 }
