@@ -42,7 +42,7 @@ fn too_long_and_too_short_alert_for_runs_gearwheel_fires() {
     assert!(notifier.grab_uniq().is_none(), "too_long once per run");
     // It was not failed: its result is taken.
     work(&mut w, t::WORK_COMPLETE, &handle, &[b"done"]);
-    s.server.settle();
+    sync(&mut w);
 
     // The next run succeeds after 2 s: too_short.
     let now = s.server.now_ms();
@@ -50,7 +50,7 @@ fn too_long_and_too_short_alert_for_runs_gearwheel_fires() {
     let (handle, _) = grab(&mut w);
     s.server.advance(2_000);
     work(&mut w, t::WORK_COMPLETE, &handle, &[b"done"]);
-    s.server.settle();
+    sync(&mut w);
     let (_, alert) = grab(&mut notifier);
     let alert = String::from_utf8(alert).unwrap();
     assert!(

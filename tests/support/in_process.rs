@@ -113,7 +113,8 @@ impl InProcess {
     /// Return once the server has finished every turn begun before this call: two ECHO round
     /// trips on a connection of its own. The first is answered in a turn that began after the
     /// call; the second is read only after that turn ended, its writes to other connections
-    /// included.
+    /// included. Bytes still in flight on another connection are not covered: `sync` that
+    /// connection instead.
     pub fn settle(&self) {
         let mut c = self.connect();
         for _ in 0..2 {
