@@ -78,9 +78,9 @@ fn every_error_has_a_line_and_column() {
         vec![
             "1:1: minute: 60 is out of range 0-59",
             "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-            "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration or min_duration)",
+            "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)",
             "4:22: priority=\"urgent\": use high, normal or low",
-            "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)",
+            "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot @after)",
             "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
             "8:9: unknown time zone \"Mars/Base\" (No such file or directory (os error 2))",
             "9:20: fanout=\"0\": use a number from 1 to 10000",
