@@ -89,6 +89,12 @@ impl Entry {
     /// The workload of run `i` of `n` scheduled at `time`: `{time}`, `{id}`, `{i}` and `{n}`
     /// are replaced and `{{` is a literal brace; anything else stays as written.
     pub fn render(&self, time: DateTime<Utc>, i: u32) -> String {
+        self.render_after(time, i, "[]")
+    }
+
+    /// `render`, with `{after}` replaced by `after` (the parents' runs of an `@after` entry's
+    /// run, a JSON array: src/engine/schedules/after.rs).
+    pub fn render_after(&self, time: DateTime<Utc>, i: u32, after: &str) -> String {
         let mut out = String::with_capacity(self.workload.len());
         let mut rest = self.workload.as_str();
         while let Some(p) = rest.find('{') {
@@ -104,6 +110,8 @@ impl Entry {
                 (i.to_string(), 3)
             } else if rest.starts_with("{n}") {
                 (self.fanout.to_string(), 3)
+            } else if rest.starts_with("{after}") {
+                (after.to_string(), 7)
             } else {
                 ("{".to_string(), 1)
             };
