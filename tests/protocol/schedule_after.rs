@@ -220,3 +220,44 @@ fn a_kill_9_keeps_the_parents_runs_seen_so_far() {
     let (_, data) = queued(&mut child).expect("a's run before the restart still counts");
     assert!(data.contains(&a1) && data.contains(&b1), "{data}");
 }
+
+#[test]
+fn the_history_links_a_run_to_its_parents_runs() {
+    let (_dir, file) = schedules("@every 1d a\n@after a c\n", "after-links");
+    let s = HttpServer::in_process(&["--schedules", &file]);
+    let mut admin = s.server.connect();
+    let mut pa = worker(&s.server, &["a"]);
+    let mut child = worker(&s.server, &["c"]);
+    let a1 = run(&mut admin, "a");
+    end(&mut pa, &a1, t::WORK_COMPLETE);
+    let (c1, _) = queued(&mut child).expect("c runs after a");
+
+    // show runs: the last column names the parent's run.
+    let runs = admin.admin("show runs c", true);
+    let line = runs.lines().next().unwrap_or_default();
+    let cols: Vec<&str> = line.split('\t').collect();
+    assert_eq!(cols.get(1), Some(&c1.as_str()), "{runs}");
+    assert!(
+        cols.get(6)
+            .is_some_and(|a| a.starts_with(&format!("a {a1} ")) && a.ends_with(" complete")),
+        "{runs}"
+    );
+    // /schedules: the run's parents, and the set pending since (empty).
+    let body = s.get("/schedules").text();
+    assert!(
+        body.contains("\"after_pending\":[]")
+            && body.contains(&format!("\"after\":[{{\"id\":\"a\",\"handle\":\"{a1}\"")),
+        "{body}"
+    );
+    // The run's page: /jobs/HANDLE carries its parents' runs.
+    let job = s.get(&format!("/jobs/{c1}")).text();
+    assert!(
+        job.contains(&format!("\"after\":[{{\"id\":\"a\",\"handle\":\"{a1}\"")),
+        "{job}"
+    );
+    // A parent's run ended since is pending, until the child runs again.
+    let a2 = run(&mut admin, "a");
+    end(&mut pa, &a2, t::WORK_COMPLETE);
+    let (c2, _) = queued(&mut child).expect("c runs after a again");
+    assert_ne!(c2, c1);
+}

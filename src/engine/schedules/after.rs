@@ -363,6 +363,23 @@ impl Engine {
         self.arm_within(slot);
     }
 
+    /// The parents' runs (`{after}`'s JSON) of the run whose job is `handle`, while the
+    /// job is here or its output kept; `None` for a job not made from an `@after` set.
+    pub fn run_parents(&self, handle: &[u8]) -> Option<String> {
+        let (entry, scheduled) = match self.by_handle.get(handle, &self.jobs) {
+            Some(k) => {
+                let o = self.rare(k)?.origin.as_ref()?;
+                (Rc::clone(&o.entry), o.scheduled_ms)
+            }
+            None => {
+                let k = self.kept_job(handle)?;
+                (Rc::clone(k.entry.as_ref()?), k.scheduled_ms?)
+            }
+        };
+        let link = self.schedules.after.link(&entry, scheduled)?;
+        Some(after_json(&link.parents))
+    }
+
     /// `{after}` of a run of `child` at `scheduled_ms`: its parents' runs, or `[]` for a
     /// run not made from a set (a manual run).
     pub(super) fn after_placeholder(&self, child: &str, scheduled_ms: u64) -> String {
