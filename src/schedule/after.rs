@@ -4,9 +4,6 @@
 
 use std::collections::HashMap;
 
-use super::cron::FieldError;
-use super::file::{Entry, ScheduleError};
-
 /// The parents named by `@after a,b`, in the order written, with where each is on its line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parents {
@@ -18,30 +15,28 @@ pub struct Parents {
 
 impl Parents {
     /// The list after `@after ` (`text` starts at byte `base` of the timing text).
-    pub fn parse(text: &str, base: usize) -> Result<Parents, FieldError> {
+    /// An error is its offset in the timing text and its message.
+    pub fn parse(text: &str, base: usize) -> Result<Parents, (usize, String)> {
         let mut ids: Vec<String> = Vec::new();
         let mut at = Vec::new();
         let mut offset = base;
         if text.is_empty() {
-            return Err(FieldError {
-                offset: base.saturating_sub(1),
-                message: "@after needs the ids of the entries it follows: @after ID[,ID...]".into(),
-            });
+            return Err((
+                base.saturating_sub(1),
+                "@after needs the ids of the entries it follows: @after ID[,ID...]".into(),
+            ));
         }
         for id in text.split(',') {
             if id.is_empty() || id.contains(char::is_whitespace) {
-                return Err(FieldError {
+                return Err((
                     offset,
-                    message: "@after ID[,ID...]: an empty id (ids are separated by commas, \
-                              without spaces)"
+                    "@after ID[,ID...]: an empty id (ids are separated by commas, without \
+                     spaces)"
                         .into(),
-                });
+                ));
             }
             if ids.iter().any(|p| p == id) {
-                return Err(FieldError {
-                    offset,
-                    message: format!("@after names {id:?} twice"),
-                });
+                return Err((offset, format!("@after names {id:?} twice")));
             }
             ids.push(id.to_string());
             at.push(offset);
@@ -88,52 +83,52 @@ impl AfterRule {
     }
 }
 
-/// The errors of a file's `@after` graph: a parent no entry has, an entry after itself, and
-/// each cycle (named `a -> b -> a`, at the entry of the cycle that comes first in the file).
-pub fn check_graph(entries: &[Entry]) -> Vec<ScheduleError> {
-    let index: HashMap<&str, usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.id.as_str(), i))
-        .collect();
-    let parents = |e: &Entry| match &e.timing {
-        super::cron::Timing::After(p) => Some(p.clone()),
-        _ => None,
-    };
+/// One entry of a file, as the graph sees it: its id, its line, and its parents if it is an
+/// `@after` entry.
+pub struct Node<'a> {
+    pub id: &'a str,
+    pub line: usize,
+    pub parents: Option<&'a Parents>,
+}
+
+/// The errors of a file's `@after` graph, as (line, column, message): a parent no entry has,
+/// an entry after itself, and each cycle (named `a -> b -> a`, at the edge that closes it).
+pub fn check_graph(nodes: &[Node<'_>]) -> Vec<(usize, usize, String)> {
+    let index: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
     let mut errors = Vec::new();
-    let mut edges: Vec<Vec<(usize, usize)>> = vec![Vec::new(); entries.len()];
-    for (i, e) in entries.iter().enumerate() {
-        let Some(p) = parents(e) else { continue };
+    let mut edges: Vec<Vec<(usize, usize)>> = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        let Some(p) = n.parents else { continue };
         for (k, id) in p.ids.iter().enumerate() {
-            let err = |message: String| ScheduleError {
-                line: e.line,
-                column: p.column(k),
-                message,
-            };
+            let column = p.column(k);
             match index.get(id.as_str()) {
-                Some(&j) if j == i => errors.push(err(format!(
-                    "@after {id}: an entry cannot run after itself"
-                ))),
-                Some(&j) => edges[i].push((j, p.column(k))),
-                None => errors.push(err(format!(
-                    "@after {id}: no entry of this file has the id {id:?}"
-                ))),
+                Some(&j) if j == i => errors.push((
+                    n.line,
+                    column,
+                    format!("@after {id}: an entry cannot run after itself"),
+                )),
+                Some(&j) => edges[i].push((j, column)),
+                None => errors.push((
+                    n.line,
+                    column,
+                    format!("@after {id}: no entry of this file has the id {id:?}"),
+                )),
             }
         }
     }
-    // Depth-first search; a back edge closes a cycle, reported once with its path.
+    // Depth-first search; an edge back into the path closes a cycle, reported once.
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
         OnPath,
         Done,
     }
-    let mut mark = vec![Mark::New; entries.len()];
-    for root in 0..entries.len() {
+    let mut mark = vec![Mark::New; nodes.len()];
+    for root in 0..nodes.len() {
         if mark[root] != Mark::New {
             continue;
         }
-        // (node, next edge to try); `path` mirrors the stack's nodes.
+        // (node, next edge to try): the path from the root.
         let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
         mark[root] = Mark::OnPath;
         while let Some(&mut (node, ref mut next)) = stack.last_mut() {
@@ -150,100 +145,19 @@ pub fn check_graph(entries: &[Entry]) -> Vec<ScheduleError> {
                 }
                 Mark::OnPath => {
                     let from = stack.iter().position(|&(n, _)| n == child).unwrap_or(0);
-                    let mut names: Vec<&str> = stack[from..]
-                        .iter()
-                        .map(|&(n, _)| entries[n].id.as_str())
-                        .collect();
-                    names.push(entries[child].id.as_str());
-                    errors.push(ScheduleError {
-                        line: entries[node].line,
+                    let mut names: Vec<&str> =
+                        stack[from..].iter().map(|&(n, _)| nodes[n].id).collect();
+                    names.push(nodes[child].id);
+                    errors.push((
+                        nodes[node].line,
                         column,
-                        message: format!("@after makes a cycle: {}", names.join(" -> ")),
-                    });
+                        format!("@after makes a cycle: {}", names.join(" -> ")),
+                    ));
                 }
                 Mark::Done => {}
             }
         }
     }
-    errors.sort_by_key(|e| (e.line, e.column));
+    errors.sort();
     errors
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::schedule::Zone;
-    use crate::schedule::file::parse;
-
-    fn errs(text: &str) -> Vec<String> {
-        match parse(text, &Zone::Utc) {
-            Ok(_) => Vec::new(),
-            Err(e) => e.iter().map(|e| e.to_string()).collect(),
-        }
-    }
-
-    #[test]
-    fn parents_when_and_within_parse() {
-        let f = parse(
-            "@daily a\n@daily b\n@after a,b  c  when=always within=1h -- {after}\n",
-            &Zone::Utc,
-        )
-        .unwrap();
-        let c = &f.entries[2];
-        let crate::schedule::cron::Timing::After(p) = &c.timing else {
-            panic!("{:?}", c.timing)
-        };
-        assert_eq!(p.ids, ["a", "b"]);
-        assert_eq!(c.spec, "@after a,b");
-        assert_eq!(c.after.when, super::When::Always);
-        assert_eq!(c.after.within_ms, Some(3_600_000));
-    }
-
-    #[test]
-    fn unknown_self_and_cycles_are_errors_with_their_columns() {
-        assert_eq!(
-            errs("@daily a\n@after a,zz b\n"),
-            ["2:10: @after zz: no entry of this file has the id \"zz\""]
-        );
-        assert_eq!(
-            errs("@after a a\n"),
-            ["1:8: @after a: an entry cannot run after itself"]
-        );
-        assert_eq!(
-            errs("@after b a\n@after a b\n"),
-            ["2:8: @after makes a cycle: a -> b -> a"]
-        );
-        assert_eq!(
-            errs("@daily x\n@after x,c a\n@after a b\n@after b c\n"),
-            ["3:8: @after makes a cycle: a -> c -> b -> a"]
-        );
-        assert_eq!(
-            errs("@after a,a b\n@daily a\n"),
-            ["1:10: @after names \"a\" twice"]
-        );
-        assert_eq!(
-            errs("@after  b\n"),
-            [
-                "1:10: a function name is missing (expected: @macro FUNCTION [key=value ...] [-- workload])"
-            ]
-        );
-    }
-
-    #[test]
-    fn when_and_within_need_after_and_a_job() {
-        let f = parse("@daily a when=always\n", &Zone::Utc).unwrap();
-        assert_eq!(
-            f.warnings[0].to_string(),
-            "1:10: when= has no effect without @after"
-        );
-        assert_eq!(
-            errs("@daily a\n@after a b expect=ping\n"),
-            [
-                "2:1: @after with expect=ping: a ping entry submits no job, so it has nothing to run after its parents"
-            ]
-        );
-        assert_eq!(
-            errs("@daily a\n@after a b within=0s\n"),
-            ["2:19: within=\"0s\": a span of 0 would miss every run; leave it out"]
-        );
-    }
 }

@@ -359,7 +359,9 @@ impl Timing {
                 // Ids are case-sensitive: read them from `t`, not the lower-cased copy.
                 let list = &t[6..];
                 let skip = list.len() - list.trim_start().len();
-                return super::after::Parents::parse(list.trim(), 6 + skip).map(Timing::After);
+                return super::after::Parents::parse(list.trim(), 6 + skip)
+                    .map(Timing::After)
+                    .map_err(|(offset, message)| FieldError { offset, message });
             }
             _ if lower.starts_with("@every") => {
                 let d = t["@every".len()..].trim();

@@ -633,7 +633,26 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
     }
     if errors.is_empty() {
         // The graph needs every entry: its errors come once the lines are all read.
-        errors = super::after::check_graph(&file.entries);
+        let nodes: Vec<super::after::Node<'_>> = file
+            .entries
+            .iter()
+            .map(|e| super::after::Node {
+                id: &e.id,
+                line: e.line,
+                parents: match &e.timing {
+                    Timing::After(p) => Some(p),
+                    _ => None,
+                },
+            })
+            .collect();
+        errors = super::after::check_graph(&nodes)
+            .into_iter()
+            .map(|(line, column, message)| ScheduleError {
+                line,
+                column,
+                message,
+            })
+            .collect();
     }
     if errors.is_empty() {
         Ok(file)
