@@ -261,3 +261,25 @@ fn the_history_links_a_run_to_its_parents_runs() {
     let (c2, _) = queued(&mut child).expect("c runs after a again");
     assert_ne!(c2, c1);
 }
+
+#[test]
+fn a_fan_out_parent_has_run_when_its_last_job_ends() {
+    let (_dir, file) = schedules("@every 1d a fanout=2\n@after a c\n", "after-fanout");
+    let s = InProcess::start(&["--schedules", &file]);
+    let mut admin = s.connect();
+    let mut pa = worker(&s, &["a"]);
+    let mut child = worker(&s, &["c"]);
+    let reply = admin.admin("run schedule a", false);
+    let handles: Vec<&str> = reply.trim().trim_start_matches("OK ").split(' ').collect();
+    assert_eq!(handles.len(), 2, "{reply}");
+    end(&mut pa, handles[0], t::WORK_COMPLETE);
+    assert_eq!(queued(&mut child), None, "c ran after one part of two");
+    end(&mut pa, handles[1], t::WORK_COMPLETE);
+    assert!(queued(&mut child).is_some(), "c runs once both parts ended");
+    // One part of two failed: the run did not complete (when=success).
+    let reply = admin.admin("run schedule a", false);
+    let handles: Vec<&str> = reply.trim().trim_start_matches("OK ").split(' ').collect();
+    end(&mut pa, handles[0], t::WORK_FAIL);
+    end(&mut pa, handles[1], t::WORK_COMPLETE);
+    assert_eq!(queued(&mut child), None, "c ran after a part failed");
+}
