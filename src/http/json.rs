@@ -173,10 +173,6 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         .bool("last_run_manual", s.last_run_manual)
         .opt_str("last_error", s.last_error.as_deref())
         .num("retries_pending", s.retries_pending);
-    match &s.after_pending {
-        Some(a) => o.key("after_pending").push_str(a),
-        None => o.key("after_pending").push_str("null"),
-    }
     let runs: Vec<_> = s
         .recent_runs
         .iter()
@@ -200,6 +196,9 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         o.key("after").push_str(after.unwrap_or("null"));
         o.end();
     });
+    // Added at the end, as every field since the first: readers of the older order go on.
+    o.key("after_pending")
+        .push_str(s.after_pending.as_deref().unwrap_or("null"));
     o.end();
 }
 
@@ -397,9 +396,9 @@ mod tests {
              \"next_run\":\"1970-01-01T00:00:00Z\",\"last_run\":null,\
              \"last_outcome\":\"exception: \\\"disk\\\"\",\"last_duration_ms\":null,\"runs\":1,\
              \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\
-             \"last_error\":\"disk\",\"retries_pending\":2,\"after_pending\":[],\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
+             \"last_error\":\"disk\",\"retries_pending\":2,\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
              \"started\":\"1970-01-01T00:00:01Z\",\"duration_ms\":20,\"outcome\":\"failed\",\
-             \"manual\":true,\"handle\":\"H:x:4\",\"output_bytes\":70000,\"after\":[]}]}]}\n"
+             \"manual\":true,\"handle\":\"H:x:4\",\"output_bytes\":70000,\"after\":[]}],\"after_pending\":[]}]}\n"
         );
     }
 }
