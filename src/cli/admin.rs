@@ -378,6 +378,7 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
                 "ENDED",
                 "OUTCOME",
                 "OUTPUT",
+                "AFTER",
             ],
             &tsv(lines),
         ),

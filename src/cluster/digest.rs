@@ -42,6 +42,7 @@ pub fn entry(e: &Entry) -> String {
         min_duration_ms,
         workload,
         group,
+        after,
     } = e;
     let form = format!(
         "{}\n{}\n{:?}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
@@ -74,6 +75,12 @@ pub fn entry(e: &Entry) -> String {
     let form = match group {
         Some(g) => format!("{form}\ngroup={g}"),
         None => form,
+    };
+    // `@after`'s options too, only when not the defaults (its parents are in `spec`).
+    let form = if *after == crate::schedule::after::AfterRule::default() {
+        form
+    } else {
+        format!("{form}\nafter {:?} {:?}", after.when, after.within_ms)
     };
     format!("{:016x}", fnv(&form))
 }

@@ -96,9 +96,13 @@ impl Engine {
             func_retries,
             outputs,
             audit,
+            after_sets,
             max_id,
             stats: _,
         } = replayed;
+        for s in after_sets {
+            self.restore_after_set(s);
+        }
         // Before the schedules file is read: an entry's run history is rebuilt from them.
         for o in outputs {
             self.restore_output(o);

@@ -149,6 +149,11 @@ pub struct ScheduleStatus {
     pub recent_outputs: Vec<Option<(Bytes, u64)>>,
     /// Retries of its runs waiting for their backoff.
     pub retries_pending: u32,
+    /// One per recent run, in its order: an `@after` run's parents' runs (JSON, as
+    /// `{after}`).
+    pub recent_after: Vec<Option<String>>,
+    /// An `@after` entry's parents' runs since it last ran (JSON), else `None`.
+    pub after_pending: Option<String>,
 }
 
 /// Engine-wide numbers.
@@ -419,6 +424,22 @@ impl Engine {
                         })
                         .collect(),
                     retries_pending: pending.get(&st.id).copied().unwrap_or(0),
+                    recent_after: h
+                        .recent
+                        .iter()
+                        .map(|r| {
+                            let link = self.schedules.after.link(&st.id, r.scheduled_ms);
+                            link.filter(|_| !r.manual)
+                                .map(|l| super::schedules::after::after_json(&l.parents))
+                        })
+                        .collect(),
+                    after_pending: matches!(
+                        st.entry.timing,
+                        crate::schedule::cron::Timing::After(_)
+                    )
+                    .then(|| {
+                        super::schedules::after::after_json(self.schedules.after.pending(&st.id))
+                    }),
                 }
             })
             .collect()

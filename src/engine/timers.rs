@@ -31,6 +31,8 @@ pub(super) enum TimerEvent {
         id: u64,
         started_ms: u64,
     },
+    /// An `@after` entry's set reached its `within=` (schedules/after.rs).
+    AfterWithin { slot: usize, generation: u64 },
     /// A held GRAB waited long enough: NO_JOB.
     GrabWait { conn: ConnId },
     /// Time to log the functions forgotten since the last summary (forget.rs).
@@ -82,6 +84,9 @@ impl Engine {
                 }
                 TimerEvent::ScheduleFire { slot, generation } => {
                     self.fire_schedule(slot, generation, now, out)
+                }
+                TimerEvent::AfterWithin { slot, generation } => {
+                    self.after_within(slot, generation, now, out)
                 }
                 TimerEvent::PingGrace {
                     slot,

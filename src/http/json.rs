@@ -91,7 +91,7 @@ pub fn workers(list: &[WorkerStatus], now_ms: u64) -> String {
 /// `/jobs/HANDLE`: GET_STATUS, plus where the job is when it is known.
 /// `/jobs/HANDLE`; `kept`: the job's kept output and result once it ended (GET_STATUS no
 /// longer knows it).
-pub fn job(s: &JobStatus, kept: Option<&KeptJob>) -> String {
+pub fn job(s: &JobStatus, kept: Option<&KeptJob>, after: Option<&str>) -> String {
     let mut out = String::with_capacity(256);
     let mut o = Obj::new(&mut out);
     o.bytes("handle", &s.handle)
@@ -135,6 +135,10 @@ pub fn job(s: &JobStatus, kept: Option<&KeptJob>) -> String {
             None => o.null("result"),
         };
     }
+    // The parents' runs an `@after` run was made from (as `{after}`), for the run's page.
+    if let Some(a) = after {
+        o.key("after").push_str(a);
+    }
     o.end();
     out.push('\n');
     out
@@ -173,9 +177,12 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         .recent_runs
         .iter()
         .enumerate()
-        .map(|(i, r)| (r, s.recent_outputs.get(i).and_then(|o| o.as_ref())))
+        .map(|(i, r)| {
+            let after = s.recent_after.get(i).and_then(|a| a.as_deref());
+            (r, s.recent_outputs.get(i).and_then(|o| o.as_ref()), after)
+        })
         .collect();
-    array(o.key("recent_runs"), &runs, |out, (r, kept)| {
+    array(o.key("recent_runs"), &runs, |out, (r, kept, after)| {
         let mut o = Obj::new(out);
         time(&mut o, "scheduled", Some(r.scheduled_ms));
         time(&mut o, "started", r.started_ms);
@@ -186,8 +193,12 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
             Some((handle, bytes)) => o.bytes("handle", handle).num("output_bytes", bytes),
             None => o.null("handle").null("output_bytes"),
         };
+        o.key("after").push_str(after.unwrap_or("null"));
         o.end();
     });
+    // Added at the end, as every field since the first: readers of the older order go on.
+    o.key("after_pending")
+        .push_str(s.after_pending.as_deref().unwrap_or("null"));
     o.end();
 }
 
@@ -304,7 +315,7 @@ mod tests {
             detail: None,
         };
         assert_eq!(
-            job(&unknown, None),
+            job(&unknown, None, None),
             "{\"handle\":\"H:x:9\",\"known\":false,\"running\":false,\"numerator\":0,\"denominator\":0}\n"
         );
         let future = JobStatus {
@@ -324,7 +335,7 @@ mod tests {
             }),
             ..unknown.clone()
         };
-        assert!(job(&future, None).ends_with(
+        assert!(job(&future, None, None).ends_with(
             "\"state\":\"future\",\"priority\":\"normal\",\"background\":true,\"retries\":0,\
              \"clients\":0,\"due\":\"2100-01-01T00:00:00Z\"}\n"
         ));
@@ -344,7 +355,7 @@ mod tests {
             result_len: Some(8),
         };
         assert_eq!(
-            job(&unknown, Some(&ended)),
+            job(&unknown, Some(&ended), None),
             "{\"handle\":\"H:x:9\",\"known\":false,\"running\":false,\"numerator\":0,\"denominator\":0,\
              \"kept\":true,\"function\":\"backup\",\"state\":\"complete\",\"started\":\"1970-01-01T00:00:01Z\",\
              \"ended\":\"1970-01-01T00:00:03Z\",\"duration_ms\":2500,\"worker\":\"addr:10.0.0.7\",\"attempts\":1,\
@@ -376,6 +387,8 @@ mod tests {
                 manual: true,
             }],
             recent_outputs: vec![Some((Bytes::from_static(b"H:x:4"), 70_000))],
+            recent_after: vec![Some("[]".into())],
+            after_pending: Some("[]".into()),
         };
         assert_eq!(
             schedules(&[sc]),
@@ -385,7 +398,7 @@ mod tests {
              \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\
              \"last_error\":\"disk\",\"retries_pending\":2,\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
              \"started\":\"1970-01-01T00:00:01Z\",\"duration_ms\":20,\"outcome\":\"failed\",\
-             \"manual\":true,\"handle\":\"H:x:4\",\"output_bytes\":70000}]}]}\n"
+             \"manual\":true,\"handle\":\"H:x:4\",\"output_bytes\":70000,\"after\":[]}],\"after_pending\":[]}]}\n"
         );
     }
 }

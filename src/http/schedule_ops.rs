@@ -156,6 +156,8 @@ mod tests {
             last_run_manual: false,
             last_error: None,
             recent_runs: Vec::new(),
+            recent_after: Vec::new(),
+            after_pending: None,
             recent_outputs: Vec::new(),
             retries_pending: 0,
         };

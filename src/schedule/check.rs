@@ -62,6 +62,10 @@ pub fn check(
             let _ = writeln!(out, "  once, when the server starts");
             continue;
         }
+        if let Timing::After(p) = &e.timing {
+            let _ = writeln!(out, "  after each run of {}", p.ids.join(" and "));
+            continue;
+        }
         let mut at = from;
         for _ in 0..next {
             match e.timing.next_after(at, &e.zone) {

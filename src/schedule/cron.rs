@@ -28,6 +28,9 @@ pub enum Timing {
     Every(u64),
     /// `@reboot`: once when the server starts.
     Reboot,
+    /// `@after ID[,ID...]`: when the named entries have run (schedule/after.rs), never on
+    /// the clock.
+    After(super::after::Parents),
 }
 
 #[derive(Clone, Debug)]
@@ -350,6 +353,16 @@ impl Timing {
             "@daily" | "@midnight" => "0 0 * * *",
             "@hourly" => "0 * * * *",
             "@reboot" => return Ok(Timing::Reboot),
+            _ if lower.starts_with("@after")
+                && !lower[6..].starts_with(|c: char| c.is_alphanumeric()) =>
+            {
+                // Ids are case-sensitive: read them from `t`, not the lower-cased copy.
+                let list = &t[6..];
+                let skip = list.len() - list.trim_start().len();
+                return super::after::Parents::parse(list.trim(), 6 + skip)
+                    .map(Timing::After)
+                    .map_err(|(offset, message)| FieldError { offset, message });
+            }
             _ if lower.starts_with("@every") => {
                 let d = t["@every".len()..].trim();
                 let too_short = || FieldError {
@@ -376,7 +389,7 @@ impl Timing {
                 return Err(FieldError {
                     offset: 0,
                     message: format!(
-                        "unknown macro {t:?} (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)"
+                        "unknown macro {t:?} (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot @after)"
                     ),
                 });
             }
@@ -404,7 +417,7 @@ impl Timing {
                     - after.timestamp_millis().div_euclid(ms);
                 (n.max(0) as u64, false)
             }
-            Timing::Reboot => (0, false),
+            Timing::Reboot | Timing::After(_) => (0, false),
             Timing::Cron(_) => {
                 let mut n = 0;
                 let mut at = after;
@@ -422,8 +435,8 @@ impl Timing {
         }
     }
 
-    /// The next run strictly after `after`; `None` for `@reboot` (and for fields that never
-    /// match again).
+    /// The next run strictly after `after`; `None` for `@reboot` and `@after` (and for fields
+    /// that never match again).
     pub fn next_after(&self, after: DateTime<Utc>, zone: &Zone) -> Option<DateTime<Utc>> {
         match self {
             Timing::Cron(c) => c.next_after(after, zone),
@@ -432,7 +445,7 @@ impl Timing {
                 let next = (after.timestamp_millis().div_euclid(ms) + 1) * ms;
                 DateTime::from_timestamp_millis(next)
             }
-            Timing::Reboot => None,
+            Timing::Reboot | Timing::After(_) => None,
         }
     }
 }

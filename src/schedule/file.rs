@@ -79,6 +79,8 @@ pub struct Entry {
     pub max_duration_ms: Option<u64>,
     /// `min_duration=DURATION`: a run that succeeds sooner raises a `too_short` alert.
     pub min_duration_ms: Option<u64>,
+    /// `when=` and `within=` of an `@after` entry (src/schedule/after.rs).
+    pub after: super::after::AfterRule,
     /// The workload template (after `--`).
     pub workload: String,
 }
@@ -87,6 +89,12 @@ impl Entry {
     /// The workload of run `i` of `n` scheduled at `time`: `{time}`, `{id}`, `{i}` and `{n}`
     /// are replaced and `{{` is a literal brace; anything else stays as written.
     pub fn render(&self, time: DateTime<Utc>, i: u32) -> String {
+        self.render_after(time, i, "[]")
+    }
+
+    /// `render`, with `{after}` replaced by `after` (the parents' runs of an `@after` entry's
+    /// run, a JSON array: src/engine/schedules/after.rs).
+    pub fn render_after(&self, time: DateTime<Utc>, i: u32, after: &str) -> String {
         let mut out = String::with_capacity(self.workload.len());
         let mut rest = self.workload.as_str();
         while let Some(p) = rest.find('{') {
@@ -102,6 +110,8 @@ impl Entry {
                 (i.to_string(), 3)
             } else if rest.starts_with("{n}") {
                 (self.fanout.to_string(), 3)
+            } else if rest.starts_with("{after}") {
+                (after.to_string(), 7)
             } else {
                 ("{".to_string(), 1)
             };
@@ -287,7 +297,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
         }
         // The timing: a macro (with its duration for @every) or five fields.
         let spec_words = if first.starts_with('@') {
-            if first.eq_ignore_ascii_case("@every") {
+            if first.eq_ignore_ascii_case("@every") || first.eq_ignore_ascii_case("@after") {
                 2
             } else {
                 1
@@ -318,6 +328,10 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
         let spec_end = ws[spec_words - 1].0 + ws[spec_words - 1].1.len();
         let spec_text = &raw[first_at..spec_end];
         let timing = match Timing::parse(spec_text) {
+            Ok(Timing::After(mut parents)) => {
+                parents.place(|offset| column(raw, first_at + offset));
+                Timing::After(parents)
+            }
             Ok(t) => t,
             Err(e) => {
                 errors.push(err(first_at + e.offset, e.message));
@@ -375,8 +389,10 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             grace_ms: DEFAULT_GRACE_MS,
             max_duration_ms: None,
             min_duration_ms: None,
+            after: super::after::AfterRule::default(),
             workload: String::new(),
         };
+        let mut after_options: Vec<(usize, &str)> = Vec::new();
         // Options that only a job gearwheel submits has, for the warning on `expect=ping`.
         let mut job_options: Vec<(usize, &str)> = Vec::new();
         let mut grace_at = None;
@@ -464,6 +480,29 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                     }
                     Err(e) => Err(err(vat, e)),
                 },
+                "when" => {
+                    after_options.push((at, key));
+                    pick(
+                        value,
+                        &[
+                            ("success", super::after::When::Success),
+                            ("always", super::after::When::Always),
+                        ],
+                    )
+                    .map(|v| entry.after.when = v)
+                    .map_err(|m| bad(&m))
+                }
+                "within" => {
+                    after_options.push((at, key));
+                    match parse_duration(value) {
+                        Ok(0) => Err(bad("a span of 0 would miss every run; leave it out")),
+                        Ok(d) => {
+                            entry.after.within_ms = Some(d);
+                            Ok(())
+                        }
+                        Err(e) => Err(err(vat, e)),
+                    }
+                }
                 "jitter" => parse_duration(value)
                     .map(|d| entry.jitter_ms = d)
                     .map_err(|e| err(vat, e)),
@@ -514,7 +553,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration or min_duration)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)"
                     ),
                 )),
             };
@@ -548,6 +587,22 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             file.warnings
                 .push(err(at, "grace= has no effect without expect=ping".into()));
         }
+        if matches!(entry.timing, Timing::After(_)) {
+            if entry.expect_ping {
+                errors.push(err(
+                    first_at,
+                    "@after with expect=ping: a ping entry submits no job, so it has nothing \
+                     to run after its parents"
+                        .into(),
+                ));
+                continue;
+            }
+        } else {
+            for (at, key) in after_options {
+                file.warnings
+                    .push(err(at, format!("{key}= has no effect without @after")));
+            }
+        }
         if let (Some(min), Some(max)) = (entry.min_duration_ms, entry.max_duration_ms) {
             if min >= max {
                 errors.push(err(
@@ -575,6 +630,29 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
         }
         ids.insert(entry.id.clone(), line_no);
         file.entries.push(entry);
+    }
+    if errors.is_empty() {
+        // The graph needs every entry: its errors come once the lines are all read.
+        let nodes: Vec<super::after::Node<'_>> = file
+            .entries
+            .iter()
+            .map(|e| super::after::Node {
+                id: &e.id,
+                line: e.line,
+                parents: match &e.timing {
+                    Timing::After(p) => Some(p),
+                    _ => None,
+                },
+            })
+            .collect();
+        errors = super::after::check_graph(&nodes)
+            .into_iter()
+            .map(|(line, column, message)| ScheduleError {
+                line,
+                column,
+                message,
+            })
+            .collect();
     }
     if errors.is_empty() {
         Ok(file)

@@ -4,8 +4,10 @@
 //! - `file`: the schedules file's parser; `check`: `gearwheel check` on a file.
 //! - `cron`: the adapter giving the `cron` crate crontab's meaning; `words`: a timing in words.
 //! - `sched`: SUBMIT_JOB_SCHED's five fields; `zone`: time zones.
+//! - `after`: `@after` entries' parents and options, and the checks of their graph.
 //! - `duration`: `30s`, `5m`, `1h30m`; `backoff`: retry policies and their delays.
 
+pub mod after;
 pub mod backoff;
 pub mod check;
 pub mod cron;

@@ -38,6 +38,12 @@ pub fn describe(spec: &str, zone: &str) -> String {
         "@hourly" => "0 * * * *",
         "@reboot" => return "once, when the server starts".into(),
         _ if lower.starts_with("@every") => return format!("every {}", t[6..].trim()),
+        _ if lower.starts_with("@after") => {
+            return format!(
+                "after a run of each of {}",
+                t[6..].trim().replace(',', ", ")
+            );
+        }
         _ => t,
     };
     let f: Vec<&str> = fields.split_whitespace().collect();
@@ -233,6 +239,7 @@ mod tests {
             ),
             ("@every 90s", "UTC", "every 90s"),
             ("@reboot", "UTC", "once, when the server starts"),
+            ("@after a,b", "UTC", "after a run of each of a, b"),
         ] {
             assert_eq!(describe(spec, zone), words, "{spec}");
         }

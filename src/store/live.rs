@@ -90,6 +90,7 @@ pub(super) enum LiveKey {
     Output(Bytes),
     Limits(Bytes),
     Audit(u64),
+    After(Bytes),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -134,6 +135,8 @@ pub(super) struct LiveSet {
     output_seq: u64,
     /// The newest FunctionLimits per function (one with nothing set too: a tombstone).
     pub(super) limits: HashMap<Bytes, Loc>,
+    /// The newest AfterSet per `@after` entry (an empty one too: a tombstone).
+    pub(super) after: HashMap<Bytes, Loc>,
     /// The audit trail's records still kept, by seq (those below the newest floor are dead).
     pub(super) audit: std::collections::BTreeMap<u64, Loc>,
     /// FailedKept records seen, to order the failed list.
@@ -245,6 +248,11 @@ impl LiveSet {
                 keep_newest(&mut self.leases, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::AfterSet(s) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(&mut self.after, s.entry.clone(), new, &mut self.live_bytes);
+                None
+            }
             Record::OutputKept(o) => {
                 self.output_seq += 1;
                 let new = Loc {
@@ -335,6 +343,10 @@ impl LiveSet {
                 let func = record::lease_function(payload)?;
                 key_of(&self.leases, func, here).map(|k| LiveKey::Lease(k.clone()))
             }
+            RecordKind::AfterSet => {
+                let entry = record::after_entry(payload)?;
+                key_of(&self.after, entry, here).map(|k| LiveKey::After(k.clone()))
+            }
             RecordKind::FunctionRetry => {
                 let func = record::retry_function(payload)?;
                 key_of(&self.func_retry, func, here).map(|k| LiveKey::FuncRetry(k.clone()))
@@ -378,6 +390,7 @@ impl LiveSet {
             LiveKey::Output(h) => self.outputs.get_mut(h).map(loc),
             LiveKey::Limits(f) => self.limits.get_mut(f).map(loc),
             LiveKey::Audit(seq) => self.audit.get_mut(seq).map(loc),
+            LiveKey::After(e) => self.after.get_mut(e).map(loc),
         }
     }
 }

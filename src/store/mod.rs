@@ -78,6 +78,9 @@
 //!                  function wins (`limit`, `rate`, `pause function`, `expire`)
 //!   Audit (12): seq u64 | floor u64 (older seqs are dead) | at_ms u64 | lengths u32 of
 //!                  identity, peer, command | those bytes | outcome (the rest)
+//!   AfterSet (17): entry length u32 | entry | then per parent's run, to the end:
+//!                  scheduled_ms u64 | ended_ms u64 | ok u8 | id length u32 | id |
+//!                  handle length u32 | handle; the newest per entry wins (`@after`)
 //! ```
 //!
 //! # Damage at replay
@@ -151,8 +154,8 @@ pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
-    Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
-    JobAttempts, OutputKept, Record, ScheduleCounters, ScheduleRan,
+    AfterParent, AfterSet, Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits,
+    FunctionRetry, JobAdded, JobAttempts, OutputKept, Record, ScheduleCounters, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -219,6 +222,8 @@ pub struct Replayed {
     pub outputs: Vec<OutputKept>,
     /// The audit trail, oldest first.
     pub audit: Vec<Audit>,
+    /// The newest set of each `@after` entry (empty ones left out), sorted by entry.
+    pub after_sets: Vec<AfterSet>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

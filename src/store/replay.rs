@@ -11,9 +11,9 @@ use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
-    Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
-    KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError,
-    TornTail,
+    AfterSet, Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
+    JobAttempts, KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan,
+    StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -41,6 +41,8 @@ pub(super) struct Rebuild {
     pub(super) limits: HashMap<Bytes, FunctionLimits>,
     /// The audit trail by seq, those below the newest floor dropped.
     pub(super) audit: std::collections::BTreeMap<u64, Audit>,
+    /// The newest set per `@after` entry.
+    pub(super) after_sets: HashMap<Bytes, AfterSet>,
 }
 
 impl Rebuild {
@@ -70,6 +72,9 @@ impl Rebuild {
             }
             Record::FunctionLimits(l) => {
                 self.limits.insert(l.func.clone(), l);
+            }
+            Record::AfterSet(s) => {
+                self.after_sets.insert(s.entry.clone(), s);
             }
             Record::FailedKept(f) => {
                 self.attempts.remove(&f.id);
@@ -113,6 +118,7 @@ impl Rebuild {
             outputs,
             limits,
             audit,
+            after_sets,
         } = self;
         let mut outputs: Vec<(u64, OutputKept)> = outputs.into_values().collect();
         outputs.sort_by_key(|(seq, _)| *seq);
@@ -148,6 +154,14 @@ impl Rebuild {
             func_retries,
             outputs,
             audit: audit.into_values().collect(),
+            after_sets: {
+                let mut sets: Vec<AfterSet> = after_sets
+                    .into_values()
+                    .filter(|s| !s.parents.is_empty())
+                    .collect();
+                sets.sort_by(|a, b| a.entry.cmp(&b.entry));
+                sets
+            },
             max_id: live.max_id,
             stats,
         };

@@ -7,6 +7,7 @@
 mod support;
 
 mod admin;
+mod check_after;
 mod env;
 mod help;
 mod import_crontab;

@@ -195,7 +195,7 @@ fn a_runs_last_64_kib_survive_a_kill_9_and_restart() {
     // The entry's runs name it, with its size.
     let runs = hs.gearman().admin("show runs backup", true);
     assert!(runs.contains(&format!("\t{h}\t")), "{runs:?}");
-    assert!(runs.contains("\tcomplete\t1048576\n"), "{runs:?}");
+    assert!(runs.contains("\tcomplete\t1048576\t-\n"), "{runs:?}");
     // HTTP: the job's status, and its output as text.
     let r = hs.get(&format!("/jobs/{h}"));
     assert_eq!(r.status, 200, "{}", r.text());

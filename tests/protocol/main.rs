@@ -50,6 +50,7 @@ mod output_bound;
 mod process;
 mod reread;
 mod retries;
+mod schedule_after;
 mod schedule_durations;
 mod schedule_ops;
 mod schedules;

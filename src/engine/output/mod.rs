@@ -371,8 +371,9 @@ impl Engine {
     }
 
     /// `show runs ENTRY`: the entry's last runs, oldest first, one a line:
-    /// `SCHEDULED HANDLE STARTED ENDED OUTCOME OUTPUT_BYTES` (tabs; `-` for what a run that
-    /// never started, or whose output is no longer kept, does not have).
+    /// `SCHEDULED HANDLE STARTED ENDED OUTCOME OUTPUT_BYTES AFTER` (tabs; `-` for what a run
+    /// that never started, or whose output is no longer kept, does not have; AFTER: an
+    /// `@after` run's parents' runs, `ID HANDLE SCHEDULED OUTCOME` joined by `, `).
     pub(in crate::engine) fn runs_listing(&self, entry: &[u8]) -> Bytes {
         let entry = String::from_utf8_lossy(entry);
         let Some(&slot) = self.schedules.by_id.get(entry.as_ref()) else {
@@ -383,7 +384,7 @@ impl Engine {
             let kept = self.kept_run(&entry, r.started_ms);
             let _ = writeln!(
                 s,
-                "{}\t{}\t{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 rfc3339(r.scheduled_ms),
                 kept.map_or("-".into(), |j| String::from_utf8_lossy(&j.handle)
                     .into_owned()),
@@ -394,6 +395,13 @@ impl Engine {
                 },
                 r.outcome.name(),
                 kept.map_or("-".into(), |j| j.output_bytes.to_string()),
+                self.schedules
+                    .after
+                    .link(&entry, r.scheduled_ms)
+                    .filter(|_| !r.manual)
+                    .map_or("-".into(), |l| super::schedules::after::link_text(
+                        &l.parents
+                    )),
             );
         }
         s.push_str(".\n");

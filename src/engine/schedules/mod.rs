@@ -11,9 +11,11 @@
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
 //! - `groups`: `group=`, runs of the entries of one group one at a time.
+//! - `after`: `@after` entries, run when their parents have run.
 //! - `watch`: heartbeat entries (`expect=ping`) and their pings; `max_duration=` and
 //!   `min_duration=` of any run. `ping_state`: what a heartbeat entry keeps between pings.
 
+pub(super) mod after;
 mod alerts;
 pub(super) mod cluster_runs;
 pub(super) mod groups;
@@ -84,6 +86,8 @@ pub(crate) struct Schedules {
     restored: HashMap<Rc<str>, Restored>,
     /// `group=`: the groups' live jobs and held-back runs (groups.rs).
     pub(super) groups: groups::Groups,
+    /// `@after`: the children's sets and links (after.rs).
+    pub(super) after: after::AfterState,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -313,6 +317,11 @@ impl Engine {
                 }
                 continue;
             }
+            // Runs when its parents have run (after.rs): nothing to arm or make up.
+            if matches!(st.entry.timing, Timing::After(_)) {
+                st.next_ms = None;
+                continue;
+            }
             // A heartbeat's runs happen elsewhere: nothing to make up at start.
             let watched = st.entry.expect_ping;
             if at_start && !watched && st.entry.catchup == Catchup::Last {
@@ -326,6 +335,7 @@ impl Engine {
                 _ => self.arm_after(slot, now),
             }
         }
+        self.after_loaded(now, out);
         report
     }
 
@@ -395,7 +405,7 @@ impl Engine {
             None => {
                 let st = &mut self.schedules.entries[slot];
                 st.next_ms = None;
-                if !matches!(st.entry.timing, Timing::Reboot) {
+                if !matches!(st.entry.timing, Timing::Reboot | Timing::After(_)) {
                     log::warn!("schedule {}: no further run time", st.id);
                 }
             }
@@ -671,6 +681,7 @@ impl Engine {
         let p = priority(entry.priority);
         let mut handles = Vec::new();
         let mut skipped = 0;
+        let after = self.after_placeholder(&id, nominal);
         for i in 0..entry.fanout {
             let unique: Bytes = match (entry.overlap, entry.fanout) {
                 (Overlap::Allow, _) => Bytes::new(),
@@ -706,7 +717,7 @@ impl Engine {
                 );
                 continue;
             }
-            let data = entry.render(utc(nominal), i);
+            let data = entry.render_after(utc(nominal), i, &after);
             let new = NewJob {
                 func: f,
                 body: JobBody::new(&unique, data.as_bytes()),

@@ -79,12 +79,18 @@ impl Engine {
             manual: origin.manual,
         });
         let ended = (record.is_some() && !origin.manual).then(|| Rc::clone(&origin.entry));
+        // A parent's run that ended, for its `@after` children (after.rs).
+        let parent_run = record.map(|_| (Rc::clone(&origin.entry), origin.scheduled_ms));
         // Given back by workers that left, plus failed attempts before a retry (retries.rs).
         let retries = self.extra(k).map_or(0, |e| e.retries) + self.prior_failures(k).0;
         let failure = outcome.failure(retries);
         let slot = self.schedules.by_id.get(&origin.entry).copied();
         if let Some(entry) = ended {
             self.cluster_job_ended(&entry, out);
+        }
+        if let Some((entry, scheduled)) = parent_run {
+            let ok = matches!(outcome, Outcome::Complete);
+            self.after_parent_job_ended(k, &entry, &handle, scheduled, ok, now, out);
         }
         let Some(slot) = slot else {
             return;

@@ -322,10 +322,24 @@
     const entry = has(j, "entry") ? j.entry : failed ? failed.entry : null;
     if (entry) pairs.push(["Schedule entry", link(entry, "#schedules")]);
     if (has(j, "scheduled") && j.scheduled) pairs.push(["Scheduled for", timeValue(j.scheduled), utc(new Date(j.scheduled))]);
+    if (has(j, "after")) pairs.push(["After", afterChain(j.after, j.handle), "the parents' runs this @after run was made from"]);
     const error = has(j, "error") ? j.error : failed ? failed.error + cut(failed.error_bytes, failed.error) : null;
     if (error) pairs.push(["Error", error, null, true]);
     if (failed && !has(j, "result")) pairs.push(["Workload", failed.workload + cut(failed.workload_bytes, failed.workload), null, true]);
     return pairs;
+  }
+
+  // An @after run's chain: each parent's run (a link to its page) -> this run.
+  function afterChain(parents, handle) {
+    const span = el("span", "chain");
+    parents.forEach((p, i) => {
+      if (i) span.append(" + ");
+      const a = link(p.id + " " + p.handle, jobHash(p.handle), p.outcome + ", scheduled " + utc(new Date(p.scheduled)));
+      a.className = p.outcome === "complete" ? "ok" : "bad";
+      span.append(a);
+    });
+    span.append(" \u2192 " + handle);
+    return span;
   }
 
   // The kept output: fetched again only when its size moves (live while the job runs), the

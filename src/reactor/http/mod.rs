@@ -485,7 +485,8 @@ impl Server {
                 // An ended job whose result is kept is found, though GET_STATUS knows it not.
                 let kept = self.engine.kept_job(handle).filter(|_| !s.known);
                 let status = if s.known || kept.is_some() { 200 } else { 404 };
-                Reply::json(status, json::job(&s, kept))
+                let after = self.engine.run_parents(handle);
+                Reply::json(status, json::job(&s, kept, after.as_deref()))
             }
             Endpoint::JobOutput(handle) => match self.engine.job_output(handle) {
                 Some(v) => Reply::new(200, Some(response::TEXT), v.kept),

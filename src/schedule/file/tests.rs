@@ -78,9 +78,9 @@ fn every_error_has_a_line_and_column() {
         vec![
             "1:1: minute: 60 is out of range 0-59",
             "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-            "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration or min_duration)",
+            "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)",
             "4:22: priority=\"urgent\": use high, normal or low",
-            "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot)",
+            "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot @after)",
             "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
             "8:9: unknown time zone \"Mars/Base\" (No such file or directory (os error 2))",
             "9:20: fanout=\"0\": use a number from 1 to 10000",
@@ -217,4 +217,84 @@ fn ten_thousand_entries_all_load() {
     }
     let f = parse(&text, &Zone::Utc).unwrap();
     assert_eq!(f.entries.len(), 10_000);
+}
+
+/// `@after`: its parse, and the graph's errors (src/schedule/after.rs).
+mod after {
+    use crate::schedule::Zone;
+    use crate::schedule::after::When;
+    use crate::schedule::file::parse;
+
+    fn errs(text: &str) -> Vec<String> {
+        match parse(text, &Zone::Utc) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn parents_when_and_within_parse() {
+        let f = parse(
+            "@daily a\n@daily b\n@after a,b  c  when=always within=1h -- {after}\n",
+            &Zone::Utc,
+        )
+        .unwrap();
+        let c = &f.entries[2];
+        let crate::schedule::cron::Timing::After(p) = &c.timing else {
+            panic!("{:?}", c.timing)
+        };
+        assert_eq!(p.ids, ["a", "b"]);
+        assert_eq!(c.spec, "@after a,b");
+        assert_eq!(c.after.when, When::Always);
+        assert_eq!(c.after.within_ms, Some(3_600_000));
+    }
+
+    #[test]
+    fn unknown_self_and_cycles_are_errors_with_their_columns() {
+        assert_eq!(
+            errs("@daily a\n@after a,zz b\n"),
+            ["2:10: @after zz: no entry of this file has the id \"zz\""]
+        );
+        assert_eq!(
+            errs("@after a a\n"),
+            ["1:8: @after a: an entry cannot run after itself"]
+        );
+        assert_eq!(
+            errs("@after b a\n@after a b\n"),
+            ["2:8: @after makes a cycle: a -> b -> a"]
+        );
+        assert_eq!(
+            errs("@daily x\n@after x,c a\n@after a b\n@after b c\n"),
+            ["3:8: @after makes a cycle: a -> c -> b -> a"]
+        );
+        assert_eq!(
+            errs("@after a,a b\n@daily a\n"),
+            ["1:10: @after names \"a\" twice"]
+        );
+        assert_eq!(
+            errs("@after  b\n"),
+            [
+                "1:10: a function name is missing (expected: @macro FUNCTION [key=value ...] [-- workload])"
+            ]
+        );
+    }
+
+    #[test]
+    fn when_and_within_need_after_and_a_job() {
+        let f = parse("@daily a when=always\n", &Zone::Utc).unwrap();
+        assert_eq!(
+            f.warnings[0].to_string(),
+            "1:10: when= has no effect without @after"
+        );
+        assert_eq!(
+            errs("@daily a\n@after a b expect=ping\n"),
+            [
+                "2:1: @after with expect=ping: a ping entry submits no job, so it has nothing to run after its parents"
+            ]
+        );
+        assert_eq!(
+            errs("@daily a\n@after a b within=0s\n"),
+            ["2:19: within=\"0s\": a span of 0 would miss every run; leave it out"]
+        );
+    }
 }

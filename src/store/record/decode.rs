@@ -147,6 +147,31 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
         RecordKind::FailedGone => Record::FailedGone {
             handle: Bytes::copy_from_slice(payload),
         },
+        RecordKind::AfterSet => {
+            let (a, b) = c.field()?;
+            let entry = Bytes::copy_from_slice(&payload[a..b]);
+            let mut parents = Vec::new();
+            while c.at < payload.len() {
+                let scheduled_ms = c.u64()?;
+                let ended_ms = c.u64()?;
+                let ok = match c.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err("unknown flags in an after-set record"),
+                };
+                let (a, b) = c.field()?;
+                let id = Bytes::copy_from_slice(&payload[a..b]);
+                let (a, b) = c.field()?;
+                parents.push(AfterParent {
+                    id,
+                    handle: Bytes::copy_from_slice(&payload[a..b]),
+                    scheduled_ms,
+                    ended_ms,
+                    ok,
+                });
+            }
+            Record::AfterSet(AfterSet { entry, parents })
+        }
         RecordKind::FunctionLease => Record::FunctionLease(FunctionLease {
             ms: c.u64()?,
             func: Bytes::copy_from_slice(&payload[FUNCTION_LEASE_FIXED..]),

@@ -106,6 +106,16 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.push(u8::from(entry.is_some()));
             buf.extend_from_slice(entry.as_deref().unwrap_or(&[]));
         }
+        Record::AfterSet(s) => {
+            put_field(buf, &s.entry);
+            for p in &s.parents {
+                buf.extend_from_slice(&p.scheduled_ms.to_le_bytes());
+                buf.extend_from_slice(&p.ended_ms.to_le_bytes());
+                buf.push(u8::from(p.ok));
+                put_field(buf, &p.id);
+                put_field(buf, &p.handle);
+            }
+        }
         Record::FunctionLease(FunctionLease { func, ms }) => {
             buf.extend_from_slice(&ms.to_le_bytes());
             buf.extend_from_slice(func);

@@ -84,6 +84,9 @@ kinds! {
     FunctionLimits = 11, "function-limits";
     /// An operator's action (the audit trail): live while among the newest `--keep-audit`.
     Audit = 12, "audit";
+    /// An `@after` entry's parents' runs since it last ran; the newest per entry wins (an
+    /// empty set too: a tombstone).
+    AfterSet = 17, "after-set";
 }
 
 /// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
@@ -108,6 +111,8 @@ const FUNCTION_LEASE_FIXED: usize = 8;
 /// Fixed part of a FunctionLimits payload: limit u32, rate count u32, rate window u64, paused
 /// u8, expire u64; the function is the rest.
 const FUNCTION_LIMITS_FIXED: usize = 4 + 4 + 8 + 1 + 8;
+/// Fixed part of one parent's run in an AfterSet: scheduled, ended, ok, two field lengths.
+const AFTER_PARENT_FIXED: usize = 8 + 8 + 1 + 4 + 4;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
@@ -337,6 +342,25 @@ pub struct Audit {
     pub outcome: Bytes,
 }
 
+/// One parent's run in an `@after` entry's set: which entry, its job, when it was due and
+/// ended, and whether it completed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AfterParent {
+    pub id: Bytes,
+    pub handle: Bytes,
+    pub scheduled_ms: u64,
+    pub ended_ms: u64,
+    pub ok: bool,
+}
+
+/// An `@after` entry's set: the newest run of each parent since the entry last ran (empty
+/// once it ran, or its set was missed); the newest per entry wins.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AfterSet {
+    pub entry: Bytes,
+    pub parents: Vec<AfterParent>,
+}
+
 /// One journal record. Built on the caller's stack and passed by reference to
 /// `Journal::append`, which encodes it straight into the shared write buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -367,6 +391,8 @@ pub enum Record {
     FunctionLimits(FunctionLimits),
     /// An operator's action, for the audit trail.
     Audit(Audit),
+    /// An `@after` entry's parents' runs since it last ran.
+    AfterSet(AfterSet),
 }
 
 impl Record {
@@ -386,6 +412,7 @@ impl Record {
             Record::OutputGone { .. } => RecordKind::OutputGone,
             Record::FunctionLimits(_) => RecordKind::FunctionLimits,
             Record::Audit(_) => RecordKind::Audit,
+            Record::AfterSet(_) => RecordKind::AfterSet,
         }
     }
 
@@ -407,7 +434,8 @@ impl Record {
             | Record::OutputKept(_)
             | Record::OutputGone { .. }
             | Record::FunctionLimits(_)
-            | Record::Audit(_) => VERSION,
+            | Record::Audit(_)
+            | Record::AfterSet(_) => VERSION,
         }
     }
 
@@ -461,6 +489,14 @@ impl Record {
             Record::Audit(a) => {
                 (AUDIT_FIXED + a.identity.len() + a.peer.len() + a.command.len()) as u64
                     + a.outcome.len() as u64
+            }
+            Record::AfterSet(s) => {
+                let parents: usize = s
+                    .parents
+                    .iter()
+                    .map(|p| AFTER_PARENT_FIXED + p.id.len() + p.handle.len())
+                    .sum();
+                (4 + s.entry.len() + parents) as u64
             }
         }
     }
@@ -558,6 +594,12 @@ pub(crate) fn lease_function(payload: &[u8]) -> Option<&[u8]> {
 /// The function of a FunctionLimits payload without decoding the rest.
 pub(crate) fn limits_function(payload: &[u8]) -> Option<&[u8]> {
     payload.get(FUNCTION_LIMITS_FIXED..)
+}
+
+/// The entry of an AfterSet payload (its first field) without decoding the rest.
+pub(crate) fn after_entry(payload: &[u8]) -> Option<&[u8]> {
+    let n = u32::from_le_bytes(payload.get(..4)?.try_into().ok()?) as usize;
+    payload.get(4..4usize.checked_add(n)?)
 }
 
 /// The seq of an Audit payload (its first field) without decoding the rest.

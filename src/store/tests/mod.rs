@@ -1,6 +1,7 @@
 //! Unit tests of the journal on real files in temp directories: the shared helpers (temp
 //! dirs, jobs, a model of what replay must give back), and one file per topic.
 
+mod after_sets;
 mod audit;
 mod commit;
 mod compaction;
