@@ -121,6 +121,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::SetLimit { .. }
         | A::PauseFunction { .. }
         | A::Schedule { .. }
+        | A::Backfill { .. }
         | A::RetryFailed(_)
         | A::DropFailed(_)
         | A::SetRetry { .. } => admin,

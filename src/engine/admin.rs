@@ -206,6 +206,21 @@ impl Engine {
                     Err(e) => e.admin_reply(),
                 }
             }
+            AdminCommand::Backfill {
+                id: entry,
+                from,
+                to,
+                dry_run,
+            } => {
+                let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+                match crate::schedule::span::parse_range(&text(&from), &text(&to)) {
+                    Err(e) => super::BackfillError::BadRange(e).admin_reply(),
+                    Ok(range) => match self.backfill_schedule(&entry, range, dry_run, now, out) {
+                        Ok(done) => done.admin_reply(),
+                        Err(e) => e.admin_reply(),
+                    },
+                }
+            }
             // The journal, the schedules file, the ACL and the cluster belong to the loop, which
             // answers these lines itself (reactor/gearman.rs); an engine on its own has none.
             AdminCommand::ShowJournal

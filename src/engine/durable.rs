@@ -96,6 +96,7 @@ impl Engine {
             func_retries,
             outputs,
             audit,
+            pending,
             max_id,
             stats: _,
         } = replayed;
@@ -104,6 +105,9 @@ impl Engine {
             self.restore_output(o);
         }
         self.restore_audit(audit);
+        for p in pending {
+            self.restore_pending(p);
+        }
         for r in jobs {
             self.restore_job(r, now, out);
         }
@@ -243,6 +247,7 @@ impl Engine {
                 scheduled_ms: a.first_ms,
                 started_ms: None,
                 manual: false,
+                backfill: false,
                 too_long: None,
             });
         }

@@ -149,6 +149,8 @@ pub struct ScheduleStatus {
     pub recent_outputs: Vec<Option<(Bytes, u64)>>,
     /// Retries of its runs waiting for their backoff.
     pub retries_pending: u32,
+    /// Runs waiting to be made: a backfill's, `catchup=all`'s, `overlap=queue`'s.
+    pub runs_waiting: u64,
 }
 
 /// Engine-wide numbers.
@@ -419,6 +421,7 @@ impl Engine {
                         })
                         .collect(),
                     retries_pending: pending.get(&st.id).copied().unwrap_or(0),
+                    runs_waiting: self.pending_runs(&st.id),
                 }
             })
             .collect()

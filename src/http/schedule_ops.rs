@@ -158,6 +158,7 @@ mod tests {
             recent_runs: Vec::new(),
             recent_outputs: Vec::new(),
             retries_pending: 0,
+            runs_waiting: 0,
         };
         let r = reply(ScheduleOp::Run, &Ok(vec!["H:x:1".into()]), Some(&entry));
         assert_eq!(r.status, 200);

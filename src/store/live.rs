@@ -90,6 +90,7 @@ pub(super) enum LiveKey {
     Output(Bytes),
     Limits(Bytes),
     Audit(u64),
+    Pending(Bytes),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -134,6 +135,9 @@ pub(super) struct LiveSet {
     output_seq: u64,
     /// The newest FunctionLimits per function (one with nothing set too: a tombstone).
     pub(super) limits: HashMap<Bytes, Loc>,
+    /// The newest SchedulePending per entry (an empty one too: a tombstone, so that runs
+    /// already made in an older file cannot come back).
+    pub(super) pending: HashMap<Bytes, Loc>,
     /// The audit trail's records still kept, by seq (those below the newest floor are dead).
     pub(super) audit: std::collections::BTreeMap<u64, Loc>,
     /// FailedKept records seen, to order the failed list.
@@ -272,6 +276,16 @@ impl LiveSet {
                 keep_newest(&mut self.limits, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::SchedulePending(p) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(
+                    &mut self.pending,
+                    p.entry.clone(),
+                    new,
+                    &mut self.live_bytes,
+                );
+                None
+            }
             Record::Audit(a) => {
                 let kept = self.audit.split_off(&a.floor);
                 for gone in std::mem::replace(&mut self.audit, kept).into_values() {
@@ -353,6 +367,10 @@ impl LiveSet {
                 let func = record::limits_function(payload)?;
                 key_of(&self.limits, func, here).map(|k| LiveKey::Limits(k.clone()))
             }
+            RecordKind::SchedulePending => {
+                let entry = record::pending_entry(payload)?;
+                key_of(&self.pending, entry, here).map(|k| LiveKey::Pending(k.clone()))
+            }
             RecordKind::Audit => {
                 let seq = record::audit_seq(payload)?;
                 self.audit
@@ -378,6 +396,7 @@ impl LiveSet {
             LiveKey::Output(h) => self.outputs.get_mut(h).map(loc),
             LiveKey::Limits(f) => self.limits.get_mut(f).map(loc),
             LiveKey::Audit(seq) => self.audit.get_mut(seq).map(loc),
+            LiveKey::Pending(e) => self.pending.get_mut(e).map(loc),
         }
     }
 }

@@ -78,6 +78,9 @@
 //!                  function wins (`limit`, `rate`, `pause function`, `expire`)
 //!   Audit (12): seq u64 | floor u64 (older seqs are dead) | at_ms u64 | lengths u32 of
 //!                  identity, peer, command | those bytes | outcome (the rest)
+//!   SchedulePending (18): queued_ms u64 (0: none) | spans u32 | each span: after_ms u64,
+//!                  to_ms u64, left u64, backfill u8 | entry (the rest); the newest per
+//!                  entry wins, an empty one ends it (kept as a tombstone)
 //! ```
 //!
 //! # Damage at replay
@@ -152,7 +155,7 @@ pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
     Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
-    JobAttempts, OutputKept, Record, ScheduleCounters, ScheduleRan,
+    JobAttempts, OutputKept, PendingSpan, Record, ScheduleCounters, SchedulePending, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -219,6 +222,9 @@ pub struct Replayed {
     pub outputs: Vec<OutputKept>,
     /// The audit trail, oldest first.
     pub audit: Vec<Audit>,
+    /// Schedule entries' runs waiting to be made (backfill, `catchup=all`, `overlap=queue`),
+    /// sorted by entry.
+    pub pending: Vec<SchedulePending>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

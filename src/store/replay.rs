@@ -12,8 +12,8 @@ use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
     Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
-    KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError,
-    TornTail,
+    KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, SchedulePending, ScheduleRan,
+    StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -39,6 +39,8 @@ pub(super) struct Rebuild {
     pub(super) outputs: HashMap<Bytes, (u64, OutputKept)>,
     /// The newest limits per function.
     pub(super) limits: HashMap<Bytes, FunctionLimits>,
+    /// The newest pending runs per schedule entry.
+    pub(super) pending: HashMap<Bytes, SchedulePending>,
     /// The audit trail by seq, those below the newest floor dropped.
     pub(super) audit: std::collections::BTreeMap<u64, Audit>,
 }
@@ -70,6 +72,9 @@ impl Rebuild {
             }
             Record::FunctionLimits(l) => {
                 self.limits.insert(l.func.clone(), l);
+            }
+            Record::SchedulePending(p) => {
+                self.pending.insert(p.entry.clone(), p);
             }
             Record::FailedKept(f) => {
                 self.attempts.remove(&f.id);
@@ -112,6 +117,7 @@ impl Rebuild {
             leases,
             outputs,
             limits,
+            pending,
             audit,
         } = self;
         let mut outputs: Vec<(u64, OutputKept)> = outputs.into_values().collect();
@@ -139,8 +145,12 @@ impl Rebuild {
         let mut limits: Vec<FunctionLimits> =
             limits.into_values().filter(|l| !l.is_none()).collect();
         limits.sort_by(|a, b| a.func.cmp(&b.func));
+        let mut pending: Vec<SchedulePending> =
+            pending.into_values().filter(|p| !p.is_empty()).collect();
+        pending.sort_by(|a, b| a.entry.cmp(&b.entry));
         let replayed = Replayed {
             jobs,
+            pending,
             schedules,
             failed,
             leases,

@@ -417,6 +417,7 @@ impl Engine {
                     _ => RunOutcome::Failed,
                 },
                 manual: false,
+                backfill: false,
             })
             .collect()
     }

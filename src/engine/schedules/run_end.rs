@@ -77,6 +77,7 @@ impl Engine {
                 o
             },
             manual: origin.manual,
+            backfill: origin.backfill,
         });
         let ended = (record.is_some() && !origin.manual).then(|| Rc::clone(&origin.entry));
         // Given back by workers that left, plus failed attempts before a retry (retries.rs).

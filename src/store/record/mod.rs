@@ -84,6 +84,10 @@ kinds! {
     FunctionLimits = 11, "function-limits";
     /// An operator's action (the audit trail): live while among the newest `--keep-audit`.
     Audit = 12, "audit";
+    /// A schedule entry's runs waiting to be made: a backfill's and `catchup=all`'s times
+    /// still to come, and the run `overlap=queue` holds; the newest per entry wins, an empty
+    /// one ends it.
+    SchedulePending = 18, "schedule-pending";
 }
 
 /// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
@@ -108,6 +112,11 @@ const FUNCTION_LEASE_FIXED: usize = 8;
 /// Fixed part of a FunctionLimits payload: limit u32, rate count u32, rate window u64, paused
 /// u8, expire u64; the function is the rest.
 const FUNCTION_LIMITS_FIXED: usize = 4 + 4 + 8 + 1 + 8;
+/// Fixed part of a SchedulePending payload: the queued run (0: none), the span count; then
+/// each span (after, to, left, backfill byte) and the entry (the rest).
+const SCHEDULE_PENDING_FIXED: usize = 8 + 4;
+/// One span of a SchedulePending payload.
+const PENDING_SPAN_LEN: usize = 8 + 8 + 8 + 1;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
@@ -276,6 +285,35 @@ pub struct FunctionLease {
     pub ms: u64,
 }
 
+/// A schedule entry's runs waiting to be made (src/engine/schedules/backfill.rs); the newest
+/// per entry wins, and one with nothing waiting ends the entry's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchedulePending {
+    pub entry: Bytes,
+    /// `overlap=queue`: the scheduled time of the run waiting for the previous one to end.
+    pub queued_ms: Option<u64>,
+    /// Backfill and catch-up runs still to make, in order.
+    pub spans: Vec<PendingSpan>,
+}
+
+/// Runs of an entry's timing still to make: its times after `after_ms` up to `to_ms`, at most
+/// `left` more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingSpan {
+    pub after_ms: u64,
+    pub to_ms: u64,
+    pub left: u64,
+    /// A backfill (manual runs) rather than a catch-up (the entry's own runs).
+    pub backfill: bool,
+}
+
+impl SchedulePending {
+    /// Nothing waits: the record ends the entry's.
+    pub fn is_empty(&self) -> bool {
+        self.queued_ms.is_none() && self.spans.is_empty()
+    }
+}
+
 /// An ended job's output and how it ended, as the journal keeps it (the engine's kept
 /// results, src/engine/output/).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -367,6 +405,8 @@ pub enum Record {
     FunctionLimits(FunctionLimits),
     /// An operator's action, for the audit trail.
     Audit(Audit),
+    /// A schedule entry's runs waiting to be made.
+    SchedulePending(SchedulePending),
 }
 
 impl Record {
@@ -386,6 +426,7 @@ impl Record {
             Record::OutputGone { .. } => RecordKind::OutputGone,
             Record::FunctionLimits(_) => RecordKind::FunctionLimits,
             Record::Audit(_) => RecordKind::Audit,
+            Record::SchedulePending(_) => RecordKind::SchedulePending,
         }
     }
 
@@ -407,7 +448,8 @@ impl Record {
             | Record::OutputKept(_)
             | Record::OutputGone { .. }
             | Record::FunctionLimits(_)
-            | Record::Audit(_) => VERSION,
+            | Record::Audit(_)
+            | Record::SchedulePending(_) => VERSION,
         }
     }
 
@@ -461,6 +503,9 @@ impl Record {
             Record::Audit(a) => {
                 (AUDIT_FIXED + a.identity.len() + a.peer.len() + a.command.len()) as u64
                     + a.outcome.len() as u64
+            }
+            Record::SchedulePending(p) => {
+                (SCHEDULE_PENDING_FIXED + p.spans.len() * PENDING_SPAN_LEN + p.entry.len()) as u64
             }
         }
     }
@@ -548,6 +593,15 @@ pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a
         (RecordKind::ScheduleState, _) => payload.get(SCHEDULE_STATE_FIXED..),
         _ => None,
     }
+}
+
+/// The entry of a SchedulePending payload without decoding the rest.
+pub(crate) fn pending_entry(payload: &[u8]) -> Option<&[u8]> {
+    let n = payload
+        .get(8..SCHEDULE_PENDING_FIXED)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)?;
+    payload.get(SCHEDULE_PENDING_FIXED + (n as usize).checked_mul(PENDING_SPAN_LEN)?..)
 }
 
 /// The function of a FunctionLease payload without decoding the rest.

@@ -8,6 +8,7 @@ mod failed;
 mod leases;
 mod limits;
 mod outputs;
+mod pending;
 mod records;
 mod replay;
 
