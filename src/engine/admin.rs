@@ -213,12 +213,11 @@ impl Engine {
                 dry_run,
             } => {
                 let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
-                match crate::schedule::span::parse_range(&text(&from), &text(&to)) {
-                    Err(e) => super::BackfillError::BadRange(e).admin_reply(),
-                    Ok(range) => match self.backfill_schedule(&entry, range, dry_run, now, out) {
-                        Ok(done) => done.admin_reply(),
-                        Err(e) => e.admin_reply(),
-                    },
+                let range = (text(&from), text(&to));
+                let range = (range.0.as_str(), range.1.as_str());
+                match self.backfill_text(&entry, range, dry_run, now, out) {
+                    Ok(done) => done.admin_reply(),
+                    Err(e) => e.admin_reply(),
                 }
             }
             // The journal, the schedules file, the ACL and the cluster belong to the loop, which

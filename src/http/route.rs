@@ -127,6 +127,11 @@ pub fn route(head: &Head, body: Bytes) -> Route {
     if let Some(r) = super::ping::route(&head.method, &name, &body) {
         return r.map_or_else(Route::Reply, Route::Ping);
     }
+    let query = head.target.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split('#').next().unwrap_or("");
+    if let Some(r) = super::schedule_ops::backfill_route(&head.method, &name, query, &body) {
+        return r;
+    }
     if let Some(r) = super::schedule_ops::route(&head.method, &name) {
         return r;
     }
@@ -253,6 +258,7 @@ pub fn while_draining(route: Route) -> Route {
         Route::Read { .. }
         | Route::Submit(_)
         | Route::Schedule { .. }
+        | Route::Backfill { .. }
         | Route::Failed { .. }
         | Route::Limits { .. }
         | Route::Act(_) => Route::Reply(Reply::text(503, "draining")),

@@ -279,3 +279,59 @@ fn a_kill_9_keeps_the_backfill_runs_still_waiting() {
     }
     assert!(w.grab_uniq().is_none());
 }
+
+#[test]
+fn post_backfill_lists_a_dry_run_then_queues_the_runs() {
+    let file_dir = dir("http-file");
+    let file = file_dir.join("s.cron");
+    std::fs::write(&file, "@hourly h -- {time}\n").unwrap();
+    let s = HttpServer::in_process(&["--schedules", file.to_str().unwrap()]);
+    let last = s.server.now_ms() / (60 * MIN) * (60 * MIN);
+    let (from, to) = (rfc3339(last - 2 * 60 * MIN), rfc3339(last));
+    let r = s.call(
+        "POST",
+        &format!("/schedules/h/backfill?from={from}&to={to}&dry_run=1"),
+        &[],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.text();
+    let listed = format!(
+        "\"times\":[\"{from}\",\"{}\",\"{to}\"]",
+        rfc3339(last - 60 * MIN)
+    );
+    assert!(
+        body.starts_with("{\"op\":\"backfill\",\"dry_run\":true,\"runs\":3,"),
+        "{body}"
+    );
+    assert!(body.contains(&listed), "{body}");
+    let mut c = s.gearman();
+    assert_eq!(total(&mut c, "h"), 0, "a dry run makes nothing");
+
+    // The same in a form body; the first run is queued at once, the others wait for it.
+    let form = format!("from={from}&to={to}");
+    let r = s.call("POST", "/schedules/h/backfill", &[], form.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("\"runs_waiting\":2"), "{}", r.text());
+    assert_eq!(total(&mut c, "h"), 1);
+    let mut w = s.gearman();
+    w.can_do(&["h"]);
+    assert_eq!(grab_and_complete(&mut w), from);
+
+    // Errors: an unknown entry, a bad time, a GET.
+    let r = s.call(
+        "POST",
+        &format!("/schedules/nope/backfill?from={from}&to={to}"),
+        &[],
+        b"",
+    );
+    assert_eq!(r.status, 404, "{}", r.text());
+    let r = s.call(
+        "POST",
+        "/schedules/h/backfill?from=yesterday&to=today",
+        &[],
+        b"",
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(s.get("/schedules/h/backfill?from=a&to=b").status, 405);
+}

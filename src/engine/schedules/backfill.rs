@@ -231,6 +231,21 @@ impl Engine {
         Ok(done)
     }
 
+    /// `backfill_schedule` with FROM and TO as an operator wrote them (RFC 3339 times or
+    /// dates, src/schedule/span.rs).
+    pub fn backfill_text(
+        &mut self,
+        id: &[u8],
+        (from, to): (&str, &str),
+        dry_run: bool,
+        now: u64,
+        out: &mut Outbox,
+    ) -> Result<Backfilled, BackfillError> {
+        let range =
+            crate::schedule::span::parse_range(from, to).map_err(BackfillError::BadRange)?;
+        self.backfill_schedule(id, range, dry_run, now, out)
+    }
+
     /// `catchup=all`: every time missed since the entry last ran, oldest first, at most
     /// `max` (the older ones beyond it, and those older than `deadline=`, are missed and
     /// alerted); they wait in turn like a backfill, as the entry's own runs.
