@@ -23,24 +23,7 @@ fn bad(message: &str) -> Route {
     Route::Reply(Reply::text(400, message))
 }
 
-/// Percent-decode a path segment; `None` for a broken escape.
-pub fn percent_decode(s: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        if s[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            let hi = (hex[0] as char).to_digit(16)?;
-            let lo = (hex[1] as char).to_digit(16)?;
-            out.push((hi * 16 + lo) as u8);
-            i += 3;
-        } else {
-            out.push(s[i]);
-            i += 1;
-        }
-    }
-    Some(out)
-}
+pub use super::parse::percent_decode;
 
 /// The path of a request target: origin form (`/a?q`) or absolute form (`http://h/a`).
 fn path_of(target: &str) -> Result<&str, HttpError> {

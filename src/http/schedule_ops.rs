@@ -64,7 +64,7 @@ pub fn backfill_route(method: &Method, path: &[u8], query: &str, body: &[u8]) ->
             None => (pair, &b""[..]),
         };
         // `+` stays a plus: it is an RFC 3339 offset's sign far more often than a space.
-        let Some(v) = super::route::percent_decode(v).and_then(|v| String::from_utf8(v).ok())
+        let Some(v) = super::parse::percent_decode(v).and_then(|v| String::from_utf8(v).ok())
         else {
             return Some(Route::Reply(Reply::text(400, USE_BACKFILL)));
         };
