@@ -318,6 +318,19 @@ fn post_backfill_lists_a_dry_run_then_queues_the_runs() {
     w.can_do(&["h"]);
     assert_eq!(grab_and_complete(&mut w), from);
 
+    // The console's form: a dry run, then the runs, from its own page only.
+    let page = [("X-Gearwheel-Console", "1"), ("Origin", "http://127.0.0.1")];
+    let body = format!("h {from} {from} dry-run");
+    let r = s.call("POST", "/ui/api/backfill", &page, body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.text().contains(&format!("\"times\":[\"{from}\"]")),
+        "{}",
+        r.text()
+    );
+    let r = s.call("POST", "/ui/api/backfill", &[], body.as_bytes());
+    assert_eq!(r.status, 403, "{}", r.text());
+
     // Errors: an unknown entry, a bad time, a GET.
     let r = s.call(
         "POST",
