@@ -439,6 +439,17 @@ impl Engine {
                 self.make_run(slot, q, now, out);
                 continue;
             }
+            // A cluster claims each run of its own time; runs a restart brought back from
+            // before the server joined one are not made behind its back.
+            if self.schedules.clustered && !w.spans.is_empty() {
+                log::warn!(
+                    "schedule {id}: {} waiting dropped: backfill and catchup=all runs are not made on a server of a cluster",
+                    crate::plural::count(w.spans.iter().map(|s| s.left).sum(), "run", "runs")
+                );
+                w.spans.clear();
+                changed = true;
+                continue;
+            }
             let Some(span) = w.spans.front_mut() else {
                 break;
             };
