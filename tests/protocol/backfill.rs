@@ -157,7 +157,8 @@ fn catchup_all_makes_up_every_missed_run_oldest_first_up_to_its_cap() {
     let seen = chrono::DateTime::parse_from_rfc3339(ran.strip_prefix("run of ").unwrap())
         .unwrap()
         .timestamp_millis() as u64;
-    c.admin("status", true);
+    // Its WORK_COMPLETE is in before the kill: a line on the worker's own connection.
+    w.admin("status", true);
 
     // Down for five of its minutes (and a bit): five runs missed.
     let clock = s.kill9();
@@ -175,7 +176,7 @@ fn catchup_all_makes_up_every_missed_run_oldest_first_up_to_its_cap() {
             format!("run of {}", rfc3339(seen + i * MIN))
         );
     }
-    assert_eq!(total(&mut c, "cu"), 0, "no fourth: {}", s.log());
+    assert_eq!(total(&mut w, "cu"), 0, "no fourth: {}", s.log());
     let row = c.schedule_row("cu");
     assert_eq!(
         row[9], "2",
@@ -237,12 +238,16 @@ fn overlap_queue_never_runs_two_at_once_and_the_waiting_run_starts_as_the_previo
     assert_eq!(total(&mut c, "q"), 1, "{}", s.log());
     // The moment it ends, the waiting run starts: no clock move in between.
     w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
-    assert_eq!(total(&mut c, "q"), 1);
+    assert_eq!(
+        total(&mut w, "q"),
+        1,
+        "on its own connection: after its end"
+    );
     assert_eq!(
         grab_and_complete(&mut w),
         format!("tick {}", rfc3339(t1 + 10_000))
     );
-    assert_eq!(total(&mut c, "q"), 0, "nothing else waited");
+    assert_eq!(total(&mut w, "q"), 0, "nothing else waited");
 }
 
 #[test]
@@ -267,7 +272,7 @@ fn a_kill_9_keeps_the_backfill_runs_still_waiting() {
     assert_eq!(grab_and_complete(&mut w), times[0]);
     let (_, _, _, second) = w.grab_uniq().expect("the second");
     assert_eq!(String::from_utf8(second).unwrap(), times[1]);
-    c.admin("status", true);
+    w.admin("status", true);
 
     let clock = s.kill9();
     drop((c, w));
@@ -347,4 +352,54 @@ fn post_backfill_lists_a_dry_run_then_queues_the_runs() {
     );
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(s.get("/schedules/h/backfill?from=a&to=b").status, 405);
+}
+
+#[test]
+fn a_backfill_waits_for_its_group_and_keeps_to_the_functions_limit() {
+    let file_dir = dir("g-file");
+    let file = file_dir.join("s.cron");
+    std::fs::write(
+        &file,
+        "@hourly a group=g -- a {time}\n@hourly b group=g\n@hourly la overlap=allow -- la {time}\n",
+    )
+    .unwrap();
+    let s = InProcess::start(&["--schedules", file.to_str().unwrap()]);
+    let mut c = s.connect();
+    let last = s.now_ms() / (60 * MIN) * (60 * MIN);
+    let (from, to) = (rfc3339(last - 60 * MIN), rfc3339(last));
+
+    // b of the same group runs: a's backfill waits until it ends.
+    assert!(c.admin("run schedule b", false).starts_with("OK H:"));
+    let mut wb = s.connect();
+    wb.can_do(&["b"]);
+    let (hb, _, _, _) = wb.grab_uniq().expect("b's run");
+    assert_eq!(
+        c.admin(&format!("backfill schedule a {from} {to}"), false),
+        "OK 2\n"
+    );
+    assert_eq!(total(&mut c, "a"), 0, "group g is busy");
+    wb.send_req(t::WORK_COMPLETE, &[hb.as_bytes(), b""]);
+    wb.admin("status", true);
+    let mut wa = s.connect();
+    wa.can_do(&["a"]);
+    assert_eq!(grab_and_complete(&mut wa), format!("a {from}"));
+    assert_eq!(grab_and_complete(&mut wa), format!("a {to}"));
+
+    // overlap=allow: the runs are queued at once, and the function's limit hands them out
+    // one at a time.
+    assert!(c.admin("limit la 1", false).starts_with("OK"));
+    assert_eq!(
+        c.admin(&format!("backfill schedule la {from} {to}"), false),
+        "OK 2\n"
+    );
+    assert_eq!(total(&mut c, "la"), 2);
+    let (mut w1, mut w2) = (s.connect(), s.connect());
+    w1.can_do(&["la"]);
+    w2.can_do(&["la"]);
+    let (h1, _, _, d1) = w1.grab_uniq().expect("the first");
+    assert_eq!(d1, format!("la {from}").into_bytes());
+    assert!(w2.grab_uniq().is_none(), "limit la 1: one at a time");
+    w1.send_req(t::WORK_COMPLETE, &[h1.as_bytes(), b""]);
+    w1.admin("status", true);
+    assert_eq!(grab_and_complete(&mut w2), format!("la {to}"));
 }
