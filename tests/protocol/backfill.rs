@@ -149,7 +149,7 @@ fn catchup_all_makes_up_every_missed_run_oldest_first_up_to_its_cap() {
     )
     .unwrap();
     let s = start(manual_clock(), &data, &file, &[]);
-    let mut c = s.connect();
+    let c = s.connect();
     let mut w = s.connect();
     w.can_do(&["cu"]);
     s.advance(MIN);
