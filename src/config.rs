@@ -175,6 +175,10 @@ pub struct ServeArgs {
     /// handouts (default 10000)
     #[argh(option, default = "10_000")]
     pub max_rate_count: u32,
+    /// most runs one backfill of a schedule entry may make, counting those of the entry
+    /// still waiting from an earlier one (default 10000)
+    #[argh(option, default = "10_000")]
+    pub max_backfill: usize,
     /// keep background and future jobs and schedule runs in a journal in this directory
     /// (created if missing), so that they survive a crash or a restart
     #[argh(option)]
@@ -676,6 +680,7 @@ impl Config {
                 keep_results_foreground: a.keep_results_foreground,
                 max_function_settings: a.max_function_settings,
                 max_rate_count: a.max_rate_count,
+                max_backfill: a.max_backfill,
             },
             notices,
             schedules: a.schedules.clone(),

@@ -121,6 +121,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::SetLimit { .. }
         | A::PauseFunction { .. }
         | A::Schedule { .. }
+        | A::Backfill { .. }
         | A::RetryFailed(_)
         | A::DropFailed(_)
         | A::SetRetry { .. } => admin,
@@ -161,9 +162,10 @@ pub fn route(route: &Route) -> Need<'_> {
             }
         },
         Route::Submit(s) => Need::Op(Operation::Submit, Scope::Function(&s.func)),
-        Route::Schedule { .. } | Route::Failed { .. } | Route::Limits { .. } => {
-            Need::Op(Operation::Admin, Scope::Every)
-        }
+        Route::Schedule { .. }
+        | Route::Backfill { .. }
+        | Route::Failed { .. }
+        | Route::Limits { .. } => Need::Op(Operation::Admin, Scope::Every),
         Route::Ping(p) => ping(p),
         Route::Act(_) => Need::ConsoleAct,
         Route::Reply(_) => Need::Free,

@@ -79,6 +79,7 @@ fn short_form(words: &[String]) -> Vec<String> {
         ["drop", "function", _] => keep(2, "drop"),
         ["reload", "schedules"] => keep(2, "reload"),
         [op @ ("run" | "skip" | "pause" | "resume"), "schedule", _] => keep(2, op),
+        ["backfill", "schedule", ..] => keep(2, "backfill"),
         _ => words.to_vec(),
     }
 }
@@ -179,6 +180,15 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
         "reload" => arity(0, "no arguments").and(one("reload schedules".into(), View::Ok)),
         op @ ("run" | "skip" | "pause" | "resume") => arity(1, "a schedule entry id")
             .and_then(|_| one(format!("{op} schedule {}", rest[0]), View::Ok)),
+        // A dry run lists the times; a backfill answers `OK N`.
+        "backfill" => match rest {
+            [id, from, to] => one(format!("backfill schedule {id} {from} {to}"), View::Lines),
+            [id, from, to, d] if d.eq_ignore_ascii_case("dry-run") => list(
+                &format!("backfill schedule {id} {from} {to} dry-run"),
+                View::Lines,
+            ),
+            _ => Err("backfill takes ID FROM TO [dry-run]".into()),
+        },
         "shutdown" => match rest {
             [] => one("shutdown".into(), View::Ok),
             [g] if g.eq_ignore_ascii_case("graceful") => one("shutdown graceful".into(), View::Ok),

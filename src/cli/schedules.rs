@@ -1,7 +1,8 @@
 //! `gearwheel schedules push FILE --etcd URL` and `gearwheel schedules show --etcd URL`: the
 //! schedules file of a whole cluster, stored in etcd where every server of the cluster loads
 //! it (docs/cluster.md). The file is checked exactly as a reload checks it before it is
-//! stored, so a file a server would refuse never reaches the fleet.
+//! stored, so a file a server would refuse never reaches the fleet. And `gearwheel schedules
+//! backfill ID --from --to`: a server's admin line `backfill schedule`, with flags.
 
 use std::path::PathBuf;
 
@@ -24,9 +25,10 @@ pub const MAX_FILE: usize = 1 << 20;
     name = "schedules",
     example = "gearwheel schedules push /etc/gearwheel/schedules.cron --etcd http://10.0.0.1:2379",
     example = "gearwheel schedules show --etcd http://10.0.0.1:2379,http://10.0.0.2:2379",
-    note = "Exit codes: 0 done, 1 etcd refused the request (or nothing was pushed yet, for \
-            show), 2 bad flags or an invalid file (its errors as FILE:LINE:COL: message), 3 \
-            etcd could not be reached."
+    example = "gearwheel schedules backfill backup.db --from 2026-11-01 --to 2026-11-07 --dry-run",
+    note = "Exit codes: 0 done, 1 etcd (or the server, for backfill) refused the request (or \
+            nothing was pushed yet, for show), 2 bad flags or an invalid file (its errors as \
+            FILE:LINE:COL: message), 3 etcd (or the server) could not be reached."
 )]
 pub struct SchedulesArgs {
     #[argh(subcommand)]
@@ -38,6 +40,42 @@ pub struct SchedulesArgs {
 pub enum SchedulesCommand {
     Push(PushArgs),
     Show(ShowArgs),
+    Backfill(BackfillArgs),
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Run an entry's times from --from to --to again, in order, as manual runs (each with
+/// {time} the time it stands for); --dry-run lists them.
+#[argh(subcommand, name = "backfill")]
+pub struct BackfillArgs {
+    /// the schedule entry's id
+    #[argh(positional)]
+    pub id: String,
+    /// the first time: RFC 3339 (2026-11-01T03:00:00Z) or a date (its whole day, UTC)
+    #[argh(option)]
+    pub from: String,
+    /// the last time, included: RFC 3339 or a date (its whole day, UTC)
+    #[argh(option)]
+    pub to: String,
+    /// list the times it would run, and run nothing
+    #[argh(switch)]
+    pub dry_run: bool,
+    /// server HOST[:PORT] (default as gearwheel admin: $GEARMAN_SERVERS, $GEARMAN_SERVER,
+    /// else 127.0.0.1:4730)
+    #[argh(option, short = 's')]
+    pub server: Option<String>,
+    /// speak TLS to the server
+    #[argh(switch)]
+    pub ssl: bool,
+    /// PEM file of the CA that signed the server's certificate (with --ssl)
+    #[argh(option)]
+    pub ssl_ca_file: Option<String>,
+    /// PEM file of this client's certificate (with --ssl)
+    #[argh(option)]
+    pub ssl_certificate: Option<String>,
+    /// PEM file of the private key of --ssl-certificate
+    #[argh(option)]
+    pub ssl_key: Option<String>,
 }
 
 #[derive(FromArgs, Debug, PartialEq)]
@@ -105,7 +143,26 @@ pub fn run(a: SchedulesArgs) -> u8 {
     match a.command {
         SchedulesCommand::Push(p) => push(p),
         SchedulesCommand::Show(s) => show(s),
+        SchedulesCommand::Backfill(b) => backfill(b),
     }
+}
+
+/// The admin line `backfill schedule ID FROM TO [dry-run]`, sent as `gearwheel admin` sends
+/// it (same server flags, exit codes and output).
+fn backfill(b: BackfillArgs) -> u8 {
+    let mut command = vec!["backfill".into(), "schedule".into(), b.id, b.from, b.to];
+    if b.dry_run {
+        command.push("dry-run".into());
+    }
+    super::admin::run(super::AdminArgs {
+        server: b.server,
+        raw: false,
+        ssl: b.ssl,
+        ssl_ca_file: b.ssl_ca_file,
+        ssl_certificate: b.ssl_certificate,
+        ssl_key: b.ssl_key,
+        command,
+    })
 }
 
 /// The flags that say how to reach etcd, common to `push` and `show`.

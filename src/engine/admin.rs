@@ -206,6 +206,20 @@ impl Engine {
                     Err(e) => e.admin_reply(),
                 }
             }
+            AdminCommand::Backfill {
+                id: entry,
+                from,
+                to,
+                dry_run,
+            } => {
+                let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+                let range = (text(&from), text(&to));
+                let range = (range.0.as_str(), range.1.as_str());
+                match self.backfill_text(&entry, range, dry_run, now, out) {
+                    Ok(done) => done.admin_reply(),
+                    Err(e) => e.admin_reply(),
+                }
+            }
             // The journal, the schedules file, the ACL and the cluster belong to the loop, which
             // answers these lines itself (reactor/gearman.rs); an engine on its own has none.
             AdminCommand::ShowJournal

@@ -194,6 +194,7 @@ impl Engine {
         // runs waiting for their group start.
         self.check_gates(now, out);
         self.release_groups(now, out);
+        self.release_pending(now, out);
         let mut i = 0;
         while i < self.grab_retries.len() {
             let id = self.grab_retries[i];

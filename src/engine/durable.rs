@@ -97,6 +97,7 @@ impl Engine {
             outputs,
             audit,
             after_sets,
+            pending,
             max_id,
             stats: _,
         } = replayed;
@@ -108,6 +109,9 @@ impl Engine {
             self.restore_output(o);
         }
         self.restore_audit(audit);
+        for p in pending {
+            self.restore_pending(p);
+        }
         for r in jobs {
             self.restore_job(r, now, out);
         }
@@ -247,6 +251,7 @@ impl Engine {
                 scheduled_ms: a.first_ms,
                 started_ms: None,
                 manual: false,
+                backfill: false,
                 too_long: None,
             });
         }

@@ -43,6 +43,7 @@ mod schedules;
 mod serve;
 mod timers;
 pub use schedules::LoadReport;
+pub use schedules::backfill::{BackfillError, Backfilled};
 pub use schedules::ops::{HEARTBEAT_NOT_RUN, ScheduleOpError};
 pub use schedules::run_history::ScheduleMarks;
 pub use schedules::run_history::{RunOutcome, RunRecord};
@@ -146,6 +147,9 @@ pub struct EngineConfig {
     /// The largest N of `rate FUNCTION N/DURATION` (`--max-rate-count`): a rate keeps the time
     /// of each of its last N handouts.
     pub max_rate_count: u32,
+    /// The most runs one backfill may ask for, with those of the entry still waiting
+    /// (`--max-backfill`).
+    pub max_backfill: usize,
 }
 
 impl Default for EngineConfig {
@@ -173,6 +177,7 @@ impl Default for EngineConfig {
             keep_output: 64 << 10,
             keep_output_total: 64 << 20,
             keep_results_ms: 24 * 3_600_000,
+            max_backfill: 10_000,
             keep_results_foreground: false,
             max_function_settings: 10_000,
             max_rate_count: 10_000,

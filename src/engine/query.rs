@@ -154,6 +154,8 @@ pub struct ScheduleStatus {
     pub recent_after: Vec<Option<String>>,
     /// An `@after` entry's parents' runs since it last ran (JSON), else `None`.
     pub after_pending: Option<String>,
+    /// Runs waiting to be made: a backfill's, `catchup=all`'s, `overlap=queue`'s.
+    pub runs_waiting: u64,
 }
 
 /// Engine-wide numbers.
@@ -440,6 +442,7 @@ impl Engine {
                     .then(|| {
                         super::schedules::after::after_json(self.schedules.after.pending(&st.id))
                     }),
+                    runs_waiting: self.pending_runs(&st.id),
                 }
             })
             .collect()

@@ -429,8 +429,10 @@ pub struct Origin {
     pub scheduled_ms: u64,
     /// When a worker last took the job (only scheduled jobs need it: the outcome's duration).
     pub started_ms: Option<u64>,
-    /// Started by `run schedule`, not by the entry's timing.
+    /// Started by `run schedule` (or a backfill), not by the entry's timing.
     pub manual: bool,
+    /// A backfill's run: `scheduled_ms` is the past time it stands for.
+    pub backfill: bool,
     /// The entry's `max_duration=` deadline for the attempt running, cancelled at its end.
     pub too_long: Option<crate::timer::TimerKey>,
 }

@@ -59,6 +59,14 @@ pub enum Route {
         op: crate::proto::admin::ScheduleOp,
         id: Bytes,
     },
+    /// `POST /schedules/ID/backfill?from=FROM&to=TO[&dry_run=1]`: the entry's times in the
+    /// range run as manual runs (FROM and TO as sent; the engine reads them).
+    Backfill {
+        id: Bytes,
+        from: String,
+        to: String,
+        dry_run: bool,
+    },
     /// `POST /failed/HANDLE/retry` or `DELETE /failed/HANDLE`.
     Failed {
         op: FailedOp,

@@ -172,7 +172,8 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         .bool("skip_next", s.skip_next)
         .bool("last_run_manual", s.last_run_manual)
         .opt_str("last_error", s.last_error.as_deref())
-        .num("retries_pending", s.retries_pending);
+        .num("retries_pending", s.retries_pending)
+        .num("runs_waiting", s.runs_waiting);
     let runs: Vec<_> = s
         .recent_runs
         .iter()
@@ -188,7 +189,8 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         time(&mut o, "started", r.started_ms);
         o.opt_num("duration_ms", r.duration_ms)
             .str("outcome", r.outcome.name())
-            .bool("manual", r.manual);
+            .bool("manual", r.manual)
+            .bool("backfill", r.backfill);
         match kept {
             Some((handle, bytes)) => o.bytes("handle", handle).num("output_bytes", bytes),
             None => o.null("handle").null("output_bytes"),
@@ -379,12 +381,14 @@ mod tests {
             last_run_manual: true,
             last_error: Some("disk".into()),
             retries_pending: 2,
+            runs_waiting: 3,
             recent_runs: vec![crate::engine::RunRecord {
                 scheduled_ms: 0,
                 started_ms: Some(1000),
                 duration_ms: Some(20),
                 outcome: crate::engine::RunOutcome::Failed,
                 manual: true,
+                backfill: false,
             }],
             recent_outputs: vec![Some((Bytes::from_static(b"H:x:4"), 70_000))],
             recent_after: vec![Some("[]".into())],
@@ -396,9 +400,9 @@ mod tests {
              \"next_run\":\"1970-01-01T00:00:00Z\",\"last_run\":null,\
              \"last_outcome\":\"exception: \\\"disk\\\"\",\"last_duration_ms\":null,\"runs\":1,\
              \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\
-             \"last_error\":\"disk\",\"retries_pending\":2,\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
+             \"last_error\":\"disk\",\"retries_pending\":2,\"runs_waiting\":3,\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
              \"started\":\"1970-01-01T00:00:01Z\",\"duration_ms\":20,\"outcome\":\"failed\",\
-             \"manual\":true,\"handle\":\"H:x:4\",\"output_bytes\":70000,\"after\":[]}],\"after_pending\":[]}]}\n"
+             \"manual\":true,\"backfill\":false,\"handle\":\"H:x:4\",\"output_bytes\":70000,\"after\":[]}],\"after_pending\":[]}]}\n"
         );
     }
 }

@@ -23,24 +23,7 @@ fn bad(message: &str) -> Route {
     Route::Reply(Reply::text(400, message))
 }
 
-/// Percent-decode a path segment; `None` for a broken escape.
-pub fn percent_decode(s: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        if s[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            let hi = (hex[0] as char).to_digit(16)?;
-            let lo = (hex[1] as char).to_digit(16)?;
-            out.push((hi * 16 + lo) as u8);
-            i += 3;
-        } else {
-            out.push(s[i]);
-            i += 1;
-        }
-    }
-    Some(out)
-}
+pub use super::parse::percent_decode;
 
 /// The path of a request target: origin form (`/a?q`) or absolute form (`http://h/a`).
 fn path_of(target: &str) -> Result<&str, HttpError> {
@@ -126,6 +109,11 @@ pub fn route(head: &Head, body: Bytes) -> Route {
     }
     if let Some(r) = super::ping::route(&head.method, &name, &body) {
         return r.map_or_else(Route::Reply, Route::Ping);
+    }
+    let query = head.target.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split('#').next().unwrap_or("");
+    if let Some(r) = super::schedule_ops::backfill_route(&head.method, &name, query, &body) {
+        return r;
     }
     if let Some(r) = super::schedule_ops::route(&head.method, &name) {
         return r;
@@ -253,6 +241,7 @@ pub fn while_draining(route: Route) -> Route {
         Route::Read { .. }
         | Route::Submit(_)
         | Route::Schedule { .. }
+        | Route::Backfill { .. }
         | Route::Failed { .. }
         | Route::Limits { .. }
         | Route::Act(_) => Route::Reply(Reply::text(503, "draining")),

@@ -1,5 +1,5 @@
-//! `POST /schedules/ID/run`, `/skip`, `/pause` and `/resume`: the path to an operation on a
-//! schedule entry, and the engine's answer to a JSON reply. Everything under `/schedules/` is
+//! `POST /schedules/ID/run`, `/skip`, `/pause`, `/resume` and `/backfill?from=..&to=..`: the
+//! path to an operation on a schedule entry, and the engine's answer to a JSON reply. Everything under `/schedules/` is
 //! this module's: no job is submitted there, whatever the method.
 
 use bytes::Bytes;
@@ -8,7 +8,7 @@ use super::endpoint::Route;
 use super::json::{self, Obj};
 use super::parse::Method;
 use super::response::Reply;
-use crate::engine::{ScheduleOpError, ScheduleStatus};
+use crate::engine::{BackfillError, Backfilled, ScheduleOpError, ScheduleStatus};
 use crate::proto::admin::ScheduleOp;
 
 const USE: &str = "use POST /schedules/ID/run, /skip, /pause or /resume";
@@ -36,6 +36,93 @@ pub fn route(method: &Method, path: &[u8]) -> Option<Route> {
         op,
         id: Bytes::copy_from_slice(id),
     })
+}
+
+const USE_BACKFILL: &str =
+    "use POST /schedules/ID/backfill?from=FROM&to=TO[&dry_run=1] (RFC 3339 times or dates)";
+
+/// `POST /schedules/ID/backfill`, its parameters from the query or a form body (`from`, `to`,
+/// `dry_run`); `None` when the path is not a backfill's.
+pub fn backfill_route(method: &Method, path: &[u8], query: &str, body: &[u8]) -> Option<Route> {
+    let id = path
+        .strip_prefix(b"schedules/")?
+        .strip_suffix(b"/backfill")
+        .filter(|id| !id.is_empty())?;
+    if *method != Method::Post {
+        return Some(Route::Reply(
+            Reply::text(405, "changing a schedule entry takes POST").header("Allow", "POST"),
+        ));
+    }
+    let (mut from, mut to, mut dry_run) = (None, None, false);
+    for pair in query
+        .as_bytes()
+        .split(|&c| c == b'&')
+        .chain(body.split(|&c| c == b'&'))
+    {
+        let (k, v) = match pair.iter().position(|&c| c == b'=') {
+            Some(eq) => (&pair[..eq], &pair[eq + 1..]),
+            None => (pair, &b""[..]),
+        };
+        // `+` stays a plus: it is an RFC 3339 offset's sign far more often than a space.
+        let Some(v) = super::parse::percent_decode(v).and_then(|v| String::from_utf8(v).ok())
+        else {
+            return Some(Route::Reply(Reply::text(400, USE_BACKFILL)));
+        };
+        match k {
+            b"from" => from = Some(v),
+            b"to" => to = Some(v),
+            b"dry_run" => dry_run = matches!(v.as_str(), "1" | "true" | "on" | "yes"),
+            _ => {}
+        }
+    }
+    let (Some(from), Some(to)) = (from, to) else {
+        return Some(Route::Reply(Reply::text(400, USE_BACKFILL)));
+    };
+    Some(Route::Backfill {
+        id: Bytes::copy_from_slice(id),
+        from,
+        to,
+        dry_run,
+    })
+}
+
+/// The answer to a backfill: `200` with the times it stands for (all of them for a dry run)
+/// and the entry after it; an error's status and text otherwise.
+pub fn backfill_reply(
+    result: &Result<Backfilled, BackfillError>,
+    entry: Option<&ScheduleStatus>,
+) -> Reply {
+    let mut out = String::with_capacity(256);
+    let mut o = Obj::new(&mut out);
+    o.str("op", "backfill");
+    let status = match (result, entry) {
+        (Ok(done), Some(entry)) => {
+            o.bool("dry_run", done.dry_run)
+                .num("runs", done.times.len() as u64);
+            let list = o.key("times");
+            list.push('[');
+            for (i, &t) in done.times.iter().enumerate() {
+                if i > 0 {
+                    list.push(',');
+                }
+                json::string(list, &crate::engine::rfc3339(t));
+            }
+            list.push(']');
+            json::schedule(o.key("schedule"), entry);
+            200
+        }
+        (Ok(_), None) => {
+            o.str("error", "no schedule entry has this id");
+            404
+        }
+        (Err(e), _) => {
+            o.str("error", &e.code_and_text().1);
+            e.http_status()
+        }
+    };
+    o.end();
+    out.push('\n');
+    Reply::json(status, out)
 }
 
 /// The answer to `op`: `200` with the entry as `/schedules` shows it after the operation (and
@@ -160,6 +247,7 @@ mod tests {
             after_pending: None,
             recent_outputs: Vec::new(),
             retries_pending: 0,
+            runs_waiting: 0,
         };
         let r = reply(ScheduleOp::Run, &Ok(vec!["H:x:1".into()]), Some(&entry));
         assert_eq!(r.status, 200);

@@ -43,6 +43,14 @@ pub enum AdminCommand {
         op: ScheduleOp,
         id: Bytes,
     },
+    /// `backfill schedule ID FROM TO [dry-run]`: the entry's times from FROM to TO (RFC 3339
+    /// times or dates, as sent; the engine reads them) run as manual runs, in order.
+    Backfill {
+        id: Bytes,
+        from: Bytes,
+        to: Bytes,
+        dry_run: bool,
+    },
     /// `show failed [FUNCTION]`.
     ShowFailed(Option<Bytes>),
     /// `retry failed HANDLE|FUNCTION|all`.
@@ -147,7 +155,7 @@ impl ScheduleOp {
 }
 
 /// At most this many words; gearmand closes on more, we answer an error.
-const MAX_WORDS: usize = 5;
+const MAX_WORDS: usize = 6;
 
 fn word_eq(w: &[u8], s: &str) -> bool {
     w.eq_ignore_ascii_case(s.as_bytes())
@@ -351,6 +359,27 @@ impl AdminCommand {
                 Some(a) if word_eq(a, "acl") => AdminCommand::ReloadAcl,
                 _ => AdminCommand::Reply("ERR UNKNOWN_ARGS Use+reload+schedules+or+reload+acl\r\n"),
             }
+        } else if word_eq(cmd, "backfill") {
+            let dry_run = match arg(5) {
+                None => Some(false),
+                Some(w) if word_eq(w, "dry-run") => Some(true),
+                Some(_) => None,
+            };
+            match (arg(1), arg(2), arg(3), arg(4), dry_run) {
+                (Some(s), Some(id), Some(from), Some(to), Some(dry_run))
+                    if word_eq(s, "schedule") && !id.is_empty() =>
+                {
+                    AdminCommand::Backfill {
+                        id: id.clone(),
+                        from: from.clone(),
+                        to: to.clone(),
+                        dry_run,
+                    }
+                }
+                _ => AdminCommand::Reply(
+                    "ERR INVALID_ARGUMENTS Use+backfill+schedule+ID+FROM+TO+[dry-run]\r\n",
+                ),
+            }
         } else if let Some(op) = ScheduleOp::from_word(cmd) {
             match (arg(1), arg(2)) {
                 (Some(s), Some(id))
@@ -547,7 +576,7 @@ mod tests {
         assert_eq!(p("  status"), AdminCommand::Unknown(b("")));
         assert_eq!(p(""), AdminCommand::Unknown(b("")));
         assert_eq!(
-            p("a b c d e f"),
+            p("a b c d e f g"),
             AdminCommand::Reply("ERR TOO_MANY_ARGS Too+many+arguments+were+sent\r\n")
         );
         assert_eq!(

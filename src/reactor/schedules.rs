@@ -46,10 +46,15 @@ impl Schedules {
             l.publish_schedules(&file.entries);
         }
         if !journal {
-            let last = crate::schedule::file::Catchup::Last;
-            for e in file.entries.iter().filter(|e| e.catchup == last) {
+            use crate::schedule::file::Catchup;
+            for e in file.entries.iter() {
+                let word = match e.catchup {
+                    Catchup::None => continue,
+                    Catchup::Last => "last",
+                    Catchup::All { .. } => "all",
+                };
                 warn!(
-                    "schedule {}: without --data-dir, catchup=last cannot make up runs missed while the server was down",
+                    "schedule {}: without --data-dir, catchup={word} cannot make up runs missed while the server was down",
                     e.id
                 );
             }

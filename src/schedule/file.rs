@@ -30,6 +30,9 @@ pub enum Overlap {
     Skip,
     /// Every run is a new job.
     Allow,
+    /// A run that comes while the previous job is still going waits (at most one) and
+    /// starts when it ends; another that comes meanwhile is skipped, as under `Skip`.
+    Queue,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +41,16 @@ pub enum Catchup {
     None,
     /// The last missed run fires once at start (unless older than the deadline).
     Last,
+    /// Every missed run is made up, oldest first, one after the other as `overlap=` allows;
+    /// at most `max` (`catchup_max=`), the older ones beyond it are missed.
+    All { max: u32 },
 }
+
+/// `catchup_max=` unless given: the most runs `catchup=all` makes up at once.
+pub const DEFAULT_CATCHUP_MAX: u32 = 100;
+/// The largest `catchup_max=`: each run made up is a job, and the times are held in memory
+/// while they wait.
+pub const CATCHUP_MAX_LIMIT: u32 = 100_000;
 
 /// One schedule entry.
 #[derive(Clone, Debug)]
@@ -215,8 +227,17 @@ fn alert_function(value: &str) -> Result<Option<String>, String> {
 }
 
 /// The options of a job gearwheel submits, which an `expect=ping` entry (no job) ignores.
-const JOB_OPTIONS: [&str; 9] = [
-    "priority", "overlap", "catchup", "deadline", "jitter", "fanout", "timeout", "retry", "backoff",
+const JOB_OPTIONS: [&str; 10] = [
+    "priority",
+    "overlap",
+    "catchup",
+    "catchup_max",
+    "deadline",
+    "jitter",
+    "fanout",
+    "timeout",
+    "retry",
+    "backoff",
 ];
 
 /// Where a crontab line that was pasted as it is should go.
@@ -396,6 +417,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
         // Options that only a job gearwheel submits has, for the warning on `expect=ping`.
         let mut job_options: Vec<(usize, &str)> = Vec::new();
         let mut grace_at = None;
+        let mut catchup_max: Option<(usize, u32)> = None;
         let mut id_at = func_at;
         let mut ok = true;
         for &(at, word) in &ws[spec_words + 1..] {
@@ -442,12 +464,38 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 )
                 .map(|v| entry.priority = v)
                 .map_err(|m| bad(&m)),
-                "overlap" => pick(value, &[("skip", Overlap::Skip), ("allow", Overlap::Allow)])
-                    .map(|v| entry.overlap = v)
-                    .map_err(|m| bad(&m)),
-                "catchup" => pick(value, &[("none", Catchup::None), ("last", Catchup::Last)])
-                    .map(|v| entry.catchup = v)
-                    .map_err(|m| bad(&m)),
+                "overlap" => pick(
+                    value,
+                    &[
+                        ("skip", Overlap::Skip),
+                        ("allow", Overlap::Allow),
+                        ("queue", Overlap::Queue),
+                    ],
+                )
+                .map(|v| entry.overlap = v)
+                .map_err(|m| bad(&m)),
+                "catchup" => pick(
+                    value,
+                    &[
+                        ("none", Catchup::None),
+                        ("last", Catchup::Last),
+                        (
+                            "all",
+                            Catchup::All {
+                                max: DEFAULT_CATCHUP_MAX,
+                            },
+                        ),
+                    ],
+                )
+                .map(|v| entry.catchup = v)
+                .map_err(|m| bad(&m)),
+                "catchup_max" => match value.parse::<u32>() {
+                    Ok(n) if (1..=CATCHUP_MAX_LIMIT).contains(&n) => {
+                        catchup_max = Some((at, n));
+                        Ok(())
+                    }
+                    _ => Err(bad(&format!("a number of runs, 1 to {CATCHUP_MAX_LIMIT}"))),
+                },
                 "deadline" => parse_duration(value)
                     .map(|d| entry.deadline_ms = Some(d))
                     .map_err(|e| err(vat, e)),
@@ -553,7 +601,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, catchup_max, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)"
                     ),
                 )),
             };
@@ -611,6 +659,14 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 ));
                 continue;
             }
+        }
+        match (catchup_max, &mut entry.catchup) {
+            (Some((_, n)), Catchup::All { max }) => *max = n,
+            (Some((at, _)), _) => file.warnings.push(err(
+                at,
+                "catchup_max= has no effect without catchup=all".into(),
+            )),
+            (None, _) => {}
         }
         if entry.deadline_ms.is_some() && entry.catchup == Catchup::None {
             file.warnings.push(err(

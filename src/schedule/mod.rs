@@ -6,6 +6,7 @@
 //! - `sched`: SUBMIT_JOB_SCHED's five fields; `zone`: time zones.
 //! - `after`: `@after` entries' parents and options, and the checks of their graph.
 //! - `duration`: `30s`, `5m`, `1h30m`; `backoff`: retry policies and their delays.
+//! - `span`: the FROM and TO of a backfill.
 
 pub mod after;
 pub mod backoff;
@@ -14,6 +15,7 @@ pub mod cron;
 pub mod duration;
 pub mod file;
 pub mod sched;
+pub mod span;
 pub mod words;
 pub mod zone;
 

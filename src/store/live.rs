@@ -91,6 +91,7 @@ pub(super) enum LiveKey {
     Limits(Bytes),
     Audit(u64),
     After(Bytes),
+    Pending(Bytes),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -137,6 +138,9 @@ pub(super) struct LiveSet {
     pub(super) limits: HashMap<Bytes, Loc>,
     /// The newest AfterSet per `@after` entry (an empty one too: a tombstone).
     pub(super) after: HashMap<Bytes, Loc>,
+    /// The newest SchedulePending per entry (an empty one too: a tombstone, so that runs
+    /// already made in an older file cannot come back).
+    pub(super) pending: HashMap<Bytes, Loc>,
     /// The audit trail's records still kept, by seq (those below the newest floor are dead).
     pub(super) audit: std::collections::BTreeMap<u64, Loc>,
     /// FailedKept records seen, to order the failed list.
@@ -280,6 +284,16 @@ impl LiveSet {
                 keep_newest(&mut self.limits, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::SchedulePending(p) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(
+                    &mut self.pending,
+                    p.entry.clone(),
+                    new,
+                    &mut self.live_bytes,
+                );
+                None
+            }
             Record::Audit(a) => {
                 let kept = self.audit.split_off(&a.floor);
                 for gone in std::mem::replace(&mut self.audit, kept).into_values() {
@@ -365,6 +379,10 @@ impl LiveSet {
                 let func = record::limits_function(payload)?;
                 key_of(&self.limits, func, here).map(|k| LiveKey::Limits(k.clone()))
             }
+            RecordKind::SchedulePending => {
+                let entry = record::pending_entry(payload)?;
+                key_of(&self.pending, entry, here).map(|k| LiveKey::Pending(k.clone()))
+            }
             RecordKind::Audit => {
                 let seq = record::audit_seq(payload)?;
                 self.audit
@@ -391,6 +409,7 @@ impl LiveSet {
             LiveKey::Limits(f) => self.limits.get_mut(f).map(loc),
             LiveKey::Audit(seq) => self.audit.get_mut(seq).map(loc),
             LiveKey::After(e) => self.after.get_mut(e).map(loc),
+            LiveKey::Pending(e) => self.pending.get_mut(e).map(loc),
         }
     }
 }

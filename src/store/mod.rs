@@ -81,6 +81,9 @@
 //!   AfterSet (17): entry length u32 | entry | then per parent's run, to the end:
 //!                  scheduled_ms u64 | ended_ms u64 | ok u8 | id length u32 | id |
 //!                  handle length u32 | handle; the newest per entry wins (`@after`)
+//!   SchedulePending (18): queued_ms u64 (0: none) | spans u32 | each span: after_ms u64,
+//!                  to_ms u64, left u64, backfill u8 | entry (the rest); the newest per
+//!                  entry wins, an empty one ends it (kept as a tombstone)
 //! ```
 //!
 //! # Damage at replay
@@ -155,7 +158,8 @@ pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
     AfterParent, AfterSet, Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits,
-    FunctionRetry, JobAdded, JobAttempts, OutputKept, Record, ScheduleCounters, ScheduleRan,
+    FunctionRetry, JobAdded, JobAttempts, OutputKept, PendingSpan, Record, ScheduleCounters,
+    SchedulePending, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -224,6 +228,9 @@ pub struct Replayed {
     pub audit: Vec<Audit>,
     /// The newest set of each `@after` entry (empty ones left out), sorted by entry.
     pub after_sets: Vec<AfterSet>,
+    /// Schedule entries' runs waiting to be made (backfill, `catchup=all`, `overlap=queue`),
+    /// sorted by entry.
+    pub pending: Vec<SchedulePending>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

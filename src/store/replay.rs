@@ -12,8 +12,8 @@ use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
     AfterSet, Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
-    JobAttempts, KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan,
-    StoreError, TornTail,
+    JobAttempts, KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, SchedulePending,
+    ScheduleRan, StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -39,6 +39,8 @@ pub(super) struct Rebuild {
     pub(super) outputs: HashMap<Bytes, (u64, OutputKept)>,
     /// The newest limits per function.
     pub(super) limits: HashMap<Bytes, FunctionLimits>,
+    /// The newest pending runs per schedule entry.
+    pub(super) pending: HashMap<Bytes, SchedulePending>,
     /// The audit trail by seq, those below the newest floor dropped.
     pub(super) audit: std::collections::BTreeMap<u64, Audit>,
     /// The newest set per `@after` entry.
@@ -75,6 +77,9 @@ impl Rebuild {
             }
             Record::AfterSet(s) => {
                 self.after_sets.insert(s.entry.clone(), s);
+            }
+            Record::SchedulePending(p) => {
+                self.pending.insert(p.entry.clone(), p);
             }
             Record::FailedKept(f) => {
                 self.attempts.remove(&f.id);
@@ -117,6 +122,7 @@ impl Rebuild {
             leases,
             outputs,
             limits,
+            pending,
             audit,
             after_sets,
         } = self;
@@ -145,8 +151,12 @@ impl Rebuild {
         let mut limits: Vec<FunctionLimits> =
             limits.into_values().filter(|l| !l.is_none()).collect();
         limits.sort_by(|a, b| a.func.cmp(&b.func));
+        let mut pending: Vec<SchedulePending> =
+            pending.into_values().filter(|p| !p.is_empty()).collect();
+        pending.sort_by(|a, b| a.entry.cmp(&b.entry));
         let replayed = Replayed {
             jobs,
+            pending,
             schedules,
             failed,
             leases,

@@ -13,6 +13,7 @@ mod help;
 mod import_crontab;
 mod ping;
 mod protocol_cli;
+mod schedules_backfill;
 mod schedules_push;
 mod serve;
 mod work;

@@ -286,7 +286,7 @@ fn admin_error_replies() {
         "ERR UNKNOWN_COMMAND Unknown+server+commandbogus\r\n"
     );
     assert_eq!(
-        a.admin("a b c d e f", false),
+        a.admin("a b c d e f g", false),
         "ERR TOO_MANY_ARGS Too+many+arguments+were+sent\r\n"
     );
     // The connection stays open after TOO_MANY_ARGS.

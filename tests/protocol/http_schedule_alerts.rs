@@ -61,8 +61,8 @@ fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
     );
     let body = s.call("GET", "/schedules", &[], b"").text();
     assert!(
-        body.contains("\"last_error\":\"disk full no space\",\"retries_pending\":0,\"recent_runs\":[{\"scheduled\":\"20")
-            && body.contains(",\"outcome\":\"failed\",\"manual\":false,\"handle\":\"H:"),
+        body.contains("\"last_error\":\"disk full no space\",\"retries_pending\":0,\"runs_waiting\":0,\"recent_runs\":[{\"scheduled\":\"20")
+            && body.contains(",\"outcome\":\"failed\",\"manual\":false,\"backfill\":false,\"handle\":\"H:"),
         "{body}"
     );
 }

@@ -10,6 +10,7 @@ mod access;
 mod admin;
 mod admin_order;
 mod audit;
+mod backfill;
 mod backlog;
 mod console_lists;
 mod descriptors;

@@ -176,6 +176,7 @@ impl Engine {
                     scheduled_ms: now,
                     started_ms: None,
                     manual: true,
+                    backfill: false,
                     too_long: None,
                 }),
             };

@@ -425,6 +425,7 @@ impl Engine {
                     _ => RunOutcome::Failed,
                 },
                 manual: false,
+                backfill: false,
             })
             .collect()
     }

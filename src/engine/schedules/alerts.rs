@@ -150,6 +150,7 @@ mod tests {
                 duration_ms: Some(2500),
                 outcome: RunOutcome::Failed,
                 manual: false,
+                backfill: false,
             },
             attempts: 3,
             error: Some("disk \"full\""),

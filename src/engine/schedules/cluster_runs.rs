@@ -24,7 +24,8 @@ impl Engine {
 
     pub(in crate::engine) fn claim_for(&self, slot: usize, nominal: u64, now: u64) -> RunClaim {
         let st = &self.schedules.entries[slot];
-        let skip = st.entry.overlap == Overlap::Skip;
+        // overlap=queue's runs are one at a time too: another server's run blocks it.
+        let skip = st.entry.overlap != Overlap::Allow;
         RunClaim {
             entry: Rc::clone(&st.id),
             nominal_ms: nominal,
@@ -46,7 +47,7 @@ impl Engine {
             Some(&slot) => {
                 let started = self.make_run(slot, nominal, now, out);
                 let st = &self.schedules.entries[slot];
-                if st.entry.overlap == Overlap::Skip {
+                if st.entry.overlap != Overlap::Allow {
                     let id = Rc::clone(&st.id);
                     // Counted per entry, not per run: a run skipped because the last one is
                     // still going here ends with that one.
@@ -109,7 +110,7 @@ impl Engine {
                 h.seen_ms = Some(loaded);
             }
             match st.entry.catchup {
-                Catchup::Last => self.catch_up(slot, now, out),
+                Catchup::Last | Catchup::All { .. } => self.catch_up(slot, now, out),
                 Catchup::None => self.count_missed_while_down(slot, now, out),
             }
         }

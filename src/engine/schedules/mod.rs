@@ -12,11 +12,14 @@
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
 //! - `groups`: `group=`, runs of the entries of one group one at a time.
 //! - `after`: `@after` entries, run when their parents have run.
+//! - `backfill`: runs that wait to be made: a backfill's, `catchup=all`'s, and the one
+//!   `overlap=queue` holds.
 //! - `watch`: heartbeat entries (`expect=ping`) and their pings; `max_duration=` and
 //!   `min_duration=` of any run. `ping_state`: what a heartbeat entry keeps between pings.
 
 pub(super) mod after;
 mod alerts;
+pub(super) mod backfill;
 pub(super) mod cluster_runs;
 pub(super) mod groups;
 pub(super) mod ops;
@@ -87,7 +90,20 @@ pub(crate) struct Schedules {
     /// `group=`: the groups' live jobs and held-back runs (groups.rs).
     pub(super) groups: groups::Groups,
     /// `@after`: the children's sets and links (after.rs).
-    pub(super) after: after::AfterState,
+    /// Boxed, like `pending`: most files have neither, and the server that holds the engine
+    /// is moved on the stack at start-up (footprint.rs keeps it small).
+    pub(super) after: Box<after::AfterState>,
+    /// Backfill, catch-up and queued runs waiting to be made (backfill.rs).
+    pub(super) pending: Box<backfill::Pending>,
+}
+
+/// Who made a run: the entry's timing, an operator's `run schedule`, or a backfill (a manual
+/// run standing for a past scheduled time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RunKind {
+    Scheduled,
+    Manual,
+    Backfill,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -324,7 +340,7 @@ impl Engine {
             }
             // A heartbeat's runs happen elsewhere: nothing to make up at start.
             let watched = st.entry.expect_ping;
-            if at_start && !watched && st.entry.catchup == Catchup::Last {
+            if at_start && !watched && st.entry.catchup != Catchup::None {
                 self.catch_up(slot, now, out);
             }
             if at_start && !watched && self.schedules.entries[slot].entry.catchup == Catchup::None {
@@ -336,6 +352,8 @@ impl Engine {
             }
         }
         self.after_loaded(now, out);
+        // Waiting runs a restart kept go on (a catch-up at start was added after them).
+        self.pending_loaded(now, out);
         report
     }
 
@@ -461,7 +479,7 @@ impl Engine {
             self.ping_due(slot, nominal);
         } else if late <= MISSED_AFTER_MS {
             self.run_entry(slot, nominal, now, out);
-        } else if st.entry.catchup == Catchup::Last {
+        } else if st.entry.catchup != Catchup::None {
             self.catch_up(slot, now, out);
         } else {
             // This run and every later one up to now are skipped (the next is armed after now).
@@ -539,6 +557,12 @@ impl Engine {
     /// deadline.
     pub(super) fn catch_up(&mut self, slot: usize, now: u64, out: &mut Outbox) {
         let st = &self.schedules.entries[slot];
+        // In a cluster each run is a claim of its own time, granted once; catchup=all's
+        // older times are not claimed there yet, so it makes up the last one, as last does.
+        if let (Catchup::All { max }, false) = (st.entry.catchup, self.schedules.clustered) {
+            self.catch_up_all(slot, max, now, out);
+            return;
+        }
         // From the latest time dealt with: a run skipped, dropped, or missed while paused
         // (`resume` marks its time as seen) is not made up.
         let Some(from) = st
@@ -627,7 +651,7 @@ impl Engine {
             self.journal_history(slot);
             return 0;
         }
-        if self.wait_for_group(slot, nominal) {
+        if self.queue_behind(slot, nominal, now, out) || self.wait_for_group(slot, nominal) {
             return 0;
         }
         let run = self.inject_run(slot, nominal, now, false, out);
@@ -643,7 +667,8 @@ impl Engine {
                 h.runs_skipped_in_row = 0;
                 // Each job started is a run (see `count_run_in`).
                 h.runs += handles.len() as u64;
-                h.last_run_ms = Some(nominal);
+                // A run made up later (catchup=all) is older than one already made.
+                h.last_run_ms = Some(h.last_run_ms.map_or(nominal, |l| l.max(nominal)));
                 h.marks.last_manual = false;
             }
             self.journal_history(slot);
@@ -673,6 +698,24 @@ impl Engine {
         manual: bool,
         out: &mut Outbox,
     ) -> Injected {
+        let kind = if manual {
+            RunKind::Manual
+        } else {
+            RunKind::Scheduled
+        };
+        self.inject_run_as(slot, nominal, now, kind, out)
+    }
+
+    /// `inject_run` for a run of any kind.
+    pub(super) fn inject_run_as(
+        &mut self,
+        slot: usize,
+        nominal: u64,
+        now: u64,
+        kind: RunKind,
+        out: &mut Outbox,
+    ) -> Injected {
+        let manual = kind != RunKind::Scheduled;
         let st = &self.schedules.entries[slot];
         let entry = st.entry.clone();
         let id = Rc::clone(&st.id);
@@ -685,8 +728,8 @@ impl Engine {
         for i in 0..entry.fanout {
             let unique: Bytes = match (entry.overlap, entry.fanout) {
                 (Overlap::Allow, _) => Bytes::new(),
-                (Overlap::Skip, 1) => Bytes::from(entry.id.clone()),
-                (Overlap::Skip, _) => Bytes::from(format!("{}#{i}", entry.id)),
+                (Overlap::Skip | Overlap::Queue, 1) => Bytes::from(entry.id.clone()),
+                (Overlap::Skip | Overlap::Queue, _) => Bytes::from(format!("{}#{i}", entry.id)),
             };
             let key = KeyRef::of(&unique, b"");
             if let Some(existing) = key.and_then(|k| self.by_unique.get(f, k, &self.jobs)) {
@@ -730,6 +773,7 @@ impl Engine {
                     scheduled_ms: nominal,
                     started_ms: None,
                     manual,
+                    backfill: kind == RunKind::Backfill,
                     too_long: None,
                 }),
             };

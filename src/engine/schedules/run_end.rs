@@ -77,6 +77,7 @@ impl Engine {
                 o
             },
             manual: origin.manual,
+            backfill: origin.backfill,
         });
         let ended = (record.is_some() && !origin.manual).then(|| Rc::clone(&origin.entry));
         // A parent's run that ended, for its `@after` children (after.rs).

@@ -113,6 +113,8 @@ pub struct RunRecord {
     pub duration_ms: Option<u64>,
     pub outcome: RunOutcome,
     pub manual: bool,
+    /// A backfill's run (manual too): `scheduled_ms` is the past time it stands for.
+    pub backfill: bool,
 }
 
 impl RunRecord {
@@ -124,6 +126,7 @@ impl RunRecord {
             duration_ms: None,
             outcome,
             manual: false,
+            backfill: false,
         }
     }
 }
@@ -147,7 +150,7 @@ impl RunRing {
     }
 
     /// The `show schedules` column: runs oldest first, `;` between them, each
-    /// `SCHEDULED DURATION OUTCOME [manual]` (duration `-` for a run that never started).
+    /// `SCHEDULED DURATION OUTCOME [manual|backfill]` (duration `-` for a run that never started).
     pub fn column(&self) -> String {
         if self.runs.is_empty() {
             return "-".into();
@@ -165,7 +168,9 @@ impl RunRing {
                 None => s.push('-'),
             }
             let _ = write!(s, " {}", r.outcome.name());
-            if r.manual {
+            if r.backfill {
+                s.push_str(" backfill");
+            } else if r.manual {
                 s.push_str(" manual");
             }
         }
@@ -192,6 +197,7 @@ mod tests {
             duration_ms: Some(5),
             outcome,
             manual: false,
+            backfill: false,
         }
     }
 
@@ -225,6 +231,7 @@ mod tests {
             duration_ms: None,
             outcome: RunOutcome::Missed,
             manual: false,
+            backfill: false,
         });
         ring.push(RunRecord {
             manual: true,

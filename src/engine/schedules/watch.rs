@@ -373,6 +373,7 @@ impl Engine {
             duration_ms,
             outcome,
             manual: false,
+            backfill: false,
         };
         h.recent.push(record);
         if let Some(e) = &error {
@@ -541,6 +542,7 @@ impl Engine {
             duration_ms: Some(ran),
             outcome: RunOutcome::TooLong,
             manual,
+            backfill: false,
         };
         st.history.recent.push(record);
         st.history.last_error = Some(one_line(&error));

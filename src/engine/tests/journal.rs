@@ -49,6 +49,13 @@ fn views(w: &mut World) -> Vec<String> {
 fn every_record_the_engine_emits_replays_to_the_same_state() {
     let mut w = world(1_795_329_450_000);
     let (c, wk) = (w.conn(), w.conn());
+    // SchedulePending: a backfill of three nights, one queued and two waiting for it.
+    let (from, to) = (
+        crate::engine::rfc3339(w.now - 3 * 86_400_000),
+        crate::engine::rfc3339(w.now),
+    );
+    let reply = w.admin(c, &format!("backfill schedule nightly {from} {to}"));
+    assert_eq!(reply, "OK 3\n");
     // FunctionLease and FunctionRetry.
     assert!(w.admin(c, "timeout f 5s").starts_with("OK"));
     assert!(w.admin(c, "retry f 2 30s").starts_with("OK"));
@@ -184,5 +191,11 @@ fn every_record_the_engine_emits_replays_to_the_same_state() {
                 .to_string()
         })
         .collect();
-    assert_eq!(kinds.len(), 13, "{kinds:?}");
+    assert_eq!(kinds.len(), 14, "{kinds:?}");
+    let waiting = |w: &World| w.e.pending_runs("nightly");
+    assert_eq!(
+        (waiting(&w), waiting(&next)),
+        (2, 2),
+        "the backfill goes on"
+    );
 }

@@ -6,7 +6,8 @@
 //! `/ui/api/drop-all` (body: a filter, `function=F&entry=E`, either or both or neither: the
 //! failed jobs it names), `/ui/api/schedule` (body: the word and the entry's id, `pause
 //! nightly`) and `/ui/api/function` (body: `pause NAME` or `resume NAME`, the admin lines
-//! `pause|resume function NAME`), served only when they prove they come from the
+//! `pause|resume function NAME`) and `/ui/api/backfill` (body: `ID FROM TO [dry-run]`, the
+//! admin line `backfill schedule`), served only when they prove they come from the
 //! console's own page (checked here), and without an ACL only to a loopback peer (the
 //! listener has no authentication, so nothing that changes a job is offered to the network;
 //! that rule is the gate's, src/reactor/gate.rs, with `admin` under an ACL).
@@ -42,6 +43,13 @@ pub enum Action {
     Schedule {
         op: ScheduleOp,
         id: Bytes,
+    },
+    /// `backfill schedule ID FROM TO [dry-run]` (FROM and TO as typed; the engine reads them).
+    Backfill {
+        id: Bytes,
+        from: String,
+        to: String,
+        dry_run: bool,
     },
     /// Pause (true) or resume a function's handouts (`pause|resume function FUNCTION`).
     Function {
@@ -80,7 +88,8 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
         b"ui/api/cancel" => Some(Action::Cancel),
         b"ui/api/retry" => Some(Action::Retry),
         b"ui/api/drop" => Some(Action::Drop),
-        b"ui/api/schedule" | b"ui/api/function" | b"ui/api/retry-all" | b"ui/api/drop-all" => None,
+        b"ui/api/schedule" | b"ui/api/function" | b"ui/api/retry-all" | b"ui/api/drop-all"
+        | b"ui/api/backfill" => None,
         _ => return None,
     };
     if !post {
@@ -110,6 +119,26 @@ pub fn action(path: &[u8], post: bool, body: &[u8]) -> Option<Result<Action, Rep
     }
     if let Some(make) = one_handle {
         return Some(Ok(make(Bytes::copy_from_slice(body))));
+    }
+    if path == b"ui/api/backfill" {
+        let words: Vec<&[u8]> = body
+            .split(|&b| b == b' ')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let text = |w: &[u8]| String::from_utf8_lossy(w).into_owned();
+        return match words.as_slice() {
+            [id, from, to, rest @ ..] if rest.is_empty() || rest == [b"dry-run"] => {
+                Some(Ok(Action::Backfill {
+                    id: Bytes::copy_from_slice(id),
+                    from: text(from),
+                    to: text(to),
+                    dry_run: !rest.is_empty(),
+                }))
+            }
+            _ => bad(
+                "the body must be a schedule entry's id, FROM and TO, and dry-run for a dry run",
+            ),
+        };
     }
     let (word, id) = body.split_at(body.iter().position(|&b| b == b' ').unwrap_or(body.len()));
     let id = id.trim_ascii();
@@ -193,6 +222,26 @@ mod tests {
             );
         }
         assert_eq!(status(action(b"ui/api/schedule", false, b"run x")), 405);
+        assert_eq!(
+            action(
+                b"ui/api/backfill",
+                true,
+                b"nightly 2026-11-01 2026-11-02 dry-run"
+            ),
+            Some(Ok(Action::Backfill {
+                id: Bytes::from_static(b"nightly"),
+                from: "2026-11-01".into(),
+                to: "2026-11-02".into(),
+                dry_run: true,
+            }))
+        );
+        for bad in [&b"nightly 2026-11-01"[..], b"a b c d", b"a b c dry-run x"] {
+            assert_eq!(
+                status(action(b"ui/api/backfill", true, bad)),
+                400,
+                "{bad:?}"
+            );
+        }
         assert_eq!(
             action(b"ui/api/retry-all", true, b"function=f&entry=nightly"),
             Some(Ok(Action::RetryAll(FailedFilter {

@@ -387,8 +387,40 @@ window.GW = (function () {
       : op("pause", "Pause", "pause:", "Paused " + s.id + "."));
     const skip = op("skip", "Skip next", "skip the next run of", "The next run of " + s.id + " will be skipped.");
     skip.disabled = s.skip_next || s.paused;
-    td.append(skip);
+    td.append(skip, backfillButton(s));
     return td;
+  }
+
+  // Backfill: FROM and TO asked for, a dry run shows how many runs and from when to when,
+  // and only a confirmation queues them (the admin line `backfill schedule`).
+  function backfillButton(s) {
+    return button("Backfill", "run past times of " + s.id + " again", async (b) => {
+      const from = prompt("Backfill " + s.id + " from (RFC 3339 time, or a date for its whole day in UTC):");
+      if (!from) return;
+      const to = prompt("Backfill " + s.id + " to (included; RFC 3339 time or a date):", from);
+      if (!to) return;
+      const body = s.id + " " + from.trim() + " " + to.trim();
+      const r = await fetch("/ui/api/backfill", {
+        method: "POST", cache: "no-store", body: body + " dry-run",
+        headers: { "X-Gearwheel-Console": "1", "Content-Type": "text/plain" },
+      });
+      const text = (await r.text()).trim();
+      let json = {};
+      try { json = JSON.parse(text); } catch (e) { /* text */ }
+      if (!r.ok) {
+        $("schedule-note").textContent = json.error || text;
+        return;
+      }
+      const times = json.times || [];
+      if (!times.length) {
+        $("schedule-note").textContent = "No time of " + s.id + " falls in that range.";
+        return;
+      }
+      if (!confirm("Run " + times.length + " backfill runs of " + s.id + ", from " + times[0] +
+        " to " + times[times.length - 1] + "?")) return;
+      post("/ui/api/backfill", body, b, "schedule-note",
+        (j) => "Backfill of " + s.id + ": " + (j.runs || 0) + " runs, oldest first.");
+    });
   }
 
   // The last outcome, a strip of the last runs (one coloured mark each, outcome and duration
@@ -404,7 +436,7 @@ window.GW = (function () {
         const m = r.handle ? link("\u25A0", jobHash(r.handle)) : el("span", null, "\u25A0");
         m.className = "mark " + outcomeClass(r.outcome);
         m.title = local(at) + ": " + r.outcome + (r.duration_ms === null ? "" : " after " + r.duration_ms + " ms") +
-          (r.manual ? " (run by hand)" : "") + (r.handle ? ", job " + r.handle : "") +
+          (r.backfill ? " (backfill)" : r.manual ? " (run by hand)" : "") + (r.handle ? ", job " + r.handle : "") +
           (r.output_bytes ? ", " + size(r.output_bytes) + " of output" : "");
         strip.append(m);
       }

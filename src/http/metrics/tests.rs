@@ -248,6 +248,7 @@ fn schedule_entries() {
         after_pending: None,
         recent_outputs: Vec::new(),
         retries_pending: 0,
+        runs_waiting: 0,
     };
     let s = sample_input_render(&[], &[sc]);
     assert!(s.contains("gearman_schedule_runs_total{entry=\"nightly\"} 2\n"));

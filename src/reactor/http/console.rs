@@ -149,6 +149,30 @@ impl ConsoleAct<'_> {
         let reply = match act {
             Action::Cancel(handle) => self.cancel(&handle, &peer, now),
             Action::Schedule { op, id } => self.schedule(op, &id, &peer, now),
+            Action::Backfill {
+                id,
+                from,
+                to,
+                dry_run,
+            } => {
+                let done = self
+                    .engine
+                    .backfill_text(&id, (&from, &to), dry_run, now, self.outbox);
+                if done.is_ok() && !dry_run {
+                    info!(
+                        "console: backfill schedule {} {} {}, asked by {peer}",
+                        shown(&id),
+                        shown(from.as_bytes()),
+                        shown(to.as_bytes())
+                    );
+                }
+                let entry = self
+                    .engine
+                    .schedule_statuses()
+                    .into_iter()
+                    .find(|s| s.id.as_bytes() == &id[..]);
+                crate::http::schedule_ops::backfill_reply(&done, entry.as_ref())
+            }
             Action::Retry(handle) => self.failed(FailedOp::Retry, &handle, &peer, now),
             Action::Drop(handle) => self.failed(FailedOp::Drop, &handle, &peer, now),
             Action::RetryAll(filter) => self.failed_all(FailedOp::Retry, &filter, &peer, now),

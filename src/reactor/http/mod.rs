@@ -378,6 +378,27 @@ impl Server {
                             let r = schedule_ops::reply(op, &done, entry.as_ref()).uncached();
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
+                        Route::Backfill {
+                            id,
+                            from,
+                            to,
+                            dry_run,
+                        } => {
+                            let done = self.engine.backfill_text(
+                                &id,
+                                (&from, &to),
+                                dry_run,
+                                now,
+                                &mut self.outbox,
+                            );
+                            let entry = self
+                                .engine
+                                .schedule_statuses()
+                                .into_iter()
+                                .find(|s| s.id.as_bytes() == &id[..]);
+                            let r = schedule_ops::backfill_reply(&done, entry.as_ref()).uncached();
+                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                        }
                         Route::Failed { op, handle } => {
                             let (engine, outbox) = (&mut self.engine, &mut self.outbox);
                             let r = ops::failed_op(engine, outbox, op, &handle, now).uncached();

@@ -78,7 +78,7 @@ fn every_error_has_a_line_and_column() {
         vec![
             "1:1: minute: 60 is out of range 0-59",
             "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-            "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)",
+            "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, catchup_max, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)",
             "4:22: priority=\"urgent\": use high, normal or low",
             "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot @after)",
             "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
@@ -297,4 +297,34 @@ mod after {
             ["2:19: within=\"0s\": a span of 0 would miss every run; leave it out"]
         );
     }
+}
+
+#[test]
+fn overlap_queue_catchup_all_and_its_cap() {
+    let e = one("@hourly a overlap=queue catchup=all");
+    assert_eq!(e.overlap, Overlap::Queue);
+    assert_eq!(
+        e.catchup,
+        Catchup::All {
+            max: DEFAULT_CATCHUP_MAX
+        }
+    );
+    // The cap applies in either order.
+    let e = one("@hourly a catchup_max=7 catchup=all");
+    assert_eq!(e.catchup, Catchup::All { max: 7 });
+    let f = parse("@hourly a catchup_max=7\n", &Zone::Utc).unwrap();
+    assert_eq!(f.entries[0].catchup, Catchup::None);
+    assert!(
+        f.warnings[0]
+            .to_string()
+            .contains("catchup_max= has no effect without catchup=all"),
+        "{:?}",
+        f.warnings
+    );
+    for bad in ["catchup_max=0", "catchup_max=100001", "catchup_max=x"] {
+        let e = errs(&format!("@hourly a catchup=all {bad}\n"));
+        assert!(e[0].contains("a number of runs, 1 to 100000"), "{e:?}");
+    }
+    assert!(errs("@hourly a overlap=wait\n")[0].contains("use skip, allow or queue"));
+    assert!(errs("@hourly a catchup=some\n")[0].contains("use none, last or all"));
 }

@@ -172,6 +172,30 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             }
             Record::AfterSet(AfterSet { entry, parents })
         }
+        RecordKind::SchedulePending => {
+            let queued = c.u64()?;
+            let n = c.u32()? as usize;
+            // Each span is checked against the payload as it is read: a count past the end is
+            // an error, never an allocation.
+            let mut spans = Vec::new();
+            for _ in 0..n {
+                let after_ms = c.u64()?;
+                let to_ms = c.u64()?;
+                let left = c.u64()?;
+                let backfill = c.u8()? != 0;
+                spans.push(PendingSpan {
+                    after_ms,
+                    to_ms,
+                    left,
+                    backfill,
+                });
+            }
+            Record::SchedulePending(SchedulePending {
+                entry: Bytes::copy_from_slice(&payload[c.at..]),
+                queued_ms: (queued != 0).then_some(queued),
+                spans,
+            })
+        }
         RecordKind::FunctionLease => Record::FunctionLease(FunctionLease {
             ms: c.u64()?,
             func: Bytes::copy_from_slice(&payload[FUNCTION_LEASE_FIXED..]),

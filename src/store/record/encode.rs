@@ -116,6 +116,17 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
                 put_field(buf, &p.handle);
             }
         }
+        Record::SchedulePending(p) => {
+            buf.extend_from_slice(&p.queued_ms.unwrap_or(0).to_le_bytes());
+            buf.extend_from_slice(&(p.spans.len() as u32).to_le_bytes());
+            for s in &p.spans {
+                for n in [s.after_ms, s.to_ms, s.left] {
+                    buf.extend_from_slice(&n.to_le_bytes());
+                }
+                buf.push(u8::from(s.backfill));
+            }
+            buf.extend_from_slice(&p.entry);
+        }
         Record::FunctionLease(FunctionLease { func, ms }) => {
             buf.extend_from_slice(&ms.to_le_bytes());
             buf.extend_from_slice(func);

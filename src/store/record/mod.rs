@@ -87,6 +87,10 @@ kinds! {
     /// An `@after` entry's parents' runs since it last ran; the newest per entry wins (an
     /// empty set too: a tombstone).
     AfterSet = 17, "after-set";
+    /// A schedule entry's runs waiting to be made: a backfill's and `catchup=all`'s times
+    /// still to come, and the run `overlap=queue` holds; the newest per entry wins, an empty
+    /// one ends it.
+    SchedulePending = 18, "schedule-pending";
 }
 
 /// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
@@ -113,6 +117,11 @@ const FUNCTION_LEASE_FIXED: usize = 8;
 const FUNCTION_LIMITS_FIXED: usize = 4 + 4 + 8 + 1 + 8;
 /// Fixed part of one parent's run in an AfterSet: scheduled, ended, ok, two field lengths.
 const AFTER_PARENT_FIXED: usize = 8 + 8 + 1 + 4 + 4;
+/// Fixed part of a SchedulePending payload: the queued run (0: none), the span count; then
+/// each span (after, to, left, backfill byte) and the entry (the rest).
+const SCHEDULE_PENDING_FIXED: usize = 8 + 4;
+/// One span of a SchedulePending payload.
+const PENDING_SPAN_LEN: usize = 8 + 8 + 8 + 1;
 
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
@@ -281,6 +290,35 @@ pub struct FunctionLease {
     pub ms: u64,
 }
 
+/// A schedule entry's runs waiting to be made (src/engine/schedules/backfill.rs); the newest
+/// per entry wins, and one with nothing waiting ends the entry's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchedulePending {
+    pub entry: Bytes,
+    /// `overlap=queue`: the scheduled time of the run waiting for the previous one to end.
+    pub queued_ms: Option<u64>,
+    /// Backfill and catch-up runs still to make, in order.
+    pub spans: Vec<PendingSpan>,
+}
+
+/// Runs of an entry's timing still to make: its times after `after_ms` up to `to_ms`, at most
+/// `left` more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingSpan {
+    pub after_ms: u64,
+    pub to_ms: u64,
+    pub left: u64,
+    /// A backfill (manual runs) rather than a catch-up (the entry's own runs).
+    pub backfill: bool,
+}
+
+impl SchedulePending {
+    /// Nothing waits: the record ends the entry's.
+    pub fn is_empty(&self) -> bool {
+        self.queued_ms.is_none() && self.spans.is_empty()
+    }
+}
+
 /// An ended job's output and how it ended, as the journal keeps it (the engine's kept
 /// results, src/engine/output/).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -393,6 +431,8 @@ pub enum Record {
     Audit(Audit),
     /// An `@after` entry's parents' runs since it last ran.
     AfterSet(AfterSet),
+    /// A schedule entry's runs waiting to be made.
+    SchedulePending(SchedulePending),
 }
 
 impl Record {
@@ -413,6 +453,7 @@ impl Record {
             Record::FunctionLimits(_) => RecordKind::FunctionLimits,
             Record::Audit(_) => RecordKind::Audit,
             Record::AfterSet(_) => RecordKind::AfterSet,
+            Record::SchedulePending(_) => RecordKind::SchedulePending,
         }
     }
 
@@ -436,6 +477,7 @@ impl Record {
             | Record::FunctionLimits(_)
             | Record::Audit(_)
             | Record::AfterSet(_) => VERSION,
+            Record::SchedulePending(_) => VERSION,
         }
     }
 
@@ -497,6 +539,9 @@ impl Record {
                     .map(|p| AFTER_PARENT_FIXED + p.id.len() + p.handle.len())
                     .sum();
                 (4 + s.entry.len() + parents) as u64
+            }
+            Record::SchedulePending(p) => {
+                (SCHEDULE_PENDING_FIXED + p.spans.len() * PENDING_SPAN_LEN + p.entry.len()) as u64
             }
         }
     }
@@ -584,6 +629,15 @@ pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a
         (RecordKind::ScheduleState, _) => payload.get(SCHEDULE_STATE_FIXED..),
         _ => None,
     }
+}
+
+/// The entry of a SchedulePending payload without decoding the rest.
+pub(crate) fn pending_entry(payload: &[u8]) -> Option<&[u8]> {
+    let n = payload
+        .get(8..SCHEDULE_PENDING_FIXED)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)?;
+    payload.get(SCHEDULE_PENDING_FIXED + (n as usize).checked_mul(PENDING_SPAN_LEN)?..)
 }
 
 /// The function of a FunctionLease payload without decoding the rest.

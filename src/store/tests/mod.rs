@@ -9,6 +9,7 @@ mod failed;
 mod leases;
 mod limits;
 mod outputs;
+mod pending;
 mod records;
 mod replay;
 
