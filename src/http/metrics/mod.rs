@@ -568,6 +568,18 @@ pub fn render(input: &Input<'_>) -> String {
         per_entry(|s| Some(s.skips.into())),
     );
     w.family(
+        "gearman_schedule_too_long_total",
+        Counter,
+        "Runs of the schedule entry still going at its max_duration= (too_long alerts), since start.",
+        per_entry(|s| Some(s.too_long.into())),
+    );
+    w.family(
+        "gearman_schedule_too_short_total",
+        Counter,
+        "Runs of the schedule entry that succeeded sooner than its min_duration= (too_short alerts), since start.",
+        per_entry(|s| Some(s.too_short.into())),
+    );
+    w.family(
         "gearman_schedule_last_run_timestamp_seconds",
         Gauge,
         "Scheduled time of the entry's last run, in Unix seconds.",

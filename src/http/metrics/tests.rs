@@ -239,6 +239,8 @@ fn schedule_entries() {
         runs: 2,
         failures: 1,
         skips: 3,
+        too_long: 0,
+        too_short: 0,
         paused: false,
         skip_next: false,
         last_run_manual: false,
