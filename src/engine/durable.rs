@@ -96,9 +96,13 @@ impl Engine {
             func_retries,
             outputs,
             audit,
+            hooks,
             max_id,
             stats: _,
         } = replayed;
+        for h in hooks {
+            self.restore_hook(h, now);
+        }
         // Before the schedules file is read: an entry's run history is rebuilt from them.
         for o in outputs {
             self.restore_output(o);

@@ -5,6 +5,7 @@
 //! - `cron`: the adapter giving the `cron` crate crontab's meaning; `words`: a timing in words.
 //! - `sched`: SUBMIT_JOB_SCHED's five fields; `zone`: time zones.
 //! - `duration`: `30s`, `5m`, `1h30m`; `backoff`: retry policies and their delays.
+//! - `webhook`: alert targets that are URLs, checked and redacted; `alert_format=`.
 
 pub mod backoff;
 pub mod check;
@@ -12,6 +13,7 @@ pub mod cron;
 pub mod duration;
 pub mod file;
 pub mod sched;
+pub mod webhook;
 pub mod words;
 pub mod zone;
 

@@ -90,6 +90,7 @@ pub(super) enum LiveKey {
     Output(Bytes),
     Limits(Bytes),
     Audit(u64),
+    Hook(u64),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -136,6 +137,8 @@ pub(super) struct LiveSet {
     pub(super) limits: HashMap<Bytes, Loc>,
     /// The audit trail's records still kept, by seq (those below the newest floor are dead).
     pub(super) audit: std::collections::BTreeMap<u64, Loc>,
+    /// Webhook alerts not yet delivered or given up, by id.
+    pub(super) hooks: IdMap<Loc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -272,6 +275,17 @@ impl LiveSet {
                 keep_newest(&mut self.limits, l.func.clone(), new, &mut self.live_bytes);
                 None
             }
+            Record::HookQueued(q) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(&mut self.hooks, q.id, new, &mut self.live_bytes);
+                None
+            }
+            Record::HookDone { id } => {
+                if let Some(o) = self.hooks.remove(id) {
+                    self.live_bytes -= u64::from(o.len);
+                }
+                None
+            }
             Record::Audit(a) => {
                 let kept = self.audit.split_off(&a.floor);
                 for gone in std::mem::replace(&mut self.audit, kept).into_values() {
@@ -348,7 +362,15 @@ impl LiveSet {
             RecordKind::JobFinished
             | RecordKind::JobRetried
             | RecordKind::FailedGone
-            | RecordKind::OutputGone => None,
+            | RecordKind::OutputGone
+            | RecordKind::HookDone => None,
+            RecordKind::HookQueued => {
+                let id = record::job_id(payload)?;
+                self.hooks
+                    .get(&id)
+                    .filter(|l| here(l))
+                    .map(|_| LiveKey::Hook(id))
+            }
             RecordKind::FunctionLimits => {
                 let func = record::limits_function(payload)?;
                 key_of(&self.limits, func, here).map(|k| LiveKey::Limits(k.clone()))
@@ -378,6 +400,7 @@ impl LiveSet {
             LiveKey::Output(h) => self.outputs.get_mut(h).map(loc),
             LiveKey::Limits(f) => self.limits.get_mut(f).map(loc),
             LiveKey::Audit(seq) => self.audit.get_mut(seq).map(loc),
+            LiveKey::Hook(id) => self.hooks.get_mut(id).map(loc),
         }
     }
 }

@@ -78,6 +78,9 @@
 //!                  function wins (`limit`, `rate`, `pause function`, `expire`)
 //!   Audit (12): seq u64 | floor u64 (older seqs are dead) | at_ms u64 | lengths u32 of
 //!                  identity, peer, command | those bytes | outcome (the rest)
+//!   HookQueued (15): id u64 | queued_ms u64 | URL length u32 | URL | body (the rest); live
+//!                  until the HookDone of its id
+//!   HookDone (16): id u64
 //! ```
 //!
 //! # Damage at replay
@@ -151,8 +154,8 @@ pub use handles::{handles_path, read_reserved, write_reserved};
 pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
-    Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
-    JobAttempts, OutputKept, Record, ScheduleCounters, ScheduleRan,
+    Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits, FunctionRetry, HookQueued,
+    JobAdded, JobAttempts, OutputKept, Record, ScheduleCounters, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -219,6 +222,8 @@ pub struct Replayed {
     pub outputs: Vec<OutputKept>,
     /// The audit trail, oldest first.
     pub audit: Vec<Audit>,
+    /// Webhook alerts not yet delivered or given up, oldest first.
+    pub hooks: Vec<HookQueued>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

@@ -11,9 +11,9 @@ use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
-    Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded, JobAttempts,
-    KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan, StoreError,
-    TornTail,
+    Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, HookQueued, JobAdded,
+    JobAttempts, KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, ScheduleRan,
+    StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -41,6 +41,8 @@ pub(super) struct Rebuild {
     pub(super) limits: HashMap<Bytes, FunctionLimits>,
     /// The audit trail by seq, those below the newest floor dropped.
     pub(super) audit: std::collections::BTreeMap<u64, Audit>,
+    /// Webhook alerts not yet done, by id (the order they were queued in).
+    pub(super) hooks: std::collections::BTreeMap<u64, HookQueued>,
 }
 
 impl Rebuild {
@@ -92,6 +94,12 @@ impl Rebuild {
                     self.audit.insert(a.seq, a);
                 }
             }
+            Record::HookQueued(q) => {
+                self.hooks.insert(q.id, q);
+            }
+            Record::HookDone { id } => {
+                self.hooks.remove(&id);
+            }
             // Kept by the live set alone (`Live::apply`, live.rs), read back from there.
             Record::JobRetried { .. } => {}
         }
@@ -113,6 +121,7 @@ impl Rebuild {
             outputs,
             limits,
             audit,
+            hooks,
         } = self;
         let mut outputs: Vec<(u64, OutputKept)> = outputs.into_values().collect();
         outputs.sort_by_key(|(seq, _)| *seq);
@@ -148,6 +157,7 @@ impl Rebuild {
             func_retries,
             outputs,
             audit: audit.into_values().collect(),
+            hooks: hooks.into_values().collect(),
             max_id: live.max_id,
             stats,
         };

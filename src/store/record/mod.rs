@@ -84,6 +84,11 @@ kinds! {
     FunctionLimits = 11, "function-limits";
     /// An operator's action (the audit trail): live while among the newest `--keep-audit`.
     Audit = 12, "audit";
+    /// An alert waiting to be POSTed to a webhook (`on_failure=https://...`): live until its
+    /// HookDone.
+    HookQueued = 15, "hook-queued";
+    /// A webhook's alert delivered or given up: its HookQueued is dead.
+    HookDone = 16, "hook-done";
 }
 
 /// Fixed part of a FunctionRetry payload: retries, first backoff, cap; the name follows.
@@ -109,6 +114,9 @@ const FUNCTION_LEASE_FIXED: usize = 8;
 /// u8, expire u64; the function is the rest.
 const FUNCTION_LIMITS_FIXED: usize = 4 + 4 + 8 + 1 + 8;
 
+/// Fixed part of a HookQueued payload: id, queued time, the URL's length; URL and body follow.
+const HOOK_QUEUED_FIXED: usize = 8 + 8 + 4;
+const HOOK_DONE_PAYLOAD: usize = 8;
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
 /// Fixed part of a JobAdded payload: id, priority, flags, due time, four field lengths.
@@ -249,6 +257,16 @@ pub struct ScheduleRan {
     pub counters: Option<ScheduleCounters>,
 }
 
+/// An alert queued for a webhook: its id (which the journal's HookDone names), when it was
+/// queued (with the id, its idempotency key), the URL it goes to and the body to POST.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookQueued {
+    pub id: u64,
+    pub queued_ms: u64,
+    pub url: Bytes,
+    pub body: Bytes,
+}
+
 /// `retry FUNCTION N BACKOFF`: the function's retry policy; the newest per function counts.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FunctionRetry {
@@ -344,15 +362,23 @@ pub enum Record {
     /// A background job was accepted.
     JobAdded(JobAdded),
     /// The job is gone for good (complete, fail, exception, cancel, retries spent).
-    JobFinished { id: u64, reason: FinishReason },
+    JobFinished {
+        id: u64,
+        reason: FinishReason,
+    },
     /// The job was given back `retries` times so far (a newer record supersedes an older one).
-    JobRetried { id: u64, retries: u32 },
+    JobRetried {
+        id: u64,
+        retries: u32,
+    },
     /// A schedule entry's state changed (it ran, skipped, failed, was paused).
     ScheduleRan(ScheduleRan),
     /// A job failed for good and was kept in the failed list.
     FailedKept(FailedKept),
     /// The failed job with this handle left the list.
-    FailedGone { handle: Bytes },
+    FailedGone {
+        handle: Bytes,
+    },
     /// `retry FUNCTION N BACKOFF`: the function's retry policy.
     FunctionRetry(FunctionRetry),
     /// A job is a retry: its failed attempts so far.
@@ -362,7 +388,13 @@ pub enum Record {
     /// An ended job's kept output.
     OutputKept(OutputKept),
     /// The kept output of this handle left.
-    OutputGone { handle: Bytes },
+    OutputGone {
+        handle: Bytes,
+    },
+    HookQueued(HookQueued),
+    HookDone {
+        id: u64,
+    },
     /// The function's limits.
     FunctionLimits(FunctionLimits),
     /// An operator's action, for the audit trail.
@@ -386,6 +418,8 @@ impl Record {
             Record::OutputGone { .. } => RecordKind::OutputGone,
             Record::FunctionLimits(_) => RecordKind::FunctionLimits,
             Record::Audit(_) => RecordKind::Audit,
+            Record::HookQueued(_) => RecordKind::HookQueued,
+            Record::HookDone { .. } => RecordKind::HookDone,
         }
     }
 
@@ -407,7 +441,9 @@ impl Record {
             | Record::OutputKept(_)
             | Record::OutputGone { .. }
             | Record::FunctionLimits(_)
-            | Record::Audit(_) => VERSION,
+            | Record::Audit(_)
+            | Record::HookQueued(_)
+            | Record::HookDone { .. } => VERSION,
         }
     }
 
@@ -462,6 +498,8 @@ impl Record {
                 (AUDIT_FIXED + a.identity.len() + a.peer.len() + a.command.len()) as u64
                     + a.outcome.len() as u64
             }
+            Record::HookQueued(h) => (HOOK_QUEUED_FIXED + h.url.len()) as u64 + h.body.len() as u64,
+            Record::HookDone { .. } => HOOK_DONE_PAYLOAD as u64,
         }
     }
 }

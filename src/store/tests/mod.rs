@@ -5,6 +5,7 @@ mod audit;
 mod commit;
 mod compaction;
 mod failed;
+mod hooks;
 mod leases;
 mod limits;
 mod outputs;
