@@ -289,4 +289,33 @@ impl Engine {
             ..self.hooks.status.clone()
         }
     }
+
+    /// `show webhooks`: one line per webhook (redacted: scheme, host, port) with alerts
+    /// waiting or a try made since start, by URL: `URL\tQUEUED\tLAST\tOUTCOME` (LAST the
+    /// time the last try ended, `-` before one; OUTCOME `delivered`, `retrying: WHY` or
+    /// `given up: WHY`), then `.`.
+    pub(in crate::engine) fn webhooks_listing(&self) -> String {
+        // Per URL: alerts waiting, and its last try (when it ended, how).
+        type Row<'a> = (usize, Option<&'a (u64, String)>);
+        let mut rows: BTreeMap<String, Row<'_>> = BTreeMap::new();
+        for h in self.hooks.queue.values() {
+            rows.entry(redact(&h.url)).or_default().0 += 1;
+        }
+        for (url, last) in &self.hooks.last {
+            rows.entry(url.clone()).or_default().1 = Some(last);
+        }
+        let mut out = String::new();
+        for (url, (queued, last)) in rows {
+            let (at, what) = match last {
+                Some((t, w)) => (
+                    rfc3339(*t),
+                    crate::engine::schedules::run_history::one_line(w),
+                ),
+                None => ("-".into(), "-".into()),
+            };
+            out.push_str(&format!("{url}\t{queued}\t{at}\t{what}\n"));
+        }
+        out.push_str(".\n");
+        out
+    }
 }

@@ -212,6 +212,17 @@ fn a_hook_that_keeps_failing_is_given_up() {
         log.contains("given up after 2 attempts: answered 503"),
         "{log}"
     );
+    let listing = s.gearman().admin("show webhooks", true);
+    let row: Vec<&str> = listing.lines().next().unwrap().split('\t').collect();
+    assert_eq!(
+        (row[0], row[1], row[3]),
+        (
+            format!("http://127.0.0.1:{}", rx.port).as_str(),
+            "0",
+            "given up: answered 503"
+        ),
+        "{listing}"
+    );
     // A positive barrier before saying nothing more came: the next alert is delivered alone.
     fail(&s);
     let got = rx.wait_for(3);
@@ -315,4 +326,93 @@ fn a_remote_http_url_is_refused_with_its_line_and_column() {
         !log.contains("s3cret"),
         "a URL's path is never logged:\n{log}"
     );
+}
+
+/// An `https://` receiver: the test CA's certificate for localhost, rustls on the test's
+/// thread; the server verifies it against `--webhook-ca-file`.
+#[cfg(feature = "tls")]
+#[test]
+fn an_https_receiver_verified_against_the_ca_gets_the_alert() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let ca = TestCa::new("webhook");
+    let files = ca.server("localhost");
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(&files.key).unwrap();
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    );
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let g = Arc::clone(&got);
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { return };
+            let conn = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match tls.read(&mut b) {
+                    Ok(1) => head.push(b[0]),
+                    _ => break,
+                }
+            }
+            let head = String::from_utf8_lossy(&head).to_string();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; len];
+            if tls.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let _ = tls.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+            g.lock()
+                .unwrap()
+                .push((head, String::from_utf8_lossy(&body).to_string()));
+        }
+    });
+    let dir = TempDir::new("hook-https");
+    let file = schedules_file(
+        &dir,
+        &format!("@hourly beat expect=ping on_failure=https://localhost:{port}/hook/x\n"),
+    );
+    let s = HttpServer::start(&[
+        "--schedules",
+        file.to_str().unwrap(),
+        "--webhook-ca-file",
+        &ca.ca_arg(),
+    ]);
+    fail(&s);
+    wait_until(20, "the https delivery counted", || {
+        metric(
+            &s,
+            "gearwheel_webhook_deliveries_total{outcome=\"delivered\"} 1",
+        )
+    });
+    let got = got.lock().unwrap().clone();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (head, body) = &got[0];
+    assert!(
+        head.starts_with("POST /hook/x HTTP/1.1\r\n")
+            && head.contains(&format!("Host: localhost:{port}\r\n")),
+        "{head}"
+    );
+    assert!(body.contains("\"outcome\":\"failed\""), "{body}");
 }
