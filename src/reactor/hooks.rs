@@ -51,6 +51,9 @@ struct Delivery {
 
 pub(super) struct HookClient {
     slots: Vec<Option<Delivery>>,
+    /// Resolutions whose delivery ended first (its timeout): left to finish on their own,
+    /// and counted, so that a resolver that hangs cannot pile up threads (at most `SLOTS`).
+    stray: Vec<Resolving>,
     timeout_ms: u64,
     ca_file: Option<std::path::PathBuf>,
     /// Made at the first https:// delivery (the CA bundle is read then, once): a server
@@ -63,6 +66,7 @@ impl HookClient {
     pub(super) fn new(timeout_ms: u64, ca_file: Option<std::path::PathBuf>) -> HookClient {
         HookClient {
             slots: (0..SLOTS).map(|_| None).collect(),
+            stray: Vec::new(),
             timeout_ms,
             ca_file,
             #[cfg(feature = "tls")]
@@ -103,6 +107,7 @@ impl HookClient {
     /// Once a turn, after the journal commit (an alert is sent only once its HookQueued is
     /// written): finish resolutions, end overdue deliveries, start what is due.
     pub(super) fn turn(&mut self, engine: &mut Engine, registry: &Registry, now: u64) {
+        self.stray.retain(|h| !h.is_finished());
         for i in 0..SLOTS {
             let resolved = match &self.slots[i] {
                 Some(Delivery {
@@ -165,6 +170,10 @@ impl HookClient {
         };
         if let Some(ip) = literal {
             return self.connect(i, d, SocketAddr::new(ip, port), engine, registry, now);
+        }
+        if self.stray.len() >= SLOTS {
+            let why = format!("cannot resolve {host}: {SLOTS} earlier resolutions still hang");
+            return engine.hook_attempt(d.id, HookAttempt::Failed(why), now);
         }
         // DNS may block: on a thread of its own, looked at each turn.
         let spawned = std::thread::Builder::new()
@@ -314,7 +323,8 @@ impl HookClient {
         match d.stage {
             Stage::Talking { mut wire, .. } => wire.deregister(registry),
             // A thread still resolving is left to finish on its own; its answer is dropped.
-            Stage::Resolving(_) | Stage::Waiting => {}
+            Stage::Resolving(h) => self.stray.push(h),
+            Stage::Waiting => {}
         }
         engine.hook_attempt(d.id, r, now);
     }

@@ -118,3 +118,41 @@ fn the_queue_is_bounded_and_counts_what_it_drops() {
     assert_eq!((s.queued, s.dropped), (2, 3));
     assert_eq!(w.e.hooks_due(w.now, 1).len(), 1, "at most the room asked");
 }
+
+#[test]
+fn a_queued_alert_comes_back_from_the_journal_with_its_key() {
+    let mut w = world(HookLimits::default());
+    fail(&mut w);
+    let key = w.e.hooks_due(w.now, 4)[0].key.clone();
+    let queued: Vec<_> = records(&mut w)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::HookQueued(q) => Some(q),
+            _ => None,
+        })
+        .collect();
+    let mut next = world(HookLimits::default());
+    next.now = T0 + 60_000;
+    let replayed = crate::store::Replayed {
+        hooks: queued,
+        ..Default::default()
+    };
+    next.e.restore(replayed, next.now, &mut next.out);
+    assert!(!next.e.has_durable(), "restoring writes nothing again");
+    let due = next.e.hooks_due(next.now, 4);
+    assert_eq!(due.len(), 1, "due at once after a restart");
+    assert_eq!(
+        due[0].key, key,
+        "the same key: the receiver can tell a repeat"
+    );
+    assert!(
+        due[0]
+            .body
+            .ends_with(format!("\"idempotency_key\":\"{key}\"}}").as_bytes())
+    );
+    // A new alert after the restart gets another id and key.
+    fail(&mut next);
+    let more = next.e.hooks_due(next.now, 4);
+    assert_eq!(more.len(), 1);
+    assert_ne!(more[0].key, key);
+}
