@@ -158,6 +158,22 @@ pub struct ServeArgs {
     /// (default 10000, 0 = keep none; each is still logged)
     #[argh(option, default = "10_000")]
     pub keep_audit: usize,
+    /// webhook alerts (`on_failure=https://...`) waiting for delivery; past it an alert is
+    /// dropped, logged and counted (default 1000)
+    #[argh(option, default = "1000")]
+    pub max_webhook_queue: usize,
+    /// tries to deliver a webhook alert before it is given up (default 10)
+    #[argh(option, default = "10")]
+    pub webhook_attempts: u32,
+    /// a webhook alert not delivered this long after it was queued is given up (default 24h)
+    #[argh(option)]
+    pub webhook_max_age: Option<String>,
+    /// how long a webhook delivery may take, connect to answer (default 10s)
+    #[argh(option)]
+    pub webhook_timeout: Option<String>,
+    /// CA file to verify https:// webhooks with, instead of the system's CA bundle
+    #[argh(option)]
+    pub webhook_ca_file: Option<PathBuf>,
     /// times a failed background job is queued again, after its backoff, before it fails for
     /// good (default 0, as gearmand); `retry FUNCTION N BACKOFF` sets it per function
     #[argh(option, default = "0")]
@@ -333,6 +349,9 @@ pub struct Config {
     /// `--idle-trim`, in ms (0 = never).
     pub idle_trim_ms: u64,
     pub engine: EngineConfig,
+    /// `--webhook-timeout` in ms and `--webhook-ca-file`: the reactor's webhook client.
+    pub webhook_timeout_ms: u64,
+    pub webhook_ca_file: Option<PathBuf>,
     /// Notices about flags that were accepted but ignored, logged once logging is up.
     pub notices: Vec<String>,
     /// `--schedules FILE`.
@@ -600,6 +619,29 @@ impl Config {
             Some(d) => crate::schedule::duration::parse_duration(d)
                 .map_err(|e| format!("--future-horizon: {e}"))?,
         };
+        let duration_flag = |v: Option<&str>, default: u64, flag: &str| match v {
+            None => Ok(default),
+            Some(d) => crate::schedule::duration::parse_duration(d)
+                .map_err(|e| format!("{flag}: {e}"))
+                .and_then(|ms| match ms {
+                    0 => Err(format!("{flag}: must be more than 0")),
+                    ms => Ok(ms),
+                }),
+        };
+        if a.webhook_attempts == 0 {
+            return Err("--webhook-attempts: at least 1".into());
+        }
+        let webhooks = crate::engine::HookLimits {
+            max_queue: a.max_webhook_queue,
+            attempts: a.webhook_attempts,
+            max_age_ms: duration_flag(
+                a.webhook_max_age.as_deref(),
+                24 * 3_600_000,
+                "--webhook-max-age",
+            )?,
+        };
+        let webhook_timeout_ms =
+            duration_flag(a.webhook_timeout.as_deref(), 10_000, "--webhook-timeout")?;
         let keep_results_ms = match a.keep_results.as_deref() {
             None => 24 * 3_600_000,
             Some("0") => 0,
@@ -681,7 +723,10 @@ impl Config {
                 max_function_settings: a.max_function_settings,
                 max_rate_count: a.max_rate_count,
                 max_backfill: a.max_backfill,
+                webhooks,
             },
+            webhook_timeout_ms,
+            webhook_ca_file: a.webhook_ca_file.clone(),
             notices,
             schedules: a.schedules.clone(),
             data_dir: a.data_dir.clone(),

@@ -100,6 +100,7 @@ pub fn admin(cmd: &AdminCommand) -> Need<'_> {
         | A::ShowCluster
         | A::ShowFailed(_)
         | A::ShowRetries
+        | A::ShowWebhooks
         | A::ShowRuns(_)
         | A::ShowTimeouts
         | A::ShowLimits

@@ -21,6 +21,7 @@ pub(crate) enum View {
     Failed,
     /// `show retries`.
     Retries,
+    Webhooks,
     /// `show runs ENTRY`.
     Runs,
     /// `show output HANDLE`: the bytes as they are, to stdout (read by `run`, not `render`).
@@ -50,7 +51,7 @@ pub(crate) struct Plan {
 const USAGE: &str = "status, prioritystatus, workers, jobs, unique, scheduled, schedules, \
                      journal, cluster, version, getpid, verbose, cancel HANDLE, create FUNC, drop FUNC, \
                      maxqueue FUNC [N | HIGH NORMAL LOW], reload, run|skip|pause|resume ID, \
-                     failed [FUNC], retry|drop failed HANDLE|FUNC|all, retries, \
+                     failed [FUNC], retry|drop failed HANDLE|FUNC|all, retries, webhooks, \
                      retry FUNC N BACKOFF[..MAX], output HANDLE, runs ID, limits, limit FUNC N|off, \
                      rate FUNC N/DURATION|off, expire FUNC DURATION|off, \
                      pause|resume function FUNC, shutdown [graceful], or any \
@@ -71,7 +72,7 @@ fn short_form(words: &[String]) -> Vec<String> {
         [
             "show",
             w @ ("jobs" | "scheduled" | "schedules" | "journal" | "cluster" | "failed" | "retries"
-            | "output" | "runs" | "limits"),
+            | "output" | "runs" | "limits" | "webhooks"),
             ..,
         ] => keep(2, w),
         ["cancel", "job", _] => keep(2, "cancel"),
@@ -136,6 +137,7 @@ pub(crate) fn plan(words: &[String]) -> Result<Plan, String> {
             _ => Err("failed takes nothing or a function".into()),
         },
         "retries" => arity(0, "no arguments").and(list("show retries", View::Retries)),
+        "webhooks" => arity(0, "no arguments").and(list("show webhooks", View::Webhooks)),
         "output" => arity(1, "a job handle")
             .and_then(|_| one(format!("show output {}", rest[0]), View::Output)),
         "runs" => arity(1, "a schedule entry id")
@@ -380,6 +382,7 @@ pub(crate) fn render(view: View, lines: &[String], now_ms: i64) -> String {
             &tsv(lines),
         ),
         View::Retries => table::render(&["FUNCTION", "RETRIES", "BACKOFF", "PENDING"], &tsv(lines)),
+        View::Webhooks => table::render(&["URL", "QUEUED", "LAST", "OUTCOME"], &tsv(lines)),
         View::Runs => table::render(
             &[
                 "SCHEDULED",
@@ -582,6 +585,7 @@ mod tests {
         assert_eq!(p("show cluster"), Ok(("show cluster".into(), true)));
         assert_eq!(p("failed"), Ok(("show failed".into(), true)));
         assert_eq!(p("retries"), Ok(("show retries".into(), true)));
+        assert_eq!(p("webhooks"), Ok(("show webhooks".into(), true)));
         assert_eq!(p("limits"), Ok(("show limits".into(), true)));
         assert_eq!(p("show limits"), Ok(("show limits".into(), true)));
         assert_eq!(p("limit f 4"), Ok(("limit f 4".into(), false)));

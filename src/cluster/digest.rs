@@ -34,6 +34,7 @@ pub fn entry(e: &Entry) -> String {
         fanout,
         on_failure,
         on_success,
+        alert_format,
         timeout_ms,
         retry,
         expect_ping,
@@ -70,6 +71,11 @@ pub fn entry(e: &Entry) -> String {
         format!("{form}\nwatch {expect_ping} {grace_ms} {max_duration_ms:?} {min_duration_ms:?}")
     } else {
         form
+    };
+    // The alert body's format too, only when not the default.
+    let form = match alert_format {
+        crate::schedule::webhook::AlertFormat::Generic => form,
+        f => format!("{form}\nalert_format={}", f.name()),
     };
     // The group too, only when set.
     let form = match group {

@@ -163,6 +163,7 @@ impl Engine {
                 format!("OK {}\n", handles.len()).into()
             }
             AdminCommand::ShowRetries => self.retries_listing().into(),
+            AdminCommand::ShowWebhooks => self.webhooks_listing().into(),
             AdminCommand::ShowOutput(handle) => self.output_reply(&handle),
             AdminCommand::ShowRuns(entry) => self.runs_listing(&entry),
             AdminCommand::ShowAudit(n) => super::audit::listing(self.audit.newest(n)).into(),

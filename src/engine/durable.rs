@@ -98,11 +98,15 @@ impl Engine {
             audit,
             after_sets,
             pending,
+            hooks,
             max_id,
             stats: _,
         } = replayed;
         for s in after_sets {
             self.restore_after_set(s);
+        }
+        for h in hooks {
+            self.restore_hook(h, now);
         }
         // Before the schedules file is read: an entry's run history is rebuilt from them.
         for o in outputs {

@@ -19,6 +19,7 @@
 //!   which puts back what the journal replayed.
 //! - `output/`: what jobs print, kept while they run and for `--keep-results` after.
 //! - `audit`: the audit trail, operators' actions kept and journalled.
+//! - `hooks`: alerts for webhooks, queued, journalled and retried until delivered.
 //! - `query`: read-only views for HTTP and `/metrics`; `listing`: the console's paged job
 //!   lists per function; `reactor_api`: engine calls the reactor needs beyond `handle`.
 //! - `tests`: the engine's unit tests, one file per concern.
@@ -30,6 +31,7 @@ mod durable;
 mod failures;
 mod forget;
 mod handles;
+mod hooks;
 mod horizon;
 mod jobs;
 mod leases;
@@ -42,6 +44,7 @@ mod reactor_api;
 mod schedules;
 mod serve;
 mod timers;
+pub use hooks::{HookAttempt, HookLimits, HookSend, HookStatus};
 pub use schedules::LoadReport;
 pub use schedules::backfill::{BackfillError, Backfilled};
 pub use schedules::ops::{HEARTBEAT_NOT_RUN, ScheduleOpError};
@@ -150,6 +153,8 @@ pub struct EngineConfig {
     /// The most runs one backfill may ask for, with those of the entry still waiting
     /// (`--max-backfill`).
     pub max_backfill: usize,
+    /// `--max-webhook-queue`, `--webhook-attempts`, `--webhook-max-age` (hooks.rs).
+    pub webhooks: HookLimits,
 }
 
 impl Default for EngineConfig {
@@ -181,6 +186,7 @@ impl Default for EngineConfig {
             keep_results_foreground: false,
             max_function_settings: 10_000,
             max_rate_count: 10_000,
+            webhooks: HookLimits::default(),
         }
     }
 }
@@ -284,6 +290,8 @@ pub struct Engine {
     queued_since: FastMap<u32, u64>,
     /// Operators' actions, newest last, bounded by `--keep-audit` (audit.rs).
     audit: AuditTrail,
+    /// Alerts waiting for their webhook (hooks.rs).
+    hooks: hooks::Hooks,
 }
 
 const NOT_FOUND_RESULT: &str = "Job given in work result not found";
@@ -331,6 +339,7 @@ impl Engine {
             gates_to_check: Vec::new(),
             queued_since: FastMap::default(),
             audit: AuditTrail::new(config_keep_audit),
+            hooks: Default::default(),
         }
     }
 

@@ -134,6 +134,9 @@ pub struct ScheduleStatus {
     pub runs: u64,
     pub failures: u64,
     pub skips: u64,
+    /// `too_long` and `too_short` alerts since start (`max_duration=`, `min_duration=`).
+    pub too_long: u64,
+    pub too_short: u64,
     /// `pause schedule`: fires nothing until resumed.
     pub paused: bool,
     /// `skip schedule`: the next run of its timing is skipped.
@@ -412,6 +415,8 @@ impl Engine {
                     runs: h.runs,
                     failures: h.failures,
                     skips: h.skips,
+                    too_long: h.too_long,
+                    too_short: h.too_short,
                     paused: h.marks.paused,
                     skip_next: h.marks.skip_next,
                     last_run_manual: h.last_run_ms.is_some() && h.marks.last_manual,
@@ -421,7 +426,7 @@ impl Engine {
                         .recent
                         .iter()
                         .map(|r| {
-                            self.kept_run(&st.id, r.started_ms)
+                            self.kept_run(&st.id, r)
                                 .map(|j| (j.handle.clone(), j.output_bytes))
                         })
                         .collect(),

@@ -43,6 +43,9 @@ pub(super) enum TimerEvent {
     OutputExpiry,
     /// A function's `rate` window has room again (limits/).
     GateOpens { func: FuncId },
+    /// A webhook alert's backoff is over: the loop wakes, and the reactor's client asks for
+    /// what is due (hooks.rs).
+    HookDue,
 }
 
 impl Engine {
@@ -118,6 +121,7 @@ impl Engine {
                 TimerEvent::OutputExpiry => self.output_expiry_due(now),
                 TimerEvent::WakeupNext { conn, func } => self.wakeup_overdue(conn, func, now, out),
                 TimerEvent::GateOpens { func } => self.gate_due(func, now, out),
+                TimerEvent::HookDue => {}
                 TimerEvent::DrainTimeout => {
                     log::warn!(
                         "graceful shutdown: {} still running after the timeout",

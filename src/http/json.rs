@@ -168,6 +168,8 @@ pub fn schedule(out: &mut String, s: &ScheduleStatus) {
         .num("runs", s.runs)
         .num("failures", s.failures)
         .num("skips", s.skips)
+        .num("too_long", s.too_long)
+        .num("too_short", s.too_short)
         .bool("paused", s.paused)
         .bool("skip_next", s.skip_next)
         .bool("last_run_manual", s.last_run_manual)
@@ -376,6 +378,8 @@ mod tests {
             runs: 1,
             failures: 1,
             skips: 0,
+            too_long: 0,
+            too_short: 0,
             paused: true,
             skip_next: false,
             last_run_manual: true,
@@ -399,7 +403,7 @@ mod tests {
             "{\"schedules\":[{\"id\":\"nightly\",\"spec\":\"0 3 * * *\",\"says\":\"every day at 03:00 UTC\",\"function\":\"backup\",\
              \"next_run\":\"1970-01-01T00:00:00Z\",\"last_run\":null,\
              \"last_outcome\":\"exception: \\\"disk\\\"\",\"last_duration_ms\":null,\"runs\":1,\
-             \"failures\":1,\"skips\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\
+             \"failures\":1,\"skips\":0,\"too_long\":0,\"too_short\":0,\"paused\":true,\"skip_next\":false,\"last_run_manual\":true,\
              \"last_error\":\"disk\",\"retries_pending\":2,\"runs_waiting\":3,\"recent_runs\":[{\"scheduled\":\"1970-01-01T00:00:00Z\",\
              \"started\":\"1970-01-01T00:00:01Z\",\"duration_ms\":20,\"outcome\":\"failed\",\
              \"manual\":true,\"backfill\":false,\"handle\":\"H:x:4\",\"output_bytes\":70000,\"after\":[]}],\"after_pending\":[]}]}\n"

@@ -238,6 +238,8 @@ mod tests {
             runs: 0,
             failures: 0,
             skips: 0,
+            too_long: 0,
+            too_short: 0,
             paused: true,
             skip_next: false,
             last_run_manual: false,

@@ -65,6 +65,8 @@ pub enum AdminCommand {
     },
     /// `show retries`.
     ShowRetries,
+    /// `show webhooks`: each webhook's alerts waiting and its last try's outcome.
+    ShowWebhooks,
     /// `show output HANDLE`: what the job printed (kept while it runs and after it ended).
     ShowOutput(Bytes),
     /// `show runs ENTRY`: a schedule entry's last runs with their handles and output sizes.
@@ -228,6 +230,7 @@ impl AdminCommand {
                 (Some(a), _) if word_eq(a, "cluster") => AdminCommand::ShowCluster,
                 (Some(a), f) if word_eq(a, "failed") => AdminCommand::ShowFailed(f.cloned()),
                 (Some(a), _) if word_eq(a, "retries") => AdminCommand::ShowRetries,
+                (Some(a), _) if word_eq(a, "webhooks") => AdminCommand::ShowWebhooks,
                 (Some(a), Some(h)) if word_eq(a, "output") => AdminCommand::ShowOutput(h.clone()),
                 (Some(a), Some(e)) if word_eq(a, "runs") => AdminCommand::ShowRuns(e.clone()),
                 (Some(a), None) if word_eq(a, "output") || word_eq(a, "runs") => {
@@ -529,6 +532,7 @@ mod tests {
         assert_eq!(p("show FAILED f"), AdminCommand::ShowFailed(Some(b("f"))));
         assert_eq!(p("retry failed all"), AdminCommand::RetryFailed(b("all")));
         assert_eq!(p("show retries"), AdminCommand::ShowRetries);
+        assert_eq!(p("show webhooks"), AdminCommand::ShowWebhooks);
         assert_eq!(p("show output H:x:1"), AdminCommand::ShowOutput(b("H:x:1")));
         assert_eq!(p("SHOW RUNS backup"), AdminCommand::ShowRuns(b("backup")));
         assert!(matches!(p("show output"), AdminCommand::Reply(r) if r.contains("HANDLE")));

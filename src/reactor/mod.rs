@@ -16,6 +16,7 @@
 //! - `http/`: the HTTP listener, its connections, the console and the guard.
 //! - `tls_glue`: TLS listeners, sessions, handshakes and certificate reloads.
 //! - `etcd_link`: the connections to etcd and the cluster machine.
+//! - `hooks`: the webhook client, POSTing the alerts the engine queues for URLs.
 //! - `journal`: the journal driver and its group commit.
 //! - `schedules`: `Schedules`, the schedules file read and reloaded.
 //! - `deadlines`: the reactor's own timer wheel.
@@ -32,6 +33,7 @@ mod embedded;
 mod etcd_link;
 mod gate;
 mod gearman;
+mod hooks;
 mod http;
 mod journal;
 mod listen;
@@ -132,6 +134,9 @@ pub struct Server {
     /// The connections to etcd and the cluster machine (`--etcd`), if clustered; boxed, so
     /// that a server without `--etcd` does not carry its 1.5 kB.
     cluster: Option<Box<etcd_link::EtcdLink>>,
+    /// The webhook client (hooks.rs): alerts POSTed to `on_failure=https://...`. Boxed: most
+    /// servers have no webhook, and the server is moved on the stack at start-up.
+    hooks: Box<hooks::HookClient>,
     /// TLS listeners, sessions and handshakes (tls_glue.rs).
     tls: tls_glue::TlsGlue,
     /// The descriptors open when the loop started less those `fds_held` counted then, so
@@ -175,6 +180,10 @@ impl Server {
             None => None,
         };
         let idle_trim = crate::footprint::IdleTrim::new(config.idle_trim_ms);
+        let hooks = Box::new(hooks::HookClient::new(
+            config.webhook_timeout_ms,
+            config.webhook_ca_file.clone(),
+        ));
         let console = config.http.as_ref().is_some_and(|h| h.console);
         let access = gate::Gate::new(config.access.clone(), console);
         let door = door::Door::new(
@@ -191,6 +200,7 @@ impl Server {
             http,
             engine,
             outbox: Outbox::default(),
+            hooks,
             config,
             time: Time {
                 turn: 0,
@@ -321,6 +331,10 @@ impl Server {
                         l.event(link, self.poll.registry(), self.time.mono);
                     }
                 }
+                Source::Hook(i) => {
+                    let registry = self.poll.registry();
+                    self.hooks.event(i, &mut self.engine, registry, now);
+                }
                 Source::Signals => {
                     if let Some(exit) = self.on_signals(now) {
                         // Whatever this turn already made durable is written first.
@@ -377,6 +391,7 @@ impl Server {
         if self.conns.close_over_bound(now) {
             self.finish_turn(now);
         }
+        self.hooks_turn(now);
         self.conns.release_held(now);
         self.http.sample_rates(&self.engine, now);
         self.journal.compact_step();
@@ -487,12 +502,24 @@ impl Server {
         }
     }
 
+    /// After the turn's journal commit: the webhook client finishes and starts deliveries
+    /// (an alert leaves only once its HookQueued is written), and what their ends changed is
+    /// committed at once (a delivered alert's HookDone: the window in which a kill -9 would
+    /// send it again is this turn's).
+    fn hooks_turn(&mut self, now: u64) {
+        let registry = self.poll.registry();
+        self.hooks.turn(&mut self.engine, registry, now);
+        if self.engine.has_durable() {
+            self.dispatch();
+        }
+    }
+
     /// The descriptors the loop opens and closes: connections, the journal's files, the
-    /// sockets to etcd. (A turn's passing reads of a file, the schedules say, are closed by
+    /// sockets to etcd and webhooks. (A turn's passing reads of a file, the schedules say, are closed by
     /// its end.)
     fn fds_held(&self) -> u64 {
         let etcd = self.cluster.as_ref().map_or(0, |l| l.open_sockets());
-        self.conns.slab.len() as u64 + self.journal.open_files() + etcd
+        self.conns.slab.len() as u64 + self.journal.open_files() + etcd + self.hooks.open_sockets()
     }
 
     /// The descriptors open now, for `/metrics`: counted, not listed (a listing reads one
@@ -525,6 +552,7 @@ impl Server {
             self.deadlines.next(),
             self.journal.deadline(),
             self.idle_trim.deadline(),
+            self.hooks.wake_at(&self.engine, now),
             self.conns.output.deadline(),
             self.cluster
                 .as_ref()

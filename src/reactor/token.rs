@@ -1,5 +1,5 @@
 //! The reactor's one token space: what each mio `Token` names (a listener, a connection, the
-//! signal pipe, the manual clock's waker, an etcd link), and its encoding.
+//! signal pipe, the manual clock's waker, an etcd link, a webhook delivery), and its encoding.
 //!
 //! A connection's token carries its whole `ConnId`, the generation with the slab index. A
 //! connection that closes in the middle of a batch of events frees its slot, and an accept
@@ -28,6 +28,10 @@ const SIGNALS: usize = 2 * LISTENERS;
 const WAKE: usize = SIGNALS + 1;
 const ETCD_UNARY: usize = SIGNALS + 2;
 const ETCD_WATCH: usize = SIGNALS + 3;
+/// The webhook client's connections: `HOOKS..HOOKS + HOOK_SLOTS`.
+const HOOKS: usize = SIGNALS + 4;
+/// Webhook deliveries at once (hooks.rs), each with its token.
+pub(super) const HOOK_SLOTS: usize = 4;
 
 /// A listening socket, by its index among its kind's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +54,8 @@ pub(super) enum Source {
     Wake,
     /// One of the two connections to etcd (etcd_link.rs).
     Etcd(Link),
+    /// A webhook delivery's connection, by its slot (hooks.rs).
+    Hook(usize),
 }
 
 impl Source {
@@ -64,6 +70,7 @@ impl Source {
             Source::Wake => WAKE,
             Source::Etcd(Link::Unary) => ETCD_UNARY,
             Source::Etcd(Link::Watch) => ETCD_WATCH,
+            Source::Hook(i) => HOOKS + i,
         })
     }
 
@@ -82,6 +89,7 @@ impl Source {
             WAKE => Source::Wake,
             ETCD_UNARY => Source::Etcd(Link::Unary),
             ETCD_WATCH => Source::Etcd(Link::Watch),
+            i if (HOOKS..HOOKS + HOOK_SLOTS).contains(&i) => Source::Hook(i - HOOKS),
             _ => return None,
         })
     }
@@ -118,6 +126,8 @@ mod tests {
             Source::Wake,
             Source::Etcd(Link::Unary),
             Source::Etcd(Link::Watch),
+            Source::Hook(0),
+            Source::Hook(HOOK_SLOTS - 1),
             Source::Conn(ConnId {
                 index: 0,
                 generation: 1,
@@ -130,7 +140,7 @@ mod tests {
         for s in sources {
             assert_eq!(Source::of(s.token()), Some(s), "{s:?}");
         }
-        assert_eq!(Source::of(Token(ETCD_WATCH + 1)), None);
+        assert_eq!(Source::of(Token(HOOKS + HOOK_SLOTS)), None);
         assert_eq!(Source::of(Token(LOW)), None);
     }
 

@@ -71,8 +71,11 @@ pub struct Entry {
     /// `on_failure=FUNCTION` (or the file's `ON_FAILURE=`): a run that fails for good, or
     /// never happens, submits a background job to it with a JSON account of the run.
     pub on_failure: Option<String>,
-    /// `on_success=FUNCTION`: the same for a run that completes.
+    /// `on_success=FUNCTION`: the same for a run that completes. Either may instead be a
+    /// webhook URL (src/schedule/webhook.rs), which the server POSTs the alert to itself.
     pub on_success: Option<String>,
+    /// `alert_format=generic|slack` (or the file's `ALERT_FORMAT=`): a webhook alert's body.
+    pub alert_format: super::webhook::AlertFormat,
     /// `timeout=DURATION`: a run not ended this long after a worker took it fails.
     pub timeout_ms: Option<u64>,
     /// `group=NAME`: runs of the entries of one group never run at the same time.
@@ -214,8 +217,17 @@ fn pick<T: Copy>(value: &str, choices: &[(&str, T)]) -> Result<T, String> {
     Err(format!("use {} or {last}", rest.join(", ")))
 }
 
-/// The function an alert goes to (`on_failure=`, `on_success=`, `ON_FAILURE=`): one word of
-/// at most 255 bytes; empty means none (so `ON_FAILURE=` turns the default off again).
+/// Where an alert goes (`on_failure=`, `on_success=`, `ON_FAILURE=`, `ON_SUCCESS=`): a
+/// function, one word of at most 255 bytes, or a webhook URL; empty means none (so
+/// `ON_FAILURE=` turns the default off again).
+fn alert_target(value: &str) -> Result<Option<String>, String> {
+    if super::webhook::is_url(value) {
+        return super::webhook::HookUrl::parse(value).map(|_| Some(value.to_string()));
+    }
+    alert_function(value)
+}
+
+/// A function name (an alert's, a group's): one word of at most 255 bytes; empty is none.
 fn alert_function(value: &str) -> Result<Option<String>, String> {
     if value.is_empty() {
         return Ok(None);
@@ -263,6 +275,8 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
     let mut errors = Vec::new();
     let mut zone = default_zone.clone();
     let mut on_failure: Option<String> = None;
+    let mut on_success: Option<String> = None;
+    let mut alert_format = super::webhook::AlertFormat::Generic;
     let mut zones: HashMap<String, Zone> = HashMap::new();
     let mut ids: HashMap<String, usize> = HashMap::new();
     for (n, raw) in text.lines().enumerate() {
@@ -282,10 +296,16 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
         if is_env_assignment(first) {
             let (name, value) = raw[first_at..].split_once('=').unwrap_or_default();
             let value = value.trim().trim_matches('"');
-            if name == "ON_FAILURE" {
+            if name == "ON_FAILURE" || name == "ON_SUCCESS" {
                 // Like CRON_TZ: the entries below it get it; an empty value turns it off.
-                match alert_function(value) {
-                    Ok(f) => on_failure = f,
+                match alert_target(value) {
+                    Ok(f) if name == "ON_FAILURE" => on_failure = f,
+                    Ok(f) => on_success = f,
+                    Err(m) => errors.push(err(first_at + name.len() + 1, m)),
+                }
+            } else if name == "ALERT_FORMAT" {
+                match super::webhook::AlertFormat::parse(value) {
+                    Ok(f) => alert_format = f,
                     Err(m) => errors.push(err(first_at + name.len() + 1, m)),
                 }
             } else if name == "CRON_TZ" || name == "TZ" {
@@ -402,7 +422,8 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
             jitter_ms: 0,
             fanout: 1,
             on_failure: on_failure.clone(),
-            on_success: None,
+            on_success: on_success.clone(),
+            alert_format,
             group: None,
             timeout_ms: None,
             retry: super::backoff::RetryPolicy::default(),
@@ -575,13 +596,21 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                     Ok(None) => Err(bad("name the group: one word")),
                     Err(_) => Err(bad("a group name: one word, at most 255 bytes")),
                 },
-                "on_failure" | "on_success" => match alert_function(value) {
+                "on_failure" | "on_success" => match alert_target(value) {
                     Ok(f) if key == "on_failure" => {
                         entry.on_failure = f;
                         Ok(())
                     }
                     Ok(f) => {
                         entry.on_success = f;
+                        Ok(())
+                    }
+                    // Without the value: a webhook URL's path is often its secret.
+                    Err(m) => Err(err(vat, format!("{key}=: {m}"))),
+                },
+                "alert_format" => match super::webhook::AlertFormat::parse(value) {
+                    Ok(f) => {
+                        entry.alert_format = f;
                         Ok(())
                     }
                     Err(m) => Err(bad(&m)),
@@ -601,7 +630,7 @@ pub fn parse(text: &str, default_zone: &Zone) -> Result<ScheduleFile, Vec<Schedu
                 _ => Err(err(
                     at,
                     format!(
-                        "unknown option {key:?} (use id, priority, overlap, catchup, catchup_max, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)"
+                        "unknown option {key:?} (use id, priority, overlap, catchup, catchup_max, deadline, jitter, fanout, timeout, on_failure, on_success, alert_format, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)"
                     ),
                 )),
             };

@@ -7,6 +7,7 @@
 //! - `after`: `@after` entries' parents and options, and the checks of their graph.
 //! - `duration`: `30s`, `5m`, `1h30m`; `backoff`: retry policies and their delays.
 //! - `span`: the FROM and TO of a backfill.
+//! - `webhook`: alert targets that are URLs, checked and redacted; `alert_format=`.
 
 pub mod after;
 pub mod backoff;
@@ -16,6 +17,7 @@ pub mod duration;
 pub mod file;
 pub mod sched;
 pub mod span;
+pub mod webhook;
 pub mod words;
 pub mod zone;
 

@@ -92,6 +92,7 @@ pub(super) enum LiveKey {
     Audit(u64),
     After(Bytes),
     Pending(Bytes),
+    Hook(u64),
 }
 
 /// Put `new` in `map` under `key`: its bytes are live, those of the record it replaces not.
@@ -143,6 +144,8 @@ pub(super) struct LiveSet {
     pub(super) pending: HashMap<Bytes, Loc>,
     /// The audit trail's records still kept, by seq (those below the newest floor are dead).
     pub(super) audit: std::collections::BTreeMap<u64, Loc>,
+    /// Webhook alerts not yet delivered or given up, by id.
+    pub(super) hooks: IdMap<Loc>,
     /// FailedKept records seen, to order the failed list.
     failed_seq: u64,
     pub(super) live_bytes: u64,
@@ -294,6 +297,17 @@ impl LiveSet {
                 );
                 None
             }
+            Record::HookQueued(q) => {
+                let new = Loc::at(off, file, len);
+                keep_newest(&mut self.hooks, q.id, new, &mut self.live_bytes);
+                None
+            }
+            Record::HookDone { id } => {
+                if let Some(o) = self.hooks.remove(id) {
+                    self.live_bytes -= u64::from(o.len);
+                }
+                None
+            }
             Record::Audit(a) => {
                 let kept = self.audit.split_off(&a.floor);
                 for gone in std::mem::replace(&mut self.audit, kept).into_values() {
@@ -374,7 +388,15 @@ impl LiveSet {
             RecordKind::JobFinished
             | RecordKind::JobRetried
             | RecordKind::FailedGone
-            | RecordKind::OutputGone => None,
+            | RecordKind::OutputGone
+            | RecordKind::HookDone => None,
+            RecordKind::HookQueued => {
+                let id = record::job_id(payload)?;
+                self.hooks
+                    .get(&id)
+                    .filter(|l| here(l))
+                    .map(|_| LiveKey::Hook(id))
+            }
             RecordKind::FunctionLimits => {
                 let func = record::limits_function(payload)?;
                 key_of(&self.limits, func, here).map(|k| LiveKey::Limits(k.clone()))
@@ -410,6 +432,7 @@ impl LiveSet {
             LiveKey::Audit(seq) => self.audit.get_mut(seq).map(loc),
             LiveKey::After(e) => self.after.get_mut(e).map(loc),
             LiveKey::Pending(e) => self.pending.get_mut(e).map(loc),
+            LiveKey::Hook(id) => self.hooks.get_mut(id).map(loc),
         }
     }
 }

@@ -78,6 +78,9 @@
 //!                  function wins (`limit`, `rate`, `pause function`, `expire`)
 //!   Audit (12): seq u64 | floor u64 (older seqs are dead) | at_ms u64 | lengths u32 of
 //!                  identity, peer, command | those bytes | outcome (the rest)
+//!   HookQueued (15): id u64 | queued_ms u64 | URL length u32 | URL | body (the rest); live
+//!                  until the HookDone of its id
+//!   HookDone (16): id u64
 //!   AfterSet (17): entry length u32 | entry | then per parent's run, to the end:
 //!                  scheduled_ms u64 | ended_ms u64 | ok u8 | id length u32 | id |
 //!                  handle length u32 | handle; the newest per entry wins (`@after`)
@@ -158,8 +161,8 @@ pub use journal::Journal;
 pub use metrics::{FSYNC_BUCKETS_US, FsyncHistogram, JournalMetrics};
 pub use record::{
     AfterParent, AfterSet, Audit, FailedKept, FinishReason, FunctionLease, FunctionLimits,
-    FunctionRetry, JobAdded, JobAttempts, OutputKept, PendingSpan, Record, ScheduleCounters,
-    SchedulePending, ScheduleRan,
+    FunctionRetry, HookQueued, JobAdded, JobAttempts, OutputKept, PendingSpan, Record,
+    ScheduleCounters, SchedulePending, ScheduleRan,
 };
 pub use repair::{DroppedRange, RepairReport, RepairedFile, repair};
 
@@ -231,6 +234,8 @@ pub struct Replayed {
     /// Schedule entries' runs waiting to be made (backfill, `catchup=all`, `overlap=queue`),
     /// sorted by entry.
     pub pending: Vec<SchedulePending>,
+    /// Webhook alerts not yet delivered or given up, oldest first.
+    pub hooks: Vec<HookQueued>,
     /// The largest job id ever handed out (records and file headers): start the handle
     /// counter after it.
     pub max_id: u64,

@@ -11,9 +11,9 @@ use super::file::{self, FILE_HEADER_LEN, Kind};
 use super::live::LiveSet;
 use super::record::{self, HEADER_LEN, RecordKind};
 use super::{
-    AfterSet, Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, JobAdded,
-    JobAttempts, KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob, SchedulePending,
-    ScheduleRan, StoreError, TornTail,
+    AfterSet, Audit, FailedKept, FunctionLease, FunctionLimits, FunctionRetry, HookQueued,
+    JobAdded, JobAttempts, KEEP_BUF, OutputKept, Record, ReplayStats, Replayed, ReplayedJob,
+    SchedulePending, ScheduleRan, StoreError, TornTail,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -45,6 +45,8 @@ pub(super) struct Rebuild {
     pub(super) audit: std::collections::BTreeMap<u64, Audit>,
     /// The newest set per `@after` entry.
     pub(super) after_sets: HashMap<Bytes, AfterSet>,
+    /// Webhook alerts not yet done, by id (the order they were queued in).
+    pub(super) hooks: std::collections::BTreeMap<u64, HookQueued>,
 }
 
 impl Rebuild {
@@ -102,6 +104,12 @@ impl Rebuild {
                     self.audit.insert(a.seq, a);
                 }
             }
+            Record::HookQueued(q) => {
+                self.hooks.insert(q.id, q);
+            }
+            Record::HookDone { id } => {
+                self.hooks.remove(&id);
+            }
             // Kept by the live set alone (`Live::apply`, live.rs), read back from there.
             Record::JobRetried { .. } => {}
         }
@@ -125,6 +133,7 @@ impl Rebuild {
             pending,
             audit,
             after_sets,
+            hooks,
         } = self;
         let mut outputs: Vec<(u64, OutputKept)> = outputs.into_values().collect();
         outputs.sort_by_key(|(seq, _)| *seq);
@@ -172,6 +181,7 @@ impl Rebuild {
                 sets.sort_by(|a, b| a.entry.cmp(&b.entry));
                 sets
             },
+            hooks: hooks.into_values().collect(),
             max_id: live.max_id,
             stats,
         };

@@ -50,7 +50,12 @@ fn a_run_that_throws_alerts_on_failure_and_shows_in_the_history() {
     // The run's record: in show schedules (the last two columns) and in /schedules.
     let mut admin = s.gearman();
     let row = admin.schedule_row("backup");
-    assert_eq!(row.len(), 17, "{row:?}");
+    assert_eq!(row.len(), 19, "{row:?}");
+    assert_eq!(
+        (&*row[17], &*row[18]),
+        ("0", "0"),
+        "no too_long, no too_short"
+    );
     assert_eq!(row[16], "-", "no cluster: no leader");
     assert_eq!(row[15], "0", "no retries: none pending");
     assert_eq!(row[13], "disk full no space");

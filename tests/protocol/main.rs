@@ -61,4 +61,5 @@ mod stress;
 mod support_server;
 mod tls_server;
 mod unique_status;
+mod webhooks;
 mod workers;

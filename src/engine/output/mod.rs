@@ -28,6 +28,21 @@ use super::{ConnId, Engine, JobKey, JobState, rfc3339};
 use crate::store::{OutputKept, Record};
 use crate::timer::TimerKey;
 
+/// The worker a pinged run's kept output names: it ran elsewhere and reported by ping.
+const PINGER: &str = "ping";
+
+/// A heartbeat run that pinged its end, as `keep_ping_output` keeps it.
+pub(in crate::engine) struct PingedRun<'a> {
+    pub entry: &'a str,
+    pub function: &'a str,
+    pub scheduled_ms: u64,
+    pub started_ms: Option<u64>,
+    pub failed: bool,
+    pub error: Option<&'a str>,
+    /// What the pinger sent.
+    pub body: &'a [u8],
+}
+
 /// When the kept results are next swept for expiry, and the wheel's entry for it.
 pub(super) type ExpiryTimer = Option<(u64, TimerKey)>;
 
@@ -343,12 +358,50 @@ impl Engine {
         )
     }
 
-    /// The kept job of entry `entry`'s run that started at `started_ms`, if still kept.
-    pub fn kept_run(&self, entry: &str, started_ms: Option<u64>) -> Option<&KeptJob> {
-        let started = started_ms?;
-        self.kept
-            .newest_runs(entry)
-            .find(|j| j.started_ms == started)
+    /// The kept job of entry `entry`'s run `r`, if still kept: the one that started when it
+    /// did, or for a pinged run without a `/start`, the ping kept for its scheduled time.
+    pub fn kept_run(
+        &self,
+        entry: &str,
+        r: &super::schedules::run_history::RunRecord,
+    ) -> Option<&KeptJob> {
+        self.kept.newest_runs(entry).find(|j| match r.started_ms {
+            Some(started) => j.started_ms == started,
+            None => j.worker.as_ref() == PINGER && j.scheduled_ms == Some(r.scheduled_ms),
+        })
+    }
+
+    /// A heartbeat run's end ping: its body is the run's output, kept as a job's is (`show
+    /// output`, `show runs`, the console), under a handle of its own since no job ran here.
+    pub(in crate::engine) fn keep_ping_output(&mut self, run: PingedRun<'_>, now: u64) {
+        let limit = self.config.keep_output;
+        let body = run.body;
+        let output = Bytes::copy_from_slice(&body[body.len().saturating_sub(limit)..]);
+        let started_ms = run.started_ms.unwrap_or(now);
+        let kept = KeptJob {
+            handle: format!(
+                "{}:ping:{}:{}",
+                self.config.handle_prefix, run.entry, started_ms
+            )
+            .into(),
+            func: Bytes::copy_from_slice(run.function.as_bytes()),
+            ending: if run.failed {
+                Ending::Failed
+            } else {
+                Ending::Complete
+            },
+            started_ms,
+            ended_ms: now,
+            worker: Rc::from(PINGER),
+            attempts: 1,
+            error: run.error.map(|e| Bytes::copy_from_slice(e.as_bytes())),
+            entry: Some(Rc::from(run.entry)),
+            scheduled_ms: Some(run.scheduled_ms),
+            output,
+            output_bytes: body.len() as u64,
+            result_len: (!run.failed).then_some(0),
+        };
+        self.keep_output(kept);
     }
 
     /// The kept outputs: how many, the bytes they count against `--keep-output-total`, and
@@ -381,7 +434,7 @@ impl Engine {
         };
         let mut s = String::new();
         for r in self.schedules.entries[slot].history.recent.iter() {
-            let kept = self.kept_run(&entry, r.started_ms);
+            let kept = self.kept_run(&entry, r);
             let _ = writeln!(
                 s,
                 "{}\t{}\t{}\t{}\t{}\t{}\t{}",

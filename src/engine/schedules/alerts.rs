@@ -1,7 +1,8 @@
 //! Alerts are jobs: a schedule run that fails for good, or never happens, submits a background
 //! job to the entry's `on_failure=` function (a completed one to `on_success=`), its workload a
 //! JSON account of the run. A worker for that function mails, chats or pages: crontab's MAILTO
-//! without a mail server in gearwheel.
+//! without a mail server in gearwheel. A target that is a URL gets the account POSTed by the
+//! server itself instead (src/engine/hooks.rs), as generic JSON or Slack's `{"text"}`.
 
 use std::rc::Rc;
 
@@ -12,6 +13,7 @@ use crate::engine::{Engine, NewJob, Outbox, rfc3339};
 use crate::json::Obj;
 use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Priority};
+use crate::schedule::webhook::{AlertFormat, is_url};
 
 /// What an alert says about one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,6 +57,45 @@ impl Alert<'_> {
         o.end();
         out
     }
+
+    /// The body POSTed to a webhook: the workload with its idempotency key, or for Slack one
+    /// line of text (Slack takes no other field).
+    pub fn webhook_body(&self, format: AlertFormat, key: &str) -> String {
+        match format {
+            AlertFormat::Generic => {
+                let mut w = self.workload();
+                w.pop();
+                let mut out = String::new();
+                let mut o = Obj::new(&mut out);
+                o.str("idempotency_key", key);
+                o.end();
+                w.push(',');
+                w.push_str(&out[1..]);
+                w
+            }
+            AlertFormat::Slack => {
+                let mut text = format!(
+                    "gearwheel: schedule `{}` ({}) {} for the run at {}",
+                    self.entry,
+                    self.function,
+                    self.run.outcome.name(),
+                    rfc3339(self.run.scheduled_ms)
+                );
+                if let Some(d) = self.run.duration_ms {
+                    text.push_str(&format!(" after {d} ms"));
+                }
+                if let Some(e) = self.error {
+                    text.push_str(&format!(": {e}"));
+                }
+                text.push_str(&format!(" ({})", self.server));
+                let mut out = String::new();
+                let mut o = Obj::new(&mut out);
+                o.str("text", &text);
+                o.end();
+                out
+            }
+        }
+    }
 }
 
 /// One run's account as the engine hands it to `alert`: its record and what went wrong.
@@ -89,10 +130,9 @@ impl Engine {
             _ => st.entry.on_failure.as_deref(),
         };
         let Some(to) = to else { return };
-        let to = Bytes::from(to.to_string());
         let id = Rc::clone(&st.id);
         let error = error.map(one_line);
-        let workload = Alert {
+        let alert = Alert {
             entry: &id,
             function: &st.entry.function,
             run,
@@ -100,8 +140,16 @@ impl Engine {
             error: error.as_deref(),
             handle,
             server: &self.config.handle_prefix,
+        };
+        if is_url(to) {
+            let key = self.next_hook_key(now);
+            let body = alert.webhook_body(st.entry.alert_format, &key);
+            let to = to.to_string();
+            self.queue_hook(&to, body, &id, now);
+            return;
         }
-        .workload();
+        let to = Bytes::from(to.to_string());
+        let workload = alert.workload();
         let f = self.func_id(&to);
         if self.queue_full(f, Priority::High) {
             log::warn!(

@@ -797,7 +797,7 @@ impl Engine {
             let h = &st.history;
             let _ = writeln!(
                 s,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 st.id,
                 st.entry.spec,
                 st.entry.function,
@@ -814,7 +814,9 @@ impl Engine {
                 h.recent.column(),
                 pending.get(&st.id).copied().unwrap_or(0),
                 // The server that fires it: the cluster's leader (`--etcd`), else `-`.
-                self.schedules.leader.as_deref().unwrap_or("-")
+                self.schedules.leader.as_deref().unwrap_or("-"),
+                h.too_long,
+                h.too_short
             );
         }
         s.push_str(".\n");

@@ -107,6 +107,9 @@ impl Engine {
             h.last_duration_ms = duration;
         }
         let Some(record) = record else { return };
+        if record.outcome == RunOutcome::TooShort {
+            h.too_short += 1;
+        }
         h.recent.push(record);
         let (error, attempts) = match failure {
             Some((text, attempts)) => (Some(one_line(&String::from_utf8_lossy(&text))), attempts),

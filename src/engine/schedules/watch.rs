@@ -10,6 +10,7 @@ use super::alerts::RunAccount;
 use super::ping_state::{PingState, Started};
 use super::run_history::{RunOutcome, RunRecord, one_line};
 use super::{missed_runs, utc};
+use crate::engine::output::PingedRun;
 use crate::engine::{Engine, JobKey, JobState, Outbox, TimerEvent, rfc3339};
 use crate::schedule::duration::show_duration;
 
@@ -359,8 +360,10 @@ impl Engine {
         let h = &mut st.history;
         h.ping.missed_in_row = 0;
         h.runs += 1;
-        if outcome == RunOutcome::Failed {
-            h.failures += 1;
+        match outcome {
+            RunOutcome::Failed => h.failures += 1,
+            RunOutcome::TooShort => h.too_short += 1,
+            _ => {}
         }
         h.last_run_ms = h.last_run_ms.max(Some(scheduled_ms));
         h.seen_ms = h.seen_ms.max(Some(scheduled_ms));
@@ -393,6 +396,20 @@ impl Engine {
             duration_ms.map_or_else(String::new, |d| format!(" after {d} ms"))
         );
         self.journal_history(slot);
+        let st = &self.schedules.entries[slot];
+        let (id, function) = (Rc::clone(&st.id), st.entry.function.clone());
+        self.keep_ping_output(
+            PingedRun {
+                entry: &id,
+                function: &function,
+                scheduled_ms,
+                started_ms,
+                failed: outcome == RunOutcome::Failed,
+                error: error.as_deref(),
+                body,
+            },
+            now,
+        );
         let account = RunAccount {
             run: record,
             attempts: 1,
@@ -545,6 +562,7 @@ impl Engine {
             backfill: false,
         };
         st.history.recent.push(record);
+        st.history.too_long += 1;
         st.history.last_error = Some(one_line(&error));
         let account = RunAccount {
             run: record,

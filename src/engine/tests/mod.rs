@@ -136,6 +136,7 @@ mod failed;
 mod functions;
 mod future;
 mod grab_wait;
+mod hooks;
 mod journal;
 mod leases;
 mod lifecycle;

@@ -73,7 +73,8 @@ fn runs_on_time_with_rendered_workload_and_outcome_history() {
         ]
     );
     // The columns added since end each row: active, no skip asked, the last run was
-    // one of its timing, no error, its recent runs, no retries pending, no cluster leader.
+    // one of its timing, no error, its recent runs, no retries pending, no cluster leader,
+    // no too_long or too_short alert.
     assert_eq!(
         r[10..],
         [
@@ -83,7 +84,9 @@ fn runs_on_time_with_rendered_workload_and_outcome_history() {
             "-",
             "2026-11-22T06:37:40Z 250ms complete",
             "0",
-            "-"
+            "-",
+            "0",
+            "0"
         ]
     );
     // A failing run is counted.

@@ -8,6 +8,9 @@ use crate::engine::{PingError, PingKind};
 /// The column of `show schedules` with the last error, and the one with the last runs.
 const LAST_ERROR: usize = 13;
 const RECENT: usize = 14;
+/// The columns counting `too_long` and `too_short` alerts.
+const TOO_LONG: usize = 17;
+const TOO_SHORT: usize = 18;
 /// 2026-11-22T06:40:00Z, a multiple of 5 minutes after T0 (06:37:30).
 const T40: u64 = T0 + 150_000;
 
@@ -193,6 +196,40 @@ fn a_pinged_run_too_long_and_too_short() {
         "2026-11-22T06:40:00Z 120000ms too_long;2026-11-22T06:40:00Z 180000ms complete;\
          2026-11-22T06:45:00Z 2000ms too_short"
     );
+    let r = row(&mut w, "remote");
+    assert_eq!(
+        (r[TOO_LONG].as_str(), r[TOO_SHORT].as_str(), r[8].as_str()),
+        ("1", "1", "0"),
+        "each counted as its own outcome, neither a failure"
+    );
+}
+
+#[test]
+fn a_pings_body_is_the_runs_kept_output() {
+    let mut w = world(HEARTBEAT, false, T0);
+    run_to(&mut w, T40 + 10_000);
+    ping(&mut w, "host.alive", PingKind::Start, "").unwrap();
+    w.now += 4_000;
+    let long = format!("{}\nrsync: error 23\n", "copying file\n".repeat(40));
+    ping(&mut w, "host.alive", PingKind::Exit(3), &long).unwrap();
+    // A ping without a /start is kept under its scheduled time.
+    run_to(&mut w, T40 + 5 * MIN + 30_000);
+    ping(&mut w, "host.alive", PingKind::Success, "all good\n").unwrap();
+    let c = w.conn();
+    let runs = w.admin(c, "show runs host.alive");
+    let lines: Vec<Vec<&str>> = runs.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(lines.len(), 3, "{runs}");
+    let (failed, ok) = (&lines[0], &lines[1]);
+    assert_eq!(
+        (failed[4], failed[5]),
+        ("failed", long.len().to_string().as_str()),
+        "{runs}"
+    );
+    assert_eq!((ok[4], ok[5]), ("complete", "9"), "{runs}");
+    let out = w.admin(c, &format!("show output {}", failed[1]));
+    assert_eq!(out, format!("OK {} {}\n{long}", long.len(), long.len()));
+    let out = w.admin(c, &format!("show output {}", ok[1]));
+    assert_eq!(out, "OK 9 9\nall good\n");
 }
 
 #[test]
@@ -220,7 +257,12 @@ fn a_job_run_too_long_alerts_once_and_goes_on() {
         },
     );
     assert_eq!(queued(&mut w, "alert"), 0, "it was not failed");
-    assert_eq!(row(&mut w, "backup")[8], "0", "no failure");
+    let r = row(&mut w, "backup");
+    assert_eq!(
+        (r[8].as_str(), r[TOO_LONG].as_str()),
+        ("0", "1"),
+        "no failure, one too_long"
+    );
 }
 
 #[test]
@@ -277,6 +319,7 @@ fn a_job_run_too_short() {
         ("1", "0"),
         "a run, not a failure"
     );
+    assert_eq!(r[TOO_SHORT], "1");
 }
 
 #[test]

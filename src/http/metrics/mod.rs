@@ -81,6 +81,8 @@ pub struct Input<'a> {
     pub failed: Option<&'a crate::engine::FailedList>,
     /// The functions with limits (at most 10,000: the labels are bounded).
     pub limits: &'a [crate::engine::LimitStatus],
+    /// The webhook queue (src/engine/hooks.rs).
+    pub webhooks: &'a crate::engine::HookStatus,
 }
 
 impl Writer {
@@ -412,6 +414,25 @@ pub fn render(input: &Input<'_>) -> String {
         "Kept outputs dropped past --keep-output-total before --keep-results was up.",
         t.outputs_dropped,
     );
+    let h = input.webhooks;
+    w.family(
+        "gearwheel_webhook_deliveries_total",
+        Counter,
+        "Webhook alerts (on_failure=https://...) by outcome: delivered, retried (an attempt failed and waits for its backoff), given_up (past --webhook-attempts or --webhook-max-age), dropped (the queue was at --max-webhook-queue).",
+        [
+            ("delivered", h.delivered),
+            ("retried", h.retried),
+            ("given_up", h.given_up),
+            ("dropped", h.dropped),
+        ]
+        .map(|(o, n)| (vec![("outcome", o)], n.into())),
+    );
+    w.single(
+        "gearwheel_webhook_queue",
+        Gauge,
+        "Webhook alerts waiting for delivery (journalled with --data-dir).",
+        h.queued as u64,
+    );
     let n = input.net;
     w.family(
         "gearman_connections",
@@ -566,6 +587,18 @@ pub fn render(input: &Input<'_>) -> String {
         Counter,
         "Runs of the schedule entry skipped (overlap, a full queue, a missed time).",
         per_entry(|s| Some(s.skips.into())),
+    );
+    w.family(
+        "gearman_schedule_too_long_total",
+        Counter,
+        "Runs of the schedule entry still going at its max_duration= (too_long alerts), since start.",
+        per_entry(|s| Some(s.too_long.into())),
+    );
+    w.family(
+        "gearman_schedule_too_short_total",
+        Counter,
+        "Runs of the schedule entry that succeeded sooner than its min_duration= (too_short alerts), since start.",
+        per_entry(|s| Some(s.too_short.into())),
     );
     w.family(
         "gearman_schedule_last_run_timestamp_seconds",

@@ -75,7 +75,30 @@ fn render_with_journal(
             held: 7,
             holds: [1, 5, 0],
         }],
+        webhooks: &crate::engine::HookStatus {
+            queued: 2,
+            delivered: 5,
+            retried: 3,
+            given_up: 1,
+            ..Default::default()
+        },
     })
+}
+
+#[test]
+fn webhook_families() {
+    let page = sample_input_render(&[], &[]);
+    for line in [
+        "# TYPE gearwheel_webhook_deliveries_total counter",
+        "gearwheel_webhook_deliveries_total{outcome=\"delivered\"} 5",
+        "gearwheel_webhook_deliveries_total{outcome=\"retried\"} 3",
+        "gearwheel_webhook_deliveries_total{outcome=\"given_up\"} 1",
+        "gearwheel_webhook_deliveries_total{outcome=\"dropped\"} 0",
+        "# TYPE gearwheel_webhook_queue gauge",
+        "gearwheel_webhook_queue 2",
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line} in\n{page}");
+    }
 }
 
 fn func(name: &[u8]) -> FunctionStatus {
@@ -239,6 +262,8 @@ fn schedule_entries() {
         runs: 2,
         failures: 1,
         skips: 3,
+        too_long: 0,
+        too_short: 0,
         paused: false,
         skip_next: false,
         last_run_manual: false,

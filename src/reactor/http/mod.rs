@@ -540,6 +540,7 @@ impl Server {
                     journal: journal.as_ref(),
                     failed: Some(self.engine.failed_list()),
                     limits: &self.engine.limit_statuses(self.time.now),
+                    webhooks: &self.engine.hook_status(),
                 });
                 let mut body = body;
                 if let Some(l) = &self.cluster {

@@ -78,7 +78,7 @@ fn every_error_has_a_line_and_column() {
         vec![
             "1:1: minute: 60 is out of range 0-59",
             "2:10: a function name is missing (expected: MIN HOUR DOM MON DOW FUNCTION [key=value ...] [-- workload])",
-            "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, catchup_max, deadline, jitter, fanout, timeout, on_failure, on_success, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)",
+            "3:13: unknown option \"bogus\" (use id, priority, overlap, catchup, catchup_max, deadline, jitter, fanout, timeout, on_failure, on_success, alert_format, retry, backoff, group, tz, expect, grace, max_duration, min_duration, when or within)",
             "4:22: priority=\"urgent\": use high, normal or low",
             "5:1: unknown macro \"@sometimes\" (use @yearly @annually @monthly @weekly @daily @midnight @hourly @every @reboot @after)",
             "7:11: duplicate id \"f\" (first on line 6); give one of them id=NAME",
@@ -327,4 +327,40 @@ fn overlap_queue_catchup_all_and_its_cap() {
     }
     assert!(errs("@hourly a overlap=wait\n")[0].contains("use skip, allow or queue"));
     assert!(errs("@hourly a catchup=some\n")[0].contains("use none, last or all"));
+}
+
+#[test]
+fn alerts_to_webhooks_their_format_and_the_file_defaults() {
+    let text = "ALERT_FORMAT=slack\nON_SUCCESS=https://hooks.slack.com/services/T/B/x\n\
+                0 0 * * * a\n0 0 * * * b on_failure=http://127.0.0.1:9/h alert_format=generic\n";
+    let f = parse(text, &Zone::Utc).unwrap();
+    let (a, b) = (&f.entries[0], &f.entries[1]);
+    assert_eq!(
+        (a.on_success.as_deref(), a.alert_format),
+        (
+            Some("https://hooks.slack.com/services/T/B/x"),
+            crate::schedule::webhook::AlertFormat::Slack
+        )
+    );
+    assert_eq!(
+        (b.on_failure.as_deref(), b.alert_format),
+        (
+            Some("http://127.0.0.1:9/h"),
+            crate::schedule::webhook::AlertFormat::Generic
+        )
+    );
+    let e = errs("0 0 * * * a on_failure=http://alerts.example.com/s3cret\n");
+    assert_eq!(e.len(), 1);
+    assert!(
+        e[0].starts_with("1:24: on_failure=: http:// only to a loopback address")
+            && !e[0].contains("s3cret"),
+        "{e:?}"
+    );
+    assert_eq!(
+        errs("ALERT_FORMAT=teams\n0 0 * * * a alert_format=x\n"),
+        [
+            "1:14: use generic or slack",
+            "2:26: alert_format=\"x\": use generic or slack"
+        ]
+    );
 }

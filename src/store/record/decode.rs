@@ -242,6 +242,22 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 result_len: (flags & OUTPUT_RESULT != 0).then_some(result_len),
             })
         }
+        RecordKind::HookQueued => {
+            let id = c.u64()?;
+            let queued_ms = c.u64()?;
+            let (a, b) = c.field()?;
+            Record::HookQueued(HookQueued {
+                id,
+                queued_ms,
+                url: Bytes::copy_from_slice(&payload[a..b]),
+                body: Bytes::copy_from_slice(&payload[c.at..]),
+            })
+        }
+        RecordKind::HookDone => {
+            let id = c.u64()?;
+            c.end()?;
+            Record::HookDone { id }
+        }
         RecordKind::OutputGone => Record::OutputGone {
             handle: Bytes::copy_from_slice(payload),
         },

@@ -171,6 +171,13 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             buf.extend_from_slice(&o.output);
         }
         Record::OutputGone { handle } => buf.extend_from_slice(handle),
+        Record::HookQueued(h) => {
+            buf.extend_from_slice(&h.id.to_le_bytes());
+            buf.extend_from_slice(&h.queued_ms.to_le_bytes());
+            put_field(buf, &h.url);
+            buf.extend_from_slice(&h.body);
+        }
+        Record::HookDone { id } => buf.extend_from_slice(&id.to_le_bytes()),
         Record::FunctionLimits(l) => {
             buf.extend_from_slice(&l.limit.to_le_bytes());
             buf.extend_from_slice(&l.rate_count.to_le_bytes());

@@ -84,6 +84,11 @@ kinds! {
     FunctionLimits = 11, "function-limits";
     /// An operator's action (the audit trail): live while among the newest `--keep-audit`.
     Audit = 12, "audit";
+    /// An alert waiting to be POSTed to a webhook (`on_failure=https://...`): live until its
+    /// HookDone.
+    HookQueued = 15, "hook-queued";
+    /// A webhook's alert delivered or given up: its HookQueued is dead.
+    HookDone = 16, "hook-done";
     /// An `@after` entry's parents' runs since it last ran; the newest per entry wins (an
     /// empty set too: a tombstone).
     AfterSet = 17, "after-set";
@@ -123,6 +128,9 @@ const SCHEDULE_PENDING_FIXED: usize = 8 + 4;
 /// One span of a SchedulePending payload.
 const PENDING_SPAN_LEN: usize = 8 + 8 + 8 + 1;
 
+/// Fixed part of a HookQueued payload: id, queued time, the URL's length; URL and body follow.
+const HOOK_QUEUED_FIXED: usize = 8 + 8 + 4;
+const HOOK_DONE_PAYLOAD: usize = 8;
 const JOB_FINISHED_PAYLOAD: usize = 9;
 const JOB_RETRIED_PAYLOAD: usize = 12;
 /// Fixed part of a JobAdded payload: id, priority, flags, due time, four field lengths.
@@ -261,6 +269,16 @@ pub struct ScheduleRan {
     pub outcome: u8,
     /// `None` from a journal written before the counters were kept.
     pub counters: Option<ScheduleCounters>,
+}
+
+/// An alert queued for a webhook: its id (which the journal's HookDone names), when it was
+/// queued (with the id, its idempotency key), the URL it goes to and the body to POST.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookQueued {
+    pub id: u64,
+    pub queued_ms: u64,
+    pub url: Bytes,
+    pub body: Bytes,
 }
 
 /// `retry FUNCTION N BACKOFF`: the function's retry policy; the newest per function counts.
@@ -406,15 +424,23 @@ pub enum Record {
     /// A background job was accepted.
     JobAdded(JobAdded),
     /// The job is gone for good (complete, fail, exception, cancel, retries spent).
-    JobFinished { id: u64, reason: FinishReason },
+    JobFinished {
+        id: u64,
+        reason: FinishReason,
+    },
     /// The job was given back `retries` times so far (a newer record supersedes an older one).
-    JobRetried { id: u64, retries: u32 },
+    JobRetried {
+        id: u64,
+        retries: u32,
+    },
     /// A schedule entry's state changed (it ran, skipped, failed, was paused).
     ScheduleRan(ScheduleRan),
     /// A job failed for good and was kept in the failed list.
     FailedKept(FailedKept),
     /// The failed job with this handle left the list.
-    FailedGone { handle: Bytes },
+    FailedGone {
+        handle: Bytes,
+    },
     /// `retry FUNCTION N BACKOFF`: the function's retry policy.
     FunctionRetry(FunctionRetry),
     /// A job is a retry: its failed attempts so far.
@@ -424,7 +450,13 @@ pub enum Record {
     /// An ended job's kept output.
     OutputKept(OutputKept),
     /// The kept output of this handle left.
-    OutputGone { handle: Bytes },
+    OutputGone {
+        handle: Bytes,
+    },
+    HookQueued(HookQueued),
+    HookDone {
+        id: u64,
+    },
     /// The function's limits.
     FunctionLimits(FunctionLimits),
     /// An operator's action, for the audit trail.
@@ -454,6 +486,8 @@ impl Record {
             Record::Audit(_) => RecordKind::Audit,
             Record::AfterSet(_) => RecordKind::AfterSet,
             Record::SchedulePending(_) => RecordKind::SchedulePending,
+            Record::HookQueued(_) => RecordKind::HookQueued,
+            Record::HookDone { .. } => RecordKind::HookDone,
         }
     }
 
@@ -477,7 +511,7 @@ impl Record {
             | Record::FunctionLimits(_)
             | Record::Audit(_)
             | Record::AfterSet(_) => VERSION,
-            Record::SchedulePending(_) => VERSION,
+            Record::SchedulePending(_) | Record::HookQueued(_) | Record::HookDone { .. } => VERSION,
         }
     }
 
@@ -543,6 +577,8 @@ impl Record {
             Record::SchedulePending(p) => {
                 (SCHEDULE_PENDING_FIXED + p.spans.len() * PENDING_SPAN_LEN + p.entry.len()) as u64
             }
+            Record::HookQueued(h) => (HOOK_QUEUED_FIXED + h.url.len()) as u64 + h.body.len() as u64,
+            Record::HookDone { .. } => HOOK_DONE_PAYLOAD as u64,
         }
     }
 }

@@ -6,6 +6,7 @@ mod audit;
 mod commit;
 mod compaction;
 mod failed;
+mod hooks;
 mod leases;
 mod limits;
 mod outputs;
