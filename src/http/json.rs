@@ -107,6 +107,7 @@ pub fn job(s: &JobStatus, kept: Option<&KeptJob>) -> String {
             .bool("background", d.background)
             .num("retries", d.retries)
             .num("clients", d.clients);
+        time(&mut o, "submitted", Some(d.added_ms));
         time(&mut o, "due", d.due_ms);
         if d.phase == JobPhase::Running {
             time(&mut o, "started", d.started_ms);
@@ -317,6 +318,7 @@ mod tests {
                 background: true,
                 retries: 0,
                 clients: 0,
+                added_ms: 1_000,
                 due_ms: Some(4_102_444_800_000),
                 started_ms: None,
                 worker: None,
@@ -326,7 +328,7 @@ mod tests {
         };
         assert!(job(&future, None).ends_with(
             "\"state\":\"future\",\"priority\":\"normal\",\"background\":true,\"retries\":0,\
-             \"clients\":0,\"due\":\"2100-01-01T00:00:00Z\"}\n"
+             \"clients\":0,\"submitted\":\"1970-01-01T00:00:01Z\",\"due\":\"2100-01-01T00:00:00Z\"}\n"
         ));
         let ended = KeptJob {
             handle: Bytes::from_static(b"H:x:9"),
@@ -339,6 +341,7 @@ mod tests {
             error: None,
             entry: Some("nightly".into()),
             scheduled_ms: Some(0),
+            manual: false,
             output: Bytes::from_static(b"copied\n\xff{\"ok\":1}"),
             output_bytes: 70_000,
             result_len: Some(8),
@@ -374,6 +377,7 @@ mod tests {
                 duration_ms: Some(20),
                 outcome: crate::engine::RunOutcome::Failed,
                 manual: true,
+                handle: None,
             }],
             recent_outputs: vec![Some((Bytes::from_static(b"H:x:4"), 70_000))],
         };

@@ -80,6 +80,8 @@ pub struct KeptJob {
     /// The schedule entry whose run it was, and the run's scheduled time.
     pub entry: Option<Rc<str>>,
     pub scheduled_ms: Option<u64>,
+    /// A manual run of its entry (`run schedule`, run-now, the console's Run).
+    pub manual: bool,
     /// The last `--keep-output` bytes of its output.
     pub output: Bytes,
     /// Every byte it printed, kept or not.
@@ -321,6 +323,7 @@ mod tests {
             error: None,
             entry: entry.map(Rc::from),
             scheduled_ms: None,
+            manual: false,
             output: vec![b'x'; out].into(),
             output_bytes: out as u64,
             result_len: Some(out as u32),

@@ -23,6 +23,7 @@ pub(in crate::engine) use kept::OVERHEAD;
 pub use kept::{Ending, KeptJob, KeptResults};
 
 use super::schedules::Outcome;
+use super::schedules::run_history::RunRecord;
 use super::timers::TimerEvent;
 use super::{ConnId, Engine, JobKey, JobState, rfc3339};
 use crate::store::{OutputKept, Record};
@@ -45,6 +46,7 @@ impl From<KeptJob> for OutputKept {
             error: j.error,
             entry: j.entry.map(text),
             scheduled_ms: j.scheduled_ms,
+            manual: j.manual,
             output_bytes: j.output_bytes,
             result_len: j.result_len,
             output: j.output,
@@ -157,9 +159,9 @@ impl Engine {
         let (before, _) = self.prior_failures(k);
         let error = outcome.failure(retries + before).map(|(e, _)| e);
         let origin = self.rare(k).and_then(|r| r.origin.as_ref());
-        let (entry, scheduled_ms) = match origin {
-            Some(o) => (Some(Rc::clone(&o.entry)), Some(o.scheduled_ms)),
-            None => (None, None),
+        let (entry, scheduled_ms, manual) = match origin {
+            Some(o) => (Some(Rc::clone(&o.entry)), Some(o.scheduled_ms), o.manual),
+            None => (None, None, false),
         };
         let buf = self.extra_get_mut(k).and_then(|e| e.output.take());
         if let Some(b) = &buf {
@@ -177,6 +179,7 @@ impl Engine {
             error,
             entry,
             scheduled_ms,
+            manual,
             output: buf.as_ref().map_or_else(Bytes::new, |b| b.kept().into()),
             output_bytes: buf.as_ref().map_or(0, |b| b.seen()),
             result_len: buf
@@ -242,6 +245,7 @@ impl Engine {
             error: o.error,
             entry: o.entry.map(text),
             scheduled_ms: o.scheduled_ms,
+            manual: o.manual,
             output: o.output,
             output_bytes: o.output_bytes,
             result_len: o.result_len,
@@ -343,12 +347,12 @@ impl Engine {
         )
     }
 
-    /// The kept job of entry `entry`'s run that started at `started_ms`, if still kept.
-    pub fn kept_run(&self, entry: &str, started_ms: Option<u64>) -> Option<&KeptJob> {
-        let started = started_ms?;
+    /// The kept job of entry `entry`'s run `run`, if still kept: by the run's handle (two
+    /// runs may start in the same millisecond).
+    pub fn kept_run(&self, entry: &str, run: &RunRecord) -> Option<&KeptJob> {
         self.kept
-            .newest_runs(entry)
-            .find(|j| j.started_ms == started)
+            .get(run.handle.as_deref()?)
+            .filter(|j| j.entry.as_deref() == Some(entry))
     }
 
     /// The kept outputs: how many, the bytes they count against `--keep-output-total`, and
@@ -380,7 +384,7 @@ impl Engine {
         };
         let mut s = String::new();
         for r in self.schedules.entries[slot].history.recent.iter() {
-            let kept = self.kept_run(&entry, r.started_ms);
+            let kept = self.kept_run(&entry, r);
             let _ = writeln!(
                 s,
                 "{}\t{}\t{}\t{}\t{}\t{}",
@@ -401,11 +405,8 @@ impl Engine {
     }
 
     /// An entry's history after a restart: its runs whose outputs are still kept.
-    pub(in crate::engine) fn kept_runs_of(
-        &self,
-        entry: &str,
-    ) -> Vec<super::schedules::run_history::RunRecord> {
-        use super::schedules::run_history::{RunOutcome, RunRecord};
+    pub(in crate::engine) fn kept_runs_of(&self, entry: &str) -> Vec<RunRecord> {
+        use super::schedules::run_history::RunOutcome;
         self.kept
             .newest_runs(entry)
             .map(|j| RunRecord {
@@ -416,7 +417,8 @@ impl Engine {
                     Ending::Complete => RunOutcome::Complete,
                     _ => RunOutcome::Failed,
                 },
-                manual: false,
+                manual: j.manual,
+                handle: Some(j.handle.clone()),
             })
             .collect()
     }

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use bytes::Bytes;
+
 use super::alerts::RunAccount;
 use super::run_history::{RunOutcome, RunRecord, one_line};
 use super::{Outcome, missed_runs, opt_time};
@@ -77,6 +79,7 @@ impl Engine {
                 o
             },
             manual: origin.manual,
+            handle: Some(Bytes::copy_from_slice(handle.as_bytes())),
         });
         let ended = (record.is_some() && !origin.manual).then(|| Rc::clone(&origin.entry));
         // Given back by workers that left, plus failed attempts before a retry (retries.rs).
@@ -100,7 +103,7 @@ impl Engine {
             h.last_duration_ms = duration;
         }
         let Some(record) = record else { return };
-        h.recent.push(record);
+        h.recent.push(record.clone());
         let (error, attempts) = match failure {
             Some((text, attempts)) => (Some(one_line(&String::from_utf8_lossy(&text))), attempts),
             None => (short, retries + 1),
@@ -129,7 +132,7 @@ impl Engine {
         out: &mut Outbox,
     ) {
         let h = &mut self.schedules.entries[slot].history;
-        h.recent.push(record);
+        h.recent.push(record.clone());
         h.last_error = Some(one_line(&reason));
         if alert {
             let account = RunAccount {

@@ -6,6 +6,8 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
+use bytes::Bytes;
+
 use crate::engine::rfc3339;
 
 /// Runs kept per entry (the "last 20 runs"); older ones fall off.
@@ -104,7 +106,7 @@ impl RunOutcome {
 }
 
 /// One run of an entry (one job of it, for a fan-out entry).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunRecord {
     /// Its scheduled (nominal) time; for a manual run, when it was asked for.
     pub scheduled_ms: u64,
@@ -113,6 +115,9 @@ pub struct RunRecord {
     pub duration_ms: Option<u64>,
     pub outcome: RunOutcome,
     pub manual: bool,
+    /// Its job's handle, which names its kept output (`show runs`): two runs may start in
+    /// the same millisecond, never with one handle. `None` for a run that had no job.
+    pub handle: Option<Bytes>,
 }
 
 impl RunRecord {
@@ -124,6 +129,7 @@ impl RunRecord {
             duration_ms: None,
             outcome,
             manual: false,
+            handle: None,
         }
     }
 }
@@ -192,6 +198,7 @@ mod tests {
             duration_ms: Some(5),
             outcome,
             manual: false,
+            handle: None,
         }
     }
 
@@ -225,6 +232,7 @@ mod tests {
             duration_ms: None,
             outcome: RunOutcome::Missed,
             manual: false,
+            handle: None,
         });
         ring.push(RunRecord {
             manual: true,

@@ -6,6 +6,8 @@
 
 use std::rc::Rc;
 
+use bytes::Bytes;
+
 use super::alerts::RunAccount;
 use super::ping_state::{PingState, Started};
 use super::run_history::{RunOutcome, RunRecord, one_line};
@@ -373,8 +375,9 @@ impl Engine {
             duration_ms,
             outcome,
             manual: false,
+            handle: None,
         };
-        h.recent.push(record);
+        h.recent.push(record.clone());
         if let Some(e) = &error {
             h.last_error = Some(one_line(e));
         }
@@ -541,8 +544,9 @@ impl Engine {
             duration_ms: Some(ran),
             outcome: RunOutcome::TooLong,
             manual,
+            handle: handle.map(|h| Bytes::copy_from_slice(h.as_bytes())),
         };
-        st.history.recent.push(record);
+        st.history.recent.push(record.clone());
         st.history.last_error = Some(one_line(&error));
         let account = RunAccount {
             run: record,
