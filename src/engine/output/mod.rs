@@ -81,9 +81,40 @@ impl Engine {
         self.grow_output(k, |buf| buf.push(chunk));
     }
 
-    /// The WORK_COMPLETE payload: the end of the output and the job's result.
-    pub(in crate::engine) fn record_result(&mut self, k: JobKey, result: &[u8]) {
+    /// The WORK_COMPLETE payload: the end of the output and the job's result. A job that
+    /// printed nothing before it (most background jobs) gets no buffer: its result goes to
+    /// the kept ones as it ends, a few lines on (`keep_result`).
+    pub(in crate::engine) fn record_result(&mut self, k: JobKey, result: &Bytes) {
+        let buffered = self.extra(k).is_some_and(|e| e.output.is_some());
+        if !buffered && self.keeps_output(k) {
+            self.result_only = Some((k, self.jobs[k].id, result.clone()));
+            return;
+        }
         self.grow_output(k, |buf| buf.push_result(result));
+    }
+
+    /// The result `record_result` set aside for job `k`: its last `--keep-output` bytes (fewer
+    /// when the running jobs' outputs fill `--keep-output-total`, the oldest kept ones making
+    /// room first, as for a buffer), how many bytes it had, and its length as the result.
+    fn take_result_only(&mut self, k: JobKey) -> Option<(Bytes, u64, u32)> {
+        let (rk, id, r) = self.result_only.take()?;
+        if rk != k || self.jobs.get(k).is_none_or(|j| j.id != id) {
+            return None;
+        }
+        let total = self.config.keep_output_total;
+        let room = self
+            .config
+            .keep_output
+            .min(total.saturating_sub(self.live_output));
+        let tail = &r[r.len().saturating_sub(room)..];
+        let live = self.live_output + tail.len();
+        if live + self.kept.bytes() > total {
+            for h in self.kept.make_room(total.saturating_sub(live)) {
+                self.journal_output_gone(h);
+            }
+        }
+        let len = u32::try_from(r.len()).unwrap_or(u32::MAX);
+        Some((Bytes::copy_from_slice(tail), r.len() as u64, len))
     }
 
     /// Add to job `k`'s output, within `--keep-output-total` for the running jobs' outputs
@@ -137,6 +168,7 @@ impl Engine {
     /// Running job `k` ended with `outcome` (for good or before a retry): keep what it
     /// printed and how it ended. A job that never ran has nothing to keep.
     pub(in crate::engine) fn keep_result(&mut self, k: JobKey, outcome: &Outcome<'_>, now: u64) {
+        let result_only = self.take_result_only(k);
         let ending = match outcome {
             Outcome::Complete => Ending::Complete,
             Outcome::Exception(_) => Ending::Exception,
@@ -167,6 +199,11 @@ impl Engine {
         if let Some(b) = &buf {
             self.output_released(b);
         }
+        let (output, output_bytes, result_len) = match (&buf, result_only) {
+            (Some(b), _) => (b.kept().into(), b.seen(), b.result_len()),
+            (None, Some((tail, seen, len))) => (tail, seen, Some(len)),
+            (None, None) => (Bytes::new(), 0, None),
+        };
         let job = &self.jobs[k];
         let kept = KeptJob {
             handle: self.by_handle.of(job).to_bytes(),
@@ -180,11 +217,9 @@ impl Engine {
             entry,
             scheduled_ms,
             manual,
-            output: buf.as_ref().map_or_else(Bytes::new, |b| b.kept().into()),
-            output_bytes: buf.as_ref().map_or(0, |b| b.seen()),
-            result_len: buf
-                .as_ref()
-                .and_then(|b| b.result_len())
+            output,
+            output_bytes,
+            result_len: result_len
                 .filter(|_| ending == Ending::Complete)
                 .or((ending == Ending::Complete).then_some(0)),
         };

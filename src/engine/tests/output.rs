@@ -275,3 +275,46 @@ fn running_jobs_outputs_count_against_the_total_too() {
     assert_eq!(w.e.live_output, 0);
     assert!(w.e.kept_totals().1 <= total);
 }
+
+#[test]
+fn a_result_with_nothing_printed_before_it_keeps_within_the_bounds_too() {
+    let total = 64 << 10;
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        keep_output_total: total,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    // A running job's output fills the bound.
+    let big = w.conn();
+    w.can_do(big, "f");
+    w.submit(c, "f", "big", "d", Priority::Normal, true);
+    let (hb, _) = w.grab(big).unwrap();
+    warn(&mut w, big, &hb, &"x".repeat(total));
+    // A job whose result is all it sends (no buffer for it) keeps none of it then, but
+    // knows how much it was.
+    let wk = w.conn();
+    w.can_do(wk, "f");
+    w.submit(c, "f", "r1", "d", Priority::Normal, true);
+    let (h1, _) = w.grab(wk).unwrap();
+    complete(&mut w, wk, &h1, &"y".repeat(5000));
+    assert_eq!(
+        show_output(&mut w, &h1).map(|(k, p, _)| (k, p)),
+        Ok((0, 5000))
+    );
+    assert_eq!(w.e.live_output, total);
+    complete(&mut w, big, &hb, "");
+    assert_eq!(w.e.live_output, 0);
+    // With room, its last `--keep-output` bytes, the result.
+    w.submit(c, "f", "r2", "d", Priority::Normal, true);
+    let (h2, _) = w.grab(wk).unwrap();
+    complete(&mut w, wk, &h2, &format!("{}end", "z".repeat(4997)));
+    let (kept, printed, body) = show_output(&mut w, &h2).unwrap();
+    assert_eq!((kept, printed), (5000, 5000));
+    assert!(body.ends_with("zend"));
+    assert_eq!(
+        w.e.kept_job(&h2).and_then(|j| j.result()).map(<[u8]>::len),
+        Some(5000)
+    );
+    assert!(w.e.kept_totals().1 <= total);
+}
