@@ -5,9 +5,11 @@
 //! comes and goes.
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher as _;
 use std::rc::Rc;
 
 use bytes::Bytes;
+use hashbrown::HashTable;
 
 use crate::engine::FastMap;
 use crate::engine::schedules::run_history::RUNS_KEPT;
@@ -142,7 +144,10 @@ pub struct KeptResults {
     first: u64,
     /// Jobs kept: the `Some`s in `slots`.
     count: usize,
-    by_handle: FastMap<Bytes, u64>,
+    /// By handle: each job's place with the hash of its handle, which is read from the job
+    /// itself (the index holds no copy of it, and a table that grows hashes nothing again).
+    by_handle: HashTable<(u64, u64)>,
+    hasher: foldhash::fast::RandomState,
     /// Each entry's newest runs (their places in `slots`), oldest first.
     by_entry: FastMap<Rc<str>, VecDeque<u64>>,
     next: u64,
@@ -159,7 +164,8 @@ impl KeptResults {
             slots: VecDeque::new(),
             first: 0,
             count: 0,
-            by_handle: FastMap::default(),
+            by_handle: HashTable::new(),
+            hasher: Default::default(),
             by_entry: FastMap::default(),
             next: 0,
             bytes: 0,
@@ -174,7 +180,9 @@ impl KeptResults {
     /// for the journal.
     pub fn push(&mut self, job: KeptJob) -> Vec<Bytes> {
         let mut gone = Vec::new();
-        if self.remove(&job.handle).is_some() {
+        let hash = self.hash(&job.handle);
+        if let Some(old) = self.find(hash, &job.handle) {
+            self.forget(old);
             gone.push(job.handle.clone());
         }
         let seq = self.next;
@@ -195,7 +203,7 @@ impl KeptResults {
             None => false,
         };
         self.bytes += job.bytes();
-        self.by_handle.insert(job.handle.clone(), seq);
+        self.by_handle.insert_unique(hash, (hash, seq), |&(h, _)| h);
         if self.slots.is_empty() {
             self.first = seq;
         }
@@ -274,13 +282,14 @@ impl KeptResults {
     }
 
     pub fn get(&self, handle: &[u8]) -> Option<&KeptJob> {
-        let &seq = self.by_handle.get(handle)?;
+        let seq = self.find(self.hash(handle), handle)?;
         self.slot(seq).map(|s| &s.job)
     }
 
-    /// Take a job out (dropped by the journal's replay, or replaced).
+    /// Take a job out.
+    #[cfg(test)]
     pub fn remove(&mut self, handle: &[u8]) -> Option<KeptJob> {
-        let seq = *self.by_handle.get(handle)?;
+        let seq = self.find(self.hash(handle), handle)?;
         let job = self.forget(seq);
         self.close_gaps();
         job
@@ -297,7 +306,8 @@ impl KeptResults {
         self.by_handle.clear();
         self.by_entry.clear();
         for (seq, slot) in (0..).zip(old.into_iter().flatten()) {
-            self.by_handle.insert(slot.job.handle.clone(), seq);
+            let hash = self.hash(&slot.job.handle);
+            self.by_handle.insert_unique(hash, (hash, seq), |&(h, _)| h);
             // The pinned are exactly their entries' newest runs.
             if let (true, Some(e)) = (slot.pinned, &slot.job.entry) {
                 self.by_entry
@@ -309,6 +319,19 @@ impl KeptResults {
         }
         self.first = 0;
         self.next = self.slots.len() as u64;
+    }
+
+    fn hash(&self, handle: &[u8]) -> u64 {
+        self.hasher.hash_one(handle)
+    }
+
+    /// The place of the job kept under `handle`, whose hash is `hash`.
+    fn find(&self, hash: u64, handle: &[u8]) -> Option<u64> {
+        self.by_handle
+            .find(hash, |&(h, seq)| {
+                h == hash && self.slot(seq).is_some_and(|s| s.job.handle == handle)
+            })
+            .map(|&(_, seq)| seq)
     }
 
     /// The kept jobs with their places, oldest first.
@@ -340,7 +363,13 @@ impl KeptResults {
         }
         let job = slot.job;
         self.bytes -= job.bytes();
-        self.by_handle.remove(&job.handle);
+        let hash = self.hash(&job.handle);
+        if let Ok(e) = self
+            .by_handle
+            .find_entry(hash, |&(h, s)| h == hash && s == seq)
+        {
+            e.remove();
+        }
         if let Some(e) = &job.entry {
             if let Some(runs) = self.by_entry.get_mut(e) {
                 runs.retain(|&s| s != seq);

@@ -229,24 +229,24 @@ impl Engine {
     /// Keep an ended job's output, journalled, dropping the oldest past the bounds. Also the
     /// way in for a run's output that came without a job of this server.
     pub(in crate::engine) fn keep_output(&mut self, job: KeptJob) {
-        let handle = job.handle.clone();
-        let record = self.config.durable.then(|| job.clone());
-        let gone = self.kept.push(job);
-        // A handle kept again (a job given back and run again) replaces its record in the
-        // journal too: the newest per handle counts.
-        let mut kept = true;
-        for h in gone {
-            if h == handle {
-                kept = false;
-            } else {
+        if !self.config.durable {
+            self.kept.push(job);
+            self.arm_output_expiry();
+            return;
+        }
+        let record = job.clone();
+        for h in self.kept.push(job) {
+            if h != record.handle {
                 self.journal_output_gone(h);
             }
         }
-        if let Some(job) = record.filter(|_| kept) {
-            self.journal_output_kept(job);
-        } else if !kept && self.config.durable {
-            // It may have replaced a journalled one of the same handle.
-            self.journal_output_gone(handle);
+        if self.kept.get(&record.handle).is_some() {
+            // A handle kept again (a job given back and run again) replaces its record in
+            // the journal too: the newest per handle counts.
+            self.journal_output_kept(record);
+        } else {
+            // Past the bounds at once; it may have replaced a journalled one of its handle.
+            self.journal_output_gone(record.handle);
         }
         self.arm_output_expiry();
     }

@@ -318,3 +318,41 @@ fn a_result_with_nothing_printed_before_it_keeps_within_the_bounds_too() {
     );
     assert!(w.e.kept_totals().1 <= total);
 }
+
+#[test]
+fn a_handle_kept_again_is_journalled_again_not_as_gone() {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        durable: true,
+        ..EngineConfig::default()
+    });
+    let kept = |output: &'static [u8]| crate::engine::KeptJob {
+        handle: Bytes::from_static(b"H:t:1"),
+        func: Bytes::from_static(b"f"),
+        ending: crate::engine::Ending::Expired,
+        started_ms: 0,
+        ended_ms: 0,
+        worker: "addr:127.0.0.1".into(),
+        attempts: 1,
+        error: None,
+        entry: None,
+        scheduled_ms: None,
+        manual: false,
+        output: Bytes::from_static(output),
+        output_bytes: output.len() as u64,
+        result_len: None,
+    };
+    // An attempt that timed out, then the same job (same handle) run again.
+    w.e.keep_output(kept(b"first"));
+    w.e.keep_output(kept(b"second"));
+    let records: Vec<String> = w
+        .e
+        .take_durable()
+        .map(|r| match r {
+            Record::OutputKept(o) => format!("kept {}", String::from_utf8_lossy(&o.output)),
+            Record::OutputGone { handle } => format!("gone {}", String::from_utf8_lossy(&handle)),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(records, ["kept first", "kept second"]);
+}
