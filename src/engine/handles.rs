@@ -228,6 +228,7 @@ mod tests {
             let job = Job::new(
                 JobBody::new(unique.as_bytes(), b"d"),
                 id + 7,
+                0,
                 (id % 3) as FuncId,
                 Priority::Normal,
                 0,

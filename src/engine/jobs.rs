@@ -127,7 +127,7 @@ impl Engine {
         }
         let k = self
             .jobs
-            .insert(Job::new(new.body, job_id, f, new.priority, flags));
+            .insert(Job::new(new.body, job_id, now, f, new.priority, flags));
         self.jobs_peak = self.jobs_peak.max(self.jobs.len());
         if client.is_some() || new.reducer.is_some() || new.origin.is_some() {
             let e = self.extra_mut(k);

@@ -17,6 +17,8 @@ pub struct ListedJob {
     pub priority: Priority,
     /// The workload (the caller cuts its preview).
     pub data: Bytes,
+    /// When it was submitted (restored, for a job read back from the journal).
+    pub added_ms: u64,
     /// A running job: its worker and since when it runs (the JOB_ASSIGN's `now`).
     pub worker: Option<ConnId>,
     pub since_ms: Option<u64>,
@@ -53,6 +55,7 @@ impl Engine {
                 unique: j.unique(),
                 priority: j.priority,
                 data: j.data(),
+                added_ms: j.added_ms,
                 worker,
                 since_ms,
                 due_ms,

@@ -281,6 +281,9 @@ pub struct Engine {
     kept_timer: output::ExpiryTimer,
     /// Bytes the running jobs' outputs hold (within `--keep-output-total` with the kept).
     live_output: usize,
+    /// The WORK_COMPLETE payload of a job that printed nothing before it (job key and id),
+    /// from `record_result` to the `keep_result` of the same request: kept without a buffer.
+    result_only: Option<(JobKey, u64, Bytes)>,
     /// Functions with a limits setting (at most `--max-function-settings`, but for what the
     /// journal read back).
     limited: usize,
@@ -335,6 +338,7 @@ impl Engine {
             kept,
             kept_timer: None,
             live_output: 0,
+            result_only: None,
             limited: 0,
             gates_to_check: Vec::new(),
             queued_since: FastMap::default(),

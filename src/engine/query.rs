@@ -98,6 +98,8 @@ pub struct JobDetail {
     pub retries: u32,
     /// Foreground clients waiting for the result.
     pub clients: u32,
+    /// When it was submitted (restored, for a job read back from the journal).
+    pub added_ms: u64,
     /// Due time (ms since the epoch) of a future job.
     pub due_ms: Option<u64>,
     /// A running job: when its worker took it, and who that is.
@@ -375,6 +377,7 @@ impl Engine {
                 background: job.background(),
                 retries: extra.map_or(0, |e| e.retries),
                 clients: self.clients(k).len() as u32,
+                added_ms: job.added_ms,
                 due_ms: self.due_ms(k),
                 started_ms: match job.state() {
                     JobState::Running(w) => self
@@ -421,7 +424,7 @@ impl Engine {
                     skip_next: h.marks.skip_next,
                     last_run_manual: h.last_run_ms.is_some() && h.marks.last_manual,
                     last_error: h.last_error.clone(),
-                    recent_runs: h.recent.iter().copied().collect(),
+                    recent_runs: h.recent.iter().cloned().collect(),
                     recent_outputs: h
                         .recent
                         .iter()

@@ -240,7 +240,7 @@ mod tests {
     fn job(jobs: &mut Slab<Job>, id: u64, f: FuncId, unique: &str) -> JobKey {
         let flags = super::super::types::INDEXED;
         let body = JobBody::new(unique.as_bytes(), b"d");
-        jobs.insert(Job::new(body, id, f, Priority::Normal, flags))
+        jobs.insert(Job::new(body, id, 0, f, Priority::Normal, flags))
     }
 
     /// 10,000 functions share one key: every job is found under its function, the key alone
@@ -302,7 +302,7 @@ mod tests {
     fn data_keys_and_empty_uniques() {
         let (mut jobs, mut ix) = (Slab::new(), UniqueIndex::default());
         let body = JobBody::new(b"-", b"x");
-        let k = jobs.insert(Job::new(body, 1, 0, Priority::Normal, 0));
+        let k = jobs.insert(Job::new(body, 1, 0, 0, Priority::Normal, 0));
         ix.insert(k, &jobs);
         let e = job(&mut jobs, 2, 0, "");
         ix.insert(e, &jobs);

@@ -107,6 +107,7 @@ pub fn job(s: &JobStatus, kept: Option<&KeptJob>, after: Option<&str>) -> String
             .bool("background", d.background)
             .num("retries", d.retries)
             .num("clients", d.clients);
+        time(&mut o, "submitted", Some(d.added_ms));
         time(&mut o, "due", d.due_ms);
         if d.phase == JobPhase::Running {
             time(&mut o, "started", d.started_ms);
@@ -332,6 +333,7 @@ mod tests {
                 background: true,
                 retries: 0,
                 clients: 0,
+                added_ms: 1_000,
                 due_ms: Some(4_102_444_800_000),
                 started_ms: None,
                 worker: None,
@@ -341,7 +343,7 @@ mod tests {
         };
         assert!(job(&future, None, None).ends_with(
             "\"state\":\"future\",\"priority\":\"normal\",\"background\":true,\"retries\":0,\
-             \"clients\":0,\"due\":\"2100-01-01T00:00:00Z\"}\n"
+             \"clients\":0,\"submitted\":\"1970-01-01T00:00:01Z\",\"due\":\"2100-01-01T00:00:00Z\"}\n"
         ));
         let ended = KeptJob {
             handle: Bytes::from_static(b"H:x:9"),
@@ -354,6 +356,7 @@ mod tests {
             error: None,
             entry: Some("nightly".into()),
             scheduled_ms: Some(0),
+            manual: false,
             output: Bytes::from_static(b"copied\n\xff{\"ok\":1}"),
             output_bytes: 70_000,
             result_len: Some(8),
@@ -393,6 +396,7 @@ mod tests {
                 outcome: crate::engine::RunOutcome::Failed,
                 manual: true,
                 backfill: false,
+                handle: None,
             }],
             recent_outputs: vec![Some((Bytes::from_static(b"H:x:4"), 70_000))],
             recent_after: vec![Some("[]".into())],

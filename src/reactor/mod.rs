@@ -113,7 +113,9 @@ pub struct Server {
     conns: Conns,
     /// The HTTP listeners, and what HTTP connections share (http/).
     http: http::HttpGlue,
-    engine: Engine,
+    /// Boxed: the server is moved on the stack at start-up (footprint.rs keeps it small),
+    /// and the engine grows with every capability; one pointer costs nothing per request.
+    engine: Box<Engine>,
     outbox: Outbox,
     config: Config,
     /// The clock and the turn's reading of it.
@@ -168,7 +170,7 @@ impl Server {
         let listeners = accept::bind_listeners(&config, &poll)?;
         let tls = tls_glue::TlsGlue::new(&config, tls);
         let http = http::HttpGlue::bind(&config, &poll)?;
-        let mut engine = Engine::new(config.engine.clone());
+        let mut engine = Box::new(Engine::new(config.engine.clone()));
         let cluster = match &config.cluster {
             Some(c) => {
                 engine.set_clustered(true);

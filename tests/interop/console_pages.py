@@ -70,10 +70,11 @@ try:
     assert text(d, "page-at") == "1–50 of 59", text(d, "page-at")
     first = rows(d, "job-list")[0]
     assert first[0].startswith("H:") and first[1] == "v1" and first[2] == "normal", first
-    assert first[3] == "#1 in the queue" and first[5] == '{"file":"movie-1.mp4"}', first
+    # Its age (since it was submitted) and its place in the queue.
+    assert re.fullmatch(r"\d+ (s|min \d+ s) old, #1", first[3]) and first[5] == '{"file":"movie-1.mp4"}', first
     d.find_element(By.ID, "page-next").click()
     wait(d, "the second page", lambda: text(d, "page-at") == "51–59 of 59")
-    assert len(rows(d, "job-list")) == 9 and rows(d, "job-list")[0][3] == "#51 in the queue"
+    assert len(rows(d, "job-list")) == 9 and rows(d, "job-list")[0][3].endswith(" old, #51")
     ok("video.transcode's 59 queued jobs in pages of 50, in the order workers get them")
     d.find_element(By.ID, "state-running").click()
     wait(d, "the running job", lambda: len(rows(d, "job-list")) == 1 and rows(d, "job-list")[0][1] == "v0")

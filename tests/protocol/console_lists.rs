@@ -41,7 +41,7 @@ fn a_functions_jobs_page_by_page() {
         body.starts_with(
             "{\"function\":\"video.transcode\",\"state\":\"queued\",\"total\":5,\"offset\":1,\
              \"limit\":2,\"jobs\":[{\"handle\":\"H:l:2\",\"unique\":\"v1\",\"priority\":\"normal\",\
-             \"workload\":\"movie.mp4\",\"workload_bytes\":9,\"since\":null,"
+             \"workload\":\"movie.mp4\",\"workload_bytes\":9,\"submitted\":"
         ),
         "{body}"
     );
@@ -164,4 +164,58 @@ fn failed_jobs_filtered_retried_and_dropped_by_the_filter() {
     assert!(s.get("/ui/api/failed").text().starts_with("{\"total\":0,"));
     let r = s.call("POST", "/ui/api/drop-all", &PAGE, b"entry=%zz");
     assert_eq!(r.status, 400);
+}
+
+#[test]
+fn a_queued_jobs_age_is_the_time_since_it_was_submitted() {
+    let dir = TempDir::new("job-age");
+    let data = dir.path("data");
+    let args = ["--http-port", "0", "--data-dir", data.to_str().unwrap()];
+    let s = InProcess::start(&args);
+    let hs = HttpServer {
+        http: s.http_addr(),
+        server: s,
+    };
+    let mut c = hs.server.connect();
+    let first = c.submit(t::SUBMIT_JOB_BG, "report", "a", b"");
+    let t0 = hs.server.now_ms();
+    hs.server.advance(2_500);
+    let second = c.submit(t::SUBMIT_JOB_BG, "report", "b", b"");
+    hs.server.advance(1_500);
+    let ages = |hs: &HttpServer<InProcess>| -> Vec<(String, u64)> {
+        let body = hs.get("/ui/api/jobs?function=report").text();
+        body.split("{\"handle\":\"")
+            .skip(1)
+            .map(|j| {
+                let handle = j.split('"').next().unwrap().to_string();
+                let age = j
+                    .split("\"age_ms\":")
+                    .nth(1)
+                    .and_then(|a| a.split(',').next())
+                    .unwrap_or_else(|| panic!("no age in {body}"));
+                (handle, age.parse().unwrap())
+            })
+            .collect()
+    };
+    assert_eq!(ages(&hs), [(first.clone(), 4_000), (second.clone(), 1_500)]);
+    let job = hs.get(&format!("/jobs/{first}")).text();
+    let submitted = format!("\"submitted\":\"{}\"", rfc3339(t0));
+    assert!(job.contains(&submitted), "{submitted} in {job}");
+    // The journal's job record holds no submission time: a job read back from it is as old
+    // as the restart.
+    let clock = hs.server.kill9();
+    let s = InProcess::start_on(clock, &args);
+    let hs = HttpServer {
+        http: s.http_addr(),
+        server: s,
+    };
+    hs.server.advance(1_000);
+    assert_eq!(ages(&hs), [(first, 1_000), (second, 1_000)]);
+}
+
+/// `ms` since the epoch as the JSON writes times (RFC 3339 UTC, whole seconds).
+fn rfc3339(ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms as i64)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

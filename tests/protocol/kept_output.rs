@@ -236,3 +236,61 @@ fn a_runs_last_64_kib_survive_a_kill_9_and_restart() {
         "{sched}"
     );
 }
+
+/// The `show runs` line of the run whose job is `handle`.
+fn run_line<'a>(runs: &'a str, handle: &str) -> &'a str {
+    runs.lines()
+        .find(|l| l.split('\t').nth(1) == Some(handle))
+        .unwrap_or_else(|| panic!("{handle} not in {runs:?}"))
+}
+
+#[test]
+fn runs_started_in_one_millisecond_keep_their_own_outputs_and_manual_marks() {
+    let dir = TempDir::new("runs-by-handle");
+    let file = dir.path("schedules");
+    std::fs::write(&file, "@every 1m backup overlap=allow\n").unwrap();
+    let data = dir.path("data");
+    let args = [
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--schedules",
+        file.to_str().unwrap(),
+    ];
+    let s = InProcess::start(&args);
+    let mut a = s.connect();
+    // A run of its timing, then a manual one: both queued.
+    s.advance(60_000);
+    a.admin("run schedule backup", false);
+    // Two workers take them on one turn's clock: the two runs start in the same millisecond.
+    let (mut w1, mut w2) = (s.connect(), s.connect());
+    w1.can_do(&["backup"]);
+    w2.can_do(&["backup"]);
+    let h1 = w1.grab_uniq().expect("the scheduled run").0;
+    let h2 = w2.grab_uniq().expect("the manual run").0;
+    assert_ne!(h1, h2);
+    w1.send_req(t::WORK_COMPLETE, &[h1.as_bytes(), b"first\n"]);
+    w2.send_req(t::WORK_COMPLETE, &[h2.as_bytes(), b"second run\n"]);
+    sync(&mut w1);
+    sync(&mut w2);
+    let check = |a: &mut Conn| {
+        let runs = a.admin("show runs backup", true);
+        let (r1, r2) = (run_line(&runs, &h1), run_line(&runs, &h2));
+        assert_eq!(r1.split('\t').nth(2), r2.split('\t').nth(2), "one start");
+        assert!(r1.ends_with("\tcomplete\t6\t-"), "{runs:?}");
+        assert!(r2.ends_with("\tcomplete\t11\t-"), "{runs:?}");
+    };
+    check(&mut a);
+    // `show schedules`' last column: the runs, a manual one marked.
+    let manual = |a: &mut Conn| -> Vec<bool> {
+        let row = a.schedule_row("backup");
+        row[14].split(';').map(|r| r.ends_with(" manual")).collect()
+    };
+    assert_eq!(manual(&mut a), [false, true]);
+    // After a kill -9 the entry's history comes back from the kept outputs: each run with its
+    // own output, the manual one marked.
+    let clock = s.kill9();
+    let s = InProcess::start_on(clock, &args);
+    let mut a = s.connect();
+    check(&mut a);
+    assert_eq!(manual(&mut a), [false, true]);
+}

@@ -4,10 +4,12 @@
 //! as they are in the entry's history. Pure: the engine passes the time in and journals what
 //! comes and goes.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::BuildHasher as _;
 use std::rc::Rc;
 
 use bytes::Bytes;
+use hashbrown::HashTable;
 
 use crate::engine::FastMap;
 use crate::engine::schedules::run_history::RUNS_KEPT;
@@ -80,6 +82,8 @@ pub struct KeptJob {
     /// The schedule entry whose run it was, and the run's scheduled time.
     pub entry: Option<Rc<str>>,
     pub scheduled_ms: Option<u64>,
+    /// A manual run of its entry (`run schedule`, run-now, the console's Run).
+    pub manual: bool,
     /// The last `--keep-output` bytes of its output.
     pub output: Bytes,
     /// Every byte it printed, kept or not.
@@ -125,11 +129,25 @@ struct Slot {
     pinned: bool,
 }
 
+/// Places of jobs that left out of order the ring holds, beyond one per job kept, before it
+/// closes them up.
+const GAPS_AT_MOST: usize = 64;
+
 /// The kept jobs, oldest first.
 #[derive(Debug)]
 pub struct KeptResults {
-    slots: BTreeMap<u64, Slot>,
-    by_handle: FastMap<Bytes, u64>,
+    /// In the order they were kept: the job kept `seq`-th is at `seq - first` (`None` once it
+    /// left before older ones; the front is trimmed of those). A ring, not an ordered map:
+    /// jobs are kept in order, so keeping one is a push and finding one by its place an index.
+    slots: VecDeque<Option<Slot>>,
+    /// The place (`seq`) of `slots[0]`.
+    first: u64,
+    /// Jobs kept: the `Some`s in `slots`.
+    count: usize,
+    /// By handle: each job's place with the hash of its handle, which is read from the job
+    /// itself (the index holds no copy of it, and a table that grows hashes nothing again).
+    by_handle: HashTable<(u64, u64)>,
+    hasher: foldhash::fast::RandomState,
     /// Each entry's newest runs (their places in `slots`), oldest first.
     by_entry: FastMap<Rc<str>, VecDeque<u64>>,
     next: u64,
@@ -143,8 +161,11 @@ pub struct KeptResults {
 impl KeptResults {
     pub fn new(max_bytes: usize, ttl_ms: u64) -> KeptResults {
         KeptResults {
-            slots: BTreeMap::new(),
-            by_handle: FastMap::default(),
+            slots: VecDeque::new(),
+            first: 0,
+            count: 0,
+            by_handle: HashTable::new(),
+            hasher: Default::default(),
             by_entry: FastMap::default(),
             next: 0,
             bytes: 0,
@@ -159,7 +180,9 @@ impl KeptResults {
     /// for the journal.
     pub fn push(&mut self, job: KeptJob) -> Vec<Bytes> {
         let mut gone = Vec::new();
-        if self.remove(&job.handle).is_some() {
+        let hash = self.hash(&job.handle);
+        if let Some(old) = self.find(hash, &job.handle) {
+            self.forget(old);
             gone.push(job.handle.clone());
         }
         let seq = self.next;
@@ -170,7 +193,7 @@ impl KeptResults {
                 runs.push_back(seq);
                 if runs.len() > RUNS_KEPT {
                     if let Some(old) = runs.pop_front() {
-                        if let Some(s) = self.slots.get_mut(&old) {
+                        if let Some(s) = self.slot_mut(old) {
                             s.pinned = false;
                         }
                     }
@@ -180,12 +203,16 @@ impl KeptResults {
             None => false,
         };
         self.bytes += job.bytes();
-        self.by_handle.insert(job.handle.clone(), seq);
-        self.slots.insert(seq, Slot { job, pinned });
+        self.by_handle.insert_unique(hash, (hash, seq), |&(h, _)| h);
+        if self.slots.is_empty() {
+            self.first = seq;
+        }
+        self.slots.push_back(Some(Slot { job, pinned }));
+        self.count += 1;
         // With --keep-results 0 nothing stays once it ended but an entry's last runs.
         let mut over = Vec::new();
         let mut bytes = self.bytes;
-        for (&s, slot) in &self.slots {
+        for (s, slot) in self.kept() {
             if bytes <= self.max_bytes && self.ttl_ms > 0 {
                 break;
             }
@@ -200,6 +227,7 @@ impl KeptResults {
                 gone.push(j.handle);
             }
         }
+        self.close_gaps();
         gone
     }
 
@@ -208,7 +236,7 @@ impl KeptResults {
     pub fn make_room(&mut self, max_bytes: usize) -> Vec<Bytes> {
         let mut over = Vec::new();
         let mut bytes = self.bytes;
-        for (&s, slot) in &self.slots {
+        for (s, slot) in self.kept() {
             if bytes <= max_bytes {
                 break;
             }
@@ -218,16 +246,19 @@ impl KeptResults {
             }
         }
         self.dropped += over.len() as u64;
-        over.into_iter()
+        let gone = over
+            .into_iter()
             .filter_map(|s| self.forget(s).map(|j| j.handle))
-            .collect()
+            .collect();
+        self.close_gaps();
+        gone
     }
 
     /// Drop the jobs kept past `--keep-results` at `now` (the pinned stay). Returns their
     /// handles, for the journal.
     pub fn expire(&mut self, now: u64) -> Vec<Bytes> {
         let mut due = Vec::new();
-        for (&s, slot) in &self.slots {
+        for (s, slot) in self.kept() {
             if slot.pinned {
                 continue;
             }
@@ -236,33 +267,109 @@ impl KeptResults {
             }
             due.push(s);
         }
-        due.into_iter()
+        let gone = due
+            .into_iter()
             .filter_map(|s| self.forget(s).map(|j| j.handle))
-            .collect()
+            .collect();
+        self.close_gaps();
+        gone
     }
 
     /// When the oldest job not pinned is due to go.
     pub fn next_expiry(&self) -> Option<u64> {
-        let first = self.slots.values().find(|s| !s.pinned)?;
+        let (_, first) = self.kept().find(|(_, s)| !s.pinned)?;
         Some(first.job.ended_ms.saturating_add(self.ttl_ms))
     }
 
     pub fn get(&self, handle: &[u8]) -> Option<&KeptJob> {
-        let seq = self.by_handle.get(handle)?;
-        self.slots.get(seq).map(|s| &s.job)
+        let seq = self.find(self.hash(handle), handle)?;
+        self.slot(seq).map(|s| &s.job)
     }
 
-    /// Take a job out (dropped by the journal's replay, or replaced).
+    /// Take a job out.
+    #[cfg(test)]
     pub fn remove(&mut self, handle: &[u8]) -> Option<KeptJob> {
-        let seq = *self.by_handle.get(handle)?;
-        self.forget(seq)
+        let seq = self.find(self.hash(handle), handle)?;
+        let job = self.forget(seq);
+        self.close_gaps();
+        job
+    }
+
+    /// Number the kept jobs again from 0, without the places of those that left out of
+    /// order: an entry's last runs held for months at the front must not keep a place for
+    /// every job kept after them. O(kept), once the gaps outnumber them: O(1) a job.
+    fn close_gaps(&mut self) {
+        if self.slots.len() <= 2 * self.count + GAPS_AT_MOST {
+            return;
+        }
+        let old = std::mem::take(&mut self.slots);
+        self.by_handle.clear();
+        self.by_entry.clear();
+        for (seq, slot) in (0..).zip(old.into_iter().flatten()) {
+            let hash = self.hash(&slot.job.handle);
+            self.by_handle.insert_unique(hash, (hash, seq), |&(h, _)| h);
+            // The pinned are exactly their entries' newest runs.
+            if let (true, Some(e)) = (slot.pinned, &slot.job.entry) {
+                self.by_entry
+                    .entry(Rc::clone(e))
+                    .or_default()
+                    .push_back(seq);
+            }
+            self.slots.push_back(Some(slot));
+        }
+        self.first = 0;
+        self.next = self.slots.len() as u64;
+    }
+
+    fn hash(&self, handle: &[u8]) -> u64 {
+        self.hasher.hash_one(handle)
+    }
+
+    /// The place of the job kept under `handle`, whose hash is `hash`.
+    fn find(&self, hash: u64, handle: &[u8]) -> Option<u64> {
+        self.by_handle
+            .find(hash, |&(h, seq)| {
+                h == hash && self.slot(seq).is_some_and(|s| s.job.handle == handle)
+            })
+            .map(|&(_, seq)| seq)
+    }
+
+    /// The kept jobs with their places, oldest first.
+    fn kept(&self) -> impl Iterator<Item = (u64, &Slot)> {
+        (self.first..)
+            .zip(&self.slots)
+            .filter_map(|(s, slot)| Some((s, slot.as_ref()?)))
+    }
+
+    fn slot(&self, seq: u64) -> Option<&Slot> {
+        let i = usize::try_from(seq.checked_sub(self.first)?).ok()?;
+        self.slots.get(i)?.as_ref()
+    }
+
+    fn slot_mut(&mut self, seq: u64) -> Option<&mut Slot> {
+        let i = usize::try_from(seq.checked_sub(self.first)?).ok()?;
+        self.slots.get_mut(i)?.as_mut()
     }
 
     fn forget(&mut self, seq: u64) -> Option<KeptJob> {
-        let slot = self.slots.remove(&seq)?;
+        let i = usize::try_from(seq.checked_sub(self.first)?).ok()?;
+        let slot = self.slots.get_mut(i)?.take()?;
+        self.count -= 1;
+        // Places left empty at the front go, so the ring holds what is kept and the gaps of
+        // jobs that left out of order (replaced, dropped by the journal) between them.
+        while let Some(None) = self.slots.front() {
+            self.slots.pop_front();
+            self.first += 1;
+        }
         let job = slot.job;
         self.bytes -= job.bytes();
-        self.by_handle.remove(&job.handle);
+        let hash = self.hash(&job.handle);
+        if let Ok(e) = self
+            .by_handle
+            .find_entry(hash, |&(h, s)| h == hash && s == seq)
+        {
+            e.remove();
+        }
         if let Some(e) = &job.entry {
             if let Some(runs) = self.by_entry.get_mut(e) {
                 runs.retain(|&s| s != seq);
@@ -280,17 +387,17 @@ impl KeptResults {
             .get(entry)
             .into_iter()
             .flatten()
-            .filter_map(|s| self.slots.get(s).map(|s| &s.job))
+            .filter_map(|&s| self.slot(s).map(|s| &s.job))
     }
 
     /// Every kept job, oldest first.
     #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = &KeptJob> {
-        self.slots.values().map(|s| &s.job)
+        self.kept().map(|(_, s)| &s.job)
     }
 
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.count
     }
 
     pub fn bytes(&self) -> usize {
@@ -321,6 +428,7 @@ mod tests {
             error: None,
             entry: entry.map(Rc::from),
             scheduled_ms: None,
+            manual: false,
             output: vec![b'x'; out].into(),
             output_bytes: out as u64,
             result_len: Some(out as u32),
@@ -434,5 +542,32 @@ mod tests {
         assert!(!j.cut());
         j.output_bytes = 20;
         assert!(j.cut());
+    }
+
+    #[test]
+    fn an_entrys_old_runs_at_the_front_do_not_hold_a_place_for_every_job_after_them() {
+        let mut k = KeptResults::new(1 << 30, HOUR);
+        k.push(job(0, 0, 10, Some("monthly")));
+        for n in 1..10_000 {
+            k.push(job(n, n, 10, None));
+            // Each goes before the run at the front: a gap behind it, closed up in time.
+            assert_eq!(
+                k.remove(format!("H:t:{n}").as_bytes()).map(|j| j.ended_ms),
+                Some(n)
+            );
+            assert!(
+                k.slots.len() <= 2 * k.len() + GAPS_AT_MOST,
+                "{}",
+                k.slots.len()
+            );
+        }
+        k.push(job(20_000, 20_000, 10, None));
+        k.push(job(20_001, 20_001, 10, Some("monthly")));
+        assert_eq!(handles(&k), ["H:t:0", "H:t:20000", "H:t:20001"]);
+        assert_eq!(k.get(b"H:t:20000").map(|j| j.ended_ms), Some(20_000));
+        assert_eq!(k.newest_runs("monthly").count(), 2);
+        // Past the bound and the time: the pinned runs stay, renumbered or not.
+        assert_eq!(k.expire(10 * HOUR), vec![Bytes::from("H:t:20000")]);
+        assert_eq!(handles(&k), ["H:t:0", "H:t:20001"]);
     }
 }

@@ -23,6 +23,7 @@ pub(in crate::engine) use kept::OVERHEAD;
 pub use kept::{Ending, KeptJob, KeptResults};
 
 use super::schedules::Outcome;
+use super::schedules::run_history::RunRecord;
 use super::timers::TimerEvent;
 use super::{ConnId, Engine, JobKey, JobState, rfc3339};
 use crate::store::{OutputKept, Record};
@@ -60,6 +61,7 @@ impl From<KeptJob> for OutputKept {
             error: j.error,
             entry: j.entry.map(text),
             scheduled_ms: j.scheduled_ms,
+            manual: j.manual,
             output_bytes: j.output_bytes,
             result_len: j.result_len,
             output: j.output,
@@ -94,9 +96,40 @@ impl Engine {
         self.grow_output(k, |buf| buf.push(chunk));
     }
 
-    /// The WORK_COMPLETE payload: the end of the output and the job's result.
-    pub(in crate::engine) fn record_result(&mut self, k: JobKey, result: &[u8]) {
+    /// The WORK_COMPLETE payload: the end of the output and the job's result. A job that
+    /// printed nothing before it (most background jobs) gets no buffer: its result goes to
+    /// the kept ones as it ends, a few lines on (`keep_result`).
+    pub(in crate::engine) fn record_result(&mut self, k: JobKey, result: &Bytes) {
+        let buffered = self.extra(k).is_some_and(|e| e.output.is_some());
+        if !buffered && self.keeps_output(k) {
+            self.result_only = Some((k, self.jobs[k].id, result.clone()));
+            return;
+        }
         self.grow_output(k, |buf| buf.push_result(result));
+    }
+
+    /// The result `record_result` set aside for job `k`: its last `--keep-output` bytes (fewer
+    /// when the running jobs' outputs fill `--keep-output-total`, the oldest kept ones making
+    /// room first, as for a buffer), how many bytes it had, and its length as the result.
+    fn take_result_only(&mut self, k: JobKey) -> Option<(Bytes, u64, u32)> {
+        let (rk, id, r) = self.result_only.take()?;
+        if rk != k || self.jobs.get(k).is_none_or(|j| j.id != id) {
+            return None;
+        }
+        let total = self.config.keep_output_total;
+        let room = self
+            .config
+            .keep_output
+            .min(total.saturating_sub(self.live_output));
+        let tail = &r[r.len().saturating_sub(room)..];
+        let live = self.live_output + tail.len();
+        if live + self.kept.bytes() > total {
+            for h in self.kept.make_room(total.saturating_sub(live)) {
+                self.journal_output_gone(h);
+            }
+        }
+        let len = u32::try_from(r.len()).unwrap_or(u32::MAX);
+        Some((Bytes::copy_from_slice(tail), r.len() as u64, len))
     }
 
     /// Add to job `k`'s output, within `--keep-output-total` for the running jobs' outputs
@@ -150,6 +183,7 @@ impl Engine {
     /// Running job `k` ended with `outcome` (for good or before a retry): keep what it
     /// printed and how it ended. A job that never ran has nothing to keep.
     pub(in crate::engine) fn keep_result(&mut self, k: JobKey, outcome: &Outcome<'_>, now: u64) {
+        let result_only = self.take_result_only(k);
         let ending = match outcome {
             Outcome::Complete => Ending::Complete,
             Outcome::Exception(_) => Ending::Exception,
@@ -172,14 +206,19 @@ impl Engine {
         let (before, _) = self.prior_failures(k);
         let error = outcome.failure(retries + before).map(|(e, _)| e);
         let origin = self.rare(k).and_then(|r| r.origin.as_ref());
-        let (entry, scheduled_ms) = match origin {
-            Some(o) => (Some(Rc::clone(&o.entry)), Some(o.scheduled_ms)),
-            None => (None, None),
+        let (entry, scheduled_ms, manual) = match origin {
+            Some(o) => (Some(Rc::clone(&o.entry)), Some(o.scheduled_ms), o.manual),
+            None => (None, None, false),
         };
         let buf = self.extra_get_mut(k).and_then(|e| e.output.take());
         if let Some(b) = &buf {
             self.output_released(b);
         }
+        let (output, output_bytes, result_len) = match (&buf, result_only) {
+            (Some(b), _) => (b.kept().into(), b.seen(), b.result_len()),
+            (None, Some((tail, seen, len))) => (tail, seen, Some(len)),
+            (None, None) => (Bytes::new(), 0, None),
+        };
         let job = &self.jobs[k];
         let kept = KeptJob {
             handle: self.by_handle.of(job).to_bytes(),
@@ -192,11 +231,10 @@ impl Engine {
             error,
             entry,
             scheduled_ms,
-            output: buf.as_ref().map_or_else(Bytes::new, |b| b.kept().into()),
-            output_bytes: buf.as_ref().map_or(0, |b| b.seen()),
-            result_len: buf
-                .as_ref()
-                .and_then(|b| b.result_len())
+            manual,
+            output,
+            output_bytes,
+            result_len: result_len
                 .filter(|_| ending == Ending::Complete)
                 .or((ending == Ending::Complete).then_some(0)),
         };
@@ -206,24 +244,24 @@ impl Engine {
     /// Keep an ended job's output, journalled, dropping the oldest past the bounds. Also the
     /// way in for a run's output that came without a job of this server.
     pub(in crate::engine) fn keep_output(&mut self, job: KeptJob) {
-        let handle = job.handle.clone();
-        let record = self.config.durable.then(|| job.clone());
-        let gone = self.kept.push(job);
-        // A handle kept again (a job given back and run again) replaces its record in the
-        // journal too: the newest per handle counts.
-        let mut kept = true;
-        for h in gone {
-            if h == handle {
-                kept = false;
-            } else {
+        if !self.config.durable {
+            self.kept.push(job);
+            self.arm_output_expiry();
+            return;
+        }
+        let record = job.clone();
+        for h in self.kept.push(job) {
+            if h != record.handle {
                 self.journal_output_gone(h);
             }
         }
-        if let Some(job) = record.filter(|_| kept) {
-            self.journal_output_kept(job);
-        } else if !kept && self.config.durable {
-            // It may have replaced a journalled one of the same handle.
-            self.journal_output_gone(handle);
+        if self.kept.get(&record.handle).is_some() {
+            // A handle kept again (a job given back and run again) replaces its record in
+            // the journal too: the newest per handle counts.
+            self.journal_output_kept(record);
+        } else {
+            // Past the bounds at once; it may have replaced a journalled one of its handle.
+            self.journal_output_gone(record.handle);
         }
         self.arm_output_expiry();
     }
@@ -257,6 +295,7 @@ impl Engine {
             error: o.error,
             entry: o.entry.map(text),
             scheduled_ms: o.scheduled_ms,
+            manual: o.manual,
             output: o.output,
             output_bytes: o.output_bytes,
             result_len: o.result_len,
@@ -358,17 +397,20 @@ impl Engine {
         )
     }
 
-    /// The kept job of entry `entry`'s run `r`, if still kept: the one that started when it
-    /// did, or for a pinged run without a `/start`, the ping kept for its scheduled time.
-    pub fn kept_run(
-        &self,
-        entry: &str,
-        r: &super::schedules::run_history::RunRecord,
-    ) -> Option<&KeptJob> {
-        self.kept.newest_runs(entry).find(|j| match r.started_ms {
-            Some(started) => j.started_ms == started,
-            None => j.worker.as_ref() == PINGER && j.scheduled_ms == Some(r.scheduled_ms),
-        })
+    /// The kept job of entry `entry`'s run `run`, if still kept: by the run's handle (two
+    /// runs may start in the same millisecond); a heartbeat run had no job here, so its end
+    /// ping's body is the one kept for its scheduled time.
+    pub fn kept_run(&self, entry: &str, run: &RunRecord) -> Option<&KeptJob> {
+        match run.handle.as_deref() {
+            Some(h) => self
+                .kept
+                .get(h)
+                .filter(|j| j.entry.as_deref() == Some(entry)),
+            None => self
+                .kept
+                .newest_runs(entry)
+                .find(|j| j.worker.as_ref() == PINGER && j.scheduled_ms == Some(run.scheduled_ms)),
+        }
     }
 
     /// A heartbeat run's end ping: its body is the run's output, kept as a job's is (`show
@@ -400,6 +442,7 @@ impl Engine {
             output,
             output_bytes: body.len() as u64,
             result_len: (!run.failed).then_some(0),
+            manual: false,
         };
         self.keep_output(kept);
     }
@@ -462,11 +505,8 @@ impl Engine {
     }
 
     /// An entry's history after a restart: its runs whose outputs are still kept.
-    pub(in crate::engine) fn kept_runs_of(
-        &self,
-        entry: &str,
-    ) -> Vec<super::schedules::run_history::RunRecord> {
-        use super::schedules::run_history::{RunOutcome, RunRecord};
+    pub(in crate::engine) fn kept_runs_of(&self, entry: &str) -> Vec<RunRecord> {
+        use super::schedules::run_history::RunOutcome;
         self.kept
             .newest_runs(entry)
             .map(|j| RunRecord {
@@ -477,8 +517,9 @@ impl Engine {
                     Ending::Complete => RunOutcome::Complete,
                     _ => RunOutcome::Failed,
                 },
-                manual: false,
+                manual: j.manual,
                 backfill: false,
+                handle: Some(j.handle.clone()),
             })
             .collect()
     }

@@ -132,6 +132,7 @@ impl Engine {
         let Some(to) = to else { return };
         let id = Rc::clone(&st.id);
         let error = error.map(one_line);
+        let (scheduled_ms, outcome) = (run.scheduled_ms, run.outcome);
         let alert = Alert {
             entry: &id,
             function: &st.entry.function,
@@ -154,7 +155,7 @@ impl Engine {
         if self.queue_full(f, Priority::High) {
             log::warn!(
                 "schedule {id}: alert for the run at {} not sent: the queue of {} is full",
-                rfc3339(run.scheduled_ms),
+                rfc3339(scheduled_ms),
                 shown(&to)
             );
             return;
@@ -171,12 +172,12 @@ impl Engine {
         let k = self.create_job(new, false, None, now, out);
         log::info!(
             "schedule {id}: {} of the run at {} sent to {} as {}",
-            if run.outcome == RunOutcome::Complete {
+            if outcome == RunOutcome::Complete {
                 "success"
             } else {
                 "alert"
             },
-            rfc3339(run.scheduled_ms),
+            rfc3339(scheduled_ms),
             shown(&to),
             self.by_handle.of(&self.jobs[k])
         );
@@ -199,6 +200,7 @@ mod tests {
                 outcome: RunOutcome::Failed,
                 manual: false,
                 backfill: false,
+                handle: None,
             },
             attempts: 3,
             error: Some("disk \"full\""),
@@ -217,7 +219,7 @@ mod tests {
                 started_ms: None,
                 duration_ms: None,
                 outcome: RunOutcome::Missed,
-                ..a.run
+                ..a.run.clone()
             },
             attempts: 0,
             handle: None,

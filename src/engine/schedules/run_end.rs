@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use bytes::Bytes;
+
 use super::alerts::RunAccount;
 use super::run_history::{RunOutcome, RunRecord, one_line};
 use super::{Outcome, missed_runs, opt_time};
@@ -78,10 +80,13 @@ impl Engine {
             },
             manual: origin.manual,
             backfill: origin.backfill,
+            handle: Some(Bytes::copy_from_slice(handle.as_bytes())),
         });
         let ended = (record.is_some() && !origin.manual).then(|| Rc::clone(&origin.entry));
         // A parent's run that ended, for its `@after` children (after.rs).
-        let parent_run = record.map(|_| (Rc::clone(&origin.entry), origin.scheduled_ms));
+        let parent_run = record
+            .as_ref()
+            .map(|_| (Rc::clone(&origin.entry), origin.scheduled_ms));
         // Given back by workers that left, plus failed attempts before a retry (retries.rs).
         let retries = self.extra(k).map_or(0, |e| e.retries) + self.prior_failures(k).0;
         let failure = outcome.failure(retries);
@@ -110,7 +115,7 @@ impl Engine {
         if record.outcome == RunOutcome::TooShort {
             h.too_short += 1;
         }
-        h.recent.push(record);
+        h.recent.push(record.clone());
         let (error, attempts) = match failure {
             Some((text, attempts)) => (Some(one_line(&String::from_utf8_lossy(&text))), attempts),
             None => (short, retries + 1),
@@ -139,7 +144,7 @@ impl Engine {
         out: &mut Outbox,
     ) {
         let h = &mut self.schedules.entries[slot].history;
-        h.recent.push(record);
+        h.recent.push(record.clone());
         h.last_error = Some(one_line(&reason));
         if alert {
             let account = RunAccount {

@@ -6,6 +6,8 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
+use bytes::Bytes;
+
 use crate::engine::rfc3339;
 
 /// Runs kept per entry (the "last 20 runs"); older ones fall off.
@@ -110,7 +112,7 @@ impl RunOutcome {
 }
 
 /// One run of an entry (one job of it, for a fan-out entry).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunRecord {
     /// Its scheduled (nominal) time; for a manual run, when it was asked for.
     pub scheduled_ms: u64,
@@ -121,6 +123,9 @@ pub struct RunRecord {
     pub manual: bool,
     /// A backfill's run (manual too): `scheduled_ms` is the past time it stands for.
     pub backfill: bool,
+    /// Its job's handle, which names its kept output (`show runs`): two runs may start in
+    /// the same millisecond, never with one handle. `None` for a run that had no job.
+    pub handle: Option<Bytes>,
 }
 
 impl RunRecord {
@@ -133,6 +138,7 @@ impl RunRecord {
             outcome,
             manual: false,
             backfill: false,
+            handle: None,
         }
     }
 }
@@ -204,6 +210,7 @@ mod tests {
             outcome,
             manual: false,
             backfill: false,
+            handle: None,
         }
     }
 
@@ -238,6 +245,7 @@ mod tests {
             outcome: RunOutcome::Missed,
             manual: false,
             backfill: false,
+            handle: None,
         });
         ring.push(RunRecord {
             manual: true,

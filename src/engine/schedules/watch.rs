@@ -6,6 +6,8 @@
 
 use std::rc::Rc;
 
+use bytes::Bytes;
+
 use super::alerts::RunAccount;
 use super::ping_state::{PingState, Started};
 use super::run_history::{RunOutcome, RunRecord, one_line};
@@ -377,8 +379,9 @@ impl Engine {
             outcome,
             manual: false,
             backfill: false,
+            handle: None,
         };
-        h.recent.push(record);
+        h.recent.push(record.clone());
         if let Some(e) = &error {
             h.last_error = Some(one_line(e));
         }
@@ -560,8 +563,9 @@ impl Engine {
             outcome: RunOutcome::TooLong,
             manual,
             backfill: false,
+            handle: handle.map(|h| Bytes::copy_from_slice(h.as_bytes())),
         };
-        st.history.recent.push(record);
+        st.history.recent.push(record.clone());
         st.history.too_long += 1;
         st.history.last_error = Some(one_line(&error));
         let account = RunAccount {

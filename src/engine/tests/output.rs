@@ -275,3 +275,84 @@ fn running_jobs_outputs_count_against_the_total_too() {
     assert_eq!(w.e.live_output, 0);
     assert!(w.e.kept_totals().1 <= total);
 }
+
+#[test]
+fn a_result_with_nothing_printed_before_it_keeps_within_the_bounds_too() {
+    let total = 64 << 10;
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        keep_output_total: total,
+        ..EngineConfig::default()
+    });
+    let c = w.conn();
+    // A running job's output fills the bound.
+    let big = w.conn();
+    w.can_do(big, "f");
+    w.submit(c, "f", "big", "d", Priority::Normal, true);
+    let (hb, _) = w.grab(big).unwrap();
+    warn(&mut w, big, &hb, &"x".repeat(total));
+    // A job whose result is all it sends (no buffer for it) keeps none of it then, but
+    // knows how much it was.
+    let wk = w.conn();
+    w.can_do(wk, "f");
+    w.submit(c, "f", "r1", "d", Priority::Normal, true);
+    let (h1, _) = w.grab(wk).unwrap();
+    complete(&mut w, wk, &h1, &"y".repeat(5000));
+    assert_eq!(
+        show_output(&mut w, &h1).map(|(k, p, _)| (k, p)),
+        Ok((0, 5000))
+    );
+    assert_eq!(w.e.live_output, total);
+    complete(&mut w, big, &hb, "");
+    assert_eq!(w.e.live_output, 0);
+    // With room, its last `--keep-output` bytes, the result.
+    w.submit(c, "f", "r2", "d", Priority::Normal, true);
+    let (h2, _) = w.grab(wk).unwrap();
+    complete(&mut w, wk, &h2, &format!("{}end", "z".repeat(4997)));
+    let (kept, printed, body) = show_output(&mut w, &h2).unwrap();
+    assert_eq!((kept, printed), (5000, 5000));
+    assert!(body.ends_with("zend"));
+    assert_eq!(
+        w.e.kept_job(&h2).and_then(|j| j.result()).map(<[u8]>::len),
+        Some(5000)
+    );
+    assert!(w.e.kept_totals().1 <= total);
+}
+
+#[test]
+fn a_handle_kept_again_is_journalled_again_not_as_gone() {
+    let mut w = World::with(EngineConfig {
+        handle_prefix: "H:t".into(),
+        durable: true,
+        ..EngineConfig::default()
+    });
+    let kept = |output: &'static [u8]| crate::engine::KeptJob {
+        handle: Bytes::from_static(b"H:t:1"),
+        func: Bytes::from_static(b"f"),
+        ending: crate::engine::Ending::Expired,
+        started_ms: 0,
+        ended_ms: 0,
+        worker: "addr:127.0.0.1".into(),
+        attempts: 1,
+        error: None,
+        entry: None,
+        scheduled_ms: None,
+        manual: false,
+        output: Bytes::from_static(output),
+        output_bytes: output.len() as u64,
+        result_len: None,
+    };
+    // An attempt that timed out, then the same job (same handle) run again.
+    w.e.keep_output(kept(b"first"));
+    w.e.keep_output(kept(b"second"));
+    let records: Vec<String> = w
+        .e
+        .take_durable()
+        .map(|r| match r {
+            Record::OutputKept(o) => format!("kept {}", String::from_utf8_lossy(&o.output)),
+            Record::OutputGone { handle } => format!("gone {}", String::from_utf8_lossy(&handle)),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(records, ["kept first", "kept second"]);
+}

@@ -64,13 +64,14 @@
   }
 
   // The age of a row: a running job's time on its worker, a future one's due time, a queued
-  // one's place in the queue (the server keeps no submission time per queued job).
+  // one's time since it was submitted and its place in the queue.
   function ageCell(j, state, place) {
     if (state === "running") {
       return cell("for " + duration(Math.floor(j.running_ms / 1000)), "time", "since " + local(new Date(j.since)) + " (" + j.since + ")");
     }
     if (state === "future") return timeCell(j.due);
-    return cell("#" + place + " in the queue", "time", "the order workers get them: high, normal, low, oldest first");
+    return cell(duration(Math.floor(j.age_ms / 1000)) + " old, #" + place, "time",
+      "submitted " + local(new Date(j.submitted)) + " (" + j.submitted + "); #" + place + " in the order workers get them: high, normal, low, oldest first");
   }
 
   function renderJobs(r, page) {

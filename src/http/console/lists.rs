@@ -154,6 +154,8 @@ pub fn jobs(
             .str("priority", priority_name(j.priority))
             .bytes("workload", preview(&j.data, WORKLOAD_PREVIEW))
             .num("workload_bytes", j.data.len());
+        time(&mut o, "submitted", Some(j.added_ms));
+        o.num("age_ms", now_ms.saturating_sub(j.added_ms));
         time(&mut o, "since", j.since_ms);
         o.opt_num("running_ms", j.since_ms.map(|s| now_ms.saturating_sub(s)));
         time(&mut o, "due", j.due_ms);
@@ -274,6 +276,7 @@ mod tests {
                 unique: Bytes::from_static(b"u"),
                 priority: Priority::High,
                 data: Bytes::from(vec![b'x'; 300]),
+                added_ms: 500,
                 worker: Some(w),
                 since_ms: Some(1_000),
                 due_ms: None,
@@ -288,7 +291,7 @@ mod tests {
                 "{{\"function\":\"f\",\"state\":\"running\",\"total\":7,\"offset\":0,\
                  \"limit\":50,\"jobs\":[{{\"handle\":\"H:x:1\",\"unique\":\"u\",\
                  \"priority\":\"high\",\"workload\":\"{}\",\"workload_bytes\":300,\
-                 \"since\":\"1970-01-01T00:00:01Z\",\"running_ms\":3000,\"due\":null,\
+                 \"submitted\":\"1970-01-01T00:00:00Z\",\"age_ms\":3500,\"since\":\"1970-01-01T00:00:01Z\",\"running_ms\":3000,\"due\":null,\
                  \"worker\":\"addr:127.0.0.1\"}}]}}\n",
                 "x".repeat(WORKLOAD_PREVIEW)
             )

@@ -209,7 +209,9 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             let result_len = c.u32()?;
             let ending = c.u8()?;
             let flags = c.u8()?;
-            if flags & !(OUTPUT_ENTRY | OUTPUT_ERROR | OUTPUT_SCHEDULED | OUTPUT_RESULT) != 0 {
+            let known =
+                OUTPUT_ENTRY | OUTPUT_ERROR | OUTPUT_SCHEDULED | OUTPUT_RESULT | OUTPUT_MANUAL;
+            if flags & !known != 0 {
                 return Err("unknown flags in an output record");
             }
             let mut lens = [0usize; 5];
@@ -238,6 +240,7 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 ended_ms,
                 attempts,
                 scheduled_ms: (flags & OUTPUT_SCHEDULED != 0).then_some(scheduled),
+                manual: flags & OUTPUT_MANUAL != 0,
                 output_bytes,
                 result_len: (flags & OUTPUT_RESULT != 0).then_some(result_len),
             })

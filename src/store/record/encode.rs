@@ -148,6 +148,7 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
                 (o.error.is_some(), OUTPUT_ERROR),
                 (o.scheduled_ms.is_some(), OUTPUT_SCHEDULED),
                 (o.result_len.is_some(), OUTPUT_RESULT),
+                (o.manual, OUTPUT_MANUAL),
             ]
             .iter()
             .filter(|(set, _)| *set)

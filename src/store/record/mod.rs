@@ -112,6 +112,7 @@ const OUTPUT_ENTRY: u8 = 1;
 const OUTPUT_ERROR: u8 = 2;
 const OUTPUT_SCHEDULED: u8 = 4;
 const OUTPUT_RESULT: u8 = 8;
+const OUTPUT_MANUAL: u8 = 16;
 /// Fixed part of an Audit payload: seq, floor, time, three field lengths (identity, peer,
 /// command); the outcome is the rest.
 const AUDIT_FIXED: usize = 8 + 8 + 8 + 3 * 4;
@@ -352,6 +353,10 @@ pub struct OutputKept {
     pub error: Option<Bytes>,
     pub entry: Option<Bytes>,
     pub scheduled_ms: Option<u64>,
+    /// The run was a manual one (`run schedule`, the console's Run). A flag bit set only
+    /// then, so a journal without manual runs reads in the release before this field, and a
+    /// record written before it reads as not manual.
+    pub manual: bool,
     /// Every byte the job printed; `output` holds the last of them.
     pub output_bytes: u64,
     /// A complete job's result is the last this many bytes of its output.

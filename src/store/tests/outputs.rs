@@ -15,6 +15,7 @@ fn out(n: u64, len: usize) -> OutputKept {
         error: (n % 2 == 1).then(|| Bytes::from_static(b"disk full")),
         entry: (n % 3 == 0).then(|| Bytes::from_static(b"nightly")),
         scheduled_ms: (n % 3 == 0).then_some(1_700_000_000_000),
+        manual: n % 6 == 3,
         output_bytes: 10 * len as u64,
         result_len: (n % 4 == 0).then_some(3),
         output: Bytes::from(vec![b'o'; len]),
@@ -112,4 +113,39 @@ fn compaction_keeps_kept_outputs_and_drops_gone_ones() {
         .collect();
     assert_eq!(kept, want);
     assert_eq!(r.outputs[0], out(10, 500));
+}
+
+#[test]
+fn the_manual_flag_is_one_bit_set_only_for_a_manual_run() {
+    // Where the flags byte is: header, four u64, two u32, the ending byte.
+    const FLAGS_AT: usize = HEADER_LEN + 8 * 4 + 4 + 4 + 1;
+    let bytes = |o: OutputKept| {
+        let mut b = Vec::new();
+        record::encode(&mut b, &Record::OutputKept(o)).unwrap();
+        b
+    };
+    let scheduled = bytes(OutputKept {
+        manual: false,
+        ..out(0, 10)
+    });
+    let manual = bytes(OutputKept {
+        manual: true,
+        ..out(0, 10)
+    });
+    // A scheduled run's record is laid out as before the flag (so the release before reads
+    // it), and a record from before the flag reads as not manual.
+    assert_eq!(scheduled[FLAGS_AT] & 16, 0);
+    assert_eq!(manual[FLAGS_AT], scheduled[FLAGS_AT] | 16);
+    assert_eq!(
+        manual[HEADER_LEN..FLAGS_AT],
+        scheduled[HEADER_LEN..FLAGS_AT]
+    );
+    assert_eq!(manual[FLAGS_AT + 1..], scheduled[FLAGS_AT + 1..]);
+    for (b, want) in [(&scheduled, false), (&manual, true)] {
+        let h = record::parse_header(b).unwrap();
+        match record::decode(&h, &b[HEADER_LEN..]) {
+            Ok(Record::OutputKept(o)) => assert_eq!(o.manual, want),
+            other => panic!("{other:?}"),
+        }
+    }
 }
