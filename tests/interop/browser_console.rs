@@ -5,6 +5,9 @@
 //! Skipped with a reason when Chromium, chromedriver or selenium is missing, unless
 //! GEARWHEEL_REQUIRE_INTEROP=1. Every test saves screenshots under target/tmp and prints their
 //! paths; with GEARWHEEL_BLESS=1 the overview is also written to docs/console.png.
+//! A browser's start and page walks take seconds each, so plain `cargo test` leaves these out
+//! (ignored as long) and `.ci/run` runs them: `cargo test --test interop browser_console:: --
+//! --include-ignored`.
 
 use crate::support;
 
@@ -13,6 +16,7 @@ use std::process::Command;
 use support::*;
 
 #[test]
+#[ignore = "long: starts Chromium and walks the pages for several seconds; .ci/run runs it"]
 fn the_console_in_chromium() {
     if !need(BROWSER) {
         return;
@@ -78,6 +82,7 @@ fn the_console_in_chromium() {
 }
 
 #[test]
+#[ignore = "long: starts Chromium and walks the pages for several seconds; .ci/run runs it"]
 fn failed_jobs_retried_and_dropped_in_chromium() {
     if !need(BROWSER) {
         return;
@@ -124,6 +129,7 @@ fn failed_jobs_retried_and_dropped_in_chromium() {
 }
 
 #[test]
+#[ignore = "long: starts Chromium and walks the pages for several seconds; .ci/run runs it"]
 fn the_consoles_working_pages_in_chromium() {
     if !need(BROWSER) {
         return;
@@ -188,6 +194,7 @@ fn the_consoles_working_pages_in_chromium() {
 }
 
 #[test]
+#[ignore = "long: starts Chromium and walks the pages for several seconds; .ci/run runs it"]
 fn the_console_under_an_acl_in_chromium() {
     if !need(BROWSER) {
         return;

@@ -15,7 +15,7 @@ import urllib.request
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from console_page import chromium, ok, ran_as_text, rows, shot, wait
+from console_page import chromium, ok, press_by_keyboard, ran_as_text, rows, shot, wait
 
 BASE, OUT = sys.argv[1], sys.argv[2]
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -130,11 +130,11 @@ try:
     wait(d, "the Jobs view again", lambda: any("console.later" in r for r in rows(d, "future-list")))
 
     # Cancel it from its row, by keyboard: the button is reachable and Enter presses it.
-    d.execute_script(
+    press_by_keyboard(
+        d,
         "[...document.querySelectorAll('#future-list tbody tr')]"
-        ".find(tr => tr.cells[1].textContent === 'console.later').querySelector('button').focus();")
-    assert d.switch_to.active_element.text == "Cancel", d.switch_to.active_element.get_attribute("outerHTML")
-    d.switch_to.active_element.send_keys(Keys.ENTER)
+        ".find(tr => tr.cells[1].textContent === 'console.later').querySelector('button').focus();",
+        "Cancel", Keys.ENTER)
     wait(d, "the cancelled job leaves the list",
          lambda: not any("console.later" in r for r in rows(d, "future-list")))
     wait(d, "the page says so", lambda: ("Cancelled " + handle) in d.find_element(By.ID, "note").text)

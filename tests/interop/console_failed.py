@@ -13,7 +13,7 @@ import sys
 
 from selenium.webdriver.common.by import By
 
-from console_page import Worker, chromium, ok, ran_as_text, rows, shot, wait
+from console_page import Worker, chromium, ok, press_by_keyboard, ran_as_text, rows, shot, wait
 
 BASE, GEARMAN, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -85,12 +85,12 @@ try:
     d.find_element(By.ID, "nav-failed").click()
     wait(d, "the failed list again", lambda: len(failed_rows(d)) == 1)
     dropped = newer[2]
-    d.execute_script(
+    press_by_keyboard(
+        d,
         "[...document.querySelectorAll('#failed-list tbody tr')]"
         ".find(tr => tr.cells[2].textContent === arguments[0])"
-        ".querySelector('button[title^=\"drop failed job\"]').focus();", dropped)
-    assert d.switch_to.active_element.text == "Drop", d.switch_to.active_element.get_attribute("outerHTML")
-    d.switch_to.active_element.send_keys("\n")
+        ".querySelector('button[title^=\"drop failed job\"]').focus();",
+        "Drop", "\n", dropped)
     wait(d, "the failed list is empty", lambda: rows(d, "failed-list") == [["no failed jobs"]])
     wait(d, "the page says so", lambda: "Dropped " + dropped + "." in d.find_element(By.ID, "failed-note").text)
     wait(d, "the count says 0", lambda: d.find_element(By.ID, "failed-count").text == "(0)")

@@ -7,7 +7,8 @@ import socket
 import struct
 
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.common.exceptions import (NoAlertPresentException, StaleElementReferenceException,
+                                        TimeoutException)
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -28,8 +29,10 @@ def chromium():
 
 
 def wait(d, what, cond, secs=5.0):
+    # An element the page replaced while `cond` read it is "not yet": read it again.
     try:
-        return WebDriverWait(d, secs, poll_frequency=0.05).until(lambda _: cond())
+        return WebDriverWait(d, secs, poll_frequency=0.05,
+                             ignored_exceptions=[StaleElementReferenceException]).until(lambda _: cond())
     except TimeoutException:
         raise SystemExit(f"FAIL: {what} (within {secs} s)")
 
@@ -39,6 +42,25 @@ def rows(d, table):
     return d.execute_script(
         "return [...document.querySelectorAll(arguments[0])].map("
         "tr => [...tr.cells].map(td => td.textContent));", f"#{table} tbody tr")
+
+
+def press_by_keyboard(d, focus_script, label, key, *args):
+    """Focus a table row's button with `focus_script` (its arguments `args`), check that it is
+    the `label` button and press `key` on it. The page rebuilds its tables as data changes, so
+    the button focused may be replaced before the key reaches it: selenium then sends nothing
+    (the element is stale) and the press is tried again on the new button."""
+    seen = None
+    for _ in range(20):
+        d.execute_script(focus_script, *args)
+        try:
+            el = d.switch_to.active_element
+            seen = el.get_attribute("outerHTML")
+            if el.text == label:
+                el.send_keys(key)
+                return
+        except StaleElementReferenceException:
+            pass
+    raise SystemExit(f"FAIL: no {label} button took the focus and the key; last focused: {seen}")
 
 
 def ok(msg):

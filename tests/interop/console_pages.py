@@ -56,7 +56,9 @@ try:
     # ---- The chart's axes ----
     d.get(BASE + "/")
     wait(d, "the chart's count axis", lambda: len(d.find_elements(By.CSS_SELECTOR, "#rates text.axis")) >= 3)
-    labels = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#rates text.axis")]
+    # Read in one script: the chart is drawn again as the rates change.
+    labels = d.execute_script(
+        "return [...document.querySelectorAll('#rates text.axis')].map(e => e.textContent);")
     counts = [x for x in labels if re.fullmatch(r"\d+(\.\d)?", x)]
     times = [x for x in labels if re.search(r"\d{1,2}:\d{2}", x)]
     assert counts[0] == "0" and len(counts) == 3 and float(counts[2]) > float(counts[1]) > 0, labels

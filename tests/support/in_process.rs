@@ -51,8 +51,20 @@ impl InProcess {
             args.extend_from_slice(&["--grab-wait", "0"]);
         }
         args.extend_from_slice(extra);
-        let server = Embedded::start(&args, clock.clone(), &name)
-            .unwrap_or_else(|e| panic!("in-process server did not start: {e}"));
+        // A restart after `kill9` or a drop can find the journal's lock still held by this
+        // very process: a process another test is starting holds copies of this process's
+        // descriptors, that lock's among them, from its fork until its exec. Start again once
+        // that child has gone on; a lock held by any other process is an error at once.
+        let ours = format!("in use by another gearwheel (pid {})", std::process::id());
+        let server = poll(
+            10,
+            "a sibling test's child to let go of the journal lock",
+            || match Embedded::start(&args, clock.clone(), &name) {
+                Ok(server) => Ok(server),
+                Err(e) if e.contains(&ours) => Err(e),
+                Err(e) => panic!("in-process server did not start: {e}"),
+            },
+        );
         InProcess {
             addr: server.addr(),
             server: Some(server),
