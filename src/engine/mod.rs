@@ -43,7 +43,7 @@ mod schedules;
 mod serve;
 mod timers;
 pub use schedules::LoadReport;
-pub use schedules::ops::{HEARTBEAT_NOT_RUN, ScheduleOpError};
+pub use schedules::ops::{CLUSTER_UNREACHABLE, HEARTBEAT_NOT_RUN, ScheduleOpError};
 pub use schedules::run_history::ScheduleMarks;
 pub use schedules::run_history::{RunOutcome, RunRecord};
 pub use schedules::watch::{PingError, PingKind};

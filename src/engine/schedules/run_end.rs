@@ -94,6 +94,7 @@ impl Engine {
             h.failures += 1;
             self.journal_history(slot);
         }
+        self.account_changed(slot);
         let h = &mut self.schedules.entries[slot].history;
         h.last_outcome = Some(text);
         if !matches!(outcome, Outcome::Requeued) {
@@ -128,6 +129,7 @@ impl Engine {
         now: u64,
         out: &mut Outbox,
     ) {
+        self.account_changed(slot);
         let h = &mut self.schedules.entries[slot].history;
         h.recent.push(record);
         h.last_error = Some(one_line(&reason));

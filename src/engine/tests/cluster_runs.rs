@@ -46,10 +46,10 @@ fn a_due_run_is_claimed_and_queued_only_when_granted() {
     w.now = T0 + 10_000;
     w.e.on_time(w.now, &mut w.out);
     let claims = std::mem::take(&mut w.out.claims);
-    w.e.claim_granted("hb", claims[0].nominal_ms, w.now, &mut w.out);
+    w.e.claim_granted("hb", claims[0].nominal_ms, false, w.now, &mut w.out);
     assert_eq!(queued(&mut w, "beat"), 1);
     // A grant for an entry a reload removed queues nothing.
-    w.e.claim_granted("gone", T0, w.now, &mut w.out);
+    w.e.claim_granted("gone", T0, false, w.now, &mut w.out);
     assert_eq!(queued(&mut w, "beat"), 1);
 }
 
@@ -91,7 +91,7 @@ fn an_overlap_skip_run_is_reported_ended_when_all_its_jobs_end_for_good() {
     w.now = T0;
     w.e.on_time(w.now, &mut w.out);
     for c in std::mem::take(&mut w.out.claims) {
-        w.e.claim_granted(&c.entry, c.nominal_ms, w.now, &mut w.out);
+        w.e.claim_granted(&c.entry, c.nominal_ms, false, w.now, &mut w.out);
     }
     assert_eq!(queued(&mut w, "sync"), 2);
     assert!(w.out.runs_ended.is_empty(), "its jobs are queued");
@@ -112,7 +112,7 @@ fn an_overlap_skip_run_is_reported_ended_when_all_its_jobs_end_for_good() {
     w.now = T0 + 10_000;
     w.e.on_time(w.now, &mut w.out);
     for c in std::mem::take(&mut w.out.claims) {
-        w.e.claim_granted(&c.entry, c.nominal_ms, w.now, &mut w.out);
+        w.e.claim_granted(&c.entry, c.nominal_ms, false, w.now, &mut w.out);
     }
     assert!(w.out.runs_ended.is_empty());
     w.req(
