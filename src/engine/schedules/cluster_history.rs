@@ -133,7 +133,10 @@ impl Engine {
         }
     }
 
-    /// Another server's account of `entry`: it is the cluster's, so it replaces this one's.
+    /// Another server's account of `entry`: it is the cluster's, so this server shows it.
+    /// Merged, not replaced: counters only grow, so the larger is the one that saw more, and
+    /// the last runs of both are kept. Two servers that wrote at the same moment (an old
+    /// leader's retry ending just after a failover) then lose neither's runs.
     pub fn cluster_account_seen(&mut self, entry: &str, bytes: &[u8]) {
         let Some(&slot) = self.schedules.by_id.get(entry) else {
             return;
@@ -144,17 +147,7 @@ impl Engine {
             );
             return;
         };
-        let h = &mut self.schedules.entries[slot].history;
-        h.last_run_ms = a.last_run_ms;
-        h.last_outcome = a.last_outcome;
-        h.last_duration_ms = a.last_duration_ms;
-        h.runs = a.runs;
-        h.failures = a.failures;
-        h.skips = a.skips;
-        h.seen_ms = h.seen_ms.max(a.seen_ms);
-        h.marks.last_manual = a.marks.last_manual;
-        h.recent = a.recent;
-        h.last_error = a.last_error;
+        merge(&mut self.schedules.entries[slot].history, a);
         self.journal_quietly(slot);
     }
 
@@ -167,6 +160,38 @@ impl Engine {
             self.schedules.cluster.dirty.remove(&id);
         }
     }
+}
+
+/// `theirs` (the cluster's account) into `mine`: the larger counters, the later last run, the
+/// last outcome and error as the writer saw them last, and the last runs of both.
+fn merge(mine: &mut History, theirs: History) {
+    if theirs.last_run_ms >= mine.last_run_ms {
+        mine.marks.last_manual = theirs.marks.last_manual;
+    }
+    mine.last_run_ms = mine.last_run_ms.max(theirs.last_run_ms);
+    mine.seen_ms = mine.seen_ms.max(theirs.seen_ms);
+    mine.runs = mine.runs.max(theirs.runs);
+    mine.failures = mine.failures.max(theirs.failures);
+    mine.skips = mine.skips.max(theirs.skips);
+    if theirs.last_outcome.is_some() {
+        mine.last_outcome = theirs.last_outcome;
+        mine.last_duration_ms = theirs.last_duration_ms;
+    }
+    if theirs.last_error.is_some() {
+        mine.last_error = theirs.last_error;
+    }
+    let mut runs: Vec<RunRecord> = theirs.recent.iter().copied().collect();
+    for r in mine.recent.iter() {
+        if !runs.contains(r) {
+            runs.push(*r);
+        }
+    }
+    runs.sort_by_key(|r| r.scheduled_ms);
+    let mut ring = RunRing::default();
+    for r in runs {
+        ring.push(r);
+    }
+    mine.recent = ring;
 }
 
 /// An entry's account of its runs, as kept in etcd (`P/history/{entry}`).
@@ -278,6 +303,23 @@ mod tests {
             super::super::run_history::RUNS_KEPT
         );
         assert!(parse_account(b"{\"x\":1}").is_none());
+        // Merged into an account that saw fewer runs, it loses nothing of either.
+        let mut mine = History {
+            runs: 30,
+            ..History::default()
+        };
+        let extra = RunRecord {
+            scheduled_ms: 1_800_000_000_000,
+            started_ms: None,
+            duration_ms: None,
+            outcome: RunOutcome::Skipped,
+            manual: false,
+        };
+        mine.recent.push(extra);
+        merge(&mut mine, back);
+        assert_eq!((mine.runs, mine.failures, mine.skips), (30, 3, 4));
+        assert_eq!(mine.recent.iter().last(), Some(&extra));
+        assert_eq!(mine.last_error.as_deref(), Some("disk full"));
         assert!(parse_account(b"\xff").is_none());
     }
 }
