@@ -521,6 +521,9 @@ impl Machine {
         }
         self.stats.request_errors += 1;
         self.finish_failed(&p, &text);
+        if self.ops_refused(&p, &text, out) {
+            return;
+        }
         if text.contains("lease not found") {
             log::warn!("cluster: etcd no longer knows this server's lease; taking a new one");
             self.lease_gone();

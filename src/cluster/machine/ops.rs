@@ -241,6 +241,23 @@ impl Machine {
         self.ops_seen(&entry, ranges.get(1).and_then(|r| r.first()), out);
     }
 
+    /// etcd answered an ask or an account with an error: given up (logged), not retried,
+    /// since the same request would meet the same error. True when `p` was one.
+    pub(super) fn ops_refused(&mut self, p: &Purpose, why: &str, out: &mut Output) -> bool {
+        match p {
+            Purpose::Operate { entry, .. } => {
+                log::warn!("cluster: {entry}: etcd refused an operator's ask: {why}");
+                out.ops_failed.push((entry.clone(), why.to_string()));
+            }
+            Purpose::PutHistory { entry } => {
+                log::warn!("cluster: {entry}: etcd refused the entry's account: {why}");
+            }
+            _ => return false,
+        }
+        self.ops_sent = None;
+        true
+    }
+
     /// A request about ops or accounts got no answer: keep what is owed.
     pub(super) fn ops_lost(&mut self, p: Purpose) {
         match p {
