@@ -24,4 +24,4 @@ pub mod view;
 mod tests;
 
 pub use machine::Machine;
-pub use types::{ClaimAsk, Decision, Link, Output, Refusal, Settings, Stats, Status};
+pub use types::{ClaimAsk, Decision, EntryOp, Link, Output, Refusal, Settings, Stats, Status};

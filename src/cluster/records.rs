@@ -1,4 +1,4 @@
-//! The values the cluster keeps under `gearwheel/{cluster}/` (leader, members, runs): their
+//! The values the cluster keeps under `gearwheel/{cluster}/` (leader, members, runs, ops): their
 //! JSON text both ways. Written with crate::json, read with serde_json; a value that does
 //! not parse is treated as absent fields, never as a panic (another version may write more).
 
@@ -105,6 +105,52 @@ impl RunRecord {
     }
 }
 
+/// `P/ops/{entry}`: what operators asked of an entry on any server of the cluster. The
+/// leader obeys it (a new leader too, since it reads it from etcd); every server shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpsRecord {
+    /// `pause schedule`: no run of its timing is claimed until `resume schedule`.
+    pub paused: bool,
+    /// `skip schedule`: the first run claimed with a scheduled time after this (wall ms when
+    /// asked) is skipped; 0 = never asked. It is spent once a later run is claimed, so a new
+    /// leader never skips a second time.
+    pub skip_after_ms: u64,
+    /// `run schedule`: runs asked, and those the leader fired (each ask fires once: the
+    /// leader counts it fired in the same fenced transaction that lets it fire).
+    pub runs_asked: u64,
+    pub runs_fired: u64,
+}
+
+impl OpsRecord {
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut s = String::new();
+        let mut o = Obj::new(&mut s);
+        o.bool("paused", self.paused)
+            .num("skip_after", self.skip_after_ms)
+            .num("runs_asked", self.runs_asked)
+            .num("runs_fired", self.runs_fired);
+        o.end();
+        s.into_bytes()
+    }
+
+    pub fn parse(value: &[u8]) -> OpsRecord {
+        let v: serde_json::Value = serde_json::from_slice(value).unwrap_or_default();
+        let n = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+        OpsRecord {
+            paused: v.get("paused").and_then(|x| x.as_bool()).unwrap_or(false),
+            skip_after_ms: n("skip_after"),
+            runs_asked: n("runs_asked"),
+            runs_fired: n("runs_fired"),
+        }
+    }
+
+    /// A skip is still to come: no run after it was asked has been claimed (`claimed`: the
+    /// entry's last claimed scheduled time).
+    pub fn skip_pending(&self, claimed: u64) -> bool {
+        self.skip_after_ms > 0 && claimed <= self.skip_after_ms
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +181,15 @@ mod tests {
         };
         assert_eq!(Member::parse(&m.to_json()), m);
         assert_eq!(Member::parse(b"nonsense"), Member::default());
+        let ops = OpsRecord {
+            paused: true,
+            skip_after_ms: 5,
+            runs_asked: 2,
+            runs_fired: 1,
+        };
+        assert_eq!(OpsRecord::parse(&ops.to_json()), ops);
+        assert_eq!(OpsRecord::parse(b"\xff"), OpsRecord::default());
+        assert!(ops.skip_pending(5) && !ops.skip_pending(6));
+        assert!(!OpsRecord::default().skip_pending(0));
     }
 }

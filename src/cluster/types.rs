@@ -2,7 +2,7 @@
 //! its answer, what to do next, counters and a status view.
 
 use super::etcd::Request;
-use super::records::Member;
+use super::records::{Member, OpsRecord};
 
 pub(crate) fn rfc3339(ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(ms as i64)
@@ -72,6 +72,21 @@ pub enum Refusal {
     Unknown(String),
     /// Too many claims waiting for etcd.
     QueueFull,
+    /// An operator paused the entry (`pause schedule` on any server of the cluster).
+    Paused,
+}
+
+/// An operator's hand on an entry, asked on any server and kept in etcd (`P/ops/{entry}`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryOp {
+    Pause,
+    Resume,
+    /// Skip the first run claimed with a scheduled time after `after_ms` (wall ms when asked).
+    Skip {
+        after_ms: u64,
+    },
+    /// One run now, fired by the leader.
+    Run,
 }
 
 impl std::fmt::Display for Refusal {
@@ -97,6 +112,7 @@ impl std::fmt::Display for Refusal {
             ),
             Refusal::Unknown(why) => write!(f, "claim not confirmed by etcd ({why})"),
             Refusal::QueueFull => write!(f, "too many claims waiting for etcd"),
+            Refusal::Paused => write!(f, "paused (pause schedule, kept in etcd for the cluster)"),
         }
     }
 }
@@ -106,6 +122,9 @@ impl std::fmt::Display for Refusal {
 pub struct Decision {
     pub ask: ClaimAsk,
     pub result: Result<(), Refusal>,
+    /// A granted run an operator asked to skip (`skip schedule`): it is claimed, so the
+    /// skip is spent in the cluster, and not made.
+    pub skip: bool,
 }
 
 /// What the machine asks of its driver after an event.
@@ -122,6 +141,15 @@ pub struct Output {
     pub takeover: Option<Vec<(String, u64)>>,
     /// `P/schedules` holds a (new) schedules file to load.
     pub schedules_text: Option<String>,
+    /// Entries whose operators' record (`P/ops/{entry}`) is new to this server: paused or
+    /// not, and whether a skip is pending, for its engine to show and obey.
+    pub ops: Vec<(String, OpsRecord, bool)>,
+    /// Runs asked by an operator that this server, the leader, won the right to fire.
+    pub run_now: Vec<String>,
+    /// Another server's account of an entry's runs (`P/history/{entry}`), as it wrote it.
+    pub history: Vec<(String, Vec<u8>)>,
+    /// Operators' asks etcd did not take and this server gave up on (entry, why), to log.
+    pub ops_failed: Vec<(String, String)>,
 }
 
 /// Counters for /metrics and `show cluster`.

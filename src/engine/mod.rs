@@ -47,7 +47,7 @@ mod timers;
 pub use hooks::{HookAttempt, HookLimits, HookSend, HookStatus};
 pub use schedules::LoadReport;
 pub use schedules::backfill::{BackfillError, Backfilled};
-pub use schedules::ops::{HEARTBEAT_NOT_RUN, ScheduleOpError};
+pub use schedules::ops::{CLUSTER_UNREACHABLE, HEARTBEAT_NOT_RUN, ScheduleOpError};
 pub use schedules::run_history::ScheduleMarks;
 pub use schedules::run_history::{RunOutcome, RunRecord};
 pub use schedules::watch::{PingError, PingKind};

@@ -166,6 +166,10 @@ pub fn reply(
             o.str("error", "the queue of the entry's function is full");
             503
         }
+        (Err(ScheduleOpError::ClusterUnreachable), _) => {
+            o.str("error", crate::engine::CLUSTER_UNREACHABLE);
+            503
+        }
         (Err(ScheduleOpError::UnknownEntry), _) | (Ok(_), None) => {
             o.str("error", "no schedule entry has this id");
             404

@@ -18,9 +18,10 @@ use super::conn::transport::Transport;
 use super::token::Source;
 use crate::client::ClientTls;
 use crate::cluster::etcd::{self, ResponseReader};
-use crate::cluster::{ClaimAsk, Link, Machine, Output, Refusal, Settings, Status};
+use crate::cluster::{ClaimAsk, EntryOp, Link, Machine, Output, Refusal, Settings, Status};
 use crate::config::{ClusterConfig, EtcdTls};
 use crate::engine::{Engine, Outbox};
+use crate::proto::admin::ScheduleOp;
 
 /// Reconnect backoff: first wait, and the most (well inside a lease's TTL).
 const BACKOFF_MIN_MS: u64 = 100;
@@ -497,6 +498,25 @@ impl EtcdLink {
         for (entry, nominal) in outbox.runs_ended.drain(..) {
             self.machine.run_ended(&entry, nominal, now, &mut out);
         }
+        for (entry, op, asked) in engine.take_cluster_ops() {
+            let word = op.word();
+            let op = match op {
+                ScheduleOp::Pause => EntryOp::Pause,
+                ScheduleOp::Resume => EntryOp::Resume,
+                ScheduleOp::Skip => EntryOp::Skip { after_ms: asked },
+                ScheduleOp::Run => EntryOp::Run,
+            };
+            // The engine asked only while etcd could be reached; the link may have gone since.
+            if let Err(why) = self.machine.operate(entry.to_string(), op, now, &mut out) {
+                warn!(
+                    "schedule {entry}: {} schedule not taken by the cluster: {why}",
+                    word
+                );
+            }
+        }
+        for (entry, account) in engine.take_cluster_accounts() {
+            self.machine.history(entry, account, now, &mut out);
+        }
         self.out = out;
         self.drive(registry, now);
         let decisions = std::mem::take(&mut self.out.decisions);
@@ -504,12 +524,27 @@ impl EtcdLink {
         let pushed = self.out.schedules_text.take();
         let leader = self.machine.leader_id().map(str::to_string);
         engine.set_cluster_leader(leader);
+        let status = self.machine.status(now);
+        engine.set_cluster_standing(status.is_leader, status.reachable);
+        // The cluster's operators' records first: a claim granted below may spend a skip.
+        for (entry, ops, skip_pending) in std::mem::take(&mut self.out.ops) {
+            engine.cluster_ops_seen(&entry, ops.paused, skip_pending, wall);
+        }
+        for (entry, account) in std::mem::take(&mut self.out.history) {
+            engine.cluster_account_seen(&entry, &account);
+        }
+        for (entry, why) in std::mem::take(&mut self.out.ops_failed) {
+            warn!("schedule {entry}: an operation asked of the cluster was lost: {why}");
+        }
+        let run_now = std::mem::take(&mut self.out.run_now);
         if let Some(records) = takeover {
             engine.cluster_takeover(&records, wall, outbox);
         }
         for d in decisions {
             match d.result {
-                Ok(()) => engine.claim_granted(&d.ask.entry, d.ask.nominal_ms, wall, outbox),
+                Ok(()) => {
+                    engine.claim_granted(&d.ask.entry, d.ask.nominal_ms, d.skip, wall, outbox)
+                }
                 Err(r) => engine.claim_refused(
                     &d.ask.entry,
                     d.ask.nominal_ms,
@@ -517,6 +552,9 @@ impl EtcdLink {
                     r == Refusal::NotLeader,
                 ),
             }
+        }
+        for entry in run_now {
+            engine.cluster_run_now(&entry, wall, outbox);
         }
         pushed
     }

@@ -17,6 +17,9 @@ impl Machine {
         if !self.lease_ok(now) {
             return Err(Refusal::LeaseUnsure);
         }
+        if self.paused(&ask.entry) {
+            return Err(Refusal::Paused);
+        }
         if let Some(c) = self.runs.get(&ask.entry) {
             if c.record.nominal_ms >= ask.nominal_ms {
                 return Err(Refusal::AlreadyClaimed {
@@ -64,7 +67,11 @@ impl Machine {
             Err(Refusal::Unknown(_)) => self.stats.claims_unknown += 1,
             Err(_) => self.stats.claims_refused += 1,
         }
-        out.decisions.push(Decision { ask, result });
+        out.decisions.push(Decision {
+            ask,
+            result,
+            skip: false,
+        });
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -79,6 +86,7 @@ impl Machine {
         out: &mut Output,
     ) {
         if succeeded {
+            let skip = self.skips(&ask, self.claim_previous);
             let record = self.claim_record(&ask, self.fence.unwrap_or(0));
             if ask.overlap_skip {
                 self.own.insert(
@@ -97,7 +105,14 @@ impl Machine {
                     mod_revision: revision,
                 },
             );
-            return self.decide(ask, Ok(()), out);
+            self.stats.claims_granted += 1;
+            self.ops_changed(&ask.entry, out);
+            out.decisions.push(Decision {
+                ask,
+                result: Ok(()),
+                skip,
+            });
+            return;
         }
         let leader = ranges.first().and_then(|r| r.first());
         if leader.map(|kv| kv.create_revision) != self.fence || self.fence.is_none() {
@@ -255,14 +270,19 @@ impl Machine {
         if !self.runs_loaded || self.entry_ids.is_empty() {
             return;
         }
-        self.stale_runs = self
+        let mut stale: Vec<String> = self
             .runs
             .keys()
+            .chain(self.ops.keys())
             .filter(|id| !self.entry_ids.contains(id))
             .cloned()
             .collect();
+        stale.sort();
+        stale.dedup();
+        self.stale_runs = stale;
         for id in &self.stale_runs {
             self.runs.remove(id);
+            self.ops.remove(id);
         }
         if !self.stale_runs.is_empty() && !self.pending(|p| *p == Purpose::DeleteRun) {
             self.enqueue(Purpose::DeleteRun);

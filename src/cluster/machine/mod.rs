@@ -12,17 +12,21 @@
 //! - `watch`: the watch on the cluster's keys (leader, members, runs, a pushed file).
 //! - `compaction`: the leader's compaction of etcd's history.
 //! - `requests`: the etcd request each purpose sends, built when it is sent.
+//! - `ops`: operators' asks on entries (pause, skip, run now) and the entries' accounts of
+//!   their runs, kept in etcd for the whole cluster.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 mod claims;
 mod compaction;
+mod ops;
 mod requests;
 mod watch;
 
-use super::etcd::{Compare, EtcdError, Kv, Op, Reply, Request, Txn};
-use super::records::{Member, RunRecord};
+use super::etcd::{self, Compare, EtcdError, Kv, Op, Reply, Request, Txn};
+use super::records::{self, Member, RunRecord};
 use super::types::*;
+use ops::CachedOps;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Purpose {
@@ -51,6 +55,20 @@ enum Purpose {
     /// The leader drops etcd's history before `revision` (compaction.rs).
     Compact {
         revision: i64,
+    },
+    /// An operator's ask on an entry, written to its ops record (ops.rs).
+    Operate {
+        entry: String,
+        op: EntryOp,
+        tries: u8,
+    },
+    /// The leader counts one asked run fired, fenced; it fires it when etcd says yes.
+    FireRun {
+        entry: String,
+    },
+    /// This server's account of an entry's runs.
+    PutHistory {
+        entry: String,
     },
 }
 
@@ -124,6 +142,18 @@ pub struct Machine {
     /// server leads.
     safety_stopped: bool,
     differing: Vec<String>,
+    /// The scheduled time claimed before the claim in flight (see `skips`).
+    claim_previous: u64,
+    /// Every entry's operators' record (`P/ops/{entry}`), as read or watched.
+    ops: HashMap<String, CachedOps>,
+    /// The ops record of the request in flight, cached when etcd takes it.
+    ops_sent: Option<(String, records::OpsRecord)>,
+    /// Operators' asks whose request was lost with the connection, asked again when it is back.
+    ops_retry: Vec<Purpose>,
+    /// This server's accounts of entries' runs waiting to be written (the newest per entry),
+    /// and the last written (its echo from the watch is not news).
+    history_out: BTreeMap<String, Vec<u8>>,
+    history_written: HashMap<String, Vec<u8>>,
     /// Bumped when the clock goes back: replies to requests sent before do not confirm the
     /// lease.
     epoch: u32,
@@ -168,6 +198,12 @@ impl Machine {
             was_valid: false,
             safety_stopped: false,
             differing: Vec::new(),
+            ops: HashMap::new(),
+            claim_previous: 0,
+            ops_sent: None,
+            ops_retry: Vec::new(),
+            history_out: BTreeMap::new(),
+            history_written: HashMap::new(),
             epoch: 0,
             compaction,
             stats: Stats::default(),
@@ -346,6 +382,7 @@ impl Machine {
             return;
         }
         self.enqueue_finishes();
+        self.enqueue_ops(now);
         match self.lease {
             None => {
                 if !self.pending(|p| *p == Purpose::Grant) {
@@ -428,6 +465,9 @@ impl Machine {
             // Re-read on the next success: we may or may not hold the key.
             Purpose::Campaign => self.want_campaign = true,
             Purpose::PutMember => self.member_put = false,
+            // Owed until etcd takes them (ops.rs); a run asked is fired by the next try.
+            p @ (Purpose::Operate { .. } | Purpose::PutHistory { .. }) => self.ops_lost(p),
+            Purpose::FireRun { .. } => self.ops_sent = None,
             // Asked again by their own timers or the next leader's work; nothing to undo.
             Purpose::Grant
             | Purpose::KeepAlive { .. }
@@ -481,6 +521,9 @@ impl Machine {
         }
         self.stats.request_errors += 1;
         self.finish_failed(&p, &text);
+        if self.ops_refused(&p, &text, out) {
+            return;
+        }
         if text.contains("lease not found") {
             log::warn!("cluster: etcd no longer knows this server's lease; taking a new one");
             self.lease_gone();
@@ -588,6 +631,16 @@ impl Machine {
                 if let Some(kv) = it.next().and_then(|r| r.into_iter().next()) {
                     self.schedules_seen(&kv, out);
                 }
+                // What the cluster did and was asked before this server watched.
+                for kv in it.next().unwrap_or_default() {
+                    self.cache_run(&kv);
+                }
+                for kv in it.by_ref().next().unwrap_or_default() {
+                    self.watch_event(etcd::WatchEvent { deleted: false, kv }, out);
+                }
+                for kv in it.next().unwrap_or_default() {
+                    self.watch_event(etcd::WatchEvent { deleted: false, kv }, out);
+                }
             }
             (Purpose::DeleteRun, Reply::Txn { .. }) => {
                 if !self.stale_runs.is_empty() {
@@ -611,6 +664,23 @@ impl Machine {
                 },
             ) => self.finish_result(&entry, succeeded, revision),
             (Purpose::Compact { revision }, Reply::Compacted { .. }) => self.compacted(revision),
+            (
+                Purpose::Operate { entry, op, tries },
+                Reply::Txn {
+                    succeeded,
+                    revision,
+                    ranges,
+                },
+            ) => self.operate_result(entry, op, tries, succeeded, revision, ranges, out),
+            (
+                Purpose::FireRun { entry },
+                Reply::Txn {
+                    succeeded,
+                    revision,
+                    ranges,
+                },
+            ) => self.fire_result(entry, succeeded, revision, ranges, out),
+            (Purpose::PutHistory { .. }, Reply::Put { .. }) => {}
             (p, r) => {
                 log::warn!("cluster: unexpected etcd reply {r:?} to {p:?}");
                 self.finish_failed(&p, "unexpected reply");

@@ -69,6 +69,15 @@ impl Machine {
                     Op::Get {
                         key: self.key("schedules"),
                     },
+                    Op::GetPrefix {
+                        prefix: self.key("runs/"),
+                    },
+                    Op::GetPrefix {
+                        prefix: self.key("ops/"),
+                    },
+                    Op::GetPrefix {
+                        prefix: self.key("history/"),
+                    },
                 ],
                 failure: vec![],
             }),
@@ -80,9 +89,18 @@ impl Machine {
                         key: leader_key,
                         revision: fence,
                     }],
-                    success: vec![Op::Delete {
-                        key: self.run_key(&id),
-                    }],
+                    // The entry's operators' record and its account go with it.
+                    success: vec![
+                        Op::Delete {
+                            key: self.run_key(&id),
+                        },
+                        Op::Delete {
+                            key: self.ops_key(&id),
+                        },
+                        Op::Delete {
+                            key: self.history_key(&id),
+                        },
+                    ],
                     failure: vec![],
                 })
             }
@@ -94,6 +112,9 @@ impl Machine {
                 let fence = self.fence?;
                 let key = self.run_key(&ask.entry);
                 let revision = self.runs.get(&ask.entry).map_or(0, |c| c.mod_revision);
+                // The record the claim is written over: the watch may bring this very
+                // claim back before its answer, so the one before it is kept here.
+                self.claim_previous = self.runs.get(&ask.entry).map_or(0, |c| c.record.nominal_ms);
                 let record = self.claim_record(ask, fence);
                 Request::Txn(Txn {
                     compare: vec![
@@ -114,6 +135,9 @@ impl Machine {
                     failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
                 })
             }
+            Purpose::Operate { entry, op, .. } => self.operate_request(entry, op),
+            Purpose::FireRun { entry } => self.fire_request(entry)?,
+            Purpose::PutHistory { entry } => self.history_request(entry)?,
             Purpose::Compact { revision } => Request::Compact {
                 revision: *revision,
             },

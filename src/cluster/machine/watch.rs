@@ -115,9 +115,19 @@ impl Machine {
                 let m = Member::parse(&ev.kv.value);
                 self.members.insert(id.to_string(), m);
             }
-        } else if rest.starts_with("runs/") {
+        } else if let Some(id) = rest.strip_prefix("runs/") {
             if !ev.deleted {
                 self.cache_run(&ev.kv);
+                // A claim spends a pending skip.
+                self.ops_changed(id, out);
+            }
+        } else if let Some(id) = rest.strip_prefix("ops/") {
+            let id = id.to_string();
+            self.ops_seen(&id, (!ev.deleted).then_some(&ev.kv), out);
+        } else if let Some(id) = rest.strip_prefix("history/") {
+            if !ev.deleted {
+                let id = id.to_string();
+                self.history_seen(&id, &ev.kv, out);
             }
         } else if rest == "schedules" && !ev.deleted {
             self.schedules_seen(&ev.kv, out);

@@ -1,8 +1,8 @@
 //! The machine against a scripted etcd: an in-memory key space with revisions, leases that
 //! expire on the test's clock, transactions and a prefix watch, driving several machines at
 //! once. No sockets, no sleeps: time is a number the test moves. The tests are in
-//! election.rs (leadership, leases, the watch, clocks) and runs.rs (claims' records, overlap,
-//! pushed files, compaction).
+//! election.rs (leadership, leases, the watch, clocks), runs.rs (claims' records, overlap,
+//! pushed files, compaction) and ops.rs (operators' asks and entries' accounts).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -12,6 +12,7 @@ use super::records::RunRecord;
 use super::types::*;
 
 mod election;
+mod ops;
 mod runs;
 
 const T0: u64 = 1_000_000;
@@ -254,6 +255,14 @@ struct Node {
     refused: Vec<(String, u64, Refusal)>,
     takeovers: Vec<Vec<(String, u64)>>,
     pushed: Vec<String>,
+    /// Granted claims the machine said to skip (an operator's `skip schedule`).
+    skipped: Vec<(String, u64)>,
+    /// Operators' records handed on: entry, paused, skip pending.
+    ops: Vec<(String, bool, bool)>,
+    /// Runs asked by an operator that this node won the right to fire.
+    run_now: Vec<String>,
+    /// Other servers' accounts handed on.
+    accounts: Vec<(String, Vec<u8>)>,
     out: Output,
 }
 
@@ -294,6 +303,10 @@ impl Net {
                 refused: Vec::new(),
                 takeovers: Vec::new(),
                 pushed: Vec::new(),
+                skipped: Vec::new(),
+                ops: Vec::new(),
+                run_now: Vec::new(),
+                accounts: Vec::new(),
                 out: Output::default(),
             });
         }
@@ -333,7 +346,14 @@ impl Net {
                     }
                     busy = true;
                 }
+                n.ops
+                    .extend(out.ops.into_iter().map(|(e, r, p)| (e, r.paused, p)));
+                n.run_now.extend(out.run_now);
+                n.accounts.extend(out.history);
                 for d in out.decisions {
+                    if d.skip {
+                        n.skipped.push((d.ask.entry.clone(), d.ask.nominal_ms));
+                    }
                     match d.result {
                         Ok(()) => n.granted.push((d.ask.entry, d.ask.nominal_ms)),
                         Err(r) => n.refused.push((d.ask.entry, d.ask.nominal_ms, r)),

@@ -42,9 +42,19 @@ impl Engine {
     /// The cluster claimed the run: make it (its jobs are queued here). For overlap=skip,
     /// the cluster is told when the entry's jobs here have all ended (`runs_ended`), so that
     /// its record stops blocking the entry on other servers.
-    pub fn claim_granted(&mut self, entry: &str, nominal: u64, now: u64, out: &mut Outbox) {
+    /// `skip`: the cluster says an operator asked to skip this run (`skip schedule`).
+    pub fn claim_granted(
+        &mut self,
+        entry: &str,
+        nominal: u64,
+        skip: bool,
+        now: u64,
+        out: &mut Outbox,
+    ) {
         match self.schedules.by_id.get(entry) {
             Some(&slot) => {
+                // The skip is the cluster's: this server's own mark does not decide it.
+                self.schedules.entries[slot].history.marks.skip_next = skip;
                 let started = self.make_run(slot, nominal, now, out);
                 let st = &self.schedules.entries[slot];
                 if st.entry.overlap != Overlap::Allow {
@@ -111,7 +121,12 @@ impl Engine {
             }
             match st.entry.catchup {
                 Catchup::Last | Catchup::All { .. } => self.catch_up(slot, now, out),
-                Catchup::None => self.count_missed_while_down(slot, now, out),
+                Catchup::None => self.count_missed_while_down(
+                    slot,
+                    now,
+                    out,
+                    "while no server led the cluster (a failover, or etcd unreachable)",
+                ),
             }
         }
     }

@@ -9,6 +9,8 @@
 //! - `run_history`: each entry's counts, marks and ring of its last runs.
 //! - `ops`: an operator's hand on an entry: run, skip, pause, resume.
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
+//! - `cluster_history`: an entry's account of its runs for the whole cluster, and operators'
+//!   asks handed to the cluster.
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
 //! - `groups`: `group=`, runs of the entries of one group one at a time.
 //! - `after`: `@after` entries, run when their parents have run.
@@ -20,6 +22,7 @@
 pub(super) mod after;
 mod alerts;
 pub(super) mod backfill;
+mod cluster_history;
 pub(super) mod cluster_runs;
 pub(super) mod groups;
 pub(super) mod ops;
@@ -95,6 +98,8 @@ pub(crate) struct Schedules {
     pub(super) after: Box<after::AfterState>,
     /// Backfill, catch-up and queued runs waiting to be made (backfill.rs).
     pub(super) pending: Box<backfill::Pending>,
+    /// With `--etcd`: what the cluster is owed and what this server knows of it.
+    pub(super) cluster: cluster_history::ClusterSide,
 }
 
 /// Who made a run: the entry's timing, an operator's `run schedule`, or a backfill (a manual
@@ -340,11 +345,16 @@ impl Engine {
             }
             // A heartbeat's runs happen elsewhere: nothing to make up at start.
             let watched = st.entry.expect_ping;
-            if at_start && !watched && st.entry.catchup != Catchup::None {
+            // In a cluster the runs that fell while this server was down were the leader's to
+            // make: a server is never the leader when it starts (a new leader's takeover
+            // applies the catch-up rules), and the cluster's account says what ran.
+            let alone = !self.schedules.clustered;
+            if at_start && alone && !watched && st.entry.catchup != Catchup::None {
                 self.catch_up(slot, now, out);
             }
-            if at_start && !watched && self.schedules.entries[slot].entry.catchup == Catchup::None {
-                self.count_missed_while_down(slot, now, out);
+            let none = self.schedules.entries[slot].entry.catchup == Catchup::None;
+            if at_start && alone && !watched && none {
+                self.count_missed_while_down(slot, now, out, "while the server was down");
             }
             match self.schedules.entries[slot].next_ms {
                 Some(next) if !at_start => self.arm_at(slot, next),
@@ -391,6 +401,7 @@ impl Engine {
     /// Journal the entry's history (last run and counters) after it changed: a run, a skip or
     /// a failure. The newest record per entry is what a restart brings back.
     pub(super) fn journal_history(&mut self, slot: usize) {
+        self.account_changed(slot);
         if !self.config.durable {
             return;
         }
@@ -479,6 +490,8 @@ impl Engine {
             self.ping_due(slot, nominal);
         } else if late <= MISSED_AFTER_MS {
             self.run_entry(slot, nominal, now, out);
+        } else if self.schedules.clustered && !self.schedules.cluster.leading {
+            // A follower's late timer (it was stalled): the leader dealt with that time.
         } else if st.entry.catchup != Catchup::None {
             self.catch_up(slot, now, out);
         } else {
@@ -522,8 +535,15 @@ impl Engine {
     }
 
     /// At start: the runs of a `catchup=none` entry that fell while the server was down are
-    /// skipped; count them, and say so in one line.
-    pub(super) fn count_missed_while_down(&mut self, slot: usize, now: u64, out: &mut Outbox) {
+    /// skipped; count them, and say so in one line (`while`: when they fell, for the line;
+    /// a new cluster leader's are those while no server led).
+    pub(super) fn count_missed_while_down(
+        &mut self,
+        slot: usize,
+        now: u64,
+        out: &mut Outbox,
+        while_: &str,
+    ) {
         let st = &self.schedules.entries[slot];
         let Some(last) = st.history.last_run_ms.max(st.history.seen_ms) else {
             return;
@@ -536,7 +556,7 @@ impl Engine {
         let (n, capped) = self.skip_until(slot, last, now, 0);
         if n > 0 {
             let reason = format!(
-                "{} missed while the server was down (last one seen {}, now {}); catchup=none",
+                "{} missed {while_} (last one seen {}, now {}); catchup=none",
                 missed_runs(n, capped),
                 rfc3339(last),
                 rfc3339(now)

@@ -20,7 +20,13 @@ pub enum ScheduleOpError {
     QueueFull,
     /// `run` of a heartbeat entry (`expect=ping`): its runs happen elsewhere.
     Heartbeat,
+    /// A clustered server cannot reach etcd: the cluster did not take the operation.
+    ClusterUnreachable,
 }
+
+/// Why a clustered server refuses an operation while etcd cannot be reached.
+pub const CLUSTER_UNREACHABLE: &str =
+    "etcd cannot be reached: the cluster did not take it (nothing changed); try again";
 
 /// Why a heartbeat entry cannot be run, in each place that says it.
 pub const HEARTBEAT_NOT_RUN: &str =
@@ -44,6 +50,11 @@ impl ScheduleOpError {
             ScheduleOpError::Heartbeat => {
                 format!("ERR NOT_RUNNABLE {}\r\n", HEARTBEAT_NOT_RUN.replace(' ', "+")).into()
             }
+            ScheduleOpError::ClusterUnreachable => format!(
+                "ERR CLUSTER_UNREACHABLE {}\r\n",
+                CLUSTER_UNREACHABLE.replace(' ', "+")
+            )
+            .into(),
         }
     }
 }
@@ -62,6 +73,10 @@ impl Engine {
             .ok()
             .and_then(|id| self.schedules.by_id.get(id).copied())
             .ok_or(ScheduleOpError::UnknownEntry)?;
+        if self.schedules.clustered {
+            // The cluster's leader obeys it, whichever server was asked.
+            return self.cluster_op(slot, op, now);
+        }
         let entry = Rc::clone(&self.schedules.entries[slot].id);
         match op {
             ScheduleOp::Run => return self.run_now(slot, now, out),
@@ -110,7 +125,7 @@ impl Engine {
 
     /// A run now, outside the entry's timing, with its usual workload (placeholders filled
     /// for now) and its usual uniques, so `overlap=skip` keeps meaning one run at a time.
-    fn run_now(
+    pub(super) fn run_now(
         &mut self,
         slot: usize,
         now: u64,

@@ -106,6 +106,7 @@ impl Engine {
             h.failures += 1;
             self.journal_history(slot);
         }
+        self.account_changed(slot);
         let h = &mut self.schedules.entries[slot].history;
         h.last_outcome = Some(text);
         if !matches!(outcome, Outcome::Requeued) {
@@ -143,6 +144,7 @@ impl Engine {
         now: u64,
         out: &mut Outbox,
     ) {
+        self.account_changed(slot);
         let h = &mut self.schedules.entries[slot].history;
         h.recent.push(record.clone());
         h.last_error = Some(one_line(&reason));

@@ -97,6 +97,21 @@ pub enum RunOutcome {
 }
 
 impl RunOutcome {
+    /// The outcome a word names (`name`'s inverse), for accounts read back.
+    pub fn from_name(word: &str) -> Option<RunOutcome> {
+        [
+            RunOutcome::Complete,
+            RunOutcome::Failed,
+            RunOutcome::Cancelled,
+            RunOutcome::Missed,
+            RunOutcome::Skipped,
+            RunOutcome::TooLong,
+            RunOutcome::TooShort,
+        ]
+        .into_iter()
+        .find(|o| o.name() == word)
+    }
+
     /// The word in `show schedules` and `/schedules`.
     pub fn name(self) -> &'static str {
         match self {

@@ -46,10 +46,10 @@ fn a_due_run_is_claimed_and_queued_only_when_granted() {
     w.now = T0 + 10_000;
     w.e.on_time(w.now, &mut w.out);
     let claims = std::mem::take(&mut w.out.claims);
-    w.e.claim_granted("hb", claims[0].nominal_ms, w.now, &mut w.out);
+    w.e.claim_granted("hb", claims[0].nominal_ms, false, w.now, &mut w.out);
     assert_eq!(queued(&mut w, "beat"), 1);
     // A grant for an entry a reload removed queues nothing.
-    w.e.claim_granted("gone", T0, w.now, &mut w.out);
+    w.e.claim_granted("gone", T0, false, w.now, &mut w.out);
     assert_eq!(queued(&mut w, "beat"), 1);
 }
 
@@ -91,7 +91,7 @@ fn an_overlap_skip_run_is_reported_ended_when_all_its_jobs_end_for_good() {
     w.now = T0;
     w.e.on_time(w.now, &mut w.out);
     for c in std::mem::take(&mut w.out.claims) {
-        w.e.claim_granted(&c.entry, c.nominal_ms, w.now, &mut w.out);
+        w.e.claim_granted(&c.entry, c.nominal_ms, false, w.now, &mut w.out);
     }
     assert_eq!(queued(&mut w, "sync"), 2);
     assert!(w.out.runs_ended.is_empty(), "its jobs are queued");
@@ -112,7 +112,7 @@ fn an_overlap_skip_run_is_reported_ended_when_all_its_jobs_end_for_good() {
     w.now = T0 + 10_000;
     w.e.on_time(w.now, &mut w.out);
     for c in std::mem::take(&mut w.out.claims) {
-        w.e.claim_granted(&c.entry, c.nominal_ms, w.now, &mut w.out);
+        w.e.claim_granted(&c.entry, c.nominal_ms, false, w.now, &mut w.out);
     }
     assert!(w.out.runs_ended.is_empty());
     w.req(
@@ -138,4 +138,58 @@ fn an_overlap_skip_run_is_reported_ended_when_all_its_jobs_end_for_good() {
         .map(|(e, n)| (e.to_string(), n))
         .collect();
     assert_eq!(ended, vec![("sync".to_string(), T0 + 10_000)]);
+}
+
+/// A server that starts in a cluster is never the leader: the runs that fell while it was
+/// down were the leader's, so it counts none as missed (one server alone does).
+#[test]
+fn a_clustered_server_that_starts_counts_no_runs_missed_while_it_was_down() {
+    let skips_after_start = |clustered: bool| {
+        let mut w = World::with(EngineConfig {
+            handle_prefix: "H:t".into(),
+            zone: Zone::Utc,
+            ..EngineConfig::default()
+        });
+        w.now = T0;
+        w.e.set_clustered(clustered);
+        w.e.restore_schedule_counters("none", Some(T0 - 60_000), [5, 0, 0]);
+        let file = parse(
+            "@every 10s beat id=none overlap=allow -- {time}\n",
+            &Zone::Utc,
+        )
+        .unwrap();
+        w.e.load_schedules(file, w.now, true, &mut w.out);
+        let c = w.conn();
+        let listing = w.admin(c, "show schedules");
+        let row = listing.lines().find(|l| l.starts_with("none\t")).unwrap();
+        row.split('\t').nth(9).unwrap().parse::<u64>().unwrap()
+    };
+    assert_eq!(skips_after_start(false), 6, "alone: T0-50 s .. T0 missed");
+    assert_eq!(
+        skips_after_start(true),
+        0,
+        "in a cluster: the leader's to make"
+    );
+}
+
+/// An operation asked of a clustered server is handed to the cluster, not acted on here, and
+/// refused while etcd cannot be reached.
+#[test]
+fn an_operation_on_a_clustered_server_is_the_clusters() {
+    let mut w = clustered("@every 10s beat id=hb overlap=allow -- {time}\n");
+    let c = w.conn();
+    assert!(
+        w.admin(c, "pause schedule hb")
+            .starts_with("ERR CLUSTER_UNREACHABLE ")
+    );
+    w.e.set_cluster_standing(false, true);
+    assert_eq!(w.admin(c, "pause schedule hb"), "OK\r\n");
+    let asked = w.e.take_cluster_ops();
+    assert_eq!(asked.len(), 1);
+    let listing = w.admin(c, "show schedules");
+    assert!(listing.contains("\tactive\t"), "not paused here: {listing}");
+    // The cluster's record says paused: every server shows it.
+    w.e.cluster_ops_seen("hb", true, false, w.now);
+    let listing = w.admin(c, "show schedules");
+    assert!(listing.contains("\tpaused\t"), "{listing}");
 }

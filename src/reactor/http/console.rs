@@ -286,6 +286,9 @@ impl ConsoleAct<'_> {
                 Reply::text(503, "the queue of the entry's function is full")
             }
             Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
+            Err(ScheduleOpError::ClusterUnreachable) => {
+                Reply::text(503, crate::engine::CLUSTER_UNREACHABLE)
+            }
         }
     }
 }

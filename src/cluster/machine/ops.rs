@@ -1,0 +1,342 @@
+//! An operator's hand on an entry, for the whole cluster: `P/ops/{entry}` (pause, skip, run
+//! now), written from any server and obeyed by the leader, this one or the next; and each
+//! entry's account of its runs (`P/history/{entry}`), written by the server that saw them and
+//! shown by every server. The account's bytes are the engine's: the machine only carries them.
+
+use super::*;
+use crate::cluster::records::OpsRecord;
+
+/// Operators' asks waiting for etcd, at most; more are refused (the reply says so).
+pub(super) const OPS_OWED_MAX: usize = 1024;
+/// A write of an ops record that keeps meeting a newer one is given up after this many tries.
+const OPS_TRIES: u8 = 4;
+
+#[derive(Clone, Debug)]
+pub(super) struct CachedOps {
+    pub record: OpsRecord,
+    pub mod_revision: i64,
+}
+
+impl Machine {
+    pub(super) fn ops_key(&self, entry: &str) -> Vec<u8> {
+        self.key(&format!("ops/{entry}"))
+    }
+
+    pub(super) fn history_key(&self, entry: &str) -> Vec<u8> {
+        self.key(&format!("history/{entry}"))
+    }
+
+    /// An operator asked `op` of `entry` on this server. Err (why) when etcd cannot take it
+    /// now; else it is written, now or when the link is back.
+    pub fn operate(
+        &mut self,
+        entry: String,
+        op: EntryOp,
+        now: u64,
+        out: &mut Output,
+    ) -> Result<(), String> {
+        self.observe(now, out);
+        if !(self.unary_up && self.lease_ok(now)) {
+            return Err("etcd cannot be reached".into());
+        }
+        let owed = self.ops_retry.len()
+            + self
+                .queue
+                .iter()
+                .filter(|p| matches!(p, Purpose::Operate { .. }))
+                .count();
+        if owed >= OPS_OWED_MAX {
+            return Err("too many operations wait for etcd".into());
+        }
+        self.enqueue(Purpose::Operate {
+            entry,
+            op,
+            tries: 0,
+        });
+        self.advance(now, out);
+        Ok(())
+    }
+
+    /// This server's account of an entry's runs changed: write it (the newest only).
+    pub fn history(&mut self, entry: String, account: Vec<u8>, now: u64, out: &mut Output) {
+        self.history_out.insert(entry, account);
+        self.advance(now, out);
+    }
+
+    /// The ops record as it would be after `op`, and the revision it is written over.
+    pub(super) fn ops_after(&self, entry: &str, op: &EntryOp) -> (OpsRecord, i64) {
+        let (mut r, rev) = self.ops.get(entry).map_or((OpsRecord::default(), 0), |c| {
+            (c.record.clone(), c.mod_revision)
+        });
+        match op {
+            EntryOp::Pause => r.paused = true,
+            EntryOp::Resume => r.paused = false,
+            EntryOp::Skip { after_ms } => r.skip_after_ms = r.skip_after_ms.max(*after_ms),
+            EntryOp::Run => r.runs_asked += 1,
+        }
+        (r, rev)
+    }
+
+    /// The request of an operator's ask: written over the revision this server knows, so
+    /// that two asks at once on two servers both count.
+    pub(super) fn operate_request(&mut self, entry: &str, op: &EntryOp) -> Request {
+        let key = self.ops_key(entry);
+        let (record, revision) = self.ops_after(entry, op);
+        let value = record.to_json();
+        self.ops_sent = Some((entry.to_string(), record));
+        Request::Txn(Txn {
+            compare: vec![Compare::ModRevision {
+                key: key.clone(),
+                revision,
+            }],
+            success: vec![Op::Put {
+                key: key.clone(),
+                value,
+                lease: 0,
+            }],
+            failure: vec![Op::Get { key }],
+        })
+    }
+
+    /// The leader fires one asked run: it counts it fired, fenced, over the revision read.
+    pub(super) fn fire_request(&mut self, entry: &str) -> Option<Request> {
+        let fence = self.fence?;
+        let c = self.ops.get(entry)?;
+        if c.record.runs_fired >= c.record.runs_asked {
+            return None;
+        }
+        let record = OpsRecord {
+            runs_fired: c.record.runs_fired + 1,
+            ..c.record.clone()
+        };
+        let revision = c.mod_revision;
+        let key = self.ops_key(entry);
+        let leader_key = self.key("leader");
+        self.ops_sent = Some((entry.to_string(), record.clone()));
+        Some(Request::Txn(Txn {
+            compare: vec![
+                Compare::CreateRevision {
+                    key: leader_key.clone(),
+                    revision: fence,
+                },
+                Compare::ModRevision {
+                    key: key.clone(),
+                    revision,
+                },
+            ],
+            success: vec![Op::Put {
+                key: key.clone(),
+                value: record.to_json(),
+                lease: 0,
+            }],
+            failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
+        }))
+    }
+
+    pub(super) fn history_request(&mut self, entry: &str) -> Option<Request> {
+        let account = self.history_out.remove(entry)?;
+        self.history_written
+            .insert(entry.to_string(), account.clone());
+        Some(Request::Put {
+            key: self.history_key(entry),
+            value: account,
+            lease: 0,
+        })
+    }
+
+    /// What is owed to etcd: asks lost with a connection, accounts to write, and (the
+    /// leader) runs asked and not yet fired.
+    pub(super) fn enqueue_ops(&mut self, now: u64) {
+        for p in std::mem::take(&mut self.ops_retry) {
+            self.enqueue(p);
+        }
+        let accounts: Vec<String> = self
+            .history_out
+            .keys()
+            .filter(|e| {
+                !self.pending(|p| matches!(p, Purpose::PutHistory { entry } if entry == *e))
+            })
+            .cloned()
+            .collect();
+        for entry in accounts {
+            self.enqueue(Purpose::PutHistory { entry });
+        }
+        if !self.is_leader(now) {
+            return;
+        }
+        let asked: Vec<String> = self
+            .ops
+            .iter()
+            .filter(|(e, c)| {
+                c.record.runs_asked > c.record.runs_fired
+                    && self.entry_ids.iter().any(|id| id == *e)
+                    && !self.pending(|p| matches!(p, Purpose::FireRun { entry } if entry == *e))
+            })
+            .map(|(e, _)| e.clone())
+            .collect();
+        for entry in asked {
+            self.enqueue(Purpose::FireRun { entry });
+        }
+    }
+
+    /// etcd's answer to an operator's ask.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn operate_result(
+        &mut self,
+        entry: String,
+        op: EntryOp,
+        tries: u8,
+        succeeded: bool,
+        revision: i64,
+        ranges: Vec<Vec<Kv>>,
+        out: &mut Output,
+    ) {
+        let sent = self.ops_sent.take();
+        if succeeded {
+            if let Some((e, record)) = sent.filter(|(e, _)| *e == entry) {
+                self.cache_ops(&e, record, revision, out);
+            }
+            return;
+        }
+        // Someone else wrote the record first: learn it and ask again over it.
+        self.ops_seen(&entry, ranges.first().and_then(|r| r.first()), out);
+        if tries + 1 >= OPS_TRIES {
+            log::warn!("cluster: {entry}: the operators' record kept changing; {op:?} given up");
+            out.ops_failed
+                .push((entry, "the record kept changing in etcd".into()));
+            return;
+        }
+        self.queue.push_front(Purpose::Operate {
+            entry,
+            op,
+            tries: tries + 1,
+        });
+    }
+
+    /// etcd's answer to the leader's count of a fired run: fire it when etcd took the count.
+    pub(super) fn fire_result(
+        &mut self,
+        entry: String,
+        succeeded: bool,
+        revision: i64,
+        ranges: Vec<Vec<Kv>>,
+        out: &mut Output,
+    ) {
+        let sent = self.ops_sent.take();
+        if succeeded {
+            if let Some((e, record)) = sent.filter(|(e, _)| *e == entry) {
+                self.cache_ops(&e, record, revision, out);
+            }
+            out.run_now.push(entry);
+            return;
+        }
+        let leader = ranges.first().and_then(|r| r.first());
+        if self.fence.is_some() && leader.map(|kv| kv.create_revision) != self.fence {
+            self.leader_seen(leader);
+            if self.fence.is_some() {
+                self.fence_lost();
+            }
+            return;
+        }
+        self.ops_seen(&entry, ranges.get(1).and_then(|r| r.first()), out);
+    }
+
+    /// etcd answered an ask or an account with an error: given up (logged), not retried,
+    /// since the same request would meet the same error. True when `p` was one.
+    pub(super) fn ops_refused(&mut self, p: &Purpose, why: &str, out: &mut Output) -> bool {
+        match p {
+            Purpose::Operate { entry, .. } => {
+                log::warn!("cluster: {entry}: etcd refused an operator's ask: {why}");
+                out.ops_failed.push((entry.clone(), why.to_string()));
+            }
+            Purpose::PutHistory { entry } => {
+                log::warn!("cluster: {entry}: etcd refused the entry's account: {why}");
+            }
+            _ => return false,
+        }
+        self.ops_sent = None;
+        true
+    }
+
+    /// A request about ops or accounts got no answer: keep what is owed.
+    pub(super) fn ops_lost(&mut self, p: Purpose) {
+        match p {
+            Purpose::Operate { .. } if self.ops_retry.len() < OPS_OWED_MAX => {
+                self.ops_retry.push(p);
+            }
+            Purpose::PutHistory { entry } => {
+                if let Some(a) = self.history_written.remove(&entry) {
+                    self.history_out.entry(entry).or_insert(a);
+                }
+            }
+            _ => {}
+        }
+        self.ops_sent = None;
+    }
+
+    /// An ops record read or watched (`None`: absent).
+    pub(super) fn ops_seen(&mut self, entry: &str, kv: Option<&Kv>, out: &mut Output) {
+        match kv {
+            Some(kv) => self.cache_ops(entry, OpsRecord::parse(&kv.value), kv.mod_revision, out),
+            None => {
+                if self.ops.remove(entry).is_some() {
+                    out.ops
+                        .push((entry.to_string(), OpsRecord::default(), false));
+                }
+            }
+        }
+    }
+
+    fn cache_ops(&mut self, entry: &str, record: OpsRecord, revision: i64, out: &mut Output) {
+        if self
+            .ops
+            .get(entry)
+            .is_some_and(|c| c.mod_revision >= revision)
+        {
+            return;
+        }
+        self.ops.insert(
+            entry.to_string(),
+            CachedOps {
+                record,
+                mod_revision: revision,
+            },
+        );
+        self.ops_changed(entry, out);
+    }
+
+    /// Hand the engine the entry's ops as this server knows them now (a claim may have
+    /// spent a skip).
+    pub(super) fn ops_changed(&self, entry: &str, out: &mut Output) {
+        let Some(c) = self.ops.get(entry) else { return };
+        let claimed = self.runs.get(entry).map_or(0, |r| r.record.nominal_ms);
+        let pending = c.record.skip_pending(claimed);
+        out.ops.push((entry.to_string(), c.record.clone(), pending));
+    }
+
+    /// Whether a granted claim of `ask` is the run an operator asked to skip: the first run
+    /// claimed after the ask (`previous`: the scheduled time claimed before it).
+    pub(super) fn skips(&self, ask: &ClaimAsk, previous: u64) -> bool {
+        self.ops.get(&ask.entry).is_some_and(|c| {
+            c.record.skip_pending(previous) && ask.nominal_ms > c.record.skip_after_ms
+        })
+    }
+
+    /// Whether an operator paused the entry for the cluster.
+    pub(super) fn paused(&self, entry: &str) -> bool {
+        self.ops.get(entry).is_some_and(|c| c.record.paused)
+    }
+
+    /// Another server's account of an entry (this server's own comes back by the watch too).
+    pub(super) fn history_seen(&mut self, entry: &str, kv: &Kv, out: &mut Output) {
+        if self
+            .history_written
+            .get(entry)
+            .is_some_and(|a| *a == kv.value)
+        {
+            return;
+        }
+        self.history_written.remove(entry);
+        out.history.push((entry.to_string(), kv.value.clone()));
+    }
+}

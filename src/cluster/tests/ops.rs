@@ -1,0 +1,148 @@
+//! Operators' asks kept in etcd for the whole cluster, against the scripted etcd: a pause, a
+//! skip and a run asked of a follower are obeyed by the leader and by the next one, each once;
+//! an ask is refused while etcd is away; an entry's account reaches the other servers.
+
+use super::*;
+
+impl Net {
+    fn operate(&mut self, i: usize, entry: &str, op: EntryOp) -> Result<(), String> {
+        let now = self.now;
+        let n = &mut self.nodes[i];
+        let r = n.m.operate(entry.into(), op, now, &mut n.out);
+        self.settle();
+        r
+    }
+
+    /// The leader and a follower, once one leads.
+    fn roles(&mut self) -> (usize, usize) {
+        self.run_for(2_000, 100);
+        let l = self.leaders();
+        assert_eq!(l.len(), 1, "one leader");
+        (l[0], 1 - l[0])
+    }
+
+    /// Node `i` dies (kill -9) and another takes over.
+    fn failover(&mut self, i: usize) -> usize {
+        self.kill(i);
+        self.run_for(8_000, 200);
+        let l = self.leaders();
+        assert_eq!(l.len(), 1, "a new leader");
+        l[0]
+    }
+}
+
+#[test]
+fn a_pause_asked_of_a_follower_holds_on_the_leader_and_the_next_one() {
+    let mut net = Net::new(3);
+    let (l, f) = net.roles();
+    net.operate(f, "e", EntryOp::Pause).unwrap();
+    for n in &net.nodes {
+        assert_eq!(n.ops.last(), Some(&("e".to_string(), true, false)));
+    }
+    net.claim(l, "e", WALL);
+    assert_eq!(net.nodes[l].refused.last().unwrap().2, Refusal::Paused);
+    let next = net.failover(l);
+    net.claim(next, "e", WALL + 1000);
+    assert_eq!(net.nodes[next].refused.last().unwrap().2, Refusal::Paused);
+    net.operate(next, "e", EntryOp::Resume).unwrap();
+    net.claim(next, "e", WALL + 2000);
+    assert_eq!(
+        net.nodes[next].granted,
+        vec![("e".to_string(), WALL + 2000)]
+    );
+}
+
+#[test]
+fn a_skip_is_spent_by_the_first_run_claimed_after_it_and_only_once() {
+    let mut net = Net::new(3);
+    let (l, f) = net.roles();
+    net.claim(l, "e", WALL);
+    net.operate(
+        f,
+        "e",
+        EntryOp::Skip {
+            after_ms: WALL + 500,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        net.nodes[f].ops.last(),
+        Some(&("e".to_string(), false, true))
+    );
+    net.claim(l, "e", WALL + 1000);
+    assert_eq!(net.nodes[l].skipped, vec![("e".to_string(), WALL + 1000)]);
+    // Spent: every server says no skip is pending any more.
+    for i in 0..3 {
+        assert_eq!(
+            net.nodes[i].ops.last(),
+            Some(&("e".to_string(), false, false)),
+            "node {i}"
+        );
+    }
+    net.claim(l, "e", WALL + 2000);
+    let next = net.failover(l);
+    net.claim(next, "e", WALL + 3000);
+    assert!(net.nodes[next].skipped.is_empty(), "never skipped twice");
+    assert_eq!(net.nodes[l].skipped.len(), 1);
+}
+
+#[test]
+fn a_run_asked_of_a_follower_is_fired_once_by_the_leader_not_again_by_the_next() {
+    let mut net = Net::new(3);
+    let (l, f) = net.roles();
+    // The leader fires only entries of its file.
+    net.nodes[l]
+        .m
+        .set_schedules("d".into(), "e=1".into(), vec!["e".into()]);
+    net.operate(f, "e", EntryOp::Run).unwrap();
+    net.run_for(1_000, 100);
+    assert_eq!(net.nodes[l].run_now, vec!["e".to_string()]);
+    assert!(net.nodes[f].run_now.is_empty());
+    for i in 0..3 {
+        if i != l {
+            net.nodes[i]
+                .m
+                .set_schedules("d".into(), "e=1".into(), vec!["e".into()]);
+        }
+    }
+    let next = net.failover(l);
+    net.run_for(1_000, 100);
+    assert!(
+        net.nodes[next].run_now.is_empty(),
+        "fired once in the cluster"
+    );
+    // Two more asks, two more runs.
+    let other = (0..3).find(|&i| i != l && i != next).unwrap();
+    net.operate(other, "e", EntryOp::Run).unwrap();
+    net.operate(other, "e", EntryOp::Run).unwrap();
+    net.run_for(1_000, 100);
+    assert_eq!(net.nodes[next].run_now.len(), 2);
+}
+
+#[test]
+fn an_ask_is_refused_while_etcd_is_away() {
+    let mut net = Net::new(2);
+    let (_, f) = net.roles();
+    net.etcd.down = true;
+    net.nodes[f]
+        .m
+        .link(Link::Unary, false, net.now, &mut Output::default());
+    net.nodes[f].unary = false;
+    let e = net.operate(f, "e", EntryOp::Pause).unwrap_err();
+    assert!(e.contains("etcd cannot be reached"), "{e}");
+}
+
+#[test]
+fn an_entrys_account_reaches_the_other_servers_not_its_writer() {
+    let mut net = Net::new(2);
+    let (l, f) = net.roles();
+    let now = net.now;
+    let n = &mut net.nodes[l];
+    n.m.history("e".into(), b"{\"runs\":3}".to_vec(), now, &mut n.out);
+    net.settle();
+    assert_eq!(
+        net.nodes[f].accounts,
+        vec![("e".to_string(), b"{\"runs\":3}".to_vec())]
+    );
+    assert!(net.nodes[l].accounts.is_empty(), "its own echo is not news");
+}
