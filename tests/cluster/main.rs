@@ -10,5 +10,6 @@ mod compaction;
 mod etcd_codec;
 mod etcd_tls;
 mod failover;
+mod logs;
 mod overlap;
 mod push;
