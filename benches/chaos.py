@@ -24,9 +24,11 @@ the entry's next run, whichever is later), and the failover time (from the fault
 run by another server) p50/p99. runs.log and faults.log in the run's directory (--keep) hold
 the raw evidence, server*.log the servers' logs. Exit code 1 if any time ran twice or a miss lies outside every window.
 
-    cargo build --release && python3 benches/chaos.py --minutes 30
+    cargo build --release && python3 benches/chaos.py --minutes 30 --keep DIR
+    python3 benches/chaos.py --report DIR    # the table again, from DIR's files
 """
 import argparse
+import bisect
 import datetime
 import os
 import random
@@ -384,9 +386,12 @@ def percentile(xs, q):
     return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
 
 
-def report(records, faults, start, end, args):
+def report(runs, done, start, end, minutes, ttl):
+    """The table, from the runs the workers executed and the faults applied (`done`), for
+    the scheduled times from `start` to `end` - 3 s; 1 if a time ran twice or a miss lies
+    outside every fault window."""
     counts = {}
-    for entry, t, _, _ in records.runs:
+    for entry, t, _, _ in runs:
         counts[(entry, t)] = counts.get((entry, t), 0) + 1
     twice = {k: n for k, n in counts.items() if n > 1}
     firsts = [t for (e, t) in counts if e in ENTRIES and t >= start]
@@ -398,9 +403,11 @@ def report(records, faults, start, end, args):
         """From the fault until it was removed, or until the entry's first run at a later
         scheduled time, whichever is later."""
         kind, _, t0, t1, _ = f
-        after = [t for t in ran[entry] if t > int(t0)]
-        return int(t0) - 1, max(int(t1) + 1, after[0] if after else hi + 1)
+        i = bisect.bisect_right(ran[entry], int(t0))
+        after = ran[entry][i] if i < len(ran[entry]) else hi + 1
+        return int(t0) - 1, max(int(t1) + 1, after)
 
+    windows = {e: [(f[0], *window(f, e)) for f in done] for e in ENTRIES}
     checked = once = missed = 0
     inside = {}
     outside = []
@@ -412,17 +419,17 @@ def report(records, faults, start, end, args):
                 once += 1
             elif n == 0:
                 missed += 1
-                kinds = [f[0] for f in faults.done if window(f, e)[0] <= t <= window(f, e)[1]]
+                kinds = [k for (k, a, b) in windows[e] if a <= t <= b]
                 if kinds:
                     inside[kinds[0]] = inside.get(kinds[0], 0) + 1
                 else:
                     outside.append((e, t))
-    fos = [f[4] for f in faults.done if f[4] is not None]
+    fos = [f[4] for f in done if f[4] is not None]
     kinds = {}
-    for f in faults.done:
+    for f in done:
         kinds[f[0]] = kinds.get(f[0], 0) + 1
     rows = [
-        ("run", f"{args.minutes} min, lease TTL {args.ttl} s, 3 servers, 1 etcd, "
+        ("run", f"{minutes:g} min, lease TTL {ttl} s, 3 servers, 1 etcd, "
                 f"2 entries @every 1s (catchup=last, catchup=none)"),
         ("faults", ", ".join(f"{k} x{n}" for k, n in kinds.items())),
         ("scheduled times checked", str(checked)),
@@ -445,6 +452,29 @@ def report(records, faults, start, end, args):
     return 1 if twice or outside else 0
 
 
+def report_again(work):
+    """The table of a finished run, from its files: runs.log, faults.log and span (the
+    checked times' start and end; without it, the first fault to 5 s after the last)."""
+    runs = []
+    with open(os.path.join(work, "runs.log")) as f:
+        for line in f:
+            e, t, server, at = line.split()
+            runs.append((e, int(t), int(server), float(at)))
+    done = []
+    with open(os.path.join(work, "faults.log")) as f:
+        for line in f:
+            kind, l, t0, t1, fo = line.split()
+            done.append((kind, int(l), float(t0), float(t1), None if fo == "-" else float(fo)))
+    try:
+        with open(os.path.join(work, "span")) as f:
+            start, last, minutes, ttl = f.read().split()
+            start, last, minutes, ttl = int(start), float(last), float(minutes), int(ttl)
+    except FileNotFoundError:
+        start, last = int(done[0][2]), done[-1][3] + 5
+        minutes, ttl = round((last - start) / 60), 3
+    return report(runs, done, start, last, minutes, ttl)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--minutes", type=float, default=3)
@@ -453,7 +483,11 @@ def main():
     ap.add_argument("--clock-step", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="a directory for the logs (default: a temporary one)")
+    ap.add_argument("--report", metavar="DIR",
+                    help="print the table again from a finished run's --keep directory")
     args = ap.parse_args()
+    if args.report:
+        sys.exit(report_again(args.report))
     work = args.keep or tempfile.mkdtemp(prefix="gearwheel-chaos-")
     os.makedirs(work, exist_ok=True)
     log(f"files in {work}")
@@ -481,7 +515,9 @@ def main():
         faults.settle()
         last = time.time()
         time.sleep(5)  # the runs of the last seconds reach their workers
-        code = report(records, faults, start, last, args)
+        with open(os.path.join(work, "span"), "w") as f:
+            f.write(f"{start} {last:.3f} {args.minutes} {args.ttl}\n")
+        code = report(list(records.runs), faults.done, start, last, args.minutes, args.ttl)
     finally:
         stop.set()
         cl.stop()
