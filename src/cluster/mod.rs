@@ -11,11 +11,13 @@
 //! - `records`: the values kept under `gearwheel/{cluster}/`, as JSON both ways.
 //! - `digest`: digests of a schedules file, per entry and whole.
 //! - `view`: `show cluster`, `/cluster` and the cluster metrics, from a `Status`.
+//! - `outage`: what the log says while etcd is unreachable (once, a minute, when back).
 //! - `tests`: the machine's unit tests.
 
 pub mod digest;
 pub mod etcd;
 pub mod machine;
+pub mod outage;
 pub mod records;
 pub mod types;
 pub mod view;

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use super::Status;
 use crate::json::Obj;
 
-fn role(s: &Status) -> &'static str {
+/// This server's part: `leader`, `follower`, or `stopped` (its lease is not confirmed).
+pub fn role(s: &Status) -> &'static str {
     if s.is_leader {
         "leader"
     } else if !s.reachable {

@@ -213,7 +213,7 @@ impl EtcdLink {
         let s = match TcpStream::connect(addr) {
             Ok(s) => s,
             Err(e) => {
-                warn!("cluster: cannot connect to etcd {name}: {e}");
+                self.connect_failed(link, now, format!("cannot connect to etcd {name}: {e}"));
                 return self.closed(link, registry, now, Ending::Closed);
             }
         };
@@ -239,6 +239,17 @@ impl EtcdLink {
         let c = self.chan(link);
         c.wire = Some(w);
         c.connect_by = Some(by);
+    }
+
+    /// A connect failed: on the unary link, one more attempt of an outage (the machine says
+    /// it once, then once a minute); on the watch, which fails along with it, said only when
+    /// etcd otherwise answers.
+    fn connect_failed(&mut self, link: Link, now: u64, why: String) {
+        match link {
+            Link::Unary => self.machine.unreachable(now, &why),
+            Link::Watch if self.machine.etcd_unreachable() => log::debug!("cluster: {why}"),
+            Link::Watch => warn!("cluster: {why}"),
+        }
     }
 
     /// Close a connection and say why (a TLS failure is logged and counted here); the machine
@@ -295,9 +306,10 @@ impl EtcdLink {
                 format!("no TLS handshake within {ms} ms (--etcd-request-timeout)"),
             )
         } else {
-            warn!(
-                "cluster: cannot connect to etcd {name}: no connection within {ms} ms (--etcd-request-timeout)"
+            let why = format!(
+                "cannot connect to etcd {name}: no connection within {ms} ms (--etcd-request-timeout)"
             );
+            self.connect_failed(link, now, why);
             Ending::Closed
         };
         self.closed(link, registry, now, why);
@@ -313,7 +325,7 @@ impl EtcdLink {
                 Ok(true) => c.connected = true,
                 Ok(false) => return,
                 Err(e) => {
-                    warn!("cluster: cannot connect to etcd {name}: {e}");
+                    self.connect_failed(link, now, format!("cannot connect to etcd {name}: {e}"));
                     return self.closed(link, registry, now, Ending::Closed);
                 }
             }

@@ -79,6 +79,7 @@ impl Schedules {
         if loaded.is_err() {
             cluster.pushed = before;
         }
+        cluster.machine.push_loaded();
         loaded
     }
 

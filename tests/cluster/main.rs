@@ -10,6 +10,7 @@ mod compaction;
 mod etcd_codec;
 mod etcd_tls;
 mod failover;
+mod logs;
 mod ops;
 mod overlap;
 mod push;

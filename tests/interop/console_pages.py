@@ -78,6 +78,8 @@ try:
     wait(d, "the second page", lambda: text(d, "page-at") == "51–59 of 59")
     assert len(rows(d, "job-list")) == 9 and rows(d, "job-list")[0][3].endswith(" old, #51")
     ok("video.transcode's 59 queued jobs in pages of 50, in the order workers get them")
+    wait(d, "the header's role", lambda: text(d, "role") == "standalone")
+    ok("the header says the server is standalone on the jobs page too")
     d.find_element(By.ID, "state-running").click()
     wait(d, "the running job", lambda: len(rows(d, "job-list")) == 1 and rows(d, "job-list")[0][1] == "v0")
     run = rows(d, "job-list")[0]

@@ -177,8 +177,11 @@ fn the_journal_facts_say_the_last_fsync() {
     let last = num(&after, "last_fsync_us").expect("a last fsync latency");
     assert!(last < 60_000_000, "{after}");
     assert!(num(&after, "bytes").expect("journal bytes") > 10, "{after}");
-    // Not clustered: the leader slot is empty.
-    assert!(after.contains("\"leader\":null"), "{after}");
+    // Not clustered: the leader slot is empty, and the header says so.
+    assert!(
+        after.contains("\"leader\":null,\"role\":\"standalone\""),
+        "{after}"
+    );
 }
 
 #[test]

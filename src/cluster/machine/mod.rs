@@ -24,6 +24,7 @@ mod requests;
 mod watch;
 
 use super::etcd::{self, Compare, EtcdError, Kv, Op, Reply, Request, Txn};
+use super::outage::Outage;
 use super::records::{self, Member, RunRecord};
 use super::types::*;
 use ops::CachedOps;
@@ -84,6 +85,8 @@ struct InFlight {
 struct LeaderView {
     member: Member,
     create_revision: i64,
+    /// The key's last write: the leader publishes its digests after every load.
+    mod_revision: i64,
 }
 
 #[derive(Clone, Debug)]
@@ -158,6 +161,15 @@ pub struct Machine {
     /// lease.
     epoch: u32,
     compaction: compaction::Compaction,
+    /// etcd unreachable: what the log says of it.
+    outage: Outage,
+    /// The leader last logged (id and term), so a change is said once.
+    leader_logged: Option<(String, i64)>,
+    /// A file pushed to etcd was handed on at this `P/schedules` revision and the leader has
+    /// not yet published its digests since: a difference is the push on its way, not news.
+    push_unconfirmed: Option<i64>,
+    /// A pushed file was handed on and this server has not loaded it yet (`push_loaded`).
+    push_loading: bool,
     stats: Stats,
 }
 
@@ -206,6 +218,10 @@ impl Machine {
             history_written: HashMap::new(),
             epoch: 0,
             compaction,
+            outage: Outage::default(),
+            leader_logged: None,
+            push_unconfirmed: None,
+            push_loading: false,
             stats: Stats::default(),
         }
     }
@@ -277,6 +293,9 @@ impl Machine {
                 at(t);
             }
         }
+        if let Some(t) = self.outage.next_summary() {
+            at(t);
+        }
         d
     }
 
@@ -318,12 +337,16 @@ impl Machine {
     /// The loop's timer: keepalives, campaigns, request timeouts, the lease's validity.
     pub fn tick(&mut self, now: u64, out: &mut Output) {
         self.observe(now, out);
+        if let Some(say) = self.outage.tick(now) {
+            say.log();
+        }
         if let Some(f) = &self.in_flight {
             if now >= f.sent + self.s.request_timeout_ms {
-                log::warn!(
-                    "cluster: etcd did not answer within {} ms; reconnecting",
+                let why = format!(
+                    "etcd did not answer within {} ms (--etcd-request-timeout)",
                     self.s.request_timeout_ms
                 );
+                self.unreachable(now, &why);
                 out.reset.push(Link::Unary);
                 self.link(Link::Unary, false, now, out);
                 return;
@@ -498,6 +521,9 @@ impl Machine {
                     self.link(Link::Unary, false, now, out);
                     return;
                 };
+                if let Some(say) = self.outage.answered(now) {
+                    say.log();
+                }
                 let took = now.saturating_sub(f.sent);
                 self.stats.requests += 1;
                 self.stats.latency_sum_ms += took;
@@ -746,5 +772,16 @@ impl Machine {
     /// The leader's id, if known.
     pub fn leader_id(&self) -> Option<&str> {
         self.leader.as_ref().map(|l| l.member.id.as_str())
+    }
+
+    /// An attempt to reach etcd failed (the link's connect, or a request unanswered): the
+    /// first of an outage is an ERROR, the rest are summed up once a minute.
+    pub fn unreachable(&mut self, now: u64, why: &str) {
+        self.outage.failed(now, why).log();
+    }
+
+    /// An outage is going on (attempts fail and etcd has not answered since).
+    pub fn etcd_unreachable(&self) -> bool {
+        self.outage.next_summary().is_some()
     }
 }

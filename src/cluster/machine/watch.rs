@@ -10,7 +10,9 @@ impl Machine {
         self.leader = kv.map(|kv| LeaderView {
             member: Member::parse(&kv.value),
             create_revision: kv.create_revision,
+            mod_revision: kv.mod_revision,
         });
+        self.say_leader();
         if self
             .leader
             .as_ref()
@@ -28,16 +30,47 @@ impl Machine {
         self.compare_with_leader();
     }
 
+    /// A follower says who leads, and at which term (the leader key's create revision, the
+    /// fence), once per leadership; this server's own leadership is said where it begins.
+    fn say_leader(&mut self) {
+        let Some(l) = &self.leader else { return };
+        let seen = (l.member.id.clone(), l.create_revision);
+        if self.leader_logged.as_ref() == Some(&seen) {
+            return;
+        }
+        if l.member.id != self.s.id {
+            crate::notice!(
+                "cluster: {} leads now (term {}); this server ({}) follows",
+                l.member.id,
+                l.create_revision,
+                self.s.id
+            );
+        }
+        self.leader_logged = Some(seen);
+    }
+
     /// Name the entries whose definition differs from the leader's (once per change).
     pub(super) fn compare_with_leader(&mut self) {
         let Some(l) = &self.leader else { return };
         if l.member.id == self.s.id || l.member.digest.is_empty() || self.me.digest.is_empty() {
             self.differing.clear();
+            self.push_unconfirmed = None;
             return;
         }
         if l.member.digest == self.me.digest {
             self.differing.clear();
             return;
+        }
+        if self.push_loading {
+            return;
+        }
+        if let Some(pushed) = self.push_unconfirmed {
+            if l.mod_revision < pushed {
+                // The leader has not published the pushed file's digests yet: every server
+                // loads the push at its own pace, so this is the push on its way.
+                return;
+            }
+            self.push_unconfirmed = None;
         }
         let differing = crate::cluster::digest::differing(&self.me.entries, &l.member.entries);
         if differing != self.differing {
@@ -54,13 +87,23 @@ impl Machine {
         }
     }
 
+    /// The pushed file handed on was loaded, or refused: compare with the leader again.
+    pub fn push_loaded(&mut self) {
+        self.push_loading = false;
+        self.compare_with_leader();
+    }
+
     pub(super) fn schedules_seen(&mut self, kv: &Kv, out: &mut Output) {
         if kv.mod_revision <= self.schedules_revision {
             return;
         }
         self.schedules_revision = kv.mod_revision;
         match String::from_utf8(kv.value.clone()) {
-            Ok(text) => out.schedules_text = Some(text),
+            Ok(text) => {
+                out.schedules_text = Some(text);
+                self.push_unconfirmed = Some(kv.mod_revision);
+                self.push_loading = true;
+            }
             Err(_) => log::error!("cluster: the pushed schedules file is not UTF-8; ignored"),
         }
     }
@@ -101,6 +144,12 @@ impl Machine {
             if ev.deleted {
                 if self.fence.is_some() {
                     self.fence_lost();
+                } else if let Some(l) = &self.leader {
+                    crate::notice!(
+                        "cluster: the leader {} (term {}) is gone; electing the next",
+                        l.member.id,
+                        l.create_revision
+                    );
                 }
                 self.leader_seen(None);
                 // Campaign now, not at the next periodic try: this is the failover.

@@ -76,6 +76,10 @@ fn etcd_unreachable_stops_the_leader_before_its_lease_can_end_and_it_resumes_aft
     net.claim(0, "tick", WALL + 2000);
     assert_eq!(net.nodes[0].refused.last().unwrap().2, Refusal::LeaseUnsure);
     assert_eq!(net.nodes[0].m.status(net.now).stats.safety_stops, 1);
+    // An outage: the machine wants its tick for the minute's summary line.
+    assert!(net.nodes[0].m.etcd_unreachable());
+    let summary = net.nodes[0].m.next_deadline().unwrap();
+    assert!(summary <= net.now + 60_000, "{summary} {}", net.now);
     // A follower's refusal stays the quiet one: only the leader that stopped says why.
     net.claim(1, "tick", WALL + 2000);
     assert_eq!(net.nodes[1].refused.last().unwrap().2, Refusal::NotLeader);
@@ -87,6 +91,10 @@ fn etcd_unreachable_stops_the_leader_before_its_lease_can_end_and_it_resumes_aft
     }
     net.etcd.down = false;
     net.run_for(3_000, 100);
+    assert!(
+        !net.nodes[0].m.etcd_unreachable(),
+        "etcd answered: the outage ended"
+    );
     assert_eq!(net.leaders(), vec![0], "the same leader resumes");
     assert_eq!(net.nodes[0].m.status(net.now).stats.leaderships, 2);
     net.claim(0, "tick", WALL + 3000);

@@ -25,6 +25,9 @@ pub struct Facts<'a> {
     /// The cluster's leader, when this server is one of a cluster (`--etcd`) and a leader is
     /// known; `None` shows no leader line.
     pub leader: Option<&'a str>,
+    /// This server's part in the cluster, for the header of every page: `leader`,
+    /// `follower`, `stopped` (as `show cluster` says), or `standalone` without `--etcd`.
+    pub role: &'a str,
     /// The rate ring's slots, oldest first, and the last (open) slot's start.
     pub rates: (&'a [Slot], u64),
     /// The asking peer may use the console's actions (on loopback; under --acl, granted admin).
@@ -52,6 +55,7 @@ pub fn server(f: &Facts<'_>) -> String {
     .opt_num("rss_bytes", f.rss_bytes)
     .bool("actions", f.actions);
     o.opt_str("leader", f.leader);
+    o.str("role", f.role);
     match f.journal {
         None => {
             o.key("journal").push_str("null");
@@ -222,6 +226,7 @@ pub(super) mod tests {
             journal: Some(&journal),
             failed: &failed,
             leader: None,
+            role: "standalone",
             rates: (&slots, 10_000),
             actions: true,
         });
@@ -230,7 +235,7 @@ pub(super) mod tests {
             "{\"version\":\"1.2.3\",\"now\":\"1970-01-01T00:00:10Z\",\
              \"started\":\"1970-01-01T00:00:04Z\",\"uptime_seconds\":6,\"connections\":5,\
              \"workers\":2,\"functions\":0,\"jobs\":4,\"running\":1,\"schedules\":0,\
-             \"draining\":false,\"rss_bytes\":4096,\"actions\":true,\"leader\":null,\
+             \"draining\":false,\"rss_bytes\":4096,\"actions\":true,\"leader\":null,\"role\":\"standalone\",\
              \"journal\":{\"bytes\":100,\"jobs\":3,\"fsyncs\":2,\"last_fsync_us\":420},\
              \"failed\":{\"total\":3,\"functions\":[{\"function\":\"b\",\"count\":2},\
              {\"function\":\"a\",\"count\":1}],\"other\":0},\
@@ -249,13 +254,14 @@ pub(super) mod tests {
             journal: None,
             failed: &empty,
             leader: Some("node-b"),
+            role: "follower",
             rates: (&[], 0),
             actions: false,
         };
         let none = server(&bare);
         assert!(none.contains("\"uptime_seconds\":null"));
         assert!(none.contains("\"journal\":null"));
-        assert!(none.contains("\"leader\":\"node-b\""));
+        assert!(none.contains("\"leader\":\"node-b\",\"role\":\"follower\""));
         assert!(none.contains("\"failed\":{\"total\":0,\"functions\":[],\"other\":0}"));
         assert!(none.contains("\"last_slot_start\":null,\"submitted\":[]"));
         let no_fsync_yet = server(&Facts {

@@ -7,12 +7,16 @@
 
 window.GW = (function () {
   const POLL_MS = 800;
+  // How often a view other than the overview (which reads it every tick) asks again for
+  // the server's role in the header.
+  const ROLE_MS = 5000;
   const NAV = ["overview", "schedules", "workers", "jobs", "failed", "audit"];
   const SVG = "http://www.w3.org/2000/svg";
   const $ = (id) => document.getElementById(id);
   const GW = { $, views: {}, canAct: false, route: { view: "overview", arg: "", params: new URLSearchParams() } };
   let timer = null;
   let inflight = false;
+  let roleAt = 0;
   let again = false;
   let lastBody = {};
 
@@ -200,11 +204,22 @@ window.GW = (function () {
     return us === null || us === undefined ? "—" : us < 1000 ? us + " µs" : (us / 1000).toFixed(us < 10000 ? 2 : 1) + " ms";
   }
 
+  // The header on every view: this server's role in its cluster and who leads, or
+  // `standalone` without --etcd.
+  function renderRole(s) {
+    roleAt = Date.now();
+    const r = $("role");
+    const role = s.role || "standalone";
+    r.textContent = role === "standalone" ? role : role + " · leader " + (s.leader || "unknown");
+    r.className = "role " + role;
+  }
+
   // ---- Overview ----
   let lastRates = null;
 
   function renderServer(s) {
     $("version").textContent = "gearwheel " + s.version;
+    renderRole(s);
     const up = s.started ? new Date(s.started) : null;
     facts($("facts"), [
       ["Version", s.version],
@@ -544,6 +559,7 @@ window.GW = (function () {
     const denied = $("denied");
     try {
       await GW.views[GW.route.view]();
+      if (Date.now() - roleAt > ROLE_MS) renderRole((await get("/ui/api/server")).json);
       live.textContent = "live";
       live.className = "ok";
       live.title = "updated " + new Date().toLocaleTimeString();
@@ -624,6 +640,7 @@ window.GW = (function () {
     get("/ui/api/server").then((r) => {
       GW.canAct = r.json.actions === true;
       $("version").textContent = "gearwheel " + r.json.version;
+      renderRole(r.json);
       show();
     }, () => show());
   });

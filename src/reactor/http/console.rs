@@ -75,6 +75,9 @@ impl ConsoleView<'_> {
                     failed: self.engine.failed_list(),
                     // Not clustered, or no leader known: no leader line.
                     leader: cluster.as_ref().and_then(|c| c.leader.as_deref()),
+                    role: cluster
+                        .as_ref()
+                        .map_or("standalone", crate::cluster::view::role),
                     rates: (&slots, open),
                     actions: self.may_act,
                 });
