@@ -158,6 +158,7 @@ pub fn route(route: &Route) -> Need<'_> {
             | Endpoint::Cluster
             | Endpoint::Limits
             | Endpoint::Audit
+            | Endpoint::Webhooks
             | Endpoint::Console(Page::Server | Page::Future | Page::Failed(_) | Page::Audit) => {
                 status
             }

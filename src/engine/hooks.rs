@@ -90,6 +90,28 @@ pub struct HookStatus {
     pub last: Vec<(String, u64, String)>,
 }
 
+/// One webhook target as the views show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookRow {
+    /// Redacted: scheme, host and port, never the path or query (they may hold a token).
+    pub url: String,
+    /// Alerts waiting for it.
+    pub queued: usize,
+    /// Its last try: when it ended (ms) and how (`delivered`, `retrying: WHY`,
+    /// `given up: WHY`).
+    pub last: Option<(u64, String)>,
+}
+
+impl WebhookRow {
+    fn new(url: String) -> Self {
+        WebhookRow {
+            url,
+            queued: 0,
+            last: None,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub(super) struct Hooks {
     queue: BTreeMap<u64, Hook>,
@@ -290,30 +312,38 @@ impl Engine {
         }
     }
 
-    /// `show webhooks`: one line per webhook (redacted: scheme, host, port) with alerts
-    /// waiting or a try made since start, by URL: `URL\tQUEUED\tLAST\tOUTCOME` (LAST the
-    /// time the last try ended, `-` before one; OUTCOME `delivered`, `retrying: WHY` or
-    /// `given up: WHY`), then `.`.
-    pub(in crate::engine) fn webhooks_listing(&self) -> String {
-        // Per URL: alerts waiting, and its last try (when it ended, how).
-        type Row<'a> = (usize, Option<&'a (u64, String)>);
-        let mut rows: BTreeMap<String, Row<'_>> = BTreeMap::new();
+    /// Each webhook (redacted: scheme, host, port) with alerts waiting or a try made since
+    /// start, by URL: what `show webhooks` and `GET /webhooks` both show.
+    pub fn webhook_rows(&self) -> Vec<WebhookRow> {
+        let mut rows: BTreeMap<String, WebhookRow> = BTreeMap::new();
         for h in self.hooks.queue.values() {
-            rows.entry(redact(&h.url)).or_default().0 += 1;
+            let url = redact(&h.url);
+            rows.entry(url.clone())
+                .or_insert_with(|| WebhookRow::new(url))
+                .queued += 1;
         }
         for (url, last) in &self.hooks.last {
-            rows.entry(url.clone()).or_default().1 = Some(last);
+            rows.entry(url.clone())
+                .or_insert_with(|| WebhookRow::new(url.clone()))
+                .last = Some(last.clone());
         }
+        rows.into_values().collect()
+    }
+
+    /// `show webhooks`: `URL\tQUEUED\tLAST\tOUTCOME` per `webhook_rows` (LAST the time the
+    /// last try ended, `-` before one; OUTCOME `delivered`, `retrying: WHY` or
+    /// `given up: WHY`), then `.`.
+    pub(in crate::engine) fn webhooks_listing(&self) -> String {
         let mut out = String::new();
-        for (url, (queued, last)) in rows {
-            let (at, what) = match last {
+        for r in self.webhook_rows() {
+            let (at, what) = match &r.last {
                 Some((t, w)) => (
                     rfc3339(*t),
                     crate::engine::schedules::run_history::one_line(w),
                 ),
                 None => ("-".into(), "-".into()),
             };
-            out.push_str(&format!("{url}\t{queued}\t{at}\t{what}\n"));
+            out.push_str(&format!("{}\t{}\t{at}\t{what}\n", r.url, r.queued));
         }
         out.push_str(".\n");
         out

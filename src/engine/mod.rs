@@ -44,7 +44,7 @@ mod reactor_api;
 mod schedules;
 mod serve;
 mod timers;
-pub use hooks::{HookAttempt, HookLimits, HookSend, HookStatus};
+pub use hooks::{HookAttempt, HookLimits, HookSend, HookStatus, WebhookRow};
 pub use schedules::LoadReport;
 pub use schedules::backfill::{BackfillError, Backfilled};
 pub use schedules::ops::{CLUSTER_UNREACHABLE, HEARTBEAT_NOT_RUN, ScheduleOpError};

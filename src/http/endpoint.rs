@@ -29,6 +29,8 @@ pub enum Endpoint {
     Limits,
     /// `/audit`: the newest operators' actions (the audit trail).
     Audit,
+    /// `/webhooks`: each webhook target's alerts waiting and last try.
+    Webhooks,
     /// The console's page, files and JSON (`super::console`).
     Console(Page),
 }

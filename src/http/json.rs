@@ -2,7 +2,8 @@
 //! engine's query structs with the crate's small JSON writer (`crate::json`).
 
 use crate::engine::{
-    AuditTrail, FunctionStatus, JobPhase, JobStatus, KeptJob, ScheduleStatus, WorkerStatus,
+    AuditTrail, FunctionStatus, HookStatus, JobPhase, JobStatus, KeptJob, ScheduleStatus,
+    WebhookRow, WorkerStatus,
 };
 pub use crate::json::{Obj, array, bytes, string, time};
 use crate::proto::request::Priority;
@@ -222,6 +223,28 @@ pub fn audit(trail: &AuditTrail, shown: usize) -> String {
             .str("peer", &a.peer)
             .str("command", &a.command)
             .str("outcome", &a.outcome);
+        o.end();
+    });
+    o.end();
+    out.push('\n');
+    out
+}
+
+/// `/webhooks`: the queue's counts since start, and each webhook target (redacted as
+/// `show webhooks` redacts it) with its alerts waiting and its last try.
+pub fn webhooks(rows: &[WebhookRow], totals: &HookStatus) -> String {
+    let mut out = String::with_capacity(96 + rows.len() * 160);
+    let mut o = Obj::new(&mut out);
+    o.num("queued", totals.queued)
+        .num("delivered", totals.delivered)
+        .num("retried", totals.retried)
+        .num("given_up", totals.given_up)
+        .num("dropped", totals.dropped);
+    array(o.key("webhooks"), rows, |out, r| {
+        let mut o = Obj::new(out);
+        o.str("url", &r.url).num("queued", r.queued);
+        time(&mut o, "last_try", r.last.as_ref().map(|l| l.0));
+        o.opt_str("outcome", r.last.as_ref().map(|l| l.1.as_str()));
         o.end();
     });
     o.end();

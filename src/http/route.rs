@@ -1,8 +1,8 @@
 //! A complete request to what it asks for: a read-only endpoint, a job submission with
 //! gearmand's `X-Gearman-*` headers (and ours), or an error reply.
 //!
-//! `GET`/`HEAD` of `/status`, `/workers`, `/jobs/HANDLE`, `/schedules`, `/metrics` and
-//! `/healthz` are the endpoints; `/` and everything under `/ui/` are the console's, whatever
+//! `GET`/`HEAD` of `/status`, `/workers`, `/jobs/HANDLE`, `/schedules`, `/webhooks`, `/metrics`
+//! and `/healthz` are the endpoints; `/` and everything under `/ui/` are the console's, whatever
 //! the method; `/schedules/ID/OP` operates a schedule entry (`schedule_ops`); any other path
 //! names a function. `POST` and `PUT` always submit (so a function called `status` can still
 //! be reached with POST).
@@ -139,6 +139,7 @@ pub fn route(head: &Head, body: Bytes) -> Route {
             b"healthz" => Some(Endpoint::Healthz),
             b"cluster" => Some(Endpoint::Cluster),
             b"audit" => Some(Endpoint::Audit),
+            b"webhooks" => Some(Endpoint::Webhooks),
             n if n.starts_with(b"jobs/") => {
                 let handle = &n[5..];
                 if handle.is_empty() {
@@ -342,6 +343,7 @@ mod tests {
         );
         assert_eq!(read("GET /healthz HTTP/1.1\r\n\r\n").0, Endpoint::Healthz);
         assert_eq!(read("GET /audit HTTP/1.1\r\n\r\n").0, Endpoint::Audit);
+        assert_eq!(read("GET /webhooks HTTP/1.1\r\n\r\n").0, Endpoint::Webhooks);
         assert_eq!(
             read("GET /jobs/H:box:12 HTTP/1.1\r\n\r\n").0,
             Endpoint::Job(Bytes::from_static(b"H:box:12"))

@@ -84,6 +84,9 @@ try:
     assert (shown_min - utc_min) % 60 == 45, (r[4], title)
     assert any("nightly.backup" in r for r in rows(d, "schedule-list"))
     ok(f"schedules listed by keyboard navigation; next run {r[4]!r}, UTC on hover {title!r}")
+    # The webhooks table reads /webhooks: no webhook here, so its empty line.
+    wait(d, "webhooks table", lambda: rows(d, "webhook-list") == [["no webhook alert since start"]])
+    ok("webhooks table shown under the schedules")
 
     # Operate the entry from its row: pause, resume, run now.
     def tick_row():

@@ -322,7 +322,7 @@ fn http_denials_are_403_and_a_bearer_token_is_an_identity() {
         body,
         "forbidden: submit on function build.one is not granted to addr:127.0.0.1\n"
     );
-    for p in ["/status", "/metrics", "/ui/api/server"] {
+    for p in ["/status", "/metrics", "/ui/api/server", "/webhooks"] {
         assert_eq!(curl(&[&url(p)]).0, 403, "{p}");
     }
     // A job nobody knows guards nothing: the answer is that it is unknown.
@@ -334,6 +334,7 @@ fn http_denials_are_403_and_a_bearer_token_is_an_identity() {
     let (code, _) = curl(&["-H", &bearer, "-H", bg, "-d", "x", &url("/deploy")]);
     assert_eq!(code, 403);
     assert_eq!(curl(&["-H", &bearer, &url("/status")]).0, 200);
+    assert_eq!(curl(&["-H", &bearer, &url("/webhooks")]).0, 200);
     assert_eq!(curl(&["-H", &bearer, &url("/ui/api/server")]).0, 200);
     // The console's static page needs nothing; its actions need admin.
     assert_eq!(curl(&[&url("/")]).0, 200);
@@ -370,7 +371,7 @@ fn http_denials_are_403_and_a_bearer_token_is_an_identity() {
     let (_, metrics) = curl(&["-H", &bearer, &url("/metrics")]);
     for line in [
         "gearman_access_denied_total{identity=\"addr:127.0.0.1\",operation=\"submit\"} 1",
-        "gearman_access_denied_total{identity=\"addr:127.0.0.1\",operation=\"status\"} 3",
+        "gearman_access_denied_total{identity=\"addr:127.0.0.1\",operation=\"status\"} 4",
         "gearman_access_denied_total{identity=\"token:ci\",operation=\"submit\"} 1",
         "gearman_access_denied_total{identity=\"token:ci\",operation=\"admin\"} 1",
         "gearman_access_denied_total{identity=\"addr:127.0.0.1\",operation=\"unknown_token\"} 1",

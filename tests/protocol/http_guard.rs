@@ -178,6 +178,7 @@ fn live_data_is_never_cached_nor_sniffed() {
         "/workers",
         "/failed",
         "/schedules",
+        "/webhooks",
         "/metrics",
         "/jobs/H:x:1",
         "/healthz",

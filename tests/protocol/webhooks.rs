@@ -416,3 +416,69 @@ fn an_https_receiver_verified_against_the_ca_gets_the_alert() {
     );
     assert!(body.contains("\"outcome\":\"failed\""), "{body}");
 }
+
+/// `GET /webhooks`: each target redacted to scheme, host and port (never its path or query),
+/// its alerts waiting and its last try's outcome and time, after a delivery and a give-up.
+#[test]
+fn get_webhooks_shows_each_target_redacted_with_its_last_outcome() {
+    let ok = Receiver::start(&[]);
+    let bad = Receiver::start(&[500, 503]);
+    let dir = TempDir::new("hook-view");
+    let file = schedules_file(
+        &dir,
+        &format!(
+            "@hourly beat expect=ping on_failure={}\n@hourly beat2 expect=ping on_failure={}\n",
+            ok.url("/hook/T0/secret?token=sesame"),
+            bad.url("/hook/hidden"),
+        ),
+    );
+    let s = HttpServer::start(&[
+        "--schedules",
+        file.to_str().unwrap(),
+        "--webhook-attempts",
+        "2",
+    ]);
+    let view = |s: &HttpServer| {
+        let r = s.get("/webhooks");
+        assert_eq!(r.status, 200, "{}", r.text());
+        let text = r.text();
+        for hidden in ["secret", "sesame", "/hook", "hidden"] {
+            assert!(!text.contains(hidden), "{hidden} shown: {text}");
+        }
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    assert_eq!(view(&s)["webhooks"], serde_json::json!([]), "no try yet");
+    fail(&s);
+    let r = s.call("POST", "/ping/beat2/fail", &[], b"disk full");
+    assert_eq!(r.status, 200, "{}", r.text());
+    ok.wait_for(1);
+    wait_until(20, "one delivered, one given up", || {
+        let v = view(&s);
+        v["delivered"] == 1 && v["given_up"] == 1
+    });
+    let v = view(&s);
+    assert_eq!(v["queued"], 0, "{v}");
+    let rows = v["webhooks"].as_array().unwrap();
+    let row = |port: u16| {
+        let url = format!("http://127.0.0.1:{port}");
+        rows.iter()
+            .find(|r| r["url"] == url.as_str())
+            .unwrap_or_else(|| panic!("{url} not in {v}"))
+    };
+    let (d, g) = (row(ok.port), row(bad.port));
+    assert_eq!(
+        (&d["queued"], &d["outcome"]),
+        (&0.into(), &"delivered".into())
+    );
+    assert_eq!(
+        (&g["queued"], &g["outcome"]),
+        (&0.into(), &"given up: answered 503".into())
+    );
+    for r in [d, g] {
+        assert!(
+            r["last_try"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{r}"
+        );
+    }
+    assert_eq!(rows.len(), 2, "{v}");
+}

@@ -461,7 +461,7 @@ window.GW = (function () {
     return td;
   }
 
-  GW.views.schedules = async function () {
+  async function scheduleTable() {
     const r = await get("/schedules");
     const table = $("schedule-list");
     // Relative times ("in 5 s") move even when the data does not, so the table is redrawn
@@ -487,6 +487,30 @@ window.GW = (function () {
       return tr;
     });
     fill(table.tBodies[0], rows, 11, "no schedules (start with --schedules FILE)");
+  }
+
+  // Webhook targets (`/webhooks`: scheme, host and port only), their alerts waiting and
+  // their last try; redrawn each time, as its times are relative.
+  async function webhookTable() {
+    const r = await get("/webhooks");
+    const rows = r.json.webhooks.map((h) => {
+      const tr = el("tr");
+      const bad = h.outcome && h.outcome !== "delivered";
+      tr.append(
+        cell(h.url),
+        cell(h.queued, "n"),
+        timeCell(h.last_try),
+        cell(h.outcome || "—", bad ? "bad" : h.outcome ? "ok" : ""),
+      );
+      return tr;
+    });
+    $("webhook-count").textContent =
+      "(" + r.json.delivered + " delivered, " + r.json.given_up + " given up since start)";
+    fill($("webhook-list").tBodies[0], rows, 4, "no webhook alert since start");
+  }
+
+  GW.views.schedules = async function () {
+    await Promise.all([scheduleTable(), webhookTable()]);
   };
 
   // ---- Workers ----

@@ -556,6 +556,10 @@ impl Server {
                 200,
                 json::audit(self.engine.audit_trail(), crate::proto::admin::AUDIT_SHOWN),
             ),
+            Endpoint::Webhooks => Reply::json(
+                200,
+                json::webhooks(&self.engine.webhook_rows(), &self.engine.hook_status()),
+            ),
             Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
             Endpoint::Healthz => Reply::text(200, "ok"),
             Endpoint::Console(page) => self.console_view(idx).page(page.clone()),
