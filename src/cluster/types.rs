@@ -148,6 +148,9 @@ pub struct Output {
     pub run_now: Vec<String>,
     /// Another server's account of an entry's runs (`P/history/{entry}`), as it wrote it.
     pub history: Vec<(String, Vec<u8>)>,
+    /// An `@after` child's set of its parents' runs (`P/after/{child}`), as another server
+    /// (the leader then) wrote it.
+    pub after_sets: Vec<(String, Vec<u8>)>,
     /// Operators' asks etcd did not take and this server gave up on (entry, why), to log.
     pub ops_failed: Vec<(String, String)>,
 }

@@ -529,6 +529,9 @@ impl EtcdLink {
         for (entry, account) in engine.take_cluster_accounts() {
             self.machine.history(entry, account, now, &mut out);
         }
+        for (child, set) in engine.take_cluster_after_sets() {
+            self.machine.after_set(child, set, now, &mut out);
+        }
         self.out = out;
         self.drive(registry, now);
         let decisions = std::mem::take(&mut self.out.decisions);
@@ -544,6 +547,9 @@ impl EtcdLink {
         }
         for (entry, account) in std::mem::take(&mut self.out.history) {
             engine.cluster_account_seen(&entry, &account);
+        }
+        for (child, set) in std::mem::take(&mut self.out.after_sets) {
+            engine.cluster_after_seen(&child, &set);
         }
         for (entry, why) in std::mem::take(&mut self.out.ops_failed) {
             warn!("schedule {entry}: an operation asked of the cluster was lost: {why}");

@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod after;
 mod compaction;
 mod etcd_codec;
 mod etcd_tls;

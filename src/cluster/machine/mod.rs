@@ -67,7 +67,8 @@ enum Purpose {
     FireRun {
         entry: String,
     },
-    /// This server's account of an entry's runs.
+    /// This server's account of an entry's runs or set of an `@after` child; `entry` is
+    /// the key under the prefix (`history/{entry}`, `after/{child}`).
     PutHistory {
         entry: String,
     },
@@ -661,10 +662,8 @@ impl Machine {
                 for kv in it.next().unwrap_or_default() {
                     self.cache_run(&kv);
                 }
-                for kv in it.by_ref().next().unwrap_or_default() {
-                    self.watch_event(etcd::WatchEvent { deleted: false, kv }, out);
-                }
-                for kv in it.next().unwrap_or_default() {
+                // Ops, accounts and `@after` sets.
+                for kv in it.flatten() {
                     self.watch_event(etcd::WatchEvent { deleted: false, kv }, out);
                 }
             }

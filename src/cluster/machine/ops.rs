@@ -1,7 +1,9 @@
 //! An operator's hand on an entry, for the whole cluster: `P/ops/{entry}` (pause, skip, run
 //! now), written from any server and obeyed by the leader, this one or the next; and each
 //! entry's account of its runs (`P/history/{entry}`), written by the server that saw them and
-//! shown by every server. The account's bytes are the engine's: the machine only carries them.
+//! shown by every server; and each `@after` child's set of its parents' runs (`P/after/{child}`),
+//! written by the server that saw them end and read by the next leader. The bytes are the
+//! engine's: the machine only carries them.
 
 use super::*;
 use crate::cluster::records::OpsRecord;
@@ -59,7 +61,13 @@ impl Machine {
 
     /// This server's account of an entry's runs changed: write it (the newest only).
     pub fn history(&mut self, entry: String, account: Vec<u8>, now: u64, out: &mut Output) {
-        self.history_out.insert(entry, account);
+        self.history_out.insert(format!("history/{entry}"), account);
+        self.advance(now, out);
+    }
+
+    /// This server's set of an `@after` child changed: write it (the newest only).
+    pub fn after_set(&mut self, child: String, set: Vec<u8>, now: u64, out: &mut Output) {
+        self.history_out.insert(format!("after/{child}"), set);
         self.advance(now, out);
     }
 
@@ -133,12 +141,13 @@ impl Machine {
         }))
     }
 
-    pub(super) fn history_request(&mut self, entry: &str) -> Option<Request> {
-        let account = self.history_out.remove(entry)?;
+    /// `rel`: the key under the prefix (`history/{entry}` or `after/{child}`).
+    pub(super) fn history_request(&mut self, rel: &str) -> Option<Request> {
+        let account = self.history_out.remove(rel)?;
         self.history_written
-            .insert(entry.to_string(), account.clone());
+            .insert(rel.to_string(), account.clone());
         Some(Request::Put {
-            key: self.history_key(entry),
+            key: self.key(rel),
             value: account,
             lease: 0,
         })
@@ -327,16 +336,21 @@ impl Machine {
         self.ops.get(entry).is_some_and(|c| c.record.paused)
     }
 
-    /// Another server's account of an entry (this server's own comes back by the watch too).
-    pub(super) fn history_seen(&mut self, entry: &str, kv: &Kv, out: &mut Output) {
+    /// Another server's account of an entry or set of a child, at `rel` (`history/{entry}`,
+    /// `after/{child}`; this server's own comes back by the watch too).
+    pub(super) fn history_seen(&mut self, rel: &str, kv: &Kv, out: &mut Output) {
         if self
             .history_written
-            .get(entry)
+            .get(rel)
             .is_some_and(|a| *a == kv.value)
         {
             return;
         }
-        self.history_written.remove(entry);
-        out.history.push((entry.to_string(), kv.value.clone()));
+        self.history_written.remove(rel);
+        if let Some(entry) = rel.strip_prefix("history/") {
+            out.history.push((entry.to_string(), kv.value.clone()));
+        } else if let Some(child) = rel.strip_prefix("after/") {
+            out.after_sets.push((child.to_string(), kv.value.clone()));
+        }
     }
 }

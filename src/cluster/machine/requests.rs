@@ -78,6 +78,9 @@ impl Machine {
                     Op::GetPrefix {
                         prefix: self.key("history/"),
                     },
+                    Op::GetPrefix {
+                        prefix: self.key("after/"),
+                    },
                 ],
                 failure: vec![],
             }),
@@ -89,7 +92,7 @@ impl Machine {
                         key: leader_key,
                         revision: fence,
                     }],
-                    // The entry's operators' record and its account go with it.
+                    // The entry's operators' record, its account and its `@after` set go with it.
                     success: vec![
                         Op::Delete {
                             key: self.run_key(&id),
@@ -99,6 +102,9 @@ impl Machine {
                         },
                         Op::Delete {
                             key: self.history_key(&id),
+                        },
+                        Op::Delete {
+                            key: self.key(&format!("after/{id}")),
                         },
                     ],
                     failure: vec![],

@@ -1,5 +1,5 @@
 //! The watch on the cluster's keys: who leads (a deleted leader key starts the failover),
-//! who is a member, the run records, a pushed schedules file, and the comparison of this
+//! who is a member, the run records, the accounts and `@after` sets, a pushed schedules file, and the comparison of this
 //! server's schedules digests with the leader's.
 
 use super::*;
@@ -173,10 +173,10 @@ impl Machine {
         } else if let Some(id) = rest.strip_prefix("ops/") {
             let id = id.to_string();
             self.ops_seen(&id, (!ev.deleted).then_some(&ev.kv), out);
-        } else if let Some(id) = rest.strip_prefix("history/") {
+        } else if rest.starts_with("history/") || rest.starts_with("after/") {
             if !ev.deleted {
-                let id = id.to_string();
-                self.history_seen(&id, &ev.kv, out);
+                let rel = rest.to_string();
+                self.history_seen(&rel, &ev.kv, out);
             }
         } else if rest == "schedules" && !ev.deleted {
             self.schedules_seen(&ev.kv, out);

@@ -2,7 +2,7 @@
 //! child last ran), journalled; the child's run when the set is complete (fan-in, once per
 //! set), `when=`, `within=` (a set not complete in time is a missed run, alerted with the
 //! parents that did not run), the `{after}` placeholder and the links from a child's runs
-//! to its parents' runs.
+//! to its parents' runs; in a cluster, each set kept in etcd for the next leader.
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -84,6 +84,39 @@ pub(crate) fn after_json(parents: &[ParentRun]) -> String {
     }
     out.push(']');
     out
+}
+
+/// A child's set as kept in etcd (`P/after/{child}`):
+/// `[{"id":"a","handle":"H:host:12","scheduled":MS,"ended":MS,"ok":true}]`.
+pub(crate) fn set_json(parents: &[ParentRun]) -> String {
+    let mut out = String::with_capacity(64 * parents.len() + 2);
+    crate::json::array(&mut out, parents, |out, p| {
+        let mut o = crate::json::Obj::new(out);
+        o.str("id", &p.id)
+            .str("handle", &p.handle)
+            .num("scheduled", p.scheduled_ms)
+            .num("ended", p.ended_ms)
+            .bool("ok", p.ok);
+        o.end();
+    });
+    out
+}
+
+/// A set read back from etcd; `None` when it is not one (another version, a hand-made key).
+pub(crate) fn parse_set(bytes: &[u8]) -> Option<Vec<ParentRun>> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    v.as_array()?
+        .iter()
+        .map(|p| {
+            Some(ParentRun {
+                id: Rc::from(p.get("id")?.as_str()?),
+                handle: p.get("handle")?.as_str()?.to_string(),
+                scheduled_ms: p.get("scheduled")?.as_u64()?,
+                ended_ms: p.get("ended")?.as_u64()?,
+                ok: p.get("ok")?.as_bool()?,
+            })
+        })
+        .collect()
 }
 
 /// `show runs`' and the console's form of a link: `a H:host:1 2026-...Z complete, b ...`.
@@ -363,6 +396,43 @@ impl Engine {
         self.arm_within(slot);
     }
 
+    /// The sets of the children whose set changed here, as kept in etcd.
+    pub fn take_cluster_after_sets(&mut self) -> Vec<(String, Vec<u8>)> {
+        std::mem::take(&mut self.schedules.cluster.after_dirty)
+            .into_iter()
+            .map(|child| {
+                let json = set_json(self.schedules.after.pending(&child));
+                (child.to_string(), json.into_bytes())
+            })
+            .collect()
+    }
+
+    /// The cluster's set of `child`, written by the server that saw its parents' runs end
+    /// (the leader then): this server takes it, so that when it leads, the parents that ran
+    /// on an earlier leader still count.
+    pub fn cluster_after_seen(&mut self, child: &str, bytes: &[u8]) {
+        let Some(&slot) = self.schedules.by_id.get(child) else {
+            return;
+        };
+        if !matches!(self.schedules.entries[slot].entry.timing, Timing::After(_)) {
+            return;
+        }
+        let Some(set) = parse_set(bytes) else {
+            log::warn!(
+                "schedule {child}: the cluster's set of its parents' runs does not parse; ignored"
+            );
+            return;
+        };
+        let child = Rc::clone(&self.schedules.entries[slot].id);
+        if set.is_empty() {
+            self.schedules.after.sets.remove(&child);
+        } else {
+            self.schedules.after.sets.insert(Rc::clone(&child), set);
+        }
+        self.journal_after_set_quietly(&child);
+        self.arm_within(slot);
+    }
+
     /// The parents' runs (`{after}`'s JSON) of the run whose job is `handle`, while the
     /// job is here or its output kept; `None` for a job not made from an `@after` set.
     pub fn run_parents(&self, handle: &[u8]) -> Option<String> {
@@ -390,6 +460,15 @@ impl Engine {
     }
 
     fn journal_after_set(&mut self, child: &Rc<str>) {
+        if self.schedules.clustered {
+            // The next leader needs the set: a parent may run here and the child there.
+            self.schedules.cluster.after_dirty.insert(Rc::clone(child));
+        }
+        self.journal_after_set_quietly(child);
+    }
+
+    /// Journal the child's set without telling the cluster (it came from there).
+    fn journal_after_set_quietly(&mut self, child: &Rc<str>) {
         if !self.config.durable {
             return;
         }
@@ -410,5 +489,35 @@ impl Engine {
             entry: crate::engine::durable::entry_bytes(child),
             parents,
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_round_trips_through_etcd_and_garbage_is_not_one() {
+        let set = vec![
+            ParentRun {
+                id: Rc::from("backup.db"),
+                handle: "H:db1:\"17\"".into(),
+                scheduled_ms: 1_700_000_000_000,
+                ended_ms: 1_700_000_060_000,
+                ok: true,
+            },
+            ParentRun {
+                id: Rc::from("b"),
+                handle: "H:x:2".into(),
+                scheduled_ms: 0,
+                ended_ms: 5,
+                ok: false,
+            },
+        ];
+        assert_eq!(parse_set(set_json(&set).as_bytes()), Some(set));
+        assert_eq!(parse_set(b"[]"), Some(Vec::new()));
+        assert_eq!(parse_set(b"[{\"id\":\"a\"}]"), None);
+        assert_eq!(parse_set(b"{}"), None);
+        assert_eq!(parse_set(b"\xff"), None);
     }
 }

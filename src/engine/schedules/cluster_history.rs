@@ -24,6 +24,8 @@ pub(crate) struct ClusterSide {
     pub ops_out: Vec<(Rc<str>, ScheduleOp, u64)>,
     /// Entries whose account changed here since it was last handed to the cluster.
     pub dirty: BTreeSet<Rc<str>>,
+    /// `@after` children whose set changed here since it was last handed to the cluster.
+    pub after_dirty: BTreeSet<Rc<str>>,
 }
 
 impl Engine {
