@@ -1,7 +1,7 @@
 //! The HTTP listener's refusals of requests from the wrong host or a browser on another site
 //! (`crate::http::guard` decides): each one is answered 403, logged and counted.
 
-use crate::http::guard::{self, Refusal};
+use crate::http::guard;
 use crate::http::parse::SiteHeaders;
 use crate::http::response::Reply;
 use crate::log_budget::Cause;
@@ -10,20 +10,6 @@ use crate::peer_text;
 use std::net::SocketAddr;
 
 use super::HttpGlue;
-
-/// Refusals by reason, for `/metrics`.
-#[derive(Debug, Default)]
-pub(in crate::reactor) struct Refusals([u64; Refusal::ALL.len()]);
-
-impl Refusals {
-    pub(in crate::reactor) fn by_reason(&self) -> Vec<(&'static str, u64)> {
-        Refusal::ALL
-            .iter()
-            .zip(self.0)
-            .map(|(r, n)| (r.reason(), n))
-            .collect()
-    }
-}
 
 impl HttpGlue {
     /// The 403 for a request the guard refuses, logged and counted; `None` to serve it.
@@ -36,9 +22,7 @@ impl HttpGlue {
         now: u64,
     ) -> Option<Reply> {
         let why = guard::check(&self.allowed, site).err()?;
-        if let Some(n) = Refusal::ALL.iter().position(|r| *r == why) {
-            self.refusals.0[n] += 1;
-        }
+        self.refusals.count(why);
         let peer = peer.map_or_else(|| "?".to_string(), |a| a.ip().to_string());
         peer_log!(
             now,

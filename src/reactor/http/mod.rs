@@ -1,8 +1,9 @@
 //! The HTTP listener inside the reactor: its listening sockets, each HTTP connection's state,
 //! and the glue between the sockets, the pure `crate::http` code and the engine.
 //!
-//! This file: `HttpGlue` (the listeners, what HTTP connections share) and the read path.
+//! This file: the read path, requests answered, deadlines.
 //!
+//! - `glue`: `HttpGlue`, the listeners and what HTTP connections share.
 //! - `conn`: one HTTP connection's state, kept in its `Connection`.
 //! - `console`: the console's pages, JSON and actions, and its job-rate ring.
 //! - `guard`: the 403s for the wrong Host or a cross-site browser, logged and counted.
@@ -22,22 +23,18 @@
 
 pub(super) mod conn;
 mod console;
+mod glue;
 mod guard;
 mod ops;
 
-use std::io;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
 use log::{debug, info};
-use mio::net::TcpListener;
-use mio::{Interest, Poll};
 
 use super::conn::{Connection, Kind, READ_CAP, ReadStatus};
 use super::deadlines::Deadline;
-use super::token::{self, Listener, Source};
-use super::{FRAMES_PER_TURN, Server, listen};
-use crate::config::Config;
+use super::{FRAMES_PER_TURN, Server};
 use crate::engine::ConnId;
 use crate::http::endpoint::{Endpoint, Route, Submit};
 use crate::http::job::{JobWait, Progress};
@@ -46,14 +43,14 @@ use crate::http::parse::{Method, Version};
 use crate::http::response::{self, Reply};
 use crate::http::route;
 use crate::http::session::Next;
-use crate::http::{HttpLimits, failed_ops, json, schedule_ops};
+use crate::http::{failed_ops, json, schedule_ops};
 use crate::log_budget::Cause;
 use crate::peer_log;
 use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Request};
-use crate::proto::response::Response;
 use crate::timer::TimerKey;
 use conn::{HttpConn, InFlight};
+pub(super) use glue::HttpGlue;
 
 /// Pipelined bytes an HTTP connection may have buffered while its current request waits for
 /// a job; reading pauses beyond this until the answer is out.
@@ -62,77 +59,10 @@ const PIPELINE_CAP: usize = 64 * 1024;
 /// How long a connection refused with an error keeps draining what the client still sends.
 const LINGER_MS: u64 = 2_000;
 
-/// What all HTTP connections share.
-pub(super) struct HttpGlue {
-    listeners: Vec<TcpListener>,
-    addrs: Vec<SocketAddr>,
-    limits: HttpLimits,
-    header_timeout_ms: u64,
-    idle_timeout_ms: u64,
-    /// Engine replies for HTTP connections, set aside by `dispatch` and answered after it.
-    pub(super) inbox: Vec<(ConnId, Response)>,
-    /// The hosts requests may name (guard.rs).
-    pub(super) allowed: crate::http::guard::Allowed,
-    pub(super) refusals: guard::Refusals,
-    /// Job counts of the last minutes, for the console's chart (console.rs).
-    pub(super) rates: crate::http::console::rates::Rates,
-    /// Console actions refused (not loopback, or no sign of the console's page).
-    pub(super) console_refused: u64,
-}
-
-impl HttpGlue {
-    /// Bind the HTTP listeners of `config` (none without `--http-port`/`--http-listen`).
-    pub(super) fn bind(config: &Config, poll: &Poll) -> io::Result<HttpGlue> {
-        let mut glue = HttpGlue {
-            listeners: Vec::new(),
-            addrs: Vec::new(),
-            limits: HttpLimits {
-                max_body: config.limits.max_packet,
-                ..HttpLimits::default()
-            },
-            header_timeout_ms: 10_000,
-            idle_timeout_ms: 60_000,
-            inbox: Vec::new(),
-            allowed: Default::default(),
-            refusals: Default::default(),
-            rates: Default::default(),
-            console_refused: 0,
-        };
-        let Some(http) = &config.http else {
-            return Ok(glue);
-        };
-        glue.header_timeout_ms = http.header_timeout.as_millis() as u64;
-        glue.idle_timeout_ms = http.idle_timeout.as_millis() as u64;
-        for (i, addr) in http.listen.iter().enumerate() {
-            token::check_listener(i)?;
-            let mut l = listen::bind(*addr, config.backlog).map_err(|e| {
-                io::Error::new(e.kind(), format!("cannot listen for HTTP on {addr}: {e}"))
-            })?;
-            let token = Source::Listener(Listener::Http(i)).token();
-            poll.registry()
-                .register(&mut l, token, Interest::READABLE)?;
-            glue.addrs.push(l.local_addr()?);
-            glue.listeners.push(l);
-        }
-        glue.allowed = crate::http::guard::Allowed::new(&glue.addrs, &http.allowed_hosts);
-        Ok(glue)
-    }
-
-    /// HTTP listener `i`.
-    pub(super) fn listener(&self, i: usize) -> Option<&TcpListener> {
-        self.listeners.get(i)
-    }
-
-    /// The HTTP listeners' addresses (port 0 resolved).
-    pub(super) fn addrs(&self) -> &[SocketAddr] {
-        &self.addrs
-    }
-}
-
 impl Server {
     /// The HTTP listeners' addresses (port 0 resolved); empty without `--http-port`.
     pub fn http_addrs(&self) -> &[SocketAddr] {
-        &self.http.addrs
+        self.http.addrs()
     }
 
     /// A connection was accepted at slot `idx`: count it, and set an HTTP one up.
