@@ -121,24 +121,13 @@ impl Machine {
         let key = self.ops_key(entry);
         let leader_key = self.key("leader");
         self.ops_sent = Some((entry.to_string(), record.clone()));
-        Some(Request::Txn(Txn {
-            compare: vec![
-                Compare::CreateRevision {
-                    key: leader_key.clone(),
-                    revision: fence,
-                },
-                Compare::ModRevision {
-                    key: key.clone(),
-                    revision,
-                },
-            ],
-            success: vec![Op::Put {
-                key: key.clone(),
-                value: record.to_json(),
-                lease: 0,
-            }],
-            failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
-        }))
+        Some(Request::Txn(super::requests::fenced_put(
+            leader_key,
+            fence,
+            key,
+            revision,
+            record.to_json(),
+        )))
     }
 
     /// `rel`: the key under the prefix (`history/{entry}` or `after/{child}`).

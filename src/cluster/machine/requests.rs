@@ -122,24 +122,13 @@ impl Machine {
                 // claim back before its answer, so the one before it is kept here.
                 self.claim_previous = self.runs.get(&ask.entry).map_or(0, |c| c.record.nominal_ms);
                 let record = self.claim_record(ask, fence);
-                Request::Txn(Txn {
-                    compare: vec![
-                        Compare::CreateRevision {
-                            key: leader_key.clone(),
-                            revision: fence,
-                        },
-                        Compare::ModRevision {
-                            key: key.clone(),
-                            revision,
-                        },
-                    ],
-                    success: vec![Op::Put {
-                        key: key.clone(),
-                        value: record.to_json(),
-                        lease: 0,
-                    }],
-                    failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
-                })
+                Request::Txn(fenced_put(
+                    leader_key,
+                    fence,
+                    key,
+                    revision,
+                    record.to_json(),
+                ))
             }
             Purpose::Operate { entry, op, .. } => self.operate_request(entry, op),
             Purpose::FireRun { entry } => self.fire_request(entry)?,
@@ -171,5 +160,34 @@ impl Machine {
                 })
             }
         })
+    }
+}
+
+/// A write only the leader of term `fence` can make, over the `revision` of `key` it read (0:
+/// the key must not exist): on failure, the leader key and `key` are read back to see why.
+pub(super) fn fenced_put(
+    leader_key: Vec<u8>,
+    fence: i64,
+    key: Vec<u8>,
+    revision: i64,
+    value: Vec<u8>,
+) -> Txn {
+    Txn {
+        compare: vec![
+            Compare::CreateRevision {
+                key: leader_key.clone(),
+                revision: fence,
+            },
+            Compare::ModRevision {
+                key: key.clone(),
+                revision,
+            },
+        ],
+        success: vec![Op::Put {
+            key: key.clone(),
+            value,
+            lease: 0,
+        }],
+        failure: vec![Op::Get { key: leader_key }, Op::Get { key }],
     }
 }
