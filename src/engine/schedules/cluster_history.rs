@@ -175,6 +175,8 @@ fn merge(mine: &mut History, theirs: History) {
     mine.runs = mine.runs.max(theirs.runs);
     mine.failures = mine.failures.max(theirs.failures);
     mine.skips = mine.skips.max(theirs.skips);
+    mine.too_long = mine.too_long.max(theirs.too_long);
+    mine.too_short = mine.too_short.max(theirs.too_short);
     if theirs.last_outcome.is_some() {
         mine.last_outcome = theirs.last_outcome;
         mine.last_duration_ms = theirs.last_duration_ms;
@@ -206,6 +208,8 @@ pub(super) fn account(h: &History) -> String {
         .num("runs", h.runs)
         .num("failures", h.failures)
         .num("skips", h.skips)
+        .num("too_long", h.too_long)
+        .num("too_short", h.too_short)
         .opt_num("seen", h.seen_ms)
         .bool("last_manual", h.marks.last_manual)
         .opt_str("last_error", h.last_error.as_deref());
@@ -243,6 +247,8 @@ pub(super) fn parse_account(bytes: &[u8]) -> Option<History> {
         runs: n(&v, "runs")?,
         failures: n(&v, "failures").unwrap_or(0),
         skips: n(&v, "skips").unwrap_or(0),
+        too_long: n(&v, "too_long").unwrap_or(0),
+        too_short: n(&v, "too_short").unwrap_or(0),
         seen_ms: n(&v, "seen"),
         last_error: text("last_error").map(|e| super::run_history::one_line(&e)),
         ..History::default()
@@ -292,6 +298,8 @@ mod tests {
             runs: 25,
             failures: 3,
             skips: 4,
+            too_long: 2,
+            too_short: 1,
             seen_ms: Some(1_700_000_000_000),
             last_error: Some("disk full".into()),
             ..History::default()
@@ -337,6 +345,11 @@ mod tests {
         mine.recent.push(extra.clone());
         merge(&mut mine, back);
         assert_eq!((mine.runs, mine.failures, mine.skips), (30, 3, 4));
+        assert_eq!(
+            (mine.too_long, mine.too_short),
+            (2, 1),
+            "duration alerts kept too"
+        );
         assert_eq!(mine.recent.iter().last(), Some(&extra));
         assert_eq!(mine.last_error.as_deref(), Some("disk full"));
         assert!(parse_account(b"\xff").is_none());
