@@ -147,9 +147,11 @@ fn an_alert_is_posted_with_its_idempotency_key() {
         )
     });
     assert!(metric(&s, "gearwheel_webhook_queue 0"));
+    // The log comes through the server's stderr pipe: wait for the line, then read it all.
+    s.server.wait_log(&format!("alert {} delivered", g.key), 10);
     let log = s.server.log();
     assert!(
-        log.contains(&format!("alert {} delivered", g.key)) && !log.contains("secret"),
+        !log.contains("secret"),
         "the URL's path is never logged:\n{log}"
     );
 }
@@ -207,11 +209,8 @@ fn a_hook_that_keeps_failing_is_given_up() {
         "two attempts, then no more"
     );
     assert!(metric(&s, "gearwheel_webhook_queue 0"));
-    let log = s.server.log();
-    assert!(
-        log.contains("given up after 2 attempts: answered 503"),
-        "{log}"
-    );
+    s.server
+        .wait_log("given up after 2 attempts: answered 503", 10);
     let listing = s.gearman().admin("show webhooks", true);
     let row: Vec<&str> = listing.lines().next().unwrap().split('\t').collect();
     assert_eq!(
