@@ -88,17 +88,8 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             if flags & !FLAG_ENTRY != 0 {
                 return Err("unknown flags in a failed-job record");
             }
-            let mut lens = [0usize; 5];
-            for l in &mut lens {
-                *l = c.u32()? as usize;
-            }
+            let spans = c.lengths_then_fields::<5>()?;
             let all = Bytes::copy_from_slice(payload);
-            let mut spans = [(0, 0); 5];
-            for (s, &n) in spans.iter_mut().zip(&lens) {
-                let start = c.at;
-                c.take(n)?;
-                *s = (start, start + n);
-            }
             let slice = |(a, b): (usize, usize)| all.slice(a..b);
             Record::FailedKept(FailedKept {
                 id,
@@ -214,19 +205,10 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             if flags & !known != 0 {
                 return Err("unknown flags in an output record");
             }
-            let mut lens = [0usize; 5];
-            for l in &mut lens {
-                *l = c.u32()? as usize;
-            }
+            let spans = c.lengths_then_fields::<5>()?;
             // One copy of the record, its fields slices of it: a kept output pins only its
             // own bytes, not the file buffer it was read from.
             let all = Bytes::copy_from_slice(payload);
-            let mut spans = [(0, 0); 5];
-            for (s, &n) in spans.iter_mut().zip(&lens) {
-                let start = c.at;
-                c.take(n)?;
-                *s = (start, start + n);
-            }
             let slice = |(a, b): (usize, usize)| all.slice(a..b);
             Record::OutputKept(OutputKept {
                 handle: slice(spans[0]),
@@ -333,6 +315,20 @@ impl Cursor<'_> {
         let start = self.at;
         self.take(n)?;
         Ok((start, start + n))
+    }
+    /// `N` u32 lengths, then the `N` fields they measure: each field's span in the payload.
+    fn lengths_then_fields<const N: usize>(&mut self) -> Result<[(usize, usize); N], &'static str> {
+        let mut spans = [(0, 0); N];
+        for s in &mut spans {
+            s.1 = self.u32()? as usize;
+        }
+        for s in &mut spans {
+            let n = s.1;
+            let start = self.at;
+            self.take(n)?;
+            *s = (start, start + n);
+        }
+        Ok(spans)
     }
     fn end(&self) -> Result<(), &'static str> {
         if self.at == self.b.len() {
