@@ -177,6 +177,20 @@ impl Machine {
         }
     }
 
+    /// The record this server sent for `entry`, taken by etcd at `revision`: cached as etcd
+    /// now holds it.
+    fn cache_sent(
+        &mut self,
+        sent: Option<(String, OpsRecord)>,
+        entry: &str,
+        revision: i64,
+        out: &mut Output,
+    ) {
+        if let Some((e, record)) = sent.filter(|(e, _)| e == entry) {
+            self.cache_ops(&e, record, revision, out);
+        }
+    }
+
     /// etcd's answer to an operator's ask.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn operate_result(
@@ -191,9 +205,7 @@ impl Machine {
     ) {
         let sent = self.ops_sent.take();
         if succeeded {
-            if let Some((e, record)) = sent.filter(|(e, _)| *e == entry) {
-                self.cache_ops(&e, record, revision, out);
-            }
+            self.cache_sent(sent, &entry, revision, out);
             return;
         }
         // Someone else wrote the record first: learn it and ask again over it.
@@ -222,9 +234,7 @@ impl Machine {
     ) {
         let sent = self.ops_sent.take();
         if succeeded {
-            if let Some((e, record)) = sent.filter(|(e, _)| *e == entry) {
-                self.cache_ops(&e, record, revision, out);
-            }
+            self.cache_sent(sent, &entry, revision, out);
             out.run_now.push(entry);
             return;
         }
