@@ -52,6 +52,7 @@ mod process;
 mod reread;
 mod retries;
 mod schedule_after;
+mod schedule_clock;
 mod schedule_durations;
 mod schedule_ops;
 mod schedules;

@@ -317,6 +317,7 @@ impl Engine {
             self.ping_due(slot, nominal);
         } else if late <= MISSED_AFTER_MS {
             self.run_entry(slot, nominal, now, out);
+            self.missed_since(slot, nominal, now, out);
         } else if self.schedules.clustered && !self.schedules.cluster.leading {
             // A follower's late timer (it was stalled): the leader dealt with that time.
         } else if st.entry.catchup != Catchup::None {
@@ -341,6 +342,48 @@ impl Engine {
             );
         }
         self.arm_after(slot, now);
+    }
+
+    /// The run due at `nominal` was made late: the entry's times that fell since, up to `now`,
+    /// were not (the wall clock stepped forward, or the loop stalled under five minutes).
+    /// They are made up under `catchup=all`, else counted, logged and alerted as missed; the
+    /// next run is armed after now either way. On a follower the leader deals with them.
+    fn missed_since(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
+        if self.schedules.clustered && !self.schedules.cluster.leading {
+            return;
+        }
+        let st = &mut self.schedules.entries[slot];
+        let Some(first) = st
+            .entry
+            .timing
+            .next_after(utc(nominal), &st.entry.zone)
+            .map(|t| t.timestamp_millis().max(0) as u64)
+            .filter(|&t| t <= now)
+        else {
+            return;
+        };
+        // Every time up to `nominal` is dealt with: what follows starts after it.
+        st.history.seen_ms = st.history.seen_ms.max(Some(nominal));
+        if matches!(st.entry.catchup, Catchup::All { .. }) {
+            self.catch_up(slot, now, out);
+            return;
+        }
+        let (n, capped) = self.skip_until(slot, nominal, now, 0);
+        let reason = format!(
+            "{} missed after {} (now {}; the wall clock stepped forward or the server stalled): the run due then was made late, the times since are not made up (catchup=all would)",
+            missed_runs(n, capped),
+            rfc3339(nominal),
+            rfc3339(now),
+        );
+        log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
+        self.run_not_made(
+            slot,
+            RunRecord::never(first, RunOutcome::Missed),
+            reason,
+            true,
+            now,
+            out,
+        );
     }
 
     /// Skip the runs in `(after, now]`, plus `extra` already due: count them, remember that
