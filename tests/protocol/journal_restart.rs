@@ -1,5 +1,6 @@
 //! Time across a restart: a future job keeps its time when the server dies before it, and a
-//! `catchup=last` entry that missed runs while the server was down fires once at start.
+//! `catchup=last` entry that missed runs while the server was down fires once at start (the
+//! older times it does not make up are counted as missed).
 
 use crate::support;
 use support::*;
@@ -74,4 +75,13 @@ fn a_missed_catchup_last_run_fires_once_at_start() {
     s.wait_log("schedule tick: catching up the run missed at", 2);
     s.advance(300);
     assert_eq!(s.log().matches("catching up").count(), 1, "{}", s.log());
+    // The older of the two times missed is not made up: it is counted, logged and alerted,
+    // never passed over in silence.
+    s.wait_log("tick: 1 run missed from", 2);
+    assert!(
+        s.log().contains("catchup=last makes up the newest only"),
+        "{}",
+        s.log()
+    );
+    assert_eq!(s.connect().schedule_row("tick")[9], "1");
 }

@@ -464,17 +464,47 @@ impl Engine {
             return;
         };
         let mut last_missed = None;
+        let mut first_missed = None;
+        let mut older = 0u64;
         let mut at = utc(from);
         for _ in 0..1_000_000 {
             match st.entry.timing.next_after(at, &st.entry.zone) {
                 Some(t) if (t.timestamp_millis() as u64) <= now => {
+                    older += u64::from(last_missed.is_some());
                     last_missed = Some(t.timestamp_millis() as u64);
+                    first_missed.get_or_insert(t.timestamp_millis() as u64);
                     at = t;
                 }
                 _ => break,
             }
         }
         let Some(missed) = last_missed else { return };
+        if older > 0 {
+            // The times before the newest are not made up: counted, logged and alerted, so
+            // that no time is passed over in silence.
+            let first = first_missed.unwrap_or(missed);
+            let h = &mut self.schedules.entries[slot].history;
+            h.skips += older;
+            h.seen_ms = h.seen_ms.max(Some(first));
+            let reason = format!(
+                "{} missed from {} (now {}): catchup=last makes up the newest only, {}",
+                missed_runs(older, false),
+                rfc3339(first),
+                rfc3339(now),
+                rfc3339(missed)
+            );
+            log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
+            self.journal_history(slot);
+            self.run_not_made(
+                slot,
+                RunRecord::never(first, RunOutcome::Missed),
+                reason,
+                true,
+                now,
+                out,
+            );
+        }
+        let st = &self.schedules.entries[slot];
         if st.entry.deadline_ms.is_some_and(|d| now - missed > d) {
             let st = &mut self.schedules.entries[slot];
             st.history.skips += 1;

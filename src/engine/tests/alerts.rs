@@ -177,7 +177,16 @@ fn runs_missed_while_down_alert_at_start_and_a_late_catch_up_past_its_deadline_t
     let n = queued(&mut next, "alert");
     let mut alerts: Vec<String> = (0..n).map(|_| take(&mut next, "alert").1).collect();
     alerts.sort();
-    assert_eq!(alerts.len(), 2, "{alerts:?}");
+    assert_eq!(alerts.len(), 3, "{alerts:?}");
+    // catchup=last: the older time it does not make up (08:00) is missed too.
+    assert!(
+        alerts[1].contains("\"entry\":\"late\"")
+            && alerts[1].contains("\"scheduled\":\"2026-11-22T08:00:00Z\"")
+            && alerts[1].contains("1 run missed from 2026-11-22T08:00:00Z")
+            && alerts[1].contains("catchup=last makes up the newest only"),
+        "{}",
+        alerts[1]
+    );
     assert!(
         alerts[0].contains("\"entry\":\"hourly\"")
             && alerts[0].contains("\"scheduled\":\"2026-11-22T08:00:00Z\"")
@@ -186,11 +195,11 @@ fn runs_missed_while_down_alert_at_start_and_a_late_catch_up_past_its_deadline_t
         alerts[0]
     );
     assert!(
-        alerts[1].contains("\"entry\":\"late\"")
-            && alerts[1].contains("\"scheduled\":\"2026-11-22T09:00:00Z\"")
-            && alerts[1].contains("older than its deadline"),
+        alerts[2].contains("\"entry\":\"late\"")
+            && alerts[2].contains("\"scheduled\":\"2026-11-22T09:00:00Z\"")
+            && alerts[2].contains("older than its deadline"),
         "{}",
-        alerts[1]
+        alerts[2]
     );
 }
 
