@@ -20,8 +20,9 @@ told (--minutes N):
 Then it checks every scheduled time of both entries between the first run and the end of
 the faults, and prints one table: times checked, run once, run twice (must be 0), missed,
 and how many misses lie inside a fault window (from the fault until it was removed, or until
-the entry's next run, whichever is later), and the failover time (from the fault to the first
-run by another server) p50/p99. runs.log and faults.log in the run's directory (--keep) hold
+the entry's next run, whichever is later), how many misses the cluster itself counted (each
+entry's SKIPS on the leader, from the start to the end), and the failover time (from the
+fault to the first run by another server) p50/p99. runs.log and faults.log in the run's directory (--keep) hold
 the raw evidence, server*.log the servers' logs. Exit code 1 if any time ran twice or a miss lies outside every window.
 
     cargo build --release && python3 benches/chaos.py --minutes 30 --keep DIR
@@ -215,11 +216,24 @@ def worker(idx, port, records, stop):
         time.sleep(0.2)
 
 
-def show_cluster(port):
+def skips(port):
+    """Each entry's SKIPS as the server at `port` shows it (the cluster's account), or None."""
+    text = show_cluster(port, b"show schedules\n")
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        cols = line.split("\t")
+        if cols[0] in ENTRIES and len(cols) > 9 and cols[9].isdigit():
+            out[cols[0]] = int(cols[9])
+    return out if len(out) == len(ENTRIES) else None
+
+
+def show_cluster(port, line=b"show cluster\n"):
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
             s.settimeout(0.5)
-            s.sendall(b"show cluster\n")
+            s.sendall(line)
             got = b""
             while not got.endswith(b".\n"):
                 data = s.recv(4096)
@@ -386,10 +400,11 @@ def percentile(xs, q):
     return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
 
 
-def report(runs, done, start, end, minutes, ttl):
+def report(runs, done, start, end, minutes, ttl, counted=None):
     """The table, from the runs the workers executed and the faults applied (`done`), for
     the scheduled times from `start` to `end` - 3 s; 1 if a time ran twice or a miss lies
-    outside every fault window."""
+    outside every fault window. `counted`: each entry's SKIPS at the start and at the end,
+    as the leader showed them, to set beside the misses the workers saw."""
     counts = {}
     for entry, t, _, _ in runs:
         counts[(entry, t)] = counts.get((entry, t), 0) + 1
@@ -411,6 +426,7 @@ def report(runs, done, start, end, minutes, ttl):
     checked = once = missed = 0
     inside = {}
     outside = []
+    missed_by = {e: 0 for e in ENTRIES}
     for e in ENTRIES:
         for t in range(lo, hi + 1):
             checked += 1
@@ -419,6 +435,7 @@ def report(runs, done, start, end, minutes, ttl):
                 once += 1
             elif n == 0:
                 missed += 1
+                missed_by[e] += 1
                 kinds = [k for (k, a, b) in windows[e] if a <= t <= b]
                 if kinds:
                     inside[kinds[0]] = inside.get(kinds[0], 0) + 1
@@ -438,6 +455,9 @@ def report(runs, done, start, end, minutes, ttl):
         ("missed", str(missed)),
         ("  inside a fault window", ", ".join(f"{k} {n}" for k, n in inside.items()) or "0"),
         ("  outside every window", str(len(outside))),
+        ("  counted missed by the cluster (SKIPS)",
+         ", ".join(f"{e} {counted[e][1] - counted[e][0]} of {missed_by[e]}" for e in ENTRIES)
+         if counted else "-"),
         ("failover time p50 / p99", (f"{percentile(fos, 50) * 1000:.0f} ms / "
                                      f"{percentile(fos, 99) * 1000:.0f} ms ({len(fos)} failovers)")
          if fos else "-"),
@@ -465,6 +485,12 @@ def report_again(work):
         for line in f:
             kind, l, t0, t1, fo = line.split()
             done.append((kind, int(l), float(t0), float(t1), None if fo == "-" else float(fo)))
+    counted = None
+    try:
+        with open(os.path.join(work, "skips")) as f:
+            counted = {e: (int(a), int(b)) for e, a, b in (line.split() for line in f)}
+    except FileNotFoundError:
+        pass
     try:
         with open(os.path.join(work, "span")) as f:
             start, last, minutes, ttl = f.read().split()
@@ -472,7 +498,7 @@ def report_again(work):
     except FileNotFoundError:
         start, last = int(done[0][2]), done[-1][3] + 5
         minutes, ttl = round((last - start) / 60), 3
-    return report(runs, done, start, last, minutes, ttl)
+    return report(runs, done, start, last, minutes, ttl, counted)
 
 
 def main():
@@ -504,7 +530,8 @@ def main():
     try:
         if cl.leader(30) is None:
             sys.exit("no leader within 30 s")
-        faults.settle()
+        first = faults.settle()
+        base = skips(cl.ports[first]) if first is not None else None
         start = int(time.time()) + 1
         end = start + args.minutes * 60
         cycle = [faults.kill9, faults.stop, faults.partition, faults.clock, faults.flap]
@@ -515,9 +542,17 @@ def main():
         faults.settle()
         last = time.time()
         time.sleep(5)  # the runs of the last seconds reach their workers
+        l = cl.leader()
+        final = skips(cl.ports[l]) if l is not None else None
+        counted = None
+        if base and final:
+            counted = {e: (base[e], final[e]) for e in ENTRIES}
+            with open(os.path.join(work, "skips"), "w") as f:
+                f.writelines(f"{e} {a} {b}\n" for e, (a, b) in counted.items())
         with open(os.path.join(work, "span"), "w") as f:
             f.write(f"{start} {last:.3f} {args.minutes} {args.ttl}\n")
-        code = report(list(records.runs), faults.done, start, last, args.minutes, args.ttl)
+        code = report(list(records.runs), faults.done, start, last, args.minutes, args.ttl,
+                      counted)
     finally:
         stop.set()
         cl.stop()

@@ -482,6 +482,15 @@ impl EtcdLink {
 /// The reactor's side of the link, once a turn and on the loop's events: each takes what it
 /// uses (the engine and outbox lent for the turn, the poller's registry, the clocks).
 impl EtcdLink {
+    /// Before the engine's timers, each turn: whether this server may lead now, by the
+    /// monotonic clock. A leader frozen past its lease (SIGSTOP, a VM stall) wakes with
+    /// timers overdue; judged on the last turn's standing it would count the times it slept
+    /// through as its own misses, which were the next leader's to make.
+    pub(super) fn standing(&self, engine: &mut Engine, mono: u64) {
+        let status = self.machine.status(mono);
+        engine.set_cluster_standing(status.is_leader, status.reachable);
+    }
+
     /// Once a turn: hand the engine's claims to the machine, tick it, send what it asks, and
     /// hand its decisions to the engine. Returns a schedules file etcd pushed, for the loop
     /// to load as a reload would.

@@ -381,6 +381,9 @@ impl Server {
             }
             self.read_conn(idx, now);
         }
+        if let Some(l) = self.cluster.as_ref() {
+            l.standing(&mut self.engine, self.time.mono);
+        }
         self.engine.on_time(now, &mut self.outbox);
         self.on_deadlines(now);
         self.cluster_turn(now);

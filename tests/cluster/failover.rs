@@ -213,6 +213,13 @@ fn a_frozen_leader_does_not_fire_when_it_wakes() {
     });
     cl.wait_runs_by_leader(std::time::Instant::now(), 2);
     cl.assert_no_time_twice();
+    // The times it slept through were the new leader's: the woken one counts none of them
+    // as its own misses, though its timers were overdue when it woke.
+    let woken = cl.servers[l].as_ref().unwrap().log();
+    assert!(
+        !woken.contains("runs missed after"),
+        "the woken leader counted the times it slept through:\n{woken}"
+    );
     // One gap, the failover; any other must be one the leader said it made: on a loaded
     // machine a keepalive answered late stops its firing until etcd confirms the lease again
     // (safety before liveness), which is allowed, but never silently.

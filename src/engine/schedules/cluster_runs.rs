@@ -53,6 +53,7 @@ impl Engine {
     ) {
         match self.schedules.by_id.get(entry) {
             Some(&slot) => {
+                self.count_unclaimed(slot, nominal, now, out);
                 // The skip is the cluster's: this server's own mark does not decide it.
                 self.schedules.entries[slot].history.marks.skip_next = skip;
                 let started = self.make_run(slot, nominal, now, out);
@@ -79,6 +80,50 @@ impl Engine {
                 crate::engine::rfc3339(nominal)
             ),
         }
+    }
+
+    /// The leader was granted `nominal`: the entry's times since the last one dealt with
+    /// and before it were claimed by nobody (etcd could not be reached while this server
+    /// stayed the leader, or another server's run still held the entry). They did not run:
+    /// counted, logged and alerted as missed, once, by the leader that goes on.
+    fn count_unclaimed(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
+        let st = &mut self.schedules.entries[slot];
+        let Some(from) = st.history.last_run_ms.max(st.history.seen_ms) else {
+            return;
+        };
+        let Some(first) = st
+            .entry
+            .timing
+            .next_after(super::utc(from), &st.entry.zone)
+            .map(|t| t.timestamp_millis().max(0) as u64)
+            .filter(|&t| t < nominal)
+        else {
+            return;
+        };
+        let (n, capped) = st.entry.timing.runs_between(
+            super::utc(from),
+            super::utc(nominal - 1),
+            &st.entry.zone,
+            super::MISSED_COUNT_CAP,
+        );
+        st.history.skips += n;
+        st.history.seen_ms = st.history.seen_ms.max(Some(nominal - 1));
+        let reason = format!(
+            "{} missed from {} (before {}): claimed by no server (etcd could not be reached, or another server's run still held the entry)",
+            super::missed_runs(n, capped),
+            crate::engine::rfc3339(first),
+            crate::engine::rfc3339(nominal)
+        );
+        log::warn!("schedule {}: {reason}", st.id);
+        self.journal_history(slot);
+        self.run_not_made(
+            slot,
+            super::run_history::RunRecord::never(first, super::run_history::RunOutcome::Missed),
+            reason,
+            true,
+            now,
+            out,
+        );
     }
 
     /// The cluster did not grant the run. `quiet`: the usual case of a follower (it is not

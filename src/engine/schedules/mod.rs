@@ -465,12 +465,14 @@ impl Engine {
         };
         let mut last_missed = None;
         let mut first_missed = None;
+        let mut newest_older = None;
         let mut older = 0u64;
         let mut at = utc(from);
         for _ in 0..1_000_000 {
             match st.entry.timing.next_after(at, &st.entry.zone) {
                 Some(t) if (t.timestamp_millis() as u64) <= now => {
                     older += u64::from(last_missed.is_some());
+                    newest_older = last_missed;
                     last_missed = Some(t.timestamp_millis() as u64);
                     first_missed.get_or_insert(t.timestamp_millis() as u64);
                     at = t;
@@ -485,7 +487,7 @@ impl Engine {
             let first = first_missed.unwrap_or(missed);
             let h = &mut self.schedules.entries[slot].history;
             h.skips += older;
-            h.seen_ms = h.seen_ms.max(Some(first));
+            h.seen_ms = h.seen_ms.max(newest_older);
             let reason = format!(
                 "{} missed from {} (now {}): catchup=last makes up the newest only, {}",
                 missed_runs(older, false),
