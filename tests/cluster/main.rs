@@ -12,6 +12,7 @@ mod etcd_codec;
 mod etcd_tls;
 mod failover;
 mod logs;
+mod op_answer;
 mod ops;
 mod overlap;
 mod push;
