@@ -299,13 +299,25 @@ impl Machine {
     }
 
     /// A request about ops or accounts got no answer: keep what is owed. An ask's answer
-    /// says so now: whether etcd took it is unknown, and it is asked again.
+    /// says so now, since whether etcd took it is unknown: a pause, resume or skip is asked
+    /// again (the same record twice is the same record); a run is not (twice would be two
+    /// runs), the operator is told to look first.
     pub(super) fn ops_lost(&mut self, p: Purpose, out: &mut Output) {
-        if let Purpose::Operate { ticket, .. } = p {
-            let why = "the connection to etcd was lost before etcd answered; the ask is sent again when etcd is back, and etcd may already have taken it";
-            self.op_answered(ticket, Err(why.into()), out);
+        if let Purpose::Operate { ticket, op, .. } = &p {
+            let why = match op {
+                EntryOp::Run => {
+                    "the connection to etcd was lost before etcd answered; etcd may have taken the run or not, and it is not asked again (twice would be two runs): look at show schedules before asking again"
+                }
+                _ => {
+                    "the connection to etcd was lost before etcd answered; the ask is sent again when etcd is back, and etcd may already have taken it"
+                }
+            };
+            self.op_answered(*ticket, Err(why.into()), out);
         }
         match p {
+            Purpose::Operate {
+                op: EntryOp::Run, ..
+            } => {}
             Purpose::Operate { .. } if self.ops_retry.len() < OPS_OWED_MAX => {
                 self.ops_retry.push(p);
             }
