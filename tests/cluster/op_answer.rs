@@ -1,7 +1,7 @@
 //! An operator's ask on a follower is answered when etcd has answered, against a real etcd
 //! frozen with SIGSTOP: no reply while etcd is silent (the lines pipelined behind the ask wait
 //! too, and an HTTP request gets no response), then `OK` (HTTP 200) once etcd took it, and the
-//! leader obeys; frozen past `--etcd-request-timeout`, the reply is the error, which says the
+//! leader obeys; a client that leaves meanwhile leaves its ask behind; frozen past `--etcd-request-timeout`, the reply is the error, which says the
 //! ask is sent again when etcd is back (and it is).
 
 use crate::support;
@@ -101,6 +101,16 @@ fn an_ask_on_a_follower_is_answered_when_etcd_has_answered() {
     support::wait_until(10, "q paused on the leader", || {
         state(leader, "q") == "paused"
     });
+
+    // A client that leaves while its ask waits gives up the answer, not the ask.
+    let mut gone = support::Http::connect(support::http_addr(follower));
+    etcd.pause();
+    gone.send(&support::request("POST", "/schedules/s/skip", &[], b""));
+    follower.wait_log("schedule s: skip schedule handed to the cluster", 5);
+    drop(gone);
+    follower.wait_log("closed while waiting for the cluster's answer", 5);
+    etcd.resume();
+    follower.wait_log("schedule s: skip schedule taken by the cluster", 5);
 
     // Frozen past --etcd-request-timeout (1 s here): the reply is the error, which says the
     // ask goes again when etcd is back; and it does.

@@ -142,11 +142,16 @@ impl Server {
         // no worker comes. A background answer comes within the turn and is still given.
         let closed = matches!(status, Ok(ReadStatus::Eof)) || c.hung_up();
         if closed && c.http().is_some_and(HttpConn::waits_for_a_result) {
+            // An operator's ask stays with the cluster: only its answer is given up.
+            let what = match c.http().is_some_and(|h| h.op.is_some()) {
+                true => "the cluster's answer to its ask; it gives the answer up",
+                false => "its job; it gives the job up",
+            };
             peer_log!(
                 now,
                 Cause::Connection,
                 Info,
-                "HTTP connection {idx}: the client closed while waiting for its answer; it gives it up"
+                "HTTP connection {idx}: the client closed while waiting for {what}"
             );
             self.stats.left_waiting += 1;
             self.conns.mark_close(idx);
