@@ -1,7 +1,8 @@
 //! One history and one operator's hand for a cluster (`--etcd`): each entry's account of its
 //! runs (counts, last outcome and error, the ring of its last runs) as the JSON kept in etcd
 //! and shown by every server; and operators' asks (`pause|resume|skip|run schedule`) handed
-//! to the cluster instead of acted on here, with the cluster's state mirrored back.
+//! to the cluster instead of acted on here, each answered when etcd has answered, with the
+//! cluster's state mirrored back.
 
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;

@@ -21,6 +21,16 @@ pub enum Applied {
     Asked(OpTicket),
 }
 
+impl Applied {
+    /// The job handles of a run made here (none when asked of the cluster: its leader runs it).
+    pub fn handles(self) -> Vec<String> {
+        match self {
+            Applied::Done(handles) => handles,
+            Applied::Asked(_) => Vec::new(),
+        }
+    }
+}
+
 /// Why an operation on an entry did nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScheduleOpError {

@@ -63,6 +63,27 @@ pub(in crate::reactor) struct OpWait {
     pub(in crate::reactor) head_only: bool,
 }
 
+impl OpWait {
+    /// `how`: the request's version, keep-alive and HEAD.
+    pub(in crate::reactor) fn new(
+        ticket: u64,
+        op: ScheduleOp,
+        id: Bytes,
+        console: bool,
+        (version, keep_alive, head_only): (Version, bool, bool),
+    ) -> OpWait {
+        OpWait {
+            ticket,
+            op,
+            id,
+            console,
+            version,
+            keep_alive,
+            head_only,
+        }
+    }
+}
+
 /// A request answered by a job: how to answer, and its `X-Gearman-Timeout`.
 pub(in crate::reactor) struct InFlight {
     pub(in crate::reactor) wait: JobWait,

@@ -304,27 +304,16 @@ impl Server {
                         }
                         Route::Submit(s) => self.http_submit(idx, version, keep_alive, s, now),
                         Route::Schedule { op, id } => {
-                            let done = self.engine.schedule_op(&id, op, now, &mut self.outbox);
-                            let done = match done {
-                                Ok(Applied::Asked(ticket)) => {
-                                    let wait = OpWait {
-                                        ticket,
-                                        op,
-                                        id: id.clone(),
-                                        console: false,
-                                        version,
-                                        keep_alive,
-                                        head_only,
-                                    };
-                                    self.http_op_wait(idx, wait);
-                                    None
+                            let how = (version, keep_alive, head_only);
+                            match self.engine.schedule_op(&id, op, now, &mut self.outbox) {
+                                Ok(Applied::Asked(t)) => {
+                                    self.http_op_wait(idx, OpWait::new(t, op, id, false, how))
                                 }
-                                Ok(Applied::Done(handles)) => Some(Ok(handles)),
-                                Err(e) => Some(Err(e)),
-                            };
-                            if let Some(done) = done {
-                                let r = ops::schedule(&self.engine, op, &id, &done);
-                                self.http_answer(idx, version, keep_alive, r, head_only, now);
+                                done => {
+                                    let done = done.map(Applied::handles);
+                                    let r = ops::schedule(&self.engine, op, &id, &done);
+                                    self.http_answer(idx, version, keep_alive, r, head_only, now);
+                                }
                             }
                         }
                         Route::Backfill {
@@ -369,17 +358,9 @@ impl Server {
                             console::Acted::Now(r) => {
                                 self.http_answer(idx, version, keep_alive, r, false, now)
                             }
-                            console::Acted::Asked(ticket, op, id) => {
-                                let wait = OpWait {
-                                    ticket,
-                                    op,
-                                    id,
-                                    console: true,
-                                    version,
-                                    keep_alive,
-                                    head_only: false,
-                                };
-                                self.http_op_wait(idx, wait);
+                            console::Acted::Asked(t, op, id) => {
+                                let how = (version, keep_alive, false);
+                                self.http_op_wait(idx, OpWait::new(t, op, id, true, how))
                             }
                         },
                     }
