@@ -102,6 +102,26 @@ fn an_ask_on_a_follower_is_answered_when_etcd_has_answered() {
         state(leader, "q") == "paused"
     });
 
+    // The console's action too: its 200 comes once etcd took the ask.
+    let page = [("X-Gearwheel-Console", "1"), ("Origin", "http://127.0.0.1")];
+    let mut h = support::Http::connect(support::http_addr(follower));
+    etcd.pause();
+    h.send(&support::request(
+        "POST",
+        "/ui/api/schedule",
+        &page,
+        b"resume q",
+    ));
+    follower.wait_log("schedule q: resume schedule handed to the cluster", 5);
+    h.expect_silence(200);
+    etcd.resume();
+    let r = h.read();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("\"schedule\":\"q\""), "{}", r.text());
+    support::wait_until(10, "q resumed on the leader", || {
+        state(leader, "q") == "active"
+    });
+
     // A client that leaves while its ask waits gives up the answer, not the ask.
     let mut gone = support::Http::connect(support::http_addr(follower));
     etcd.pause();
