@@ -153,6 +153,9 @@ pub struct Output {
     pub after_sets: Vec<(String, Vec<u8>)>,
     /// Operators' asks etcd did not take and this server gave up on (entry, why), to log.
     pub ops_failed: Vec<(String, String)>,
+    /// Operators' asks answered (their ticket): `Ok` when etcd took the write, else why not
+    /// (refused, given up, the link lost before etcd answered, no answer in time).
+    pub ops_done: Vec<(u64, Result<(), String>)>,
 }
 
 /// Counters for /metrics and `show cluster`.

@@ -5,7 +5,7 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 
-use super::{ConnId, Engine, FailReason, FailedSelector, JobState, Outbox, Shutdown};
+use super::{Applied, ConnId, Engine, FailReason, FailedSelector, JobState, Outbox, Shutdown};
 use crate::proto::admin::{AdminCommand, unknown_command_reply};
 use crate::proto::names::{is_bad_name, push_escaped, push_name};
 use crate::proto::response::Response;
@@ -202,8 +202,12 @@ impl Engine {
             }
             AdminCommand::Schedule { op, id: entry } => {
                 match self.schedule_op(&entry, op, now, out) {
-                    Ok(handles) if handles.is_empty() => Bytes::from_static(b"OK\r\n"),
-                    Ok(handles) => format!("OK {}\n", handles.join(" ")).into(),
+                    Ok(Applied::Done(handles)) if handles.is_empty() => {
+                        Bytes::from_static(b"OK\r\n")
+                    }
+                    Ok(Applied::Done(handles)) => format!("OK {}\n", handles.join(" ")).into(),
+                    // Answered when the cluster has answered; the line's later ones wait.
+                    Ok(Applied::Asked(ticket)) => return self.cluster_op_wait(ticket, id, true),
                     Err(e) => e.admin_reply(),
                 }
             }

@@ -47,7 +47,9 @@ mod timers;
 pub use hooks::{HookAttempt, HookLimits, HookSend, HookStatus, WebhookRow};
 pub use schedules::LoadReport;
 pub use schedules::backfill::{BackfillError, Backfilled};
-pub use schedules::ops::{CLUSTER_UNREACHABLE, HEARTBEAT_NOT_RUN, ScheduleOpError};
+pub use schedules::ops::{
+    Applied, CLUSTER_UNREACHABLE, HEARTBEAT_NOT_RUN, OpTicket, ScheduleOpError,
+};
 pub use schedules::run_history::ScheduleMarks;
 pub use schedules::run_history::{RunOutcome, RunRecord};
 pub use schedules::watch::{PingError, PingKind};
@@ -459,6 +461,7 @@ impl Engine {
             None => (None, None),
         };
         self.sync_waiting(id);
+        self.schedules.cluster.conn_gone(id);
         if let Some(h) = held {
             self.timers.cancel(h.timer);
         }
@@ -507,10 +510,11 @@ impl Engine {
         self.serve_held_grabs(now, out);
     }
 
-    /// Whether this connection's input waits: it has a GRAB held, and what it sent after the
-    /// GRAB must be answered after it.
+    /// Whether this connection's input waits: it has a GRAB held, or an admin line whose
+    /// answer waits for the cluster's, and what it sent after must be answered after it.
     pub fn input_paused(&self, id: ConnId) -> bool {
         self.conn(id).is_some_and(|c| c.held_grab.is_some())
+            || self.schedules.cluster.line_waits(id)
     }
 }
 

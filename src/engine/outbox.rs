@@ -19,6 +19,9 @@ pub struct Outbox {
     /// Claimed overlap=skip runs of this server whose jobs all ended (entry, scheduled ms):
     /// the cluster marks their records done (cluster_runs.rs).
     pub runs_ended: Vec<(std::rc::Rc<str>, u64)>,
+    /// Operators' asks the cluster answered, for a connection that is not an admin line's
+    /// (HTTP): connection, ticket, and `Ok` or why not (cluster_history.rs).
+    pub ops_answered: Vec<(ConnId, u64, Result<(), String>)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -127,7 +127,8 @@ pub fn backfill_reply(
 
 /// The answer to `op`: `200` with the entry as `/schedules` shows it after the operation (and
 /// a run's job handles); `404` for an unknown entry, `409` for a run refused by
-/// `overlap=skip`, `503` for a full queue, each with an `error` text.
+/// `overlap=skip`, `503` for a full queue or an ask the cluster did not take, each with an
+/// `error` text.
 pub fn reply(
     op: ScheduleOp,
     result: &Result<Vec<String>, ScheduleOpError>,
@@ -166,8 +167,8 @@ pub fn reply(
             o.str("error", "the queue of the entry's function is full");
             503
         }
-        (Err(ScheduleOpError::ClusterUnreachable), _) => {
-            o.str("error", crate::engine::CLUSTER_UNREACHABLE);
+        (Err(ScheduleOpError::ClusterUnreachable(why)), _) => {
+            o.str("error", why);
             503
         }
         (Err(ScheduleOpError::UnknownEntry), _) | (Ok(_), None) => {

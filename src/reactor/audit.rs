@@ -36,7 +36,8 @@ fn http_outcome(r: &Reply) -> String {
     format!("{} {}", r.status, shown(line.trim_ascii()))
 }
 
-/// An admin line's outcome: the first line of its reply (`OK`, `OK 3`, `ERR CODE text`).
+/// An admin line's outcome: the first line of its reply (`OK`, `OK 3`, `ERR CODE text`);
+/// `accepted` when its answer waits (for the cluster's), as an HTTP action's.
 fn admin_outcome(r: Option<&Response>) -> String {
     match r {
         Some(Response::Text(t)) => {
@@ -44,7 +45,7 @@ fn admin_outcome(r: Option<&Response>) -> String {
             shown(line.trim_ascii()).to_string()
         }
         Some(_) => "OK".into(),
-        None => "no reply".into(),
+        None => "accepted".into(),
     }
 }
 

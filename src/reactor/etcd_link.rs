@@ -519,8 +519,7 @@ impl EtcdLink {
         for (entry, nominal) in outbox.runs_ended.drain(..) {
             self.machine.run_ended(&entry, nominal, now, &mut out);
         }
-        for (entry, op, asked) in engine.take_cluster_ops() {
-            let word = op.word();
+        for (ticket, entry, op, asked) in engine.take_cluster_ops() {
             let op = match op {
                 ScheduleOp::Pause => EntryOp::Pause,
                 ScheduleOp::Resume => EntryOp::Resume,
@@ -528,11 +527,14 @@ impl EtcdLink {
                 ScheduleOp::Run => EntryOp::Run,
             };
             // The engine asked only while etcd could be reached; the link may have gone since.
-            if let Err(why) = self.machine.operate(entry.to_string(), op, now, &mut out) {
-                warn!(
-                    "schedule {entry}: {} schedule not taken by the cluster: {why}",
-                    word
-                );
+            if let Err(why) = self
+                .machine
+                .operate(ticket, entry.to_string(), op, now, &mut out)
+            {
+                // Logged with its answer (`cluster_op_done`).
+                let why =
+                    format!("{why}: the cluster did not take it (nothing changed); try again");
+                out.ops_done.push((ticket, Err(why)));
             }
         }
         for (entry, account) in engine.take_cluster_accounts() {
@@ -562,6 +564,10 @@ impl EtcdLink {
         }
         for (entry, why) in std::mem::take(&mut self.out.ops_failed) {
             warn!("schedule {entry}: an operation asked of the cluster was lost: {why}");
+        }
+        // After the records above: an answer shows the entry as the cluster now has it.
+        for (ticket, result) in std::mem::take(&mut self.out.ops_done) {
+            engine.cluster_op_done(ticket, result, outbox);
         }
         let run_now = std::mem::take(&mut self.out.run_now);
         if let Some(records) = takeover {

@@ -1,6 +1,6 @@
 //! The Gearman read path: a connection's bytes read, frames decoded, requests parsed and passed
 //! through the gate to the engine, up to a fairness budget per turn; paused connections (a held
-//! GRAB) resumed; the admin lines the loop answers itself. http/mod.rs is its HTTP
+//! GRAB, an admin line waiting for the cluster's answer) resumed; the admin lines the loop answers itself. http/mod.rs is its HTTP
 //! counterpart.
 
 use super::audit;
@@ -139,7 +139,16 @@ impl Server {
                     }
                     Err(e) => self.engine.reject(id, e, &mut self.outbox),
                 },
-                Ok(Some(Incoming::Admin(line))) => self.admin(idx, id, &line, now),
+                Ok(Some(Incoming::Admin(line))) => {
+                    self.admin(idx, id, &line, now);
+                    // Its answer waits for the cluster's: the lines behind it wait too.
+                    if self.engine.input_paused(id) {
+                        if let Some(c) = self.conns.slab.get_mut(idx) {
+                            c.paused = true;
+                        }
+                        return;
+                    }
+                }
                 Err(e) => {
                     let reply = match e.error_packet() {
                         Some((code, text)) => Response::error(code, text),
@@ -161,8 +170,9 @@ impl Server {
         }
     }
 
-    /// Serve the connections whose held GRAB the engine answered: what they sent after it is
-    /// in their buffer (served now) or still in the socket (read on the next turn).
+    /// Serve the connections whose held GRAB (or admin line) the engine answered: what they
+    /// sent after it is in their buffer (served now) or still in the socket (read on the
+    /// next turn).
     pub(super) fn resume_paused(&mut self, now: u64) {
         while let Some(id) = self.outbox.resumed.pop() {
             let idx = id.index as usize;

@@ -387,6 +387,7 @@ impl Server {
         self.engine.on_time(now, &mut self.outbox);
         self.on_deadlines(now);
         self.cluster_turn(now);
+        self.http_ops_answered(now);
         self.resume_paused(now);
         // The replies `hand_on` kept for the turn's end.
         self.conns.pending_writes.append(&mut self.conns.deferred);

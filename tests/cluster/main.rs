@@ -13,6 +13,7 @@ mod etcd_tls;
 mod failover;
 mod logs;
 mod missed;
+mod op_answer;
 mod ops;
 mod overlap;
 mod push;

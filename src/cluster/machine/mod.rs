@@ -62,6 +62,8 @@ enum Purpose {
         entry: String,
         op: EntryOp,
         tries: u8,
+        /// Whose answer waits for etcd's (`Output::ops_done`).
+        ticket: u64,
     },
     /// The leader counts one asked run fired, fenced; it fires it when etcd says yes.
     FireRun {
@@ -154,6 +156,9 @@ pub struct Machine {
     ops_sent: Option<(String, records::OpsRecord)>,
     /// Operators' asks whose request was lost with the connection, asked again when it is back.
     ops_retry: Vec<Purpose>,
+    /// Operators' asks whose answer waits for etcd's, by ticket: when they are given up
+    /// (monotonic ms). One answer each: it leaves this map when given.
+    op_waits: BTreeMap<u64, u64>,
     /// This server's accounts of entries' runs waiting to be written (the newest per entry),
     /// and the last written (its echo from the watch is not news).
     history_out: BTreeMap<String, Vec<u8>>,
@@ -215,6 +220,7 @@ impl Machine {
             claim_previous: 0,
             ops_sent: None,
             ops_retry: Vec::new(),
+            op_waits: BTreeMap::new(),
             history_out: BTreeMap::new(),
             history_written: HashMap::new(),
             epoch: 0,
@@ -297,6 +303,9 @@ impl Machine {
         if let Some(t) = self.outage.next_summary() {
             at(t);
         }
+        if let Some(&t) = self.op_waits.values().min() {
+            at(t);
+        }
         d
     }
 
@@ -353,6 +362,7 @@ impl Machine {
                 return;
             }
         }
+        self.ops_overdue(now, out);
         self.advance(now, out);
     }
 
@@ -490,7 +500,7 @@ impl Machine {
             Purpose::Campaign => self.want_campaign = true,
             Purpose::PutMember => self.member_put = false,
             // Owed until etcd takes them (ops.rs); a run asked is fired by the next try.
-            p @ (Purpose::Operate { .. } | Purpose::PutHistory { .. }) => self.ops_lost(p),
+            p @ (Purpose::Operate { .. } | Purpose::PutHistory { .. }) => self.ops_lost(p, out),
             Purpose::FireRun { .. } => self.ops_sent = None,
             // Asked again by their own timers or the next leader's work; nothing to undo.
             Purpose::Grant
@@ -690,13 +700,21 @@ impl Machine {
             ) => self.finish_result(&entry, succeeded, revision),
             (Purpose::Compact { revision }, Reply::Compacted { .. }) => self.compacted(revision),
             (
-                Purpose::Operate { entry, op, tries },
+                Purpose::Operate {
+                    entry,
+                    op,
+                    tries,
+                    ticket,
+                },
                 Reply::Txn {
                     succeeded,
                     revision,
                     ranges,
                 },
-            ) => self.operate_result(entry, op, tries, succeeded, revision, ranges, out),
+            ) => {
+                let ask = (entry, op, tries, ticket);
+                self.operate_result(ask, succeeded, revision, ranges, out)
+            }
             (
                 Purpose::FireRun { entry },
                 Reply::Txn {

@@ -28,10 +28,13 @@ impl Machine {
         self.key(&format!("history/{entry}"))
     }
 
-    /// An operator asked `op` of `entry` on this server. Err (why) when etcd cannot take it
-    /// now; else it is written, now or when the link is back.
+    /// An operator asked `op` of `entry` on this server; `ticket` names the answer that waits
+    /// for etcd's (`Output::ops_done`). Err (why) when etcd cannot take it now; else it is
+    /// written, now or when the link is back, and answered once: when etcd takes it or not,
+    /// when the link is lost first, or after `--etcd-request-timeout` without an answer.
     pub fn operate(
         &mut self,
+        ticket: u64,
         entry: String,
         op: EntryOp,
         now: u64,
@@ -47,16 +50,44 @@ impl Machine {
                 .iter()
                 .filter(|p| matches!(p, Purpose::Operate { .. }))
                 .count();
-        if owed >= OPS_OWED_MAX {
+        if owed >= OPS_OWED_MAX || self.op_waits.len() >= OPS_OWED_MAX {
             return Err("too many operations wait for etcd".into());
         }
+        self.op_waits
+            .insert(ticket, now.saturating_add(self.s.request_timeout_ms));
         self.enqueue(Purpose::Operate {
             entry,
             op,
             tries: 0,
+            ticket,
         });
         self.advance(now, out);
         Ok(())
+    }
+
+    /// The answer of the ask `ticket`, once: a later one (a retry taken after its answer
+    /// said it was lost) is not given.
+    fn op_answered(&mut self, ticket: u64, result: Result<(), String>, out: &mut Output) {
+        if self.op_waits.remove(&ticket).is_some() {
+            out.ops_done.push((ticket, result));
+        }
+    }
+
+    /// Asks etcd has not answered in time: their answer says so; the ask itself stays owed.
+    pub(super) fn ops_overdue(&mut self, now: u64, out: &mut Output) {
+        let due: Vec<u64> = self
+            .op_waits
+            .iter()
+            .filter(|&(_, &at)| at <= now)
+            .map(|(&t, _)| t)
+            .collect();
+        for ticket in due {
+            let why = format!(
+                "etcd did not answer within {} ms (--etcd-request-timeout); the ask stays queued and may still be taken",
+                self.s.request_timeout_ms
+            );
+            self.op_answered(ticket, Err(why), out);
+        }
     }
 
     /// This server's account of an entry's runs changed: write it (the newest only).
@@ -191,13 +222,10 @@ impl Machine {
         }
     }
 
-    /// etcd's answer to an operator's ask.
-    #[allow(clippy::too_many_arguments)]
+    /// etcd's answer to an operator's ask (entry, op, tries, ticket).
     pub(super) fn operate_result(
         &mut self,
-        entry: String,
-        op: EntryOp,
-        tries: u8,
+        (entry, op, tries, ticket): (String, EntryOp, u8, u64),
         succeeded: bool,
         revision: i64,
         ranges: Vec<Vec<Kv>>,
@@ -206,20 +234,23 @@ impl Machine {
         let sent = self.ops_sent.take();
         if succeeded {
             self.cache_sent(sent, &entry, revision, out);
+            self.op_answered(ticket, Ok(()), out);
             return;
         }
         // Someone else wrote the record first: learn it and ask again over it.
         self.ops_seen(&entry, ranges.first().and_then(|r| r.first()), out);
         if tries + 1 >= OPS_TRIES {
             log::warn!("cluster: {entry}: the operators' record kept changing; {op:?} given up");
-            out.ops_failed
-                .push((entry, "the record kept changing in etcd".into()));
+            let why = "the record kept changing in etcd (other asks at once); given up";
+            self.op_answered(ticket, Err(why.into()), out);
+            out.ops_failed.push((entry, why.into()));
             return;
         }
         self.queue.push_front(Purpose::Operate {
             entry,
             op,
             tries: tries + 1,
+            ticket,
         });
     }
 
@@ -253,8 +284,9 @@ impl Machine {
     /// since the same request would meet the same error. True when `p` was one.
     pub(super) fn ops_refused(&mut self, p: &Purpose, why: &str, out: &mut Output) -> bool {
         match p {
-            Purpose::Operate { entry, .. } => {
+            Purpose::Operate { entry, ticket, .. } => {
                 log::warn!("cluster: {entry}: etcd refused an operator's ask: {why}");
+                self.op_answered(*ticket, Err(format!("etcd refused it: {why}")), out);
                 out.ops_failed.push((entry.clone(), why.to_string()));
             }
             Purpose::PutHistory { entry } => {
@@ -266,9 +298,26 @@ impl Machine {
         true
     }
 
-    /// A request about ops or accounts got no answer: keep what is owed.
-    pub(super) fn ops_lost(&mut self, p: Purpose) {
+    /// A request about ops or accounts got no answer: keep what is owed. An ask's answer
+    /// says so now, since whether etcd took it is unknown: a pause, resume or skip is asked
+    /// again (the same record twice is the same record); a run is not (twice would be two
+    /// runs), the operator is told to look first.
+    pub(super) fn ops_lost(&mut self, p: Purpose, out: &mut Output) {
+        if let Purpose::Operate { ticket, op, .. } = &p {
+            let why = match op {
+                EntryOp::Run => {
+                    "the connection to etcd was lost before etcd answered; etcd may have taken the run or not, and it is not asked again (twice would be two runs): look at show schedules before asking again"
+                }
+                _ => {
+                    "the connection to etcd was lost before etcd answered; the ask is sent again when etcd is back, and etcd may already have taken it"
+                }
+            };
+            self.op_answered(*ticket, Err(why.into()), out);
+        }
         match p {
+            Purpose::Operate {
+                op: EntryOp::Run, ..
+            } => {}
             Purpose::Operate { .. } if self.ops_retry.len() < OPS_OWED_MAX => {
                 self.ops_retry.push(p);
             }

@@ -263,6 +263,8 @@ struct Node {
     run_now: Vec<String>,
     /// Other servers' accounts handed on.
     accounts: Vec<(String, Vec<u8>)>,
+    /// Operators' asks answered: ticket, and etcd's word.
+    answers: Vec<(u64, Result<(), String>)>,
     out: Output,
 }
 
@@ -270,6 +272,8 @@ struct Net {
     etcd: Etcd,
     nodes: Vec<Node>,
     now: u64,
+    /// The last ticket of an operator's ask (ops.rs).
+    tickets: u64,
 }
 
 impl Net {
@@ -283,6 +287,7 @@ impl Net {
             etcd: Etcd::default(),
             nodes: Vec::new(),
             now: T0,
+            tickets: 0,
         };
         for i in 0..n {
             net.nodes.push(Node {
@@ -307,6 +312,7 @@ impl Net {
                 ops: Vec::new(),
                 run_now: Vec::new(),
                 accounts: Vec::new(),
+                answers: Vec::new(),
                 out: Output::default(),
             });
         }
@@ -350,6 +356,7 @@ impl Net {
                     .extend(out.ops.into_iter().map(|(e, r, p)| (e, r.paused, p)));
                 n.run_now.extend(out.run_now);
                 n.accounts.extend(out.history);
+                n.answers.extend(out.ops_done);
                 for d in out.decisions {
                     if d.skip {
                         n.skipped.push((d.ask.entry.clone(), d.ask.nominal_ms));

@@ -5,12 +5,23 @@
 use super::*;
 
 impl Net {
+    /// Node `i` asks `op` of `entry`: Err when refused at once; else etcd's answer, given
+    /// while the net settles.
     fn operate(&mut self, i: usize, entry: &str, op: EntryOp) -> Result<(), String> {
+        let ticket = self.ask(i, entry, op)?;
+        let answer = self.nodes[i].answers.iter().find(|(t, _)| *t == ticket);
+        answer.expect("an answer").1.clone()
+    }
+
+    /// Node `i` asks `op` of `entry`: its ticket, or why it was refused at once.
+    fn ask(&mut self, i: usize, entry: &str, op: EntryOp) -> Result<u64, String> {
         let now = self.now;
+        self.tickets += 1;
+        let ticket = self.tickets;
         let n = &mut self.nodes[i];
-        let r = n.m.operate(entry.into(), op, now, &mut n.out);
+        let r = n.m.operate(ticket, entry.into(), op, now, &mut n.out);
         self.settle();
-        r
+        r.map(|()| ticket)
     }
 
     /// The leader and a follower, once one leads.
@@ -130,6 +141,32 @@ fn an_ask_is_refused_while_etcd_is_away() {
     net.nodes[f].unary = false;
     let e = net.operate(f, "e", EntryOp::Pause).unwrap_err();
     assert!(e.contains("etcd cannot be reached"), "{e}");
+}
+
+/// An ask is answered when etcd answers, once: while etcd is silent there is no answer, then
+/// the answer says the connection was lost first (the ask is sent again, and taken, when etcd
+/// is back) and no second answer follows.
+#[test]
+fn an_asks_answer_waits_for_etcds() {
+    let mut net = Net::new(2);
+    let (l, f) = net.roles();
+    net.etcd.down = true;
+    let ticket = net.ask(f, "e", EntryOp::Pause).unwrap();
+    assert!(net.nodes[f].answers.is_empty(), "no answer before etcd's");
+    net.run_for(3_000, 100);
+    let answers = std::mem::take(&mut net.nodes[f].answers);
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0].0, ticket);
+    let why = answers[0].1.clone().unwrap_err();
+    assert!(why.contains("lost before etcd answered"), "{why}");
+    net.etcd.down = false;
+    net.run_for(3_000, 100);
+    assert!(net.nodes[f].answers.is_empty(), "answered once");
+    let paused = ("e".to_string(), true, false);
+    assert!(
+        net.nodes[l].ops.contains(&paused),
+        "taken when etcd was back"
+    );
 }
 
 #[test]

@@ -1,13 +1,14 @@
 //! One history and one operator's hand for a cluster (`--etcd`): each entry's account of its
 //! runs (counts, last outcome and error, the ring of its last runs) as the JSON kept in etcd
 //! and shown by every server; and operators' asks (`pause|resume|skip|run schedule`) handed
-//! to the cluster instead of acted on here, with the cluster's state mirrored back.
+//! to the cluster instead of acted on here, each answered when etcd has answered, with the
+//! cluster's state mirrored back.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
-use crate::engine::schedules::ops::ScheduleOpError;
-use crate::engine::{Engine, Outbox};
+use crate::engine::schedules::ops::{Applied, CLUSTER_UNREACHABLE, OpTicket, ScheduleOpError};
+use crate::engine::{ConnId, Engine, Outbox};
 use crate::json::{self, Obj};
 use crate::proto::admin::ScheduleOp;
 
@@ -20,12 +21,44 @@ pub(crate) struct ClusterSide {
     pub leading: bool,
     /// etcd confirmed this server's lease lately: an operator's ask can be taken.
     pub reachable: bool,
-    /// Operators' asks for the cluster: entry, what, and when (wall ms).
-    pub ops_out: Vec<(Rc<str>, ScheduleOp, u64)>,
+    /// Operators' asks for the cluster: their ticket, entry, what, and when (wall ms).
+    pub ops_out: Vec<(OpTicket, Rc<str>, ScheduleOp, u64)>,
+    /// The last ticket given.
+    pub tickets: OpTicket,
+    /// Asks handed to the cluster whose answer has not come: one per ticket, each answered
+    /// once (the etcd link answers every ticket it takes, within `--etcd-request-timeout`).
+    pub waiting: HashMap<OpTicket, Waiter>,
     /// Entries whose account changed here since it was last handed to the cluster.
     pub dirty: BTreeSet<Rc<str>>,
     /// `@after` children whose set changed here since it was last handed to the cluster.
     pub after_dirty: BTreeSet<Rc<str>>,
+}
+
+/// Who waits for the answer to an ask, and what it asked (for the log).
+pub(crate) struct Waiter {
+    entry: Rc<str>,
+    op: ScheduleOp,
+    /// The connection answered, and whether it asked by an admin line (answered here, its
+    /// later lines held until then) or otherwise (HTTP: answered by the reactor). `None`
+    /// while nobody waits (not yet, or it left).
+    conn: Option<(ConnId, bool)>,
+}
+
+impl ClusterSide {
+    /// Whether connection `id` waits for an answer to an admin line: what it sent after the
+    /// line waits too, so that its replies keep their order.
+    pub fn line_waits(&self, id: ConnId) -> bool {
+        !self.waiting.is_empty() && self.waiting.values().any(|w| w.conn == Some((id, true)))
+    }
+
+    /// Connection `id` closed: nobody waits for its answers (still logged when they come).
+    pub fn conn_gone(&mut self, id: ConnId) {
+        for w in self.waiting.values_mut() {
+            if w.conn.is_some_and(|(c, _)| c == id) {
+                w.conn = None;
+            }
+        }
+    }
 }
 
 impl Engine {
@@ -38,13 +71,14 @@ impl Engine {
     }
 
     /// `op` on the entry in `slot`, asked of a clustered server: handed to the cluster (the
-    /// leader obeys it), never acted on here. `OK` only when etcd can take it now.
+    /// leader obeys it), never acted on here. Refused at once when etcd cannot be reached;
+    /// else asked, and answered when etcd has answered (`cluster_op_done`).
     pub(super) fn cluster_op(
         &mut self,
         slot: usize,
         op: ScheduleOp,
         now: u64,
-    ) -> Result<Vec<String>, ScheduleOpError> {
+    ) -> Result<Applied, ScheduleOpError> {
         let st = &self.schedules.entries[slot];
         if op == ScheduleOp::Run && st.entry.expect_ping {
             return Err(ScheduleOpError::Heartbeat);
@@ -55,21 +89,74 @@ impl Engine {
                 st.id,
                 op.word()
             );
-            return Err(ScheduleOpError::ClusterUnreachable);
+            return Err(ScheduleOpError::ClusterUnreachable(
+                CLUSTER_UNREACHABLE.into(),
+            ));
         }
         log::info!(
-            "schedule {}: {} schedule handed to the cluster (the leader obeys it)",
+            "schedule {}: {} schedule handed to the cluster; the answer waits for etcd's",
             st.id,
             op.word()
         );
-        let id = Rc::clone(&st.id);
-        self.schedules.cluster.ops_out.push((id, op, now));
-        Ok(Vec::new())
+        let entry = Rc::clone(&st.id);
+        let c = &mut self.schedules.cluster;
+        c.tickets += 1;
+        let ticket = c.tickets;
+        c.ops_out.push((ticket, Rc::clone(&entry), op, now));
+        let waiter = Waiter {
+            entry,
+            op,
+            conn: None,
+        };
+        c.waiting.insert(ticket, waiter);
+        Ok(Applied::Asked(ticket))
+    }
+
+    /// Connection `conn` waits for the answer to the ask `ticket`; `line`: it asked by an
+    /// admin line, which is answered here (its later lines wait: `input_paused`).
+    pub fn cluster_op_wait(&mut self, ticket: OpTicket, conn: ConnId, line: bool) {
+        if let Some(w) = self.schedules.cluster.waiting.get_mut(&ticket) {
+            w.conn = Some((conn, line));
+        }
     }
 
     /// Operators' asks for the cluster, taken by the etcd link.
-    pub fn take_cluster_ops(&mut self) -> Vec<(Rc<str>, ScheduleOp, u64)> {
+    pub fn take_cluster_ops(&mut self) -> Vec<(OpTicket, Rc<str>, ScheduleOp, u64)> {
         std::mem::take(&mut self.schedules.cluster.ops_out)
+    }
+
+    /// The cluster's answer to the ask `ticket`: `Ok` when etcd took it, else why not. An
+    /// admin line is answered (and its connection served on); another asker is handed to
+    /// the reactor (`Outbox::ops_answered`).
+    pub fn cluster_op_done(
+        &mut self,
+        ticket: OpTicket,
+        result: Result<(), String>,
+        out: &mut Outbox,
+    ) {
+        let Some(w) = self.schedules.cluster.waiting.remove(&ticket) else {
+            return;
+        };
+        let word = w.op.word();
+        match &result {
+            Ok(()) => log::info!("schedule {}: {word} schedule taken by the cluster", w.entry),
+            Err(why) => log::warn!(
+                "schedule {}: {word} schedule not confirmed by the cluster: {why}",
+                w.entry
+            ),
+        }
+        match w.conn {
+            None => {}
+            Some((conn, true)) => {
+                let reply = match result {
+                    Ok(()) => bytes::Bytes::from_static(b"OK\r\n"),
+                    Err(why) => ScheduleOpError::ClusterUnreachable(why).admin_reply(),
+                };
+                out.push(conn, crate::proto::response::Response::text(reply));
+                out.resumed.push(conn);
+            }
+            Some((conn, false)) => out.ops_answered.push((conn, ticket, result)),
+        }
     }
 
     /// The cluster's operators' record of `entry`: paused or not, a skip pending or not.

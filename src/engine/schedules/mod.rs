@@ -12,7 +12,7 @@
 //! - `ops`: an operator's hand on an entry: run, skip, pause, resume.
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
 //! - `cluster_history`: an entry's account of its runs for the whole cluster, and operators'
-//!   asks handed to the cluster.
+//!   asks handed to the cluster and their answers.
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
 //! - `groups`: `group=`, runs of the entries of one group one at a time.
 //! - `after`: `@after` entries, run when their parents have run.

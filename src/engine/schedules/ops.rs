@@ -9,6 +9,28 @@ use bytes::Bytes;
 use crate::engine::{Engine, Outbox, rfc3339};
 use crate::proto::admin::ScheduleOp;
 
+/// Names an operator's ask handed to the cluster until the cluster's answer comes back.
+pub type OpTicket = u64;
+
+/// What an operation did: done here (a manual run's job handles; none for the others), or
+/// handed to the cluster, whose answer comes when etcd has given its own
+/// (`Engine::cluster_op_done`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Applied {
+    Done(Vec<String>),
+    Asked(OpTicket),
+}
+
+impl Applied {
+    /// The job handles of a run made here (none when asked of the cluster: its leader runs it).
+    pub fn handles(self) -> Vec<String> {
+        match self {
+            Applied::Done(handles) => handles,
+            Applied::Asked(_) => Vec::new(),
+        }
+    }
+}
+
 /// Why an operation on an entry did nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScheduleOpError {
@@ -20,8 +42,8 @@ pub enum ScheduleOpError {
     QueueFull,
     /// `run` of a heartbeat entry (`expect=ping`): its runs happen elsewhere.
     Heartbeat,
-    /// A clustered server cannot reach etcd: the cluster did not take the operation.
-    ClusterUnreachable,
+    /// A clustered server cannot reach etcd, or etcd did not take the operation (why).
+    ClusterUnreachable(String),
 }
 
 /// Why a clustered server refuses an operation while etcd cannot be reached.
@@ -50,11 +72,9 @@ impl ScheduleOpError {
             ScheduleOpError::Heartbeat => {
                 format!("ERR NOT_RUNNABLE {}\r\n", HEARTBEAT_NOT_RUN.replace(' ', "+")).into()
             }
-            ScheduleOpError::ClusterUnreachable => format!(
-                "ERR CLUSTER_UNREACHABLE {}\r\n",
-                CLUSTER_UNREACHABLE.replace(' ', "+")
-            )
-            .into(),
+            ScheduleOpError::ClusterUnreachable(why) => {
+                format!("ERR CLUSTER_UNREACHABLE {}\r\n", why.replace(' ', "+")).into()
+            }
         }
     }
 }
@@ -62,13 +82,14 @@ impl ScheduleOpError {
 impl Engine {
     /// Do `op` to the entry `id`. A manual run returns the handles of its jobs (one per
     /// fan-out index); the other operations return none. Each one is logged and journalled.
+    /// A clustered server hands it to the cluster instead: its answer comes later.
     pub fn schedule_op(
         &mut self,
         id: &[u8],
         op: ScheduleOp,
         now: u64,
         out: &mut Outbox,
-    ) -> Result<Vec<String>, ScheduleOpError> {
+    ) -> Result<Applied, ScheduleOpError> {
         let slot = std::str::from_utf8(id)
             .ok()
             .and_then(|id| self.schedules.by_id.get(id).copied())
@@ -79,7 +100,7 @@ impl Engine {
         }
         let entry = Rc::clone(&self.schedules.entries[slot].id);
         match op {
-            ScheduleOp::Run => return self.run_now(slot, now, out),
+            ScheduleOp::Run => return self.run_now(slot, now, out).map(Applied::Done),
             ScheduleOp::Skip => {
                 let st = &mut self.schedules.entries[slot];
                 st.history.marks.skip_next = true;
@@ -92,7 +113,7 @@ impl Engine {
             ScheduleOp::Pause => {
                 let st = &mut self.schedules.entries[slot];
                 if st.history.marks.paused {
-                    return Ok(Vec::new());
+                    return Ok(Applied::Done(Vec::new()));
                 }
                 st.history.marks.paused = true;
                 st.next_ms = None;
@@ -104,7 +125,7 @@ impl Engine {
             ScheduleOp::Resume => {
                 let h = &mut self.schedules.entries[slot].history;
                 if !h.marks.paused {
-                    return Ok(Vec::new());
+                    return Ok(Applied::Done(Vec::new()));
                 }
                 h.marks.paused = false;
                 // Every run until now is dealt with: none of those missed while paused is
@@ -120,7 +141,7 @@ impl Engine {
             }
         }
         self.journal_history(slot);
-        Ok(Vec::new())
+        Ok(Applied::Done(Vec::new()))
     }
 
     /// A run now, outside the entry's timing, with its usual workload (placeholders filled

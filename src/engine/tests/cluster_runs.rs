@@ -173,7 +173,8 @@ fn a_clustered_server_that_starts_counts_no_runs_missed_while_it_was_down() {
 }
 
 /// An operation asked of a clustered server is handed to the cluster, not acted on here, and
-/// refused while etcd cannot be reached.
+/// refused while etcd cannot be reached; its answer waits for the cluster's, and the lines
+/// sent behind it wait for it too.
 #[test]
 fn an_operation_on_a_clustered_server_is_the_clusters() {
     let mut w = clustered("@every 10s beat id=hb overlap=allow -- {time}\n");
@@ -183,13 +184,52 @@ fn an_operation_on_a_clustered_server_is_the_clusters() {
             .starts_with("ERR CLUSTER_UNREACHABLE ")
     );
     w.e.set_cluster_standing(false, true);
-    assert_eq!(w.admin(c, "pause schedule hb"), "OK\r\n");
+    w.e.admin(
+        c,
+        AdminCommand::parse(&b("pause schedule hb")),
+        w.now,
+        &mut w.out,
+    );
+    assert!(w.out.replies.is_empty(), "no answer before the cluster's");
+    assert!(w.e.input_paused(c), "its later lines wait");
     let asked = w.e.take_cluster_ops();
     assert_eq!(asked.len(), 1);
+    let ticket = asked[0].0;
     let listing = w.admin(c, "show schedules");
     assert!(listing.contains("\tactive\t"), "not paused here: {listing}");
-    // The cluster's record says paused: every server shows it.
+    // The cluster's record says paused: every server shows it; then etcd's answer comes.
     w.e.cluster_ops_seen("hb", true, false, w.now);
+    w.e.cluster_op_done(ticket, Ok(()), &mut w.out);
+    assert_eq!(std::mem::take(&mut w.out.resumed), vec![c]);
+    assert!(!w.e.input_paused(c));
+    let replies = std::mem::take(&mut w.out.replies);
+    assert_eq!(replies, vec![(c, Response::text("OK\r\n"))]);
     let listing = w.admin(c, "show schedules");
     assert!(listing.contains("\tpaused\t"), "{listing}");
+    // An ask etcd did not take is answered with why; one whose asker left, with nothing.
+    w.e.admin(
+        c,
+        AdminCommand::parse(&b("skip schedule hb")),
+        w.now,
+        &mut w.out,
+    );
+    let ticket = w.e.take_cluster_ops()[0].0;
+    w.e.cluster_op_done(ticket, Err("etcd refused it".into()), &mut w.out);
+    let replies = std::mem::take(&mut w.out.replies);
+    let reply = format!("{replies:?}");
+    assert!(
+        reply.contains("ERR CLUSTER_UNREACHABLE etcd+refused+it"),
+        "{reply}"
+    );
+    w.out.resumed.clear();
+    w.e.admin(
+        c,
+        AdminCommand::parse(&b("resume schedule hb")),
+        w.now,
+        &mut w.out,
+    );
+    let ticket = w.e.take_cluster_ops()[0].0;
+    w.e.disconnect(c, w.now, &mut w.out);
+    w.e.cluster_op_done(ticket, Ok(()), &mut w.out);
+    assert!(w.out.replies.is_empty() && w.out.resumed.is_empty());
 }

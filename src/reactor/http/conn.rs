@@ -1,11 +1,15 @@
 //! One HTTP connection's state, kept in its `Connection` (`conn::Kind::Http`): the request
-//! parser's session, the request a job is answering, and the connection's deadlines. A leaf:
+//! parser's session, the request a job (or the cluster) is answering, and the connection's
+//! deadlines. A leaf:
 //! it knows the pure HTTP code and the timer keys, not the reactor.
+
+use bytes::Bytes;
 
 use crate::http::HttpLimits;
 use crate::http::job::JobWait;
 use crate::http::parse::Version;
 use crate::http::session::Session;
+use crate::proto::admin::ScheduleOp;
 use crate::reactor::deadlines::Deadline;
 use crate::timer::TimerKey;
 
@@ -13,6 +17,8 @@ pub struct HttpConn {
     pub(in crate::reactor) session: Session,
     /// The request being answered by a job.
     pub(in crate::reactor) job: Option<InFlight>,
+    /// The request being answered when the cluster answers an operator's ask.
+    pub(in crate::reactor) op: Option<OpWait>,
     /// The deadline for the next request: idle, or its head and body arriving (or the end
     /// of lingering).
     pub(in crate::reactor) timer: Option<(TimerKey, Deadline)>,
@@ -26,14 +32,55 @@ impl HttpConn {
         HttpConn {
             session: Session::new(limits),
             job: None,
+            op: None,
             timer: None,
             lingering: false,
         }
     }
 
-    /// Its request waits for a foreground job's result.
+    /// Its request waits for a foreground job's result, or for the cluster's answer.
     pub(in crate::reactor) fn waits_for_a_result(&self) -> bool {
-        self.job.as_ref().is_some_and(|f| f.wait.foreground())
+        self.job.as_ref().is_some_and(|f| f.wait.foreground()) || self.op.is_some()
+    }
+
+    /// Its request is not answered yet (a job's, or the cluster's answer): the requests
+    /// pipelined behind it wait.
+    pub(in crate::reactor) fn answering(&self) -> bool {
+        self.job.is_some() || self.op.is_some()
+    }
+}
+
+/// A request answered when the cluster answers an operator's ask (`POST /schedules/ID/OP`,
+/// or the console's action): its ticket, and how to answer.
+pub(in crate::reactor) struct OpWait {
+    pub(in crate::reactor) ticket: u64,
+    pub(in crate::reactor) op: ScheduleOp,
+    pub(in crate::reactor) id: Bytes,
+    /// Asked by the console (its own answer's shape), else by the API.
+    pub(in crate::reactor) console: bool,
+    pub(in crate::reactor) version: Version,
+    pub(in crate::reactor) keep_alive: bool,
+    pub(in crate::reactor) head_only: bool,
+}
+
+impl OpWait {
+    /// `how`: the request's version, keep-alive and HEAD.
+    pub(in crate::reactor) fn new(
+        ticket: u64,
+        op: ScheduleOp,
+        id: Bytes,
+        console: bool,
+        (version, keep_alive, head_only): (Version, bool, bool),
+    ) -> OpWait {
+        OpWait {
+            ticket,
+            op,
+            id,
+            console,
+            version,
+            keep_alive,
+            head_only,
+        }
     }
 }
 

@@ -12,7 +12,9 @@ use log::info;
 
 use super::{HttpGlue, ops};
 use crate::config::Config;
-use crate::engine::{CancelRefused, Engine, Outbox, ScheduleOpError};
+use bytes::Bytes;
+
+use crate::engine::{Applied, CancelRefused, Engine, Outbox, ScheduleOpError};
 use crate::http::console::action::{self, Action};
 use crate::http::console::lists::{self, FailedFilter, JobsQuery};
 use crate::http::console::{self, Page, api};
@@ -130,9 +132,9 @@ pub(in crate::reactor) struct ConsoleAct<'a> {
 
 impl ConsoleAct<'_> {
     /// Do a console action, when the request may.
-    pub(in crate::reactor) fn act(mut self, site: &SiteHeaders, act: Action, now: u64) -> Reply {
+    pub(in crate::reactor) fn act(mut self, site: &SiteHeaders, act: Action, now: u64) -> Acted {
         if !self.on {
-            return console::off();
+            return Acted::Now(console::off());
         }
         // Out of the part, so that its helpers can borrow it mutably.
         let peer = std::mem::take(&mut self.peer);
@@ -147,11 +149,11 @@ impl ConsoleAct<'_> {
                 "HTTP connection {} from {peer}: 403 (console action): {why:?}",
                 self.idx
             );
-            return console::guarded(Reply::text(403, why.message()));
+            return Acted::Now(console::guarded(Reply::text(403, why.message())));
         }
         let reply = match act {
             Action::Cancel(handle) => self.cancel(&handle, &peer, now),
-            Action::Schedule { op, id } => self.schedule(op, &id, &peer, now),
+            Action::Schedule { op, id } => return self.schedule(op, &id, &peer, now),
             Action::Backfill {
                 id,
                 from,
@@ -193,7 +195,7 @@ impl ConsoleAct<'_> {
                 reply
             }
         };
-        console::guarded(reply)
+        Acted::Now(console::guarded(reply))
     }
 
     fn cancel(&mut self, handle: &[u8], peer: &str, now: u64) -> Reply {
@@ -268,31 +270,61 @@ impl ConsoleAct<'_> {
         Reply::json(200, body)
     }
 
-    fn schedule(&mut self, op: ScheduleOp, id: &[u8], peer: &str, now: u64) -> Reply {
-        match self.engine.schedule_op(id, op, now, self.outbox) {
-            Ok(handles) => {
+    fn schedule(&mut self, op: ScheduleOp, id: &[u8], peer: &str, now: u64) -> Acted {
+        let done = match self.engine.schedule_op(id, op, now, self.outbox) {
+            Ok(Applied::Asked(ticket)) => {
+                info!(
+                    "console: {op:?} schedule {}, asked by {peer}: handed to the cluster",
+                    shown(id)
+                );
+                return Acted::Asked(ticket, op, Bytes::copy_from_slice(id));
+            }
+            Ok(Applied::Done(handles)) => {
                 info!("console: {op:?} schedule {}, asked by {peer}", shown(id));
-                let mut body = String::new();
-                let mut o = json::Obj::new(&mut body);
-                o.str("schedule", &String::from_utf8_lossy(id));
-                json::array(o.key("jobs"), &handles, |out, h| json::string(out, h));
-                o.end();
-                body.push('\n');
-                Reply::json(200, body)
+                Ok(handles)
             }
-            Err(ScheduleOpError::UnknownEntry) => Reply::text(404, "no schedule entry has this id"),
-            Err(ScheduleOpError::RunInProgress(h)) => Reply::text(
-                409,
-                &format!("the previous run {h} is still queued or running (overlap=skip)"),
-            ),
-            Err(ScheduleOpError::QueueFull) => {
-                Reply::text(503, "the queue of the entry's function is full")
-            }
-            Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
-            Err(ScheduleOpError::ClusterUnreachable) => {
-                Reply::text(503, crate::engine::CLUSTER_UNREACHABLE)
-            }
+            Err(e) => Err(e),
+        };
+        Acted::Now(schedule_answer(id, &done))
+    }
+}
+
+/// A console action's answer: now, or when the cluster answers the ask (its ticket, the
+/// operation and the entry's id).
+pub(in crate::reactor) enum Acted {
+    Now(Reply),
+    Asked(u64, ScheduleOp, Bytes),
+}
+
+/// The console's answer to an operation on entry `id`: the run's jobs, or why not.
+pub(in crate::reactor) fn schedule_answer(
+    id: &[u8],
+    result: &Result<Vec<String>, ScheduleOpError>,
+) -> Reply {
+    console::guarded(schedule_reply(id, result))
+}
+
+fn schedule_reply(id: &[u8], result: &Result<Vec<String>, ScheduleOpError>) -> Reply {
+    match result {
+        Ok(handles) => {
+            let mut body = String::new();
+            let mut o = json::Obj::new(&mut body);
+            o.str("schedule", &String::from_utf8_lossy(id));
+            json::array(o.key("jobs"), handles, |out, h| json::string(out, h));
+            o.end();
+            body.push('\n');
+            Reply::json(200, body)
         }
+        Err(ScheduleOpError::UnknownEntry) => Reply::text(404, "no schedule entry has this id"),
+        Err(ScheduleOpError::RunInProgress(h)) => Reply::text(
+            409,
+            &format!("the previous run {h} is still queued or running (overlap=skip)"),
+        ),
+        Err(ScheduleOpError::QueueFull) => {
+            Reply::text(503, "the queue of the entry's function is full")
+        }
+        Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
+        Err(ScheduleOpError::ClusterUnreachable(why)) => Reply::text(503, why),
     }
 }
 

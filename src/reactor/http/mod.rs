@@ -35,7 +35,7 @@ use log::{debug, info};
 use super::conn::{Connection, Kind, READ_CAP, ReadStatus};
 use super::deadlines::Deadline;
 use super::{FRAMES_PER_TURN, Server};
-use crate::engine::ConnId;
+use crate::engine::{Applied, ConnId};
 use crate::http::endpoint::{Endpoint, Route, Submit};
 use crate::http::job::{JobWait, Progress};
 use crate::http::metrics::{self, NetStats};
@@ -49,7 +49,7 @@ use crate::peer_log;
 use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Request};
 use crate::timer::TimerKey;
-use conn::{HttpConn, InFlight};
+use conn::{HttpConn, InFlight, OpWait};
 pub(super) use glue::HttpGlue;
 
 /// Pipelined bytes an HTTP connection may have buffered while its current request waits for
@@ -113,7 +113,7 @@ impl Server {
             }
             return;
         }
-        let waiting = h.job.is_some() && !c.read_closed();
+        let waiting = h.answering() && !c.read_closed();
         let cap = if waiting {
             PIPELINE_CAP
         } else {
@@ -134,7 +134,7 @@ impl Server {
         if !c.serving() {
             return;
         }
-        let busy = c.http().is_some_and(|h| h.job.is_some());
+        let busy = c.http().is_some_and(HttpConn::answering);
         // The peer closed (a FIN with the request or after it, maybe behind pipelined bytes
         // not read yet; or a reset) while its foreground job waits: as nginx takes it, and as a
         // Gearman client that leaves, the client gave the job up. Waiting for a half-close's
@@ -142,11 +142,16 @@ impl Server {
         // no worker comes. A background answer comes within the turn and is still given.
         let closed = matches!(status, Ok(ReadStatus::Eof)) || c.hung_up();
         if closed && c.http().is_some_and(HttpConn::waits_for_a_result) {
+            // An operator's ask stays with the cluster: only its answer is given up.
+            let what = match c.http().is_some_and(|h| h.op.is_some()) {
+                true => "the cluster's answer to its ask; it gives the answer up",
+                false => "its job; it gives the job up",
+            };
             peer_log!(
                 now,
                 Cause::Connection,
                 Info,
-                "HTTP connection {idx}: the client closed while waiting for its job; it gives the job up"
+                "HTTP connection {idx}: the client closed while waiting for {what}"
             );
             self.stats.left_waiting += 1;
             self.conns.mark_close(idx);
@@ -206,7 +211,7 @@ impl Server {
             let Kind::Http(h) = &mut c.kind else {
                 return;
             };
-            if h.job.is_some() || h.lingering || c.output_held {
+            if h.answering() || h.lingering || c.output_held {
                 return;
             }
             if served == FRAMES_PER_TURN {
@@ -299,14 +304,17 @@ impl Server {
                         }
                         Route::Submit(s) => self.http_submit(idx, version, keep_alive, s, now),
                         Route::Schedule { op, id } => {
-                            let done = self.engine.schedule_op(&id, op, now, &mut self.outbox);
-                            let entry = self
-                                .engine
-                                .schedule_statuses()
-                                .into_iter()
-                                .find(|s| s.id.as_bytes() == &id[..]);
-                            let r = schedule_ops::reply(op, &done, entry.as_ref()).uncached();
-                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                            let how = (version, keep_alive, head_only);
+                            match self.engine.schedule_op(&id, op, now, &mut self.outbox) {
+                                Ok(Applied::Asked(t)) => {
+                                    self.http_op_wait(idx, OpWait::new(t, op, id, false, how))
+                                }
+                                done => {
+                                    let done = done.map(Applied::handles);
+                                    let r = ops::schedule(&self.engine, op, &id, &done);
+                                    self.http_answer(idx, version, keep_alive, r, head_only, now);
+                                }
+                            }
                         }
                         Route::Backfill {
                             id,
@@ -346,10 +354,15 @@ impl Server {
                             let r = crate::http::ping::reply(done);
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
-                        Route::Act(a) => {
-                            let r = self.console_act(idx).act(&head.site, a, now);
-                            self.http_answer(idx, version, keep_alive, r, false, now);
-                        }
+                        Route::Act(a) => match self.console_act(idx).act(&head.site, a, now) {
+                            console::Acted::Now(r) => {
+                                self.http_answer(idx, version, keep_alive, r, false, now)
+                            }
+                            console::Acted::Asked(t, op, id) => {
+                                let how = (version, keep_alive, false);
+                                self.http_op_wait(idx, OpWait::new(t, op, id, true, how))
+                            }
+                        },
                     }
                     self.audit.http_end(&mut self.engine);
                 }
@@ -625,6 +638,44 @@ impl Server {
                 }
             }
             self.http_answer(idx, f.version, f.keep_alive, reply, false, now);
+            self.conns.want_revisit(idx);
+        }
+    }
+
+    /// Connection `idx`'s request waits for the cluster's answer to its ask: nothing more of
+    /// it is served until then (`http_ops_answered`).
+    fn http_op_wait(&mut self, idx: usize, wait: OpWait) {
+        let Some(c) = self.conns.slab.get_mut(idx) else {
+            return;
+        };
+        let id = c.id;
+        let Some(h) = c.http_mut() else {
+            return;
+        };
+        self.engine.cluster_op_wait(wait.ticket, id, false);
+        h.op = Some(wait);
+    }
+
+    /// The cluster answered asks of HTTP connections: each is answered, with the entry as
+    /// this server shows it now, and what it pipelined behind is served.
+    pub(super) fn http_ops_answered(&mut self, now: u64) {
+        for (to, ticket, result) in std::mem::take(&mut self.outbox.ops_answered) {
+            let idx = to.index as usize;
+            let Some(c) = self.conns.slab.get_mut(idx).filter(|c| c.id == to) else {
+                continue;
+            };
+            let Some(w) = c
+                .http_mut()
+                .and_then(|h| h.op.take_if(|w| w.ticket == ticket))
+            else {
+                continue;
+            };
+            let done = ops::answered(result);
+            let r = match w.console {
+                true => console::schedule_answer(&w.id, &done),
+                false => ops::schedule(&self.engine, w.op, &w.id, &done),
+            };
+            self.http_answer(idx, w.version, w.keep_alive, r, w.head_only, now);
             self.conns.want_revisit(idx);
         }
     }

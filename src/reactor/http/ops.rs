@@ -1,11 +1,36 @@
 //! The engine side of the HTTP actions the API and the console share: a function's limits
-//! changed, a failed job retried or dropped. They borrow only the engine and its outbox, so
-//! that http/mod.rs and the console's part (console.rs) both call them.
+//! changed, a failed job retried or dropped, a schedule entry operated (answered at once, or
+//! when the cluster answers). They borrow only the engine and its outbox, so that
+//! http/mod.rs and the console's part (console.rs) both call them.
 
-use crate::engine::{Engine, FailedSelector, LimitChange, Outbox};
+use crate::engine::{Engine, FailedSelector, LimitChange, Outbox, ScheduleOpError};
 use crate::http::endpoint::FailedOp;
 use crate::http::response::Reply;
-use crate::http::{failed_ops, limit_ops};
+use crate::http::{failed_ops, limit_ops, schedule_ops};
+use crate::proto::admin::ScheduleOp;
+
+/// `POST /schedules/ID/OP`'s answer: the operation's result, with the entry as this server
+/// shows it now.
+pub(super) fn schedule(
+    engine: &Engine,
+    op: ScheduleOp,
+    id: &[u8],
+    result: &Result<Vec<String>, ScheduleOpError>,
+) -> Reply {
+    let entry = engine
+        .schedule_statuses()
+        .into_iter()
+        .find(|s| s.id.as_bytes() == id);
+    schedule_ops::reply(op, result, entry.as_ref()).uncached()
+}
+
+/// The cluster's answer to an ask as an operation's result: taken (a run's jobs are queued
+/// on the leader, so no handles here), or why not.
+pub(super) fn answered(result: Result<(), String>) -> Result<Vec<String>, ScheduleOpError> {
+    result
+        .map(|()| Vec::new())
+        .map_err(ScheduleOpError::ClusterUnreachable)
+}
 
 /// `PUT /limits/FUNCTION`, `DELETE /limits/FUNCTION`: each change in turn (the first
 /// refused stops the rest), answered with the function's limits now.
