@@ -385,6 +385,9 @@ impl Server {
         self.on_deadlines(now);
         self.cluster_turn(now);
         self.resume_paused(now);
+        // After every path of the turn that can end a job (an HTTP or console action, an etcd
+        // answer, ...): the runs waiting for it start in this turn.
+        self.engine.end_turn(now, &mut self.outbox);
         // The replies `hand_on` kept for the turn's end.
         self.conns.pending_writes.append(&mut self.conns.deferred);
         self.dispatch();
