@@ -668,6 +668,7 @@ impl Engine {
         st.history.recent.push(record.clone());
         st.history.too_long += 1;
         st.history.last_error = Some(one_line(&error));
+        self.journal_history(slot);
         let account = RunAccount {
             run: record,
             attempts: 1,
