@@ -1,7 +1,8 @@
 //! Heartbeats (`expect=ping`) in a cluster, against a real etcd: pings sent to any server
 //! reach the leader's judgement, so pings sent alternately to a follower and the leader
 //! (never to the third server) raise no missed alert anywhere and every server shows the same
-//! history; pings withheld raise exactly one missed alert in the whole cluster. A missing
+//! history; a `/start` on one server and the end on another make one run with its duration;
+//! pings withheld raise exactly one missed alert in the whole cluster. A missing
 //! etcd skips (a failure under GEARWHEEL_REQUIRE_INTEROP=1).
 
 use crate::support;
@@ -62,8 +63,8 @@ fn ping(s: &support::Server, id: &str) {
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
-/// runs, failures, skips, last run, its outcome and the recent runs of `id`'s row of
-/// `show schedules`.
+/// runs, failures, skips, last run, its outcome, its duration and the recent runs of `id`'s
+/// row of `show schedules`.
 fn history(s: &support::Server, id: &str) -> Vec<String> {
     let mut c = s.connect();
     let listing = c.admin("show schedules", true);
@@ -74,7 +75,10 @@ fn history(s: &support::Server, id: &str) -> Vec<String> {
         .split('\t')
         .map(str::to_string)
         .collect();
-    [7, 8, 9, 4, 5, 14].iter().map(|&i| r[i].clone()).collect()
+    [7, 8, 9, 4, 5, 6, 14]
+        .iter()
+        .map(|&i| r[i].clone())
+        .collect()
 }
 
 fn missed(got: &Arc<Mutex<Vec<String>>>) -> usize {
@@ -135,6 +139,17 @@ fn pings_to_any_server_reach_the_leader_which_alone_alerts_a_missed_run() {
     });
     let runs: u64 = all(&cl)[0][0].parse().unwrap();
     assert!(runs >= 10, "each ping a run: {:?}", all(&cl));
+
+    // A run's `/start` on the follower and its end on the leader: one run, whose duration
+    // the leader measured from the follower's start.
+    ping(follower, "beat/start");
+    thread::sleep(Duration::from_millis(1500));
+    ping(leader, "beat");
+    support::wait_until(10, "the run with its duration on every server", || {
+        let rows = all(&cl);
+        let d: u64 = rows[0][5].parse().unwrap_or(0);
+        rows.iter().all(|r| *r == rows[0]) && rows[0][0] == (runs + 1).to_string() && d >= 1400
+    });
 
     // Pings withheld: one missed alert in the whole cluster (the first of the streak), from
     // the leader, and every server counts the same misses.
