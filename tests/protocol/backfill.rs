@@ -1,7 +1,8 @@
 //! Runs that wait to be made, over real sockets on a manual clock: `catchup=all` with its cap,
 //! a backfill of 100 times grabbed in order by a real worker with `{time}` filled, its dry run
 //! and `--max-backfill`, `overlap=queue` (never two at once; the waiting run starts as the
-//! previous ends), and a kill -9 that keeps what waits.
+//! previous ends, in the turn an HTTP cancel ends it), a resume that lets the catch-up runs a
+//! pause held go on at once, and a kill -9 that keeps what waits.
 
 use crate::support;
 use std::sync::Arc;
