@@ -159,6 +159,7 @@ impl Engine {
                     (c.seen_ms > 0).then_some(c.seen_ms),
                     [c.runs, c.failures, c.skips],
                 );
+                self.restore_schedule_durations(&id, c.too_long, c.too_short);
                 let marks = ScheduleMarks {
                     paused: c.paused,
                     skip_next: c.skip_next,

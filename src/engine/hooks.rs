@@ -12,7 +12,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use super::{Engine, TimerEvent, rfc3339};
-use crate::schedule::webhook::redact;
+use crate::schedule::webhook::{HookUrl, redact};
 use crate::store::{HookQueued, Record};
 use crate::timer::TimerKey;
 
@@ -310,6 +310,20 @@ impl Engine {
                 .collect(),
             ..self.hooks.status.clone()
         }
+    }
+
+    /// Whether an `https://` webhook may be delivered: an entry names one, or an alert for
+    /// one waits (brought back by the journal). The reactor reads its CA bundle then, at
+    /// start-up or a reload, never in the turn of a delivery.
+    pub fn https_webhooks(&self) -> bool {
+        let https = |u: &str| HookUrl::parse(u).is_ok_and(|u| u.tls);
+        let named = self.schedules.entries.iter().any(|st| {
+            [&st.entry.on_failure, &st.entry.on_success]
+                .into_iter()
+                .flatten()
+                .any(|u| https(u))
+        });
+        named || self.hooks.queue.values().any(|h| https(&h.url))
     }
 
     /// Each webhook (redacted: scheme, host, port) with alerts waiting or a try made since

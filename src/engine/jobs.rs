@@ -279,7 +279,7 @@ impl Engine {
         let job = self.jobs.remove(k);
         self.forget_queued(k);
         self.group_job_gone(k);
-        self.schedules.pending.job_left();
+        self.schedules.pending.may_release();
         if self.config.durable && job.background() {
             self.durable.push(record.unwrap_or(Record::JobFinished {
                 id: job.id,

@@ -1,10 +1,20 @@
 //! Engine calls the reactor needs beyond `handle`: letting a job go on without a client that
-//! stops waiting for it (an HTTP request's `X-Gearman-Timeout`). Nothing here sees a socket.
+//! stops waiting for it (an HTTP request's `X-Gearman-Timeout`), and the turn's last look at
+//! what waits (`end_turn`). Nothing here sees a socket.
 
 use super::types::BACKGROUND;
-use super::{ConnId, Engine, JobState};
+use super::{ConnId, Engine, JobState, Outbox};
 
 impl Engine {
+    /// The turn is over: what waits for a job to leave or a hold to lift (a schedule's
+    /// waiting runs, a group's runs, held GRABs) goes now. Called once, after every part of
+    /// the turn that can end a job or lift a hold (a Gearman packet, an admin line, an HTTP
+    /// or console action, a timer, an etcd answer, a closed connection), so that none of them
+    /// leaves a waiting run for a later turn.
+    pub fn end_turn(&mut self, now: u64, out: &mut Outbox) {
+        self.serve_held_grabs(now, out);
+    }
+
     /// `conn` no longer waits for the job `handle`: it gets no more WORK_* packets for it, and
     /// the job is made background so that it still runs (and finishes) without that client.
     /// Returns whether the connection was attached to that job.

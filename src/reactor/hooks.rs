@@ -56,8 +56,9 @@ pub(super) struct HookClient {
     stray: Vec<Resolving>,
     timeout_ms: u64,
     ca_file: Option<std::path::PathBuf>,
-    /// Made at the first https:// delivery (the CA bundle is read then, once): a server
-    /// without webhooks never reads it.
+    /// Made when an https:// webhook is first configured (`prepare`: the CA bundle is read
+    /// at start-up or a schedules reload, never in a delivery's turn): a server without one
+    /// never reads it.
     #[cfg(feature = "tls")]
     tls: Option<Result<crate::client::ClientTls, String>>,
 }
@@ -72,6 +73,25 @@ impl HookClient {
             #[cfg(feature = "tls")]
             tls: None,
         }
+    }
+
+    /// Read the CA bundle (`--webhook-ca-file`, else the system's) when an https:// webhook
+    /// may be delivered (`https`) and it is not read yet, or its last read failed: called at
+    /// start-up and after each schedules (re)load, so that a delivery never reads a file in
+    /// the loop. A bundle that changes later is read at the next restart.
+    pub(super) fn prepare(&mut self, https: bool) {
+        #[cfg(feature = "tls")]
+        if https && !matches!(self.tls, Some(Ok(_))) {
+            let tls = crate::client::ClientTls::new(self.ca_file.as_deref(), None);
+            if let Err(e) = &tls {
+                log::error!(
+                    "webhooks: cannot read the CA bundle: {e}; https:// alerts fail until a reload reads it"
+                );
+            }
+            self.tls = Some(tls);
+        }
+        #[cfg(not(feature = "tls"))]
+        let _ = https;
     }
 
     /// Its sockets open now.
@@ -272,12 +292,12 @@ impl HookClient {
         }
         #[cfg(feature = "tls")]
         {
-            let ca = self.ca_file.clone();
-            let tls = self
-                .tls
-                .get_or_insert_with(|| crate::client::ClientTls::new(ca.as_deref(), None))
-                .as_ref()
-                .map_err(|e| format!("TLS: {e}"))?;
+            let tls = match &self.tls {
+                Some(Ok(tls)) => tls,
+                Some(Err(e)) => return Err(format!("TLS: {e}")),
+                // `prepare` saw every https:// URL an alert can carry; not reached.
+                None => return Err("TLS: the CA bundle was not read".into()),
+            };
             let session = tls.session(&url.host)?;
             Ok(Transport::tls(s, crate::tls::TlsStream::client(session)))
         }

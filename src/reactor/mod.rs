@@ -237,7 +237,7 @@ impl Server {
         repair: bool,
     ) -> Result<String, String> {
         let now = self.time.clock.now_ms();
-        self.journal.open(
+        let line = self.journal.open(
             dir,
             fsync,
             repair,
@@ -245,7 +245,10 @@ impl Server {
             &mut self.engine,
             &mut self.outbox,
             now,
-        )
+        )?;
+        // Alerts the journal brought back may be for https:// webhooks.
+        self.hooks.prepare(self.engine.https_webhooks());
+        Ok(line)
     }
 
     /// The `--listen` addresses actually bound (port 0 resolved).
@@ -389,6 +392,9 @@ impl Server {
         self.cluster_turn(now);
         self.http_ops_answered(now);
         self.resume_paused(now);
+        // After every path of the turn that can end a job (an HTTP or console action, an etcd
+        // answer, ...): the runs waiting for it start in this turn.
+        self.engine.end_turn(now, &mut self.outbox);
         // The replies `hand_on` kept for the turn's end.
         self.conns.pending_writes.append(&mut self.conns.deferred);
         self.dispatch();
@@ -468,6 +474,7 @@ impl Server {
                     self.schedules
                         .load_pushed(text, &mut self.engine, &mut self.outbox, l, wall);
                 audit::AuditHook::push(&mut self.engine, self.time.now, &loaded);
+                self.hooks.prepare(self.engine.https_webhooks());
             }
             // Claims made by a takeover's catch-up go out this turn.
             if self.outbox.claims.is_empty() {
@@ -484,21 +491,27 @@ impl Server {
         let now = self.time.clock.now_ms();
         let journal = self.journal.enabled();
         let cluster = self.cluster.as_deref_mut();
-        self.schedules.load(
+        let loaded = self.schedules.load(
             path,
             journal,
             &mut self.engine,
             &mut self.outbox,
             cluster,
             now,
-        )
+        )?;
+        self.hooks.prepare(self.engine.https_webhooks());
+        Ok(loaded)
     }
 
     /// Read the schedules file again (SIGHUP, `reload schedules`; see `Schedules::reload`).
     pub(super) fn reload_schedules(&mut self, now: u64) -> Result<usize, String> {
         let cluster = self.cluster.as_deref_mut();
-        self.schedules
-            .reload(&mut self.engine, &mut self.outbox, cluster, now)
+        let n = self
+            .schedules
+            .reload(&mut self.engine, &mut self.outbox, cluster, now)?;
+        // A file that names an https:// webhook for the first time: its CA bundle now.
+        self.hooks.prepare(self.engine.https_webhooks());
+        Ok(n)
     }
 
     /// At exit: give the leadership up at once (see `EtcdLink::resign`).

@@ -54,9 +54,11 @@
 //!   JobFinished: id u64 | reason u8          JobRetried: id u64 | retries u32
 //!   ScheduleRan: fire_ms u64 | outcome u8 | entry (the rest)      (read; no longer written)
 //!   ScheduleState: fire_ms u64 (0: none yet) | seen_ms u64 (latest time run or skipped) |
-//!                  runs u64 | failures u64 | skips u64 | [marks u8, version 2] | entry
+//!                  runs u64 | failures u64 | skips u64 | [marks u8, versions 2 and 3] |
+//!                  [too_long u64 | too_short u64, version 3] | entry
 //!                  marks: 1 paused, 2 skip the next run, 4 last run manual; written as
-//!                  version 2 only when a mark is set (version 1 reads as no marks)
+//!                  version 2 only when a mark is set (version 1 reads as no marks), as
+//!                  version 3 only when a duration alert was counted (else they read as 0)
 //!   (both are `Record::ScheduleRan`, the second with its counters; the newest per entry wins)
 //!   FailedKept (6): id u64 | attempts u32 | first_ms u64 | last_ms u64 | flags u8 (1 entry) |
 //!                  lengths u32 of handle, func, unique, entry, error | those bytes | data

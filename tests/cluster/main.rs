@@ -11,6 +11,7 @@ mod compaction;
 mod etcd_codec;
 mod etcd_tls;
 mod failover;
+mod heartbeats;
 mod logs;
 mod missed;
 mod op_answer;

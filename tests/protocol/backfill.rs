@@ -1,7 +1,8 @@
 //! Runs that wait to be made, over real sockets on a manual clock: `catchup=all` with its cap,
 //! a backfill of 100 times grabbed in order by a real worker with `{time}` filled, its dry run
 //! and `--max-backfill`, `overlap=queue` (never two at once; the waiting run starts as the
-//! previous ends), and a kill -9 that keeps what waits.
+//! previous ends, in the turn an HTTP cancel ends it), a resume that lets the catch-up runs a
+//! pause held go on at once, and a kill -9 that keeps what waits.
 
 use crate::support;
 use std::sync::Arc;
@@ -404,4 +405,108 @@ fn a_backfill_waits_for_its_group_and_keeps_to_the_functions_limit() {
     w1.send_req(t::WORK_COMPLETE, &[h1.as_bytes(), b""]);
     w1.admin("status", true);
     assert_eq!(grab_and_complete(&mut w2), format!("la {to}"));
+}
+
+#[test]
+fn a_cancel_over_http_starts_the_waiting_run_in_that_turn() {
+    let data = dir("qc-data");
+    let file_dir = dir("qc-file");
+    let file = file_dir.join("s.cron");
+    std::fs::write(
+        &file,
+        "@every 10s qc overlap=queue retry=1 backoff=1h -- tick {time}\n",
+    )
+    .unwrap();
+    let s = start(manual_clock(), &data, &file, &["--http-port", "0"]);
+    let mut c = s.connect();
+    let mut w = s.connect();
+    w.can_do(&["qc"]);
+    s.advance(10_000);
+    let (h1, _, _, first) = w.grab_uniq().expect("the first run");
+    let t1 = chrono::DateTime::parse_from_rfc3339(
+        std::str::from_utf8(&first)
+            .unwrap()
+            .strip_prefix("tick ")
+            .unwrap(),
+    )
+    .unwrap()
+    .timestamp_millis() as u64;
+    // It fails: its retry waits an hour as a future job, and the entry's next time waits
+    // behind it.
+    w.send_req(t::WORK_FAIL, &[h1.as_bytes()]);
+    w.send_req(t::PRE_SLEEP, &[]);
+    sync(&mut w);
+    s.advance(10_000);
+    assert_eq!(c.schedule_row("qc")[9], "0", "nothing skipped");
+    assert!(!got_noop(&mut w, 200), "nothing for the worker yet");
+    let retry = c.admin("show scheduled", true);
+    let retry = retry
+        .lines()
+        .find(|l| l.contains("qc"))
+        .and_then(|l| l.split('\t').next())
+        .unwrap_or_else(|| panic!("the retry is a future job: {retry}"))
+        .to_string();
+
+    // The retry cancelled over HTTP: the waiting run is made in that turn, and the sleeping
+    // worker is woken with no Gearman packet and no clock move in between.
+    let mut http = Http::connect(s.http_addr());
+    http.send(&request(
+        "POST",
+        "/ui/api/cancel",
+        &[("X-Gearwheel-Console", "1"), ("Origin", "http://127.0.0.1")],
+        retry.as_bytes(),
+    ));
+    let r = http.read();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(got_noop(&mut w, 5_000), "woken for the waiting run");
+    assert_eq!(
+        grab_and_complete(&mut w),
+        format!("tick {}", rfc3339(t1 + 10_000))
+    );
+}
+
+#[test]
+fn a_resume_starts_the_catch_up_runs_the_pause_held() {
+    let data = dir("rp-data");
+    let file_dir = dir("rp-file");
+    let file = file_dir.join("s.cron");
+    std::fs::write(&file, "@every 1m rp catchup=all -- run of {time}\n").unwrap();
+    let s = start(manual_clock(), &data, &file, &[]);
+    let mut w = s.connect();
+    w.can_do(&["rp"]);
+    s.advance(MIN - s.now_ms() % MIN);
+    let ran = grab_and_complete(&mut w);
+    let seen = chrono::DateTime::parse_from_rfc3339(ran.strip_prefix("run of ").unwrap())
+        .unwrap()
+        .timestamp_millis() as u64;
+    w.admin("status", true);
+    let clock = s.kill9();
+    drop(w);
+    clock.advance(3 * MIN + 10_000);
+    let s = start(clock, &data, &file, &[]);
+    let mut c = s.connect();
+    let mut w = s.connect();
+    w.can_do(&["rp"]);
+    // The first of the three missed runs is made; the entry is paused while it runs, so the
+    // two behind it wait when it ends.
+    assert_eq!(c.admin("pause schedule rp", false), "OK\r\n");
+    assert_eq!(
+        grab_and_complete(&mut w),
+        format!("run of {}", rfc3339(seen + MIN))
+    );
+    w.send_req(t::PRE_SLEEP, &[]);
+    sync(&mut w);
+    assert_eq!(total(&mut c, "rp"), 0, "held by the pause: {}", s.log());
+
+    // Resumed: the next waiting run is made in that turn and wakes the sleeping worker.
+    assert_eq!(c.admin("resume schedule rp", false), "OK\r\n");
+    assert!(
+        got_noop(&mut w, 5_000),
+        "woken for the waiting run: {}",
+        s.log()
+    );
+    assert_eq!(
+        grab_and_complete(&mut w),
+        format!("run of {}", rfc3339(seen + 2 * MIN))
+    );
 }

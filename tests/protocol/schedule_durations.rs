@@ -71,3 +71,45 @@ fn too_long_and_too_short_alert_for_runs_gearwheel_fires() {
         .collect();
     assert_eq!(runs, ["too_long", "complete", "too_short"], "{row:?}");
 }
+
+#[test]
+fn the_duration_alerts_counts_survive_a_kill_9() {
+    let data = TempDir::new("durations-data");
+    let dir = TempDir::new("durations-kept");
+    let file = dir.path("s.cron");
+    std::fs::write(&file, "@every 1m backup max_duration=10s min_duration=5s\n").unwrap();
+    let args = [
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--schedules",
+        file.to_str().unwrap(),
+    ];
+    let s = InProcess::start_on(manual_clock(), &args);
+    let now = s.now_ms();
+    s.advance((now / 60_000 + 1) * 60_000 - now);
+    let mut w = worker(&s, &["backup"]);
+    // One run too long (it goes on, then completes), the next too short.
+    let (handle, _) = grab(&mut w);
+    s.advance(11_000);
+    work(&mut w, t::WORK_COMPLETE, &handle, &[b""]);
+    sync(&mut w);
+    let now = s.now_ms();
+    s.advance((now / 60_000 + 1) * 60_000 - now);
+    let (handle, _) = grab(&mut w);
+    s.advance(1_000);
+    work(&mut w, t::WORK_COMPLETE, &handle, &[b""]);
+    sync(&mut w);
+    let counts = |c: &mut Conn| {
+        let row = c.schedule_row("backup");
+        let n = row.len();
+        (row[n - 2].clone(), row[n - 1].clone())
+    };
+    assert_eq!(counts(&mut w), ("1".into(), "1".into()));
+
+    // Journalled with the entry's counters: a kill -9 keeps them.
+    let clock = s.kill9();
+    drop(w);
+    let s = InProcess::start_on(clock, &args);
+    let mut c = s.connect();
+    assert_eq!(counts(&mut c), ("1".into(), "1".into()), "{}", s.log());
+}

@@ -328,7 +328,7 @@ fn a_remote_http_url_is_refused_with_its_line_and_column() {
 }
 
 /// An `https://` receiver: the test CA's certificate for localhost, rustls on the test's
-/// thread; the server verifies it against `--webhook-ca-file`.
+/// thread; the server verifies it against `--webhook-ca-file`, read at start-up.
 #[cfg(feature = "tls")]
 #[test]
 fn an_https_receiver_verified_against_the_ca_gets_the_alert() {
@@ -392,12 +392,18 @@ fn an_https_receiver_verified_against_the_ca_gets_the_alert() {
         &dir,
         &format!("@hourly beat expect=ping on_failure=https://localhost:{port}/hook/x\n"),
     );
+    // The bundle is read at start-up, not at the first delivery (in the loop): gone by then,
+    // it is not missed.
+    let bundle = dir.path("ca.pem");
+    std::fs::copy(ca.ca(), &bundle).unwrap();
     let s = HttpServer::start(&[
         "--schedules",
         file.to_str().unwrap(),
         "--webhook-ca-file",
-        &ca.ca_arg(),
+        bundle.to_str().unwrap(),
     ]);
+    s.server.wait_log("schedules: 1 entry", 10);
+    std::fs::remove_file(&bundle).unwrap();
     fail(&s);
     wait_until(20, "the https delivery counted", || {
         metric(

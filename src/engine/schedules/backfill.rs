@@ -45,8 +45,9 @@ impl Waiting {
 }
 
 impl Pending {
-    /// A job left the engine: an entry's waiting run may start.
-    pub(in crate::engine) fn job_left(&mut self) {
+    /// A job left the engine, or a pause was lifted: an entry's waiting run may start (at
+    /// the turn's end, `Engine::end_turn`, whatever path it came by).
+    pub(in crate::engine) fn may_release(&mut self) {
         if !self.by_entry.is_empty() {
             self.dirty = true;
         }

@@ -236,7 +236,9 @@ impl Engine {
             );
             return;
         };
+        let start = a.ping.started.map(|s| (s.at_ms, s.scheduled_ms));
         merge(&mut self.schedules.entries[slot].history, a);
+        self.pings_seen(slot, start);
         self.journal_quietly(slot);
     }
 
@@ -300,6 +302,13 @@ pub(super) fn account(h: &History) -> String {
         .opt_num("seen", h.seen_ms)
         .bool("last_manual", h.marks.last_manual)
         .opt_str("last_error", h.last_error.as_deref());
+    // A heartbeat's run begun by a `/start` ping and not ended: the leader stops waiting
+    // for it, and its end may reach another server.
+    if let Some(st) = &h.ping.started {
+        let mut o = Obj::new(o.key("ping_started"));
+        o.num("at", st.at_ms).num("scheduled", st.scheduled_ms);
+        o.end();
+    }
     let runs: Vec<&RunRecord> = h.recent.iter().collect();
     json::array(o.key("recent"), &runs, |out, r| {
         let mut o = Obj::new(out);
@@ -341,6 +350,15 @@ pub(super) fn parse_account(bytes: &[u8]) -> Option<History> {
         ..History::default()
     };
     h.marks.last_manual = v.get("last_manual").and_then(|x| x.as_bool()) == Some(true);
+    if let Some(p) = v.get("ping_started") {
+        if let (Some(at_ms), Some(scheduled_ms)) = (n(p, "at"), n(p, "scheduled")) {
+            h.ping.started = Some(super::ping_state::Started {
+                at_ms,
+                scheduled_ms,
+                too_long: None,
+            });
+        }
+    }
     let mut ring = RunRing::default();
     for r in v
         .get("recent")
@@ -392,6 +410,11 @@ mod tests {
             ..History::default()
         };
         h.marks.last_manual = true;
+        h.ping.started = Some(super::super::ping_state::Started {
+            at_ms: 1_700_000_000_500,
+            scheduled_ms: 1_700_000_000_000,
+            too_long: None,
+        });
         for i in 0..25u64 {
             h.recent.push(RunRecord {
                 scheduled_ms: 1_700_000_000_000 + i,
@@ -409,6 +432,12 @@ mod tests {
         }
         let back = parse_account(account(&h).as_bytes()).unwrap();
         assert_eq!(account(&back), account(&h));
+        assert!(
+            account(&h)
+                .contains(r#""ping_started":{"at":1700000000500,"scheduled":1700000000000}"#)
+        );
+        let started = back.ping.started.map(|s| (s.at_ms, s.scheduled_ms));
+        assert_eq!(started, Some((1_700_000_000_500, 1_700_000_000_000)));
         assert_eq!(back.recent.column(), h.recent.column());
         assert_eq!(
             back.recent.iter().count(),

@@ -79,6 +79,8 @@ impl Engine {
                     h.failures = h.failures.max(failures);
                     h.skips = h.skips.max(skips);
                 }
+                h.too_long = h.too_long.max(r.durations[0]);
+                h.too_short = h.too_short.max(r.durations[1]);
                 h.marks = r.marks;
             }
             self.rearm_watch(slot);
@@ -145,6 +147,13 @@ impl Engine {
         r.counters = Some([runs, failures, skips]);
     }
 
+    /// Bring back an entry's duration alerts' counts (too_long, too_short) from the journal,
+    /// like `restore_schedule_run`.
+    pub fn restore_schedule_durations(&mut self, id: &str, too_long: u64, too_short: u64) {
+        let r = self.schedules.restored.entry(Rc::from(id)).or_default();
+        r.durations = [too_long, too_short];
+    }
+
     /// Bring back an entry's marks (paused, skip the next run, last run manual) from the
     /// journal, like `restore_schedule_run`.
     pub fn restore_schedule_marks(&mut self, id: &str, marks: ScheduleMarks) {
@@ -177,6 +186,8 @@ impl Engine {
                 paused: h.marks.paused,
                 skip_next: h.marks.skip_next,
                 last_manual: h.marks.last_manual,
+                too_long: h.too_long,
+                too_short: h.too_short,
             }),
         }));
     }

@@ -120,6 +120,8 @@ struct Restored {
     seen_ms: Option<u64>,
     /// runs, failures, skips; `None` from a journal written before they were kept.
     counters: Option<[u64; 3]>,
+    /// too_long, too_short; 0 from a journal written before they were kept.
+    durations: [u64; 2],
     marks: ScheduleMarks,
 }
 

@@ -131,6 +131,8 @@ impl Engine {
                 // Every run until now is dealt with: none of those missed while paused is
                 // made up, now or by a catch-up after a restart.
                 h.seen_ms = h.seen_ms.max(Some(now));
+                // Runs the pause held (catch-up) may start now.
+                self.schedules.pending.may_release();
                 self.arm_after(slot, now);
                 log::info!(
                     "schedule {entry}: resumed; next run {}",

@@ -113,10 +113,12 @@ impl Engine {
             h.last_duration_ms = duration;
         }
         let Some(record) = record else { return };
+        h.recent.push(record.clone());
         if record.outcome == RunOutcome::TooShort {
             h.too_short += 1;
+            self.journal_history(slot);
         }
-        h.recent.push(record.clone());
+        let h = &mut self.schedules.entries[slot].history;
         let (error, attempts) = match failure {
             Some((text, attempts)) => (Some(one_line(&String::from_utf8_lossy(&text))), attempts),
             None => (short, retries + 1),

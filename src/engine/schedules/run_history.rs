@@ -25,11 +25,9 @@ pub struct History {
     pub runs: u64,
     pub failures: u64,
     pub skips: u64,
-    /// Runs still going at their `max_duration=` (`too_long` alerts); since start, not
-    /// journalled.
+    /// Runs still going at their `max_duration=` (`too_long` alerts).
     pub too_long: u64,
-    /// Runs that succeeded sooner than their `min_duration=` (`too_short` alerts); since
-    /// start, not journalled.
+    /// Runs that succeeded sooner than their `min_duration=` (`too_short` alerts).
     pub too_short: u64,
     /// The latest scheduled time dealt with, run or skipped: runs missed while the server was
     /// down are counted after it, so none is counted twice.

@@ -67,6 +67,23 @@ fn too_short(min: Option<u64>, duration: Option<u64>) -> Option<String> {
     })
 }
 
+/// An outcome a ping's run ends with (not a missed or skipped time, not a `too_long` record
+/// of a run still going).
+fn is_ping_run(o: RunOutcome) -> bool {
+    matches!(
+        o,
+        RunOutcome::Complete | RunOutcome::Failed | RunOutcome::TooShort
+    )
+}
+
+/// Whether a ping answered the heartbeat run at `scheduled` (here, or on another server of
+/// the cluster: its account is merged into this history).
+fn pinged(h: &super::run_history::History, scheduled: u64) -> bool {
+    h.recent
+        .iter()
+        .any(|r| r.scheduled_ms == scheduled && is_ping_run(r.outcome))
+}
+
 impl super::EntryState {
     /// The entry's timing in words, and for a heartbeat what each time waits for (for
     /// `/schedules` and the console).
@@ -113,6 +130,10 @@ impl Engine {
         if p.awaiting.is_some() {
             // An older run is still awaited (a grace longer than the interval): its deadline
             // decides for this one too.
+            return;
+        }
+        if pinged(&st.history, nominal) {
+            // Answered before it came, by a ping to another server of the cluster.
             return;
         }
         let key = self.timers.insert(
@@ -173,6 +194,7 @@ impl Engine {
         if generation != self.schedules.generation || slot >= self.schedules.entries.len() {
             return;
         }
+        let judge = self.judges_pings();
         let st = &mut self.schedules.entries[slot];
         let p = &mut st.history.ping;
         if p.awaiting.map(|(t, _)| t) != Some(scheduled_ms) {
@@ -181,6 +203,11 @@ impl Engine {
         p.awaiting = None;
         if st.history.marks.paused {
             // Paused after its time came: the operator said not to wait for it.
+            return;
+        }
+        if !judge || pinged(&st.history, scheduled_ms) {
+            // A follower of a cluster leaves the verdict to the leader, which also hears of
+            // the pings the others got (through the entry's account).
             return;
         }
         let p = &mut st.history.ping;
@@ -317,6 +344,76 @@ impl Engine {
             st.id,
             rfc3339(scheduled_ms)
         );
+        // The run is answered: the leader stops waiting for it (the start goes in the
+        // entry's account).
+        self.account_changed(slot);
+    }
+
+    /// Whether this server decides that a heartbeat run is missed or too long: alone, or
+    /// as the leader of its cluster (one verdict, one alert, for the pings of every server).
+    fn judges_pings(&self) -> bool {
+        !self.schedules.clustered || self.schedules.cluster.leading
+    }
+
+    /// The cluster's account of a heartbeat entry was merged into this one (`theirs_start`:
+    /// the `/start` it carried): a run another server's ping answered is awaited no longer,
+    /// a run started there is going on here too (its end may come here), and a run that
+    /// ended there is over.
+    pub(super) fn pings_seen(&mut self, slot: usize, theirs_start: Option<(u64, u64)>) {
+        let generation = self.schedules.generation;
+        let st = &mut self.schedules.entries[slot];
+        if !st.entry.expect_ping {
+            return;
+        }
+        let max = st.entry.max_duration_ms;
+        let h = &mut st.history;
+        let mut cancel = Vec::new();
+        if let Some((t, key)) = h.ping.awaiting {
+            if pinged(h, t) || theirs_start.is_some_and(|(_, s)| s == t) {
+                h.ping.awaiting = None;
+                cancel.push(key);
+            }
+        }
+        if h.recent
+            .iter()
+            .last()
+            .is_some_and(|r| is_ping_run(r.outcome))
+        {
+            h.ping.missed_in_row = 0;
+        }
+        let ended = |scheduled: u64| h.last_run_ms.is_some_and(|l| l >= scheduled);
+        let mine = h.ping.started.map(|s| (s.at_ms, s.scheduled_ms));
+        let adopt = theirs_start
+            .filter(|&(at, sch)| !ended(sch) && mine.is_none_or(|(my_at, _)| at > my_at));
+        let over = mine.is_some_and(|(_, sch)| ended(sch));
+        if adopt.is_some() || over {
+            if let Some(k) = h.ping.started.take().and_then(|s| s.too_long) {
+                cancel.push(k);
+            }
+        }
+        if let Some((at_ms, scheduled_ms)) = adopt {
+            h.ping.started = Some(Started {
+                at_ms,
+                scheduled_ms,
+                too_long: None,
+            });
+        }
+        for k in cancel {
+            self.timers.cancel(k);
+        }
+        if let (Some((at_ms, _)), Some(max)) = (adopt, max) {
+            let key = self.timers.insert(
+                at_ms.saturating_add(max),
+                TimerEvent::PingTooLong {
+                    slot,
+                    generation,
+                    started_ms: at_ms,
+                },
+            );
+            if let Some(s) = self.schedules.entries[slot].history.ping.started.as_mut() {
+                s.too_long = Some(key);
+            }
+        }
     }
 
     /// A run pinged its end: success (`failed` is `None`) or failure. It is a run of the entry
@@ -445,6 +542,9 @@ impl Engine {
         };
         s.too_long = None;
         let scheduled_ms = s.scheduled_ms;
+        if !self.judges_pings() {
+            return;
+        }
         self.run_too_long(slot, scheduled_ms, started_ms, false, None, now, out);
     }
 
@@ -568,6 +668,7 @@ impl Engine {
         st.history.recent.push(record.clone());
         st.history.too_long += 1;
         st.history.last_error = Some(one_line(&error));
+        self.journal_history(slot);
         let account = RunAccount {
             run: record,
             attempts: 1,

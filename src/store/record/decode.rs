@@ -63,7 +63,7 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 skips: c.u64()?,
                 ..ScheduleCounters::default()
             };
-            if h.ver == SCHEDULE_STATE_MARKED {
+            if matches!(h.ver, SCHEDULE_STATE_MARKED | SCHEDULE_STATE_DURATIONS) {
                 let marks = c.u8()?;
                 if marks & !(MARK_PAUSED | MARK_SKIP_NEXT | MARK_LAST_MANUAL) != 0 {
                     return Err("unknown marks in a schedule record");
@@ -71,6 +71,10 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 counters.paused = marks & MARK_PAUSED != 0;
                 counters.skip_next = marks & MARK_SKIP_NEXT != 0;
                 counters.last_manual = marks & MARK_LAST_MANUAL != 0;
+            }
+            if h.ver == SCHEDULE_STATE_DURATIONS {
+                counters.too_long = c.u64()?;
+                counters.too_short = c.u64()?;
             }
             Record::ScheduleRan(ScheduleRan {
                 entry: Bytes::copy_from_slice(&payload[c.at..]),

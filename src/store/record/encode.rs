@@ -57,8 +57,14 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
                     for n in [c.seen_ms, c.runs, c.failures, c.skips] {
                         buf.extend_from_slice(&n.to_le_bytes());
                     }
-                    if c.marks() != 0 {
-                        buf.push(c.marks());
+                    match c.layout().0 {
+                        SCHEDULE_STATE_DURATIONS => {
+                            buf.push(c.marks());
+                            buf.extend_from_slice(&c.too_long.to_le_bytes());
+                            buf.extend_from_slice(&c.too_short.to_le_bytes());
+                        }
+                        SCHEDULE_STATE_MARKED => buf.push(c.marks()),
+                        _ => {}
                     }
                 }
             }

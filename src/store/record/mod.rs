@@ -22,6 +22,10 @@ pub(crate) const VERSION: u8 = 1;
 /// manual). Written only when a mark is set, so a journal without marks stays version 1 and
 /// readable by the release before; version 1 records read as "no marks".
 pub(crate) const SCHEDULE_STATE_MARKED: u8 = 2;
+/// ScheduleState with the marks byte and then the duration alerts' counts (too_long,
+/// too_short). Written only when one of them is not 0, so a journal without duration alerts
+/// stays version 1 or 2, readable by the releases before.
+pub(crate) const SCHEDULE_STATE_DURATIONS: u8 = 3;
 
 /// Declares `RecordKind`, the record types, from one line each: its type number (the next free
 /// one, never reused: old journals are read back with it) and its name in messages.
@@ -145,6 +149,8 @@ const FAILED_KEPT_FIXED: usize = 8 + 4 + 8 + 8 + 1 + 5 * 4;
 const FLAG_ENTRY: u8 = 1;
 /// ... and in its version 2, the marks byte.
 const SCHEDULE_STATE_MARKED_FIXED: usize = SCHEDULE_STATE_FIXED + 1;
+/// ... and in its version 3, the marks byte and the two duration alerts' counts.
+const SCHEDULE_STATE_DURATIONS_FIXED: usize = SCHEDULE_STATE_MARKED_FIXED + 2 * 8;
 
 const MARK_PAUSED: u8 = 1;
 const MARK_SKIP_NEXT: u8 = 2;
@@ -229,9 +235,29 @@ pub struct ScheduleCounters {
     pub skip_next: bool,
     /// Its last run was a manual one (`run schedule`).
     pub last_manual: bool,
+    /// Runs still going at their `max_duration=` (version 3; 0 before).
+    pub too_long: u64,
+    /// Runs that succeeded sooner than their `min_duration=` (version 3; 0 before).
+    pub too_short: u64,
 }
 
 impl ScheduleCounters {
+    /// Whether the duration alerts' counts must be written (version 3).
+    fn durations(&self) -> bool {
+        self.too_long != 0 || self.too_short != 0
+    }
+
+    /// The layout version and fixed size this state is written with: the oldest that holds it.
+    fn layout(&self) -> (u8, usize) {
+        if self.durations() {
+            (SCHEDULE_STATE_DURATIONS, SCHEDULE_STATE_DURATIONS_FIXED)
+        } else if self.marks() != 0 {
+            (SCHEDULE_STATE_MARKED, SCHEDULE_STATE_MARKED_FIXED)
+        } else {
+            (VERSION, SCHEDULE_STATE_FIXED)
+        }
+    }
+
     fn marks(&self) -> u8 {
         [
             (self.paused, MARK_PAUSED),
@@ -500,7 +526,7 @@ impl Record {
         match self {
             Record::ScheduleRan(ScheduleRan {
                 counters: Some(c), ..
-            }) if c.marks() != 0 => SCHEDULE_STATE_MARKED,
+            }) => c.layout().0,
             // Every other layout is the first: a new record type is listed here on purpose.
             Record::JobAdded(_)
             | Record::JobFinished { .. }
@@ -534,8 +560,7 @@ impl Record {
             }) => {
                 let fixed = match counters {
                     None => SCHEDULE_RAN_FIXED,
-                    Some(c) if c.marks() != 0 => SCHEDULE_STATE_MARKED_FIXED,
-                    Some(_) => SCHEDULE_STATE_FIXED,
+                    Some(c) => c.layout().1,
                 };
                 (fixed + entry.len()) as u64
             }
@@ -593,7 +618,8 @@ impl Record {
 pub(crate) struct RecHeader {
     pub len: u32,
     pub ty: RecordKind,
-    /// The payload layout version (1, or 2 for a ScheduleState with marks).
+    /// The payload layout version (1, or 2 and 3 for a ScheduleState with marks, and with
+    /// duration alerts' counts).
     pub ver: u8,
     /// CRC-32C of header bytes 0..6, the seed of the whole-record checksum.
     pre: u32,
@@ -623,7 +649,8 @@ pub(crate) fn parse_header(h: &[u8]) -> Option<RecHeader> {
         return None;
     }
     let ty = RecordKind::of(h[4])?;
-    if ver != VERSION && !(ty == RecordKind::ScheduleState && ver == SCHEDULE_STATE_MARKED) {
+    let state_layout = matches!(ver, SCHEDULE_STATE_MARKED | SCHEDULE_STATE_DURATIONS);
+    if ver != VERSION && !(ty == RecordKind::ScheduleState && state_layout) {
         return None;
     }
     if u64::from(len) + HEADER_LEN as u64 > u64::from(u32::MAX) {
@@ -666,6 +693,9 @@ pub(crate) fn schedule_entry<'a>(h: &RecHeader, payload: &'a [u8]) -> Option<&'a
         (RecordKind::ScheduleRan, _) => payload.get(SCHEDULE_RAN_FIXED..),
         (RecordKind::ScheduleState, SCHEDULE_STATE_MARKED) => {
             payload.get(SCHEDULE_STATE_MARKED_FIXED..)
+        }
+        (RecordKind::ScheduleState, SCHEDULE_STATE_DURATIONS) => {
+            payload.get(SCHEDULE_STATE_DURATIONS_FIXED..)
         }
         (RecordKind::ScheduleState, _) => payload.get(SCHEDULE_STATE_FIXED..),
         _ => None,

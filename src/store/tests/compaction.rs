@@ -14,7 +14,7 @@ fn churned(dir: &Path, m: &mut Model) -> Journal {
             m.finish(&mut j, id);
         }
         if i % 50 == 0 {
-            m.sched(&mut j, "hourly", i, (i / 50 % 4) as u8);
+            m.sched(&mut j, "hourly", i, (i / 50 % 6) as u8);
             m.sched(&mut j, "daily", i * 2, 0);
         }
         j.commit(i).unwrap();

@@ -151,7 +151,8 @@ impl Model {
     }
     /// An entry ran. `outcome` 2 and up writes the newer record with counters (made up from
     /// the arguments), so both kinds mix in one journal as after an upgrade; odd outcomes from
-    /// 3 up also carry marks (the record's version 2).
+    /// 3 up also carry marks (the record's version 2), and multiples of 5 duration alerts'
+    /// counts (version 3).
     fn sched(&mut self, j: &mut Journal, entry: &'static str, fire_ms: u64, outcome: u8) {
         let entry = Bytes::from_static(entry.as_bytes());
         let counters = (outcome >= 2).then_some(ScheduleCounters {
@@ -162,6 +163,8 @@ impl Model {
             paused: outcome % 2 == 1,
             skip_next: outcome % 4 == 3,
             last_manual: outcome % 2 == 1,
+            too_long: if outcome % 5 == 0 { fire_ms } else { 0 },
+            too_short: if outcome % 5 == 0 { 1 } else { 0 },
         });
         let outcome = if counters.is_some() { 0 } else { outcome };
         j.append(&Record::ScheduleRan(ScheduleRan {

@@ -68,6 +68,19 @@ fn round_trip_every_record_type() {
                 ..ScheduleCounters::default()
             }),
         }),
+        // Duration alerts' counts make it version 3, after the marks byte.
+        Record::ScheduleRan(ScheduleRan {
+            entry: Bytes::from_static(b"backup"),
+            fire_ms: 1_700_000_000_000,
+            outcome: 0,
+            counters: Some(ScheduleCounters {
+                seen_ms: 1_700_000_060_000,
+                runs: 4,
+                too_long: 2,
+                too_short: u64::MAX,
+                ..ScheduleCounters::default()
+            }),
+        }),
     ];
     let mut buf = Vec::new();
     let mut ends = Vec::new();
@@ -114,6 +127,19 @@ fn a_schedule_state_without_marks_keeps_the_version_1_layout() {
     record::encode(&mut v2, &state(true)).unwrap();
     assert_eq!((v2[4], v2[5], v2.len()), (5, 2, HEADER_LEN + 41 + 1));
     assert_eq!(&v2[HEADER_LEN + 40..], b"\x01e");
+    // With a duration alert counted: version 3, the marks byte and the two counts.
+    let mut v3 = Vec::new();
+    let mut with_alert = state(true);
+    if let Record::ScheduleRan(ScheduleRan {
+        counters: Some(c), ..
+    }) = &mut with_alert
+    {
+        c.too_short = 1;
+    }
+    record::encode(&mut v3, &with_alert).unwrap();
+    assert_eq!((v3[4], v3[5], v3.len()), (5, 3, HEADER_LEN + 57 + 1));
+    assert_eq!(&v3[HEADER_LEN + 40..HEADER_LEN + 41], b"\x01");
+    assert_eq!(&v3[HEADER_LEN + 57..], b"e");
     // A version 2 of another type, or a marks byte this release does not know, is refused
     // even with checksums that match.
     let reseal = |b: &mut Vec<u8>| {
