@@ -20,27 +20,18 @@ fn start(text: &str) -> (TempDir, InProcess) {
     (dir, s)
 }
 
-/// Jobs queued for `func`, from `status`.
-fn queued(c: &mut Conn, func: &str) -> u64 {
-    c.admin("status", true)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{func}\t")))
-        .and_then(|rest| rest.split('\t').next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn a_forward_step_counts_and_logs_every_time_it_passed_over() {
     let (_dir, s) = start("@every 1s tick overlap=allow\n");
     let mut admin = s.connect();
     s.advance(1000);
-    assert_eq!(queued(&mut admin, "tick"), 1, "the run on time");
+    assert_eq!(admin.queued("tick"), 1, "the run on time");
     let before = admin.schedule_row("tick");
     assert_eq!(before[9], "0", "{before:?}");
     // 20 s forward at once: the run due 1 s after the last is made, 19.5 s late; the 19
     // whole seconds after it, up to now, are missed.
     s.set_time(s.now_ms() + 20_000);
-    assert_eq!(queued(&mut admin, "tick"), 2, "the late run, and no other");
+    assert_eq!(admin.queued("tick"), 2, "the late run, and no other");
     let after = admin.schedule_row("tick");
     assert_eq!(after[9], "19", "skips: {after:?}");
     s.wait_log("19 runs missed after", 5);
@@ -54,12 +45,7 @@ fn a_forward_step_counts_and_logs_every_time_it_passed_over() {
     assert!(runs.contains("missed"), "{runs}");
     // The next run is the one after now, on time.
     s.advance(1000);
-    assert_eq!(
-        queued(&mut admin, "tick"),
-        3,
-        "{}",
-        admin.admin("status", true)
-    );
+    assert_eq!(admin.queued("tick"), 3, "{}", admin.admin("status", true));
     assert_eq!(admin.schedule_row("tick")[9], "19");
 }
 
@@ -68,11 +54,11 @@ fn under_catchup_all_a_forward_step_makes_up_the_times_it_passed_over() {
     let (_dir, s) = start("@every 1s tick overlap=allow catchup=all catchup_max=5\n");
     let mut admin = s.connect();
     s.advance(1000);
-    assert_eq!(queued(&mut admin, "tick"), 1);
+    assert_eq!(admin.queued("tick"), 1);
     s.set_time(s.now_ms() + 20_000);
     // The late run, then the newest five of the 19 passed over; the 14 older are missed.
     poll(5, "the catch-up runs to be queued", || {
-        let n = queued(&mut admin, "tick");
+        let n = admin.queued("tick");
         if n == 1 + 1 + 5 {
             Ok(())
         } else {

@@ -27,15 +27,6 @@ fn start(clock: Arc<ManualClock>, data: &std::path::Path, file: &std::path::Path
     )
 }
 
-/// Jobs queued for `func`, from `status`.
-fn queued(c: &mut Conn, func: &str) -> u64 {
-    c.admin("status", true)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{func}\t")))
-        .and_then(|rest| rest.split('\t').next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
     let data = dir("data");
@@ -83,7 +74,7 @@ fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
     // The pause holds through a reload: over 2 s, `tick` (every second) fires nothing.
     assert_eq!(c.admin("reload schedules", false), "OK 2\n");
     s.advance(2200);
-    assert_eq!(queued(&mut c, "tick"), 0);
+    assert_eq!(c.queued("tick"), 0);
     let row = c.schedule_row("tick");
     assert_eq!((row[3].as_str(), row[10].as_str()), ("-", "paused"));
     let row = c.schedule_row("nightly");
@@ -97,7 +88,7 @@ fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
     let s = start(clock, &data, &file);
     let mut c = s.connect();
     s.advance(1500);
-    assert_eq!(queued(&mut c, "tick"), 0, "{}", s.log());
+    assert_eq!(c.queued("tick"), 0, "{}", s.log());
     let row = c.schedule_row("tick");
     assert_eq!((row[3].as_str(), row[10].as_str()), ("-", "paused"));
     let row = c.schedule_row("nightly");
@@ -109,6 +100,6 @@ fn operator_lines_run_skip_pause_and_resume_through_reload_and_kill_9() {
     // Resumed, `tick` runs again, once per second and not a burst for the seconds missed.
     assert_eq!(c.admin("resume schedule tick", false), "OK\r\n");
     s.advance(1000);
-    assert_eq!(queued(&mut c, "tick"), 1, "one run, no catch-up burst");
+    assert_eq!(c.queued("tick"), 1, "one run, no catch-up burst");
     assert_eq!(c.schedule_row("tick")[10], "active");
 }

@@ -218,6 +218,15 @@ impl Conn {
             .collect()
     }
 
+    /// Jobs queued for `func`, from `status` (0 when it is not listed).
+    pub fn queued(&mut self, func: &str) -> u64 {
+        self.admin("status", true)
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{func}\t")))
+            .and_then(|rest| rest.split('\t').next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// `admin` for names that are not UTF-8: the line and the reply as bytes.
     pub fn admin_bytes(&mut self, line: &[u8], list: bool) -> Vec<u8> {
         let mut l = line.to_vec();
