@@ -9,7 +9,7 @@ use super::*;
 use crate::cluster::records::OpsRecord;
 
 /// Operators' asks waiting for etcd, at most; more are refused (the reply says so).
-pub(super) const OPS_OWED_MAX: usize = 1024;
+pub(in crate::cluster::machine) const OPS_OWED_MAX: usize = 1024;
 /// A write of an ops record that keeps meeting a newer one is given up after this many tries.
 const OPS_TRIES: u8 = 4;
 

@@ -41,7 +41,7 @@ fn a_due_run_is_claimed_and_queued_only_when_granted() {
     assert_eq!(&*claims[0].entry, "hb");
     assert_eq!(claims[0].nominal_ms, T0);
     assert_eq!(queued(&mut w, "beat"), 0, "nothing queued before the claim");
-    w.e.claim_refused("hb", T0, "this server is not the leader", true);
+    w.e.claim_refused("hb", T0, "this server is not the leader", true, false);
     assert_eq!(queued(&mut w, "beat"), 0);
     w.now = T0 + 10_000;
     w.e.on_time(w.now, &mut w.out);
