@@ -157,6 +157,9 @@ pub struct Output {
     /// The answers to the leader's runs of backfilled times: the time to run now (`None`: a
     /// spent span dropped), or why not.
     pub backfill_runs: Vec<(String, Result<Option<u64>, String>)>,
+    /// An `@after` child's set as etcd held it when this server's write met it (another
+    /// server wrote first): the engine merges it with its own and writes the merge.
+    pub after_conflicts: Vec<(String, Vec<u8>)>,
     /// Operators' asks etcd did not take and this server gave up on (entry, why), to log.
     pub ops_failed: Vec<(String, String)>,
 }

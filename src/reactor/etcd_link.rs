@@ -564,7 +564,10 @@ impl EtcdLink {
             engine.cluster_account_seen(&entry, &account);
         }
         for (child, set) in std::mem::take(&mut self.out.after_sets) {
-            engine.cluster_after_seen(&child, &set);
+            engine.cluster_after_seen(&child, &set, wall, outbox);
+        }
+        for (child, set) in std::mem::take(&mut self.out.after_conflicts) {
+            engine.cluster_after_conflict(&child, &set, wall, outbox);
         }
         for (entry, spans) in std::mem::take(&mut self.out.backfills) {
             engine.cluster_backfill_seen(&entry, spans.into_iter().map(from_cluster).collect());

@@ -177,6 +177,10 @@ pub struct Machine {
     /// in flight, cached when etcd takes it.
     backfills: HashMap<String, backfill::CachedBackfill>,
     backfill_sent: Option<(String, records::BackfillRecord)>,
+    /// The revision of each `after/{child}` key as this server knows it (its sets are written
+    /// over it), and the merges tried for the write in progress.
+    after_revs: HashMap<String, i64>,
+    after_tries: HashMap<String, u8>,
     /// Bumped when the clock goes back: replies to requests sent before do not confirm the
     /// lease.
     epoch: u32,
@@ -238,6 +242,8 @@ impl Machine {
             history_written: HashMap::new(),
             backfills: HashMap::new(),
             backfill_sent: None,
+            after_revs: HashMap::new(),
+            after_tries: HashMap::new(),
             epoch: 0,
             compaction,
             outage: Outage::default(),
@@ -734,6 +740,14 @@ impl Machine {
                 },
             ) => self.fire_result(entry, succeeded, revision, ranges, out),
             (Purpose::PutHistory { .. }, Reply::Put { .. }) => {}
+            (
+                Purpose::PutHistory { entry },
+                Reply::Txn {
+                    succeeded,
+                    revision,
+                    ranges,
+                },
+            ) => self.after_result(entry, succeeded, revision, ranges, out),
             (
                 p @ (Purpose::Backfill { .. } | Purpose::BackfillRun { .. }),
                 Reply::Txn {

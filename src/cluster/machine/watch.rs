@@ -178,7 +178,9 @@ impl Machine {
             let id = id.to_string();
             self.backfill_seen(&id, (!ev.deleted).then_some(&ev.kv), out);
         } else if rest.starts_with("history/") || rest.starts_with("after/") {
-            if !ev.deleted {
+            if ev.deleted {
+                self.after_revs.remove(rest);
+            } else {
                 let rel = rest.to_string();
                 self.history_seen(&rel, &ev.kv, out);
             }

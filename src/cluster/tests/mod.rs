@@ -263,6 +263,8 @@ struct Node {
     run_now: Vec<String>,
     /// Other servers' accounts handed on.
     accounts: Vec<(String, Vec<u8>)>,
+    /// `@after` sets this node's write met, handed on to merge.
+    after_conflicts: Vec<(String, Vec<u8>)>,
     out: Output,
 }
 
@@ -307,6 +309,7 @@ impl Net {
                 ops: Vec::new(),
                 run_now: Vec::new(),
                 accounts: Vec::new(),
+                after_conflicts: Vec::new(),
                 out: Output::default(),
             });
         }
@@ -350,6 +353,7 @@ impl Net {
                     .extend(out.ops.into_iter().map(|(e, r, p)| (e, r.paused, p)));
                 n.run_now.extend(out.run_now);
                 n.accounts.extend(out.history);
+                n.after_conflicts.extend(out.after_conflicts);
                 for d in out.decisions {
                     if d.skip {
                         n.skipped.push((d.ask.entry.clone(), d.ask.nominal_ms));
