@@ -16,6 +16,8 @@
 //! - `ops`: operators' asks on entries (pause, skip, run now) and the entries' accounts of
 //!   their runs, kept in etcd for the whole cluster.
 //! - `backfill`: backfills asked on any server, each time run once by the leader.
+//! - `status`: what the machine tells of itself (`show cluster`, its lease and leader,
+//!   whether etcd is unreachable).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -24,6 +26,7 @@ mod claims;
 mod compaction;
 mod ops;
 mod requests;
+mod status;
 mod watch;
 
 use super::etcd::{self, Compare, EtcdError, Kv, Op, Reply, Request, Txn};
@@ -769,43 +772,5 @@ impl Machine {
         // keepalive took to reach etcd: a tenth of the TTL, at least 300 ms.
         let ttl = ttl_secs.max(1) as u64 * 1000;
         ttl - (ttl / 10).max(300).min(ttl / 2)
-    }
-
-    /// A copy of the state for `show cluster`, `/cluster` and /metrics.
-    pub fn status(&self, now: u64) -> Status {
-        Status {
-            cluster: self.s.cluster.clone(),
-            id: self.s.id.clone(),
-            leader: self.leader.as_ref().map(|l| l.member.id.clone()),
-            is_leader: self.is_leader(now),
-            fence: self.fence,
-            leader_revision: self.leader.as_ref().map(|l| l.create_revision),
-            lease_left_ms: self.lease.map(|_| self.valid_until.saturating_sub(now)),
-            reachable: self.unary_up && self.lease_ok(now),
-            members: self.members.values().cloned().collect(),
-            differing: self.differing.clone(),
-            stats: self.stats.clone(),
-        }
-    }
-
-    /// The leader's lease id, for a graceful shutdown's revoke.
-    pub fn lease(&self) -> Option<i64> {
-        self.lease
-    }
-
-    /// The leader's id, if known.
-    pub fn leader_id(&self) -> Option<&str> {
-        self.leader.as_ref().map(|l| l.member.id.as_str())
-    }
-
-    /// An attempt to reach etcd failed (the link's connect, or a request unanswered): the
-    /// first of an outage is an ERROR, the rest are summed up once a minute.
-    pub fn unreachable(&mut self, now: u64, why: &str) {
-        self.outage.failed(now, why).log();
-    }
-
-    /// An outage is going on (attempts fail and etcd has not answered since).
-    pub fn etcd_unreachable(&self) -> bool {
-        self.outage.next_summary().is_some()
     }
 }
