@@ -198,16 +198,24 @@ fn catchup_all_makes_up_each_time_missed_without_a_leader_once_within_its_cap() 
     // handed to its worker, is made there (else it would look like a second not made up).
     cl.flags = vec!["--data-dir".into(), data[l].to_str().unwrap().into()];
     cl.restart(l, TTL);
+    // On a loaded machine a keepalive answered late stops the leader's firing until etcd
+    // confirms its lease again (safety before liveness): the times then are not made, which
+    // is allowed, but never silently.
+    let nls = cl.servers[nl].as_ref().unwrap();
+    let safety_stops = || {
+        nls.log()
+            .matches("could not be renewed within its TTL")
+            .count()
+    };
     // Every second of `cu` runs once: those without a leader made up by the next one.
     support::poll(15, "every second of cu", || {
         match support::cluster::gaps(&seconds_of(&cl, "second ")) {
-            g if g.is_empty() => Ok(()),
-            g => Err(format!("gaps {g:?}")),
+            g if g.len() <= safety_stops() => Ok(()),
+            g => Err(format!("gaps {g:?}\n{}", nls.log())),
         }
     });
     cl.assert_no_time_twice();
     // `cap` makes up the newest one only: the older ones are missed, counted as skips.
-    let nls = cl.servers[nl].as_ref().unwrap();
     support::poll(15, "cap's missed times counted", || {
         let missing: i64 = support::cluster::gaps(&seconds_of(&cl, "cap "))
             .iter()
@@ -216,7 +224,11 @@ fn catchup_all_makes_up_each_time_missed_without_a_leader_once_within_its_cap() 
         let skips: i64 = row(nls, "cap")[9].parse().unwrap();
         match (missing, skips) {
             (m, s) if m >= 1 && m == s => Ok(()),
-            (m, s) => Err(format!("{m} missing, {s} counted as skipped")),
+            (m, s) if safety_stops() > 0 && m > s && s >= 1 => Ok(()),
+            (m, s) => Err(format!(
+                "{m} missing, {s} counted as skipped\n{}",
+                nls.log()
+            )),
         }
     });
     drop(etcd);
