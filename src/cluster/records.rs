@@ -151,6 +151,77 @@ impl OpsRecord {
     }
 }
 
+/// `P/backfill/{entry}`: backfills asked on any server and not yet run, each a span of the
+/// entry's times, oldest asked first. The leader runs them one time at a time, each with a
+/// fenced write that takes the time off the record (its claim), so that no time runs twice
+/// and a new leader goes on where the last one stopped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackfillRecord {
+    pub spans: Vec<BackfillSpan>,
+}
+
+/// The entry's times after `after_ms` up to `to_ms`, at most `left` more (wall ms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackfillSpan {
+    pub after_ms: u64,
+    pub to_ms: u64,
+    pub left: u64,
+}
+
+impl BackfillRecord {
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut s = String::new();
+        let mut o = Obj::new(&mut s);
+        crate::json::array(o.key("spans"), &self.spans, |out, sp| {
+            let mut o = Obj::new(out);
+            o.num("after", sp.after_ms)
+                .num("to", sp.to_ms)
+                .num("left", sp.left);
+            o.end();
+        });
+        o.end();
+        s.into_bytes()
+    }
+
+    /// A record read back; spans that do not parse are left out.
+    pub fn parse(value: &[u8]) -> BackfillRecord {
+        let v: serde_json::Value = serde_json::from_slice(value).unwrap_or_default();
+        let spans = v
+            .get("spans")
+            .and_then(|x| x.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|sp| {
+                let n = |k: &str| sp.get(k).and_then(|x| x.as_u64());
+                Some(BackfillSpan {
+                    after_ms: n("after")?,
+                    to_ms: n("to")?,
+                    left: n("left")?,
+                })
+            })
+            .filter(|sp| sp.left > 0)
+            .collect();
+        BackfillRecord { spans }
+    }
+
+    /// The record once the leader ran `nominal`, the front span's next time (`None`: the
+    /// front span has no time left, it goes).
+    pub fn after_run(&self, nominal: Option<u64>) -> BackfillRecord {
+        let mut spans = self.spans.clone();
+        match (nominal, spans.first_mut()) {
+            (Some(t), Some(front)) if front.left > 1 => {
+                front.after_ms = t;
+                front.left -= 1;
+            }
+            (_, Some(_)) => {
+                spans.remove(0);
+            }
+            (_, None) => {}
+        }
+        BackfillRecord { spans }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

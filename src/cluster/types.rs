@@ -151,6 +151,15 @@ pub struct Output {
     /// An `@after` child's set of its parents' runs (`P/after/{child}`), as another server
     /// (the leader then) wrote it.
     pub after_sets: Vec<(String, Vec<u8>)>,
+    /// An entry's backfill record (`P/backfill/{entry}`) as it is now in etcd: the spans of
+    /// times still to run (none: nothing waits).
+    pub backfills: Vec<(String, Vec<super::records::BackfillSpan>)>,
+    /// The answers to the leader's runs of backfilled times: the time to run now (`None`: a
+    /// spent span dropped), or why not.
+    pub backfill_runs: Vec<(String, Result<Option<u64>, String>)>,
+    /// An `@after` child's set as etcd held it when this server's write met it (another
+    /// server wrote first): the engine merges it with its own and writes the merge.
+    pub after_conflicts: Vec<(String, Vec<u8>)>,
     /// Operators' asks etcd did not take and this server gave up on (entry, why), to log.
     pub ops_failed: Vec<(String, String)>,
     /// Operators' asks answered (their ticket): `Ok` when etcd took the write, else why not

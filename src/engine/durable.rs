@@ -78,6 +78,8 @@ impl Engine {
                 failures: 0,
                 first_ms: o.scheduled_ms,
                 entry: Some(entry_bytes(&o.entry)),
+                manual: o.manual,
+                backfill: o.backfill,
             };
             self.durable.push(Record::JobAttempts(attempts));
         }
@@ -255,8 +257,8 @@ impl Engine {
                 entry: entry_str(&entry),
                 scheduled_ms: a.first_ms,
                 started_ms: None,
-                manual: false,
-                backfill: false,
+                manual: a.manual,
+                backfill: a.backfill,
                 too_long: None,
             });
         }

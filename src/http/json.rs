@@ -380,6 +380,7 @@ mod tests {
             entry: Some("nightly".into()),
             scheduled_ms: Some(0),
             manual: false,
+            backfill: false,
             output: Bytes::from_static(b"copied\n\xff{\"ok\":1}"),
             output_bytes: 70_000,
             result_len: Some(8),

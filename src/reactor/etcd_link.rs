@@ -18,10 +18,12 @@ use super::conn::transport::Transport;
 use super::token::Source;
 use crate::client::ClientTls;
 use crate::cluster::etcd::{self, ResponseReader};
+use crate::cluster::records::BackfillSpan;
 use crate::cluster::{ClaimAsk, EntryOp, Link, Machine, Output, Refusal, Settings, Status};
 use crate::config::{ClusterConfig, EtcdTls};
 use crate::engine::{Engine, Outbox};
 use crate::proto::admin::ScheduleOp;
+use crate::store::PendingSpan;
 
 /// Reconnect backoff: first wait, and the most (well inside a lease's TTL).
 const BACKOFF_MIN_MS: u64 = 100;
@@ -543,6 +545,19 @@ impl EtcdLink {
         for (child, set) in engine.take_cluster_after_sets() {
             self.machine.after_set(child, set, now, &mut out);
         }
+        for (entry, span) in engine.take_cluster_backfills() {
+            // The engine asked only while etcd could be reached; the link may have gone since.
+            if let Err(why) =
+                self.machine
+                    .backfill(entry.to_string(), to_cluster(span), now, &mut out)
+            {
+                warn!("schedule {entry}: backfill not taken by the cluster: {why}");
+            }
+        }
+        for (entry, front, nominal) in engine.take_cluster_backfill_runs() {
+            self.machine
+                .backfill_run(entry.to_string(), to_cluster(front), nominal, now, &mut out);
+        }
         self.out = out;
         self.drive(registry, now);
         let decisions = std::mem::take(&mut self.out.decisions);
@@ -560,7 +575,13 @@ impl EtcdLink {
             engine.cluster_account_seen(&entry, &account);
         }
         for (child, set) in std::mem::take(&mut self.out.after_sets) {
-            engine.cluster_after_seen(&child, &set);
+            engine.cluster_after_seen(&child, &set, wall, outbox);
+        }
+        for (child, set) in std::mem::take(&mut self.out.after_conflicts) {
+            engine.cluster_after_conflict(&child, &set, wall, outbox);
+        }
+        for (entry, spans) in std::mem::take(&mut self.out.backfills) {
+            engine.cluster_backfill_seen(&entry, spans.into_iter().map(from_cluster).collect());
         }
         for (entry, why) in std::mem::take(&mut self.out.ops_failed) {
             warn!("schedule {entry}: an operation asked of the cluster was lost: {why}");
@@ -583,12 +604,17 @@ impl EtcdLink {
                     d.ask.nominal_ms,
                     &r.to_string(),
                     r == Refusal::NotLeader,
+                    matches!(r, Refusal::AlreadyClaimed { .. }),
                 ),
             }
         }
         for entry in run_now {
             engine.cluster_run_now(&entry, wall, outbox);
         }
+        for (entry, result) in std::mem::take(&mut self.out.backfill_runs) {
+            engine.cluster_backfill_ran(&entry, result, wall, outbox);
+        }
+        engine.cluster_release(wall, outbox);
         pushed
     }
 
@@ -603,6 +629,24 @@ impl EtcdLink {
         let (digest, per_entry) = crate::cluster::digest::file(entries);
         let ids = entries.iter().map(|e| e.id.clone()).collect();
         self.machine.set_schedules(digest, per_entry, ids);
+    }
+}
+
+/// A backfill's span as the cluster keeps it, and back.
+fn to_cluster(s: PendingSpan) -> BackfillSpan {
+    BackfillSpan {
+        after_ms: s.after_ms,
+        to_ms: s.to_ms,
+        left: s.left,
+    }
+}
+
+fn from_cluster(s: BackfillSpan) -> PendingSpan {
+    PendingSpan {
+        after_ms: s.after_ms,
+        to_ms: s.to_ms,
+        left: s.left,
+        backfill: true,
     }
 }
 

@@ -63,8 +63,8 @@
 //!   FailedKept (6): id u64 | attempts u32 | first_ms u64 | last_ms u64 | flags u8 (1 entry) |
 //!                  lengths u32 of handle, func, unique, entry, error | those bytes | data
 //!   FailedGone (7): handle (the whole payload)
-//!   JobAttempts (8): id u64 | failures u32 | first_ms u64 | has entry u8 | entry (the rest);
-//!                  first_ms is the first failure's time, or with 0 failures (a schedule
+//!   JobAttempts (8): id u64 | failures u32 | first_ms u64 | flags u8 (1 entry, 2 manual,
+//!                  4 backfill; the marks set only on such runs) | entry (the rest); first_ms is the first failure's time, or with 0 failures (a schedule
 //!                  run's first attempt) the run's scheduled time
 //!   FunctionLease (9): ms u64 (0: none) | function (the rest); the newest per function
 //!                  wins (`timeout FUNCTION DURATION`)
@@ -72,7 +72,7 @@
 //!   OutputKept (13): started_ms u64 | ended_ms u64 | output_bytes u64 | scheduled_ms u64 |
 //!                  attempts u32 | result_len u32 | ending u8 (0 complete, 1 failed,
 //!                  2 exception, 3 expired) | flags u8 (1 entry, 2 error, 4 scheduled,
-//!                  8 result) | lengths u32 of handle, func, worker, entry, error | those
+//!                  8 result, 16 manual, 32 backfill) | lengths u32 of handle, func, worker, entry, error | those
 //!                  bytes | output (the rest); the newest per handle counts
 //!   OutputGone (14): handle (the whole payload)
 //!   FunctionLimits (11): limit u32 | rate count u32 | rate window ms u64 | paused u8 |

@@ -7,6 +7,7 @@
 mod support;
 
 mod after;
+mod backfill;
 mod compaction;
 mod etcd_codec;
 mod etcd_tls;

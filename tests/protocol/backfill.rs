@@ -286,6 +286,15 @@ fn a_kill_9_keeps_the_backfill_runs_still_waiting() {
         assert_eq!(&grab_and_complete(&mut w), t, "{}", s.log());
     }
     assert!(w.grab_uniq().is_none());
+    // Each is still a backfill run, the one held across the kill too (its job came back from
+    // the journal).
+    let mut c = s.connect();
+    let recent = c.schedule_row("k")[14].clone();
+    let runs: Vec<&str> = recent.split(';').collect();
+    assert_eq!(runs.len(), 5, "{recent}");
+    for r in &runs {
+        assert!(r.ends_with(" complete backfill"), "{recent}");
+    }
 }
 
 #[test]

@@ -9,18 +9,24 @@
 //! This file: the machine, its requests in flight (`Purpose`) and the lease. Beside it:
 //!
 //! - `claims`: claims of schedule runs and their fenced transactions.
-//! - `watch`: the watch on the cluster's keys (leader, members, runs, a pushed file).
+//! - `watch`: the watch on the cluster's keys (leader, members, runs, a pushed file), and
+//!   the leadership it tells of (a campaign's outcome, a lost fence).
 //! - `compaction`: the leader's compaction of etcd's history.
 //! - `requests`: the etcd request each purpose sends, built when it is sent.
 //! - `ops`: operators' asks on entries (pause, skip, run now) and the entries' accounts of
 //!   their runs, kept in etcd for the whole cluster.
+//! - `backfill`: backfills asked on any server, each time run once by the leader.
+//! - `status`: what the machine tells of itself (`show cluster`, its lease and leader,
+//!   whether etcd is unreachable).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+mod backfill;
 mod claims;
 mod compaction;
 mod ops;
 mod requests;
+mod status;
 mod watch;
 
 use super::etcd::{self, Compare, EtcdError, Kv, Op, Reply, Request, Txn};
@@ -73,6 +79,18 @@ enum Purpose {
     /// the key under the prefix (`history/{entry}`, `after/{child}`).
     PutHistory {
         entry: String,
+    },
+    /// A backfill asked on this server, added to the entry's record (backfill.rs).
+    Backfill {
+        entry: String,
+        span: records::BackfillSpan,
+        tries: u8,
+    },
+    /// The leader takes the next time of the entry's backfill off its record, fenced.
+    BackfillRun {
+        entry: String,
+        front: records::BackfillSpan,
+        nominal: Option<u64>,
     },
 }
 
@@ -163,6 +181,14 @@ pub struct Machine {
     /// and the last written (its echo from the watch is not news).
     history_out: BTreeMap<String, Vec<u8>>,
     history_written: HashMap<String, Vec<u8>>,
+    /// Every entry's backfill record (`P/backfill/{entry}`), as read or watched, and the one
+    /// in flight, cached when etcd takes it.
+    backfills: HashMap<String, backfill::CachedBackfill>,
+    backfill_sent: Option<(String, records::BackfillRecord)>,
+    /// The revision of each `after/{child}` key as this server knows it (its sets are written
+    /// over it), and the merges tried for the write in progress.
+    after_revs: HashMap<String, i64>,
+    after_tries: HashMap<String, u8>,
     /// Bumped when the clock goes back: replies to requests sent before do not confirm the
     /// lease.
     epoch: u32,
@@ -223,6 +249,10 @@ impl Machine {
             op_waits: BTreeMap::new(),
             history_out: BTreeMap::new(),
             history_written: HashMap::new(),
+            backfills: HashMap::new(),
+            backfill_sent: None,
+            after_revs: HashMap::new(),
+            after_tries: HashMap::new(),
             epoch: 0,
             compaction,
             outage: Outage::default(),
@@ -502,6 +532,9 @@ impl Machine {
             // Owed until etcd takes them (ops.rs); a run asked is fired by the next try.
             p @ (Purpose::Operate { .. } | Purpose::PutHistory { .. }) => self.ops_lost(p, out),
             Purpose::FireRun { .. } => self.ops_sent = None,
+            p @ (Purpose::Backfill { .. } | Purpose::BackfillRun { .. }) => {
+                self.backfill_lost(p, None, out)
+            }
             // Asked again by their own timers or the next leader's work; nothing to undo.
             Purpose::Grant
             | Purpose::KeepAlive { .. }
@@ -560,6 +593,10 @@ impl Machine {
         self.finish_failed(&p, &text);
         if self.ops_refused(&p, &text, out) {
             return;
+        }
+        if matches!(p, Purpose::Backfill { .. } | Purpose::BackfillRun { .. }) {
+            log::warn!("cluster: etcd answered an error: {text}");
+            return self.backfill_lost(p, Some(&text), out);
         }
         if text.contains("lease not found") {
             log::warn!("cluster: etcd no longer knows this server's lease; taking a new one");
@@ -724,6 +761,22 @@ impl Machine {
                 },
             ) => self.fire_result(entry, succeeded, revision, ranges, out),
             (Purpose::PutHistory { .. }, Reply::Put { .. }) => {}
+            (
+                Purpose::PutHistory { entry },
+                Reply::Txn {
+                    succeeded,
+                    revision,
+                    ranges,
+                },
+            ) => self.after_result(entry, succeeded, revision, ranges, out),
+            (
+                p @ (Purpose::Backfill { .. } | Purpose::BackfillRun { .. }),
+                Reply::Txn {
+                    succeeded,
+                    revision,
+                    ranges,
+                },
+            ) => self.backfill_result(p, succeeded, revision, ranges, out),
             (p, r) => {
                 log::warn!("cluster: unexpected etcd reply {r:?} to {p:?}");
                 self.finish_failed(&p, "unexpected reply");
@@ -737,68 +790,5 @@ impl Machine {
         // keepalive took to reach etcd: a tenth of the TTL, at least 300 ms.
         let ttl = ttl_secs.max(1) as u64 * 1000;
         ttl - (ttl / 10).max(300).min(ttl / 2)
-    }
-
-    fn campaign_result(&mut self, kv: Option<Kv>, now: u64) {
-        self.leader_seen(kv.as_ref());
-        let Some(kv) = kv else {
-            // No key even after the txn: try again soon.
-            self.want_campaign = true;
-            return;
-        };
-        let mine =
-            self.lease.is_some_and(|l| l == kv.lease) && Member::parse(&kv.value).id == self.s.id;
-        if mine && self.lease_ok(now) && self.fence != Some(kv.create_revision) {
-            self.fence = Some(kv.create_revision);
-            self.runs_loaded = false;
-        }
-    }
-
-    fn fence_lost(&mut self) {
-        self.stats.fence_failures += 1;
-        log::error!(
-            "cluster: etcd says this server no longer holds the leader key (fence {}); it stops firing",
-            self.fence.unwrap_or(0)
-        );
-        self.step_down();
-        self.want_campaign = true;
-    }
-
-    /// A copy of the state for `show cluster`, `/cluster` and /metrics.
-    pub fn status(&self, now: u64) -> Status {
-        Status {
-            cluster: self.s.cluster.clone(),
-            id: self.s.id.clone(),
-            leader: self.leader.as_ref().map(|l| l.member.id.clone()),
-            is_leader: self.is_leader(now),
-            fence: self.fence,
-            leader_revision: self.leader.as_ref().map(|l| l.create_revision),
-            lease_left_ms: self.lease.map(|_| self.valid_until.saturating_sub(now)),
-            reachable: self.unary_up && self.lease_ok(now),
-            members: self.members.values().cloned().collect(),
-            differing: self.differing.clone(),
-            stats: self.stats.clone(),
-        }
-    }
-
-    /// The leader's lease id, for a graceful shutdown's revoke.
-    pub fn lease(&self) -> Option<i64> {
-        self.lease
-    }
-
-    /// The leader's id, if known.
-    pub fn leader_id(&self) -> Option<&str> {
-        self.leader.as_ref().map(|l| l.member.id.as_str())
-    }
-
-    /// An attempt to reach etcd failed (the link's connect, or a request unanswered): the
-    /// first of an outage is an ERROR, the rest are summed up once a minute.
-    pub fn unreachable(&mut self, now: u64, why: &str) {
-        self.outage.failed(now, why).log();
-    }
-
-    /// An outage is going on (attempts fail and etcd has not answered since).
-    pub fn etcd_unreachable(&self) -> bool {
-        self.outage.next_summary().is_some()
     }
 }

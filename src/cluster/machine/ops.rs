@@ -9,9 +9,12 @@ use super::*;
 use crate::cluster::records::OpsRecord;
 
 /// Operators' asks waiting for etcd, at most; more are refused (the reply says so).
-pub(super) const OPS_OWED_MAX: usize = 1024;
+pub(in crate::cluster::machine) const OPS_OWED_MAX: usize = 1024;
 /// A write of an ops record that keeps meeting a newer one is given up after this many tries.
 const OPS_TRIES: u8 = 4;
+/// A write of an `@after` set that keeps meeting a newer one is given up after this many
+/// merges.
+const AFTER_TRIES: u8 = 4;
 
 #[derive(Clone, Debug)]
 pub(super) struct CachedOps {
@@ -166,11 +169,65 @@ impl Machine {
         let account = self.history_out.remove(rel)?;
         self.history_written
             .insert(rel.to_string(), account.clone());
+        let key = self.key(rel);
+        if rel.starts_with("after/") {
+            // Over the revision this server knows: a set another server wrote meanwhile (an
+            // old leader's, around a failover) is read back and merged, not written over.
+            let revision = self.after_revs.get(rel).copied().unwrap_or(0);
+            return Some(Request::Txn(Txn {
+                compare: vec![Compare::ModRevision {
+                    key: key.clone(),
+                    revision,
+                }],
+                success: vec![Op::Put {
+                    key: key.clone(),
+                    value: account,
+                    lease: 0,
+                }],
+                failure: vec![Op::Get { key }],
+            }));
+        }
         Some(Request::Put {
-            key: self.key(rel),
+            key,
             value: account,
             lease: 0,
         })
+    }
+
+    /// etcd's answer to this server's write of an `@after` set (`rel`: `after/{child}`). When
+    /// another set was written first, the engine is handed it to merge with its own, and
+    /// writes the merge over it (bounded: given up, logged, when the key keeps changing).
+    pub(super) fn after_result(
+        &mut self,
+        rel: String,
+        succeeded: bool,
+        revision: i64,
+        ranges: Vec<Vec<Kv>>,
+        out: &mut Output,
+    ) {
+        if succeeded {
+            self.after_revs.insert(rel.clone(), revision);
+            self.after_tries.remove(&rel);
+            return;
+        }
+        self.history_written.remove(&rel);
+        let kv = ranges.first().and_then(|r| r.first());
+        self.after_revs
+            .insert(rel.clone(), kv.map_or(0, |kv| kv.mod_revision));
+        let Some(child) = rel.strip_prefix("after/") else {
+            return;
+        };
+        let tries = self.after_tries.entry(rel.clone()).or_insert(0);
+        *tries += 1;
+        if *tries >= AFTER_TRIES {
+            log::warn!(
+                "cluster: {child}: the @after set kept changing in etcd; this server's set was not written (the one in etcd stands)"
+            );
+            self.after_tries.remove(&rel);
+            return;
+        }
+        let theirs = kv.map(|kv| kv.value.clone()).unwrap_or_default();
+        out.after_conflicts.push((child.to_string(), theirs));
     }
 
     /// What is owed to etcd: asks lost with a connection, accounts to write, and (the
@@ -387,6 +444,10 @@ impl Machine {
     /// Another server's account of an entry or set of a child, at `rel` (`history/{entry}`,
     /// `after/{child}`; this server's own comes back by the watch too).
     pub(super) fn history_seen(&mut self, rel: &str, kv: &Kv, out: &mut Output) {
+        if rel.starts_with("after/") {
+            let known = self.after_revs.entry(rel.to_string()).or_insert(0);
+            *known = (*known).max(kv.mod_revision);
+        }
         if self
             .history_written
             .get(rel)

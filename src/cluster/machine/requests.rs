@@ -81,6 +81,9 @@ impl Machine {
                     Op::GetPrefix {
                         prefix: self.key("after/"),
                     },
+                    Op::GetPrefix {
+                        prefix: self.key("backfill/"),
+                    },
                 ],
                 failure: vec![],
             }),
@@ -92,7 +95,8 @@ impl Machine {
                         key: leader_key,
                         revision: fence,
                     }],
-                    // The entry's operators' record, its account and its `@after` set go with it.
+                    // The entry's operators' record, its account, its `@after` set and its
+                    // backfill go with it.
                     success: vec![
                         Op::Delete {
                             key: self.run_key(&id),
@@ -105,6 +109,9 @@ impl Machine {
                         },
                         Op::Delete {
                             key: self.key(&format!("after/{id}")),
+                        },
+                        Op::Delete {
+                            key: self.key(&format!("backfill/{id}")),
                         },
                     ],
                     failure: vec![],
@@ -133,6 +140,9 @@ impl Machine {
             Purpose::Operate { entry, op, .. } => self.operate_request(entry, op),
             Purpose::FireRun { entry } => self.fire_request(entry)?,
             Purpose::PutHistory { entry } => self.history_request(entry)?,
+            p @ (Purpose::Backfill { .. } | Purpose::BackfillRun { .. }) => {
+                self.backfill_request(p, out)?
+            }
             Purpose::Compact { revision } => Request::Compact {
                 revision: *revision,
             },

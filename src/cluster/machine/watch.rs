@@ -1,6 +1,7 @@
-//! The watch on the cluster's keys: who leads (a deleted leader key starts the failover),
-//! who is a member, the run records, the accounts and `@after` sets, a pushed schedules file, and the comparison of this
-//! server's schedules digests with the leader's.
+//! The watch on the cluster's keys: who leads (a deleted leader key starts the failover; a
+//! campaign won or a fence lost), who is a member, the run records, the accounts, `@after`
+//! sets and backfills, a pushed schedules file, and the comparison of this server's schedules
+//! digests with the leader's.
 
 use super::*;
 use crate::cluster::etcd::WatchEvent;
@@ -173,13 +174,43 @@ impl Machine {
         } else if let Some(id) = rest.strip_prefix("ops/") {
             let id = id.to_string();
             self.ops_seen(&id, (!ev.deleted).then_some(&ev.kv), out);
+        } else if let Some(id) = rest.strip_prefix("backfill/") {
+            let id = id.to_string();
+            self.backfill_seen(&id, (!ev.deleted).then_some(&ev.kv), out);
         } else if rest.starts_with("history/") || rest.starts_with("after/") {
-            if !ev.deleted {
+            if ev.deleted {
+                self.after_revs.remove(rest);
+            } else {
                 let rel = rest.to_string();
                 self.history_seen(&rel, &ev.kv, out);
             }
         } else if rest == "schedules" && !ev.deleted {
             self.schedules_seen(&ev.kv, out);
         }
+    }
+
+    pub(super) fn campaign_result(&mut self, kv: Option<Kv>, now: u64) {
+        self.leader_seen(kv.as_ref());
+        let Some(kv) = kv else {
+            // No key even after the txn: try again soon.
+            self.want_campaign = true;
+            return;
+        };
+        let mine =
+            self.lease.is_some_and(|l| l == kv.lease) && Member::parse(&kv.value).id == self.s.id;
+        if mine && self.lease_ok(now) && self.fence != Some(kv.create_revision) {
+            self.fence = Some(kv.create_revision);
+            self.runs_loaded = false;
+        }
+    }
+
+    pub(super) fn fence_lost(&mut self) {
+        self.stats.fence_failures += 1;
+        log::error!(
+            "cluster: etcd says this server no longer holds the leader key (fence {}); it stops firing",
+            self.fence.unwrap_or(0)
+        );
+        self.step_down();
+        self.want_campaign = true;
     }
 }

@@ -265,6 +265,8 @@ struct Node {
     accounts: Vec<(String, Vec<u8>)>,
     /// Operators' asks answered: ticket, and etcd's word.
     answers: Vec<(u64, Result<(), String>)>,
+    /// `@after` sets this node's write met, handed on to merge.
+    after_conflicts: Vec<(String, Vec<u8>)>,
     out: Output,
 }
 
@@ -313,6 +315,7 @@ impl Net {
                 run_now: Vec::new(),
                 accounts: Vec::new(),
                 answers: Vec::new(),
+                after_conflicts: Vec::new(),
                 out: Output::default(),
             });
         }
@@ -357,6 +360,7 @@ impl Net {
                 n.run_now.extend(out.run_now);
                 n.accounts.extend(out.history);
                 n.answers.extend(out.ops_done);
+                n.after_conflicts.extend(out.after_conflicts);
                 for d in out.decisions {
                     if d.skip {
                         n.skipped.push((d.ask.entry.clone(), d.ask.nominal_ms));

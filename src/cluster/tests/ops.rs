@@ -183,3 +183,43 @@ fn an_entrys_account_reaches_the_other_servers_not_its_writer() {
     );
     assert!(net.nodes[l].accounts.is_empty(), "its own echo is not news");
 }
+
+#[test]
+fn two_writers_of_an_after_set_lose_neither_parents_run() {
+    let mut net = Net::new(2);
+    let (l, f) = net.roles();
+    let now = net.now;
+    let (a, b, both) = (&b"[a]"[..], &b"[b]"[..], &b"[a,b]"[..]);
+    // Both write at once, each over the revision it knows (around a failover: the old leader
+    // saw parent a end, the new one parent b).
+    for (i, set) in [(l, a), (f, b)] {
+        let n = &mut net.nodes[i];
+        n.m.after_set("c".into(), set.to_vec(), now, &mut n.out);
+    }
+    net.settle();
+    let key = b"gearwheel/t/after/c".to_vec();
+    let stored = net.etcd.kv.get(&key).unwrap().value.clone();
+    let (first, second) = if stored == a { (l, f) } else { (f, l) };
+    // The second write met the first: its node is handed that set to merge, not written over.
+    assert_eq!(
+        net.nodes[second].after_conflicts,
+        vec![("c".to_string(), stored.clone())]
+    );
+    assert!(net.nodes[first].after_conflicts.is_empty());
+    // Its merge goes over the set it met.
+    let n = &mut net.nodes[second];
+    n.m.after_set("c".into(), both.to_vec(), now, &mut n.out);
+    net.settle();
+    assert_eq!(net.etcd.kv.get(&key).unwrap().value, both);
+    assert_eq!(
+        net.nodes[second].after_conflicts.len(),
+        1,
+        "no second conflict"
+    );
+    // The first writer's next write is over the merge it saw by the watch, not against it.
+    let n = &mut net.nodes[first];
+    n.m.after_set("c".into(), b"[]".to_vec(), now, &mut n.out);
+    net.settle();
+    assert_eq!(net.etcd.kv.get(&key).unwrap().value, b"[]");
+    assert!(net.nodes[first].after_conflicts.is_empty());
+}

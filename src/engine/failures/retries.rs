@@ -65,6 +65,9 @@ impl Engine {
         let indexed = job.is(crate::engine::types::INDEXED);
         let old = self.by_handle.of(job).to_string();
         let entry: Option<Rc<str>> = origin.as_ref().map(|o| Rc::clone(&o.entry));
+        let origin_marks = origin
+            .as_ref()
+            .map_or((false, false), |o| (o.manual, o.backfill));
         // The entry's history, counters and on_failure alert see the run once, when it ends
         // for good: a failed attempt with retries left is only logged here.
         let group = self.group_of_job(k);
@@ -96,6 +99,8 @@ impl Engine {
                 failures,
                 first_ms: first_fail_ms,
                 entry: entry.as_deref().map(crate::engine::durable::entry_bytes),
+                manual: origin_marks.0,
+                backfill: origin_marks.1,
             };
             self.durable.push(Record::JobAttempts(attempts));
         }

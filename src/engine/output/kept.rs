@@ -84,6 +84,8 @@ pub struct KeptJob {
     pub scheduled_ms: Option<u64>,
     /// A manual run of its entry (`run schedule`, run-now, the console's Run).
     pub manual: bool,
+    /// A backfill's run (`backfill schedule`).
+    pub backfill: bool,
     /// The last `--keep-output` bytes of its output.
     pub output: Bytes,
     /// Every byte it printed, kept or not.
@@ -429,6 +431,7 @@ mod tests {
             entry: entry.map(Rc::from),
             scheduled_ms: None,
             manual: false,
+            backfill: false,
             output: vec![b'x'; out].into(),
             output_bytes: out as u64,
             result_len: Some(out as u32),

@@ -62,6 +62,7 @@ impl From<KeptJob> for OutputKept {
             entry: j.entry.map(text),
             scheduled_ms: j.scheduled_ms,
             manual: j.manual,
+            backfill: j.backfill,
             output_bytes: j.output_bytes,
             result_len: j.result_len,
             output: j.output,
@@ -206,9 +207,14 @@ impl Engine {
         let (before, _) = self.prior_failures(k);
         let error = outcome.failure(retries + before).map(|(e, _)| e);
         let origin = self.rare(k).and_then(|r| r.origin.as_ref());
-        let (entry, scheduled_ms, manual) = match origin {
-            Some(o) => (Some(Rc::clone(&o.entry)), Some(o.scheduled_ms), o.manual),
-            None => (None, None, false),
+        let (entry, scheduled_ms, manual, backfill) = match origin {
+            Some(o) => (
+                Some(Rc::clone(&o.entry)),
+                Some(o.scheduled_ms),
+                o.manual,
+                o.backfill,
+            ),
+            None => (None, None, false, false),
         };
         let buf = self.extra_get_mut(k).and_then(|e| e.output.take());
         if let Some(b) = &buf {
@@ -232,6 +238,7 @@ impl Engine {
             entry,
             scheduled_ms,
             manual,
+            backfill,
             output,
             output_bytes,
             result_len: result_len
@@ -296,6 +303,7 @@ impl Engine {
             entry: o.entry.map(text),
             scheduled_ms: o.scheduled_ms,
             manual: o.manual,
+            backfill: o.backfill,
             output: o.output,
             output_bytes: o.output_bytes,
             result_len: o.result_len,
@@ -443,6 +451,7 @@ impl Engine {
             output_bytes: body.len() as u64,
             result_len: (!run.failed).then_some(0),
             manual: false,
+            backfill: false,
         };
         self.keep_output(kept);
     }
@@ -518,7 +527,7 @@ impl Engine {
                     _ => RunOutcome::Failed,
                 },
                 manual: j.manual,
-                backfill: false,
+                backfill: j.backfill,
                 handle: Some(j.handle.clone()),
             })
             .collect()

@@ -119,6 +119,27 @@ pub(crate) fn parse_set(bytes: &[u8]) -> Option<Vec<ParentRun>> {
         .collect()
 }
 
+/// Two sets of one child merged: for each parent its newest run (by its end), but those
+/// `used` (the child already ran from them).
+pub(crate) fn merge_sets(
+    mine: Vec<ParentRun>,
+    theirs: Vec<ParentRun>,
+    used: impl Fn(&ParentRun) -> bool,
+) -> Vec<ParentRun> {
+    let mut merged: Vec<ParentRun> = Vec::new();
+    for r in mine.into_iter().chain(theirs) {
+        if used(&r) {
+            continue;
+        }
+        match merged.iter_mut().find(|m| m.id == r.id) {
+            Some(m) if m.ended_ms < r.ended_ms => *m = r,
+            Some(_) => {}
+            None => merged.push(r),
+        }
+    }
+    merged
+}
+
 /// `show runs`' and the console's form of a link: `a H:host:1 2026-...Z complete, b ...`.
 pub(crate) fn link_text(parents: &[ParentRun]) -> String {
     parents
@@ -283,12 +304,27 @@ impl Engine {
             );
         }
         let complete = order.iter().all(|id| set.iter().any(|r| *r.id == **id));
-        if !complete || paused {
+        // A server of a cluster that does not lead (an old leader whose parent's job ended
+        // after a failover) keeps the set for the leader, which fires the child when it
+        // sees it.
+        let follower = self.schedules.clustered && !self.schedules.cluster.leading;
+        if !complete || paused || follower {
             // A paused entry fires nothing; its set waits for `resume` and the next parent.
             self.journal_after_set(&child);
             self.arm_within(slot);
             return;
         }
+        self.after_fire(slot, now, out);
+    }
+
+    /// The child's set is complete: the child runs (in a cluster, a claim), made from it.
+    fn after_fire(&mut self, slot: usize, now: u64, out: &mut Outbox) {
+        let st = &self.schedules.entries[slot];
+        let Timing::After(names) = &st.entry.timing else {
+            return;
+        };
+        let child = Rc::clone(&st.id);
+        let order: Vec<String> = names.ids.clone();
         let mut parents = self.schedules.after.sets.remove(&child).unwrap_or_default();
         parents.sort_by_key(|r| order.iter().position(|id| **id == *r.id));
         log::info!(
@@ -410,7 +446,7 @@ impl Engine {
     /// The cluster's set of `child`, written by the server that saw its parents' runs end
     /// (the leader then): this server takes it, so that when it leads, the parents that ran
     /// on an earlier leader still count.
-    pub fn cluster_after_seen(&mut self, child: &str, bytes: &[u8]) {
+    pub fn cluster_after_seen(&mut self, child: &str, bytes: &[u8], now: u64, out: &mut Outbox) {
         let Some(&slot) = self.schedules.by_id.get(child) else {
             return;
         };
@@ -431,6 +467,68 @@ impl Engine {
         }
         self.journal_after_set_quietly(&child);
         self.arm_within(slot);
+        // Complete with a run the writer saw and this leader had not (around a failover):
+        // the leader runs the child.
+        if self.schedules.cluster.leading && self.after_complete(slot) {
+            self.after_fire(slot, now, out);
+        }
+    }
+
+    /// Whether the child's set has a run of each parent (and the child is not paused).
+    fn after_complete(&self, slot: usize) -> bool {
+        let st = &self.schedules.entries[slot];
+        let Timing::After(names) = &st.entry.timing else {
+            return false;
+        };
+        let set = self.schedules.after.pending(&st.id);
+        !st.history.marks.paused && names.ids.iter().all(|id| set.iter().any(|r| *r.id == **id))
+    }
+
+    /// This server's write of `child`'s set met another written first (two servers around a
+    /// failover): the two are merged, each parent's newest run kept, those the child already
+    /// ran from left out; the merge is written in turn, and fires the child here if it is
+    /// complete and this server leads.
+    pub fn cluster_after_conflict(
+        &mut self,
+        child: &str,
+        bytes: &[u8],
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        let Some(&slot) = self.schedules.by_id.get(child) else {
+            return;
+        };
+        if !matches!(self.schedules.entries[slot].entry.timing, Timing::After(_)) {
+            return;
+        }
+        let theirs = if bytes.is_empty() {
+            Vec::new()
+        } else {
+            parse_set(bytes).unwrap_or_else(|| {
+                log::warn!("schedule {child}: the cluster's set of its parents' runs does not parse; this server's is kept");
+                Vec::new()
+            })
+        };
+        let child = Rc::clone(&self.schedules.entries[slot].id);
+        let h = &self.schedules.entries[slot].history;
+        // A timed run of the child (not a manual one) was made from every parent's run that
+        // ended before it.
+        let ran = h.last_run_ms.filter(|_| !h.marks.last_manual);
+        let a = &mut self.schedules.after;
+        let used = a.links.get(&child);
+        let mine = a.sets.remove(&child).unwrap_or_default();
+        let merged = merge_sets(mine, theirs, |r| {
+            ran.is_some_and(|t| r.ended_ms <= t)
+                || used.is_some_and(|l| l.iter().any(|l| l.parents.contains(r)))
+        });
+        if !merged.is_empty() {
+            a.sets.insert(Rc::clone(&child), merged);
+        }
+        self.journal_after_set(&child);
+        self.arm_within(slot);
+        if self.schedules.cluster.leading && self.after_complete(slot) {
+            self.after_fire(slot, now, out);
+        }
     }
 
     /// The parents' runs (`{after}`'s JSON) of the run whose job is `handle`, while the

@@ -2,7 +2,9 @@
 //! the missed times `catchup=all` makes up, and the one run `overlap=queue` holds while the
 //! previous job goes on. Each is made when the entry's previous job has ended (and its group
 //! is free), so they keep to `overlap=`; they are journalled per entry, so a restart (even a
-//! kill -9) goes on where it stopped.
+//! kill -9) goes on where it stopped. In a cluster (`--etcd`) only the leader makes them, each
+//! as a claim: a catch-up time as a run of the entry's timing, a backfilled time taken off
+//! the cluster's backfill record (kept in etcd, mirrored here), so each runs once.
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -24,23 +26,43 @@ const WALK_LIMIT: usize = 1_000_000;
 /// Every entry's waiting runs.
 #[derive(Default)]
 pub(crate) struct Pending {
-    by_entry: HashMap<Rc<str>, Waiting>,
+    pub(super) by_entry: HashMap<Rc<str>, Waiting>,
     /// A job left, or runs were added: look at the waiting runs before the request ends.
-    dirty: bool,
+    pub(super) dirty: bool,
 }
 
 /// One entry's waiting runs.
 #[derive(Clone, Debug, Default)]
-struct Waiting {
+pub(super) struct Waiting {
     /// `overlap=queue`: the scheduled time of the run waiting for the previous one.
     queued: Option<u64>,
     /// Backfill and catch-up runs, in the order they were asked for.
-    spans: VecDeque<PendingSpan>,
+    pub(super) spans: VecDeque<PendingSpan>,
+    /// In a cluster: the cluster's backfill of the entry, as etcd holds it (not journalled
+    /// here: etcd keeps it).
+    pub(super) mirror: Vec<PendingSpan>,
+    /// In a cluster: the catch-up time claimed and not yet answered, and whether a backfilled
+    /// time is; one at a time, so they keep their order.
+    pub(super) claiming: Option<u64>,
+    pub(super) backfill_claiming: bool,
 }
 
 impl Waiting {
     fn left(&self) -> u64 {
-        self.spans.iter().map(|s| s.left).sum::<u64>() + u64::from(self.queued.is_some())
+        self.spans
+            .iter()
+            .chain(&self.mirror)
+            .map(|s| s.left)
+            .sum::<u64>()
+            + u64::from(self.queued.is_some())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.queued.is_none()
+            && self.spans.is_empty()
+            && self.mirror.is_empty()
+            && self.claiming.is_none()
+            && !self.backfill_claiming
     }
 }
 
@@ -67,8 +89,8 @@ pub enum BackfillError {
         runs: u64,
         max: usize,
     },
-    /// Runs are claimed from a cluster (`--etcd`): a backfill is not made there yet.
-    Clustered,
+    /// With `--etcd`: etcd cannot be reached, so the cluster cannot take the backfill.
+    ClusterUnreachable,
 }
 
 impl BackfillError {
@@ -97,18 +119,20 @@ impl BackfillError {
                     }
                 ),
             ),
-            BackfillError::Clustered => (
-                "NOT_SUPPORTED",
-                "backfill is not made on a server of a cluster (--etcd) yet".into(),
+            BackfillError::ClusterUnreachable => (
+                "CLUSTER_UNREACHABLE",
+                super::ops::CLUSTER_UNREACHABLE.into(),
             ),
         }
     }
 
-    /// The HTTP status: 404 unknown entry, 409 not runnable, 413 too many, 400 else.
+    /// The HTTP status: 404 unknown entry, 409 not runnable, 413 too many, 503 etcd
+    /// unreachable, 400 else.
     pub fn http_status(&self) -> u16 {
         match self {
             BackfillError::UnknownEntry => 404,
-            BackfillError::NotRunnable(_) | BackfillError::Clustered => 409,
+            BackfillError::ClusterUnreachable => 503,
+            BackfillError::NotRunnable(_) => 409,
             BackfillError::TooMany { .. } => 413,
             BackfillError::BadRange(_) => 400,
         }
@@ -179,8 +203,12 @@ impl Engine {
                 rfc3339(now)
             )));
         }
-        if self.schedules.clustered {
-            return Err(BackfillError::Clustered);
+        if self.schedules.clustered && !dry_run && !self.schedules.cluster.reachable {
+            log::warn!(
+                "schedule {}: backfill refused: etcd cannot be reached, so the cluster cannot take it",
+                st.id
+            );
+            return Err(BackfillError::ClusterUnreachable);
         }
         let max = self.config.max_backfill;
         let waiting = self
@@ -220,13 +248,20 @@ impl Engine {
             rfc3339(first),
             rfc3339(last)
         );
-        let w = self.schedules.pending.by_entry.entry(id).or_default();
-        w.spans.push_back(PendingSpan {
+        let span = PendingSpan {
             after_ms: first - 1,
             to_ms: last,
             left: done.times.len() as u64,
             backfill: true,
-        });
+        };
+        if self.schedules.clustered {
+            // The leader runs it, this server or another, once etcd has it.
+            log::info!("schedule {id}: backfill handed to the cluster (the leader runs it)");
+            self.schedules.cluster.backfills_out.push((id, span));
+            return Ok(done);
+        }
+        let w = self.schedules.pending.by_entry.entry(id).or_default();
+        w.spans.push_back(span);
         self.journal_pending(slot);
         self.release_entry(slot, now, out);
         Ok(done)
@@ -287,8 +322,17 @@ impl Engine {
         }
         let missed = total - kept.len() as u64;
         let id = Rc::clone(&st.id);
+        let clustered = self.schedules.clustered;
         let h = &mut self.schedules.entries[slot].history;
-        h.seen_ms = h.seen_ms.max(Some(newest));
+        if clustered {
+            // Only the times beyond the cap are dealt with now: the kept ones count as seen
+            // as each is claimed, so that a next leader (which merges this account) makes up
+            // those this one did not reach.
+            let before = kept.front().map_or(newest, |t| t - 1);
+            h.seen_ms = h.seen_ms.max(Some(before));
+        } else {
+            h.seen_ms = h.seen_ms.max(Some(newest));
+        }
         if missed > 0 {
             h.skips += missed;
             let reason = format!(
@@ -440,16 +484,48 @@ impl Engine {
                 self.make_run(slot, q, now, out);
                 continue;
             }
-            // A cluster claims each run of its own time; runs a restart brought back from
-            // before the server joined one are not made behind its back.
-            if self.schedules.clustered && !w.spans.is_empty() {
-                log::warn!(
-                    "schedule {id}: {} waiting dropped: backfill and catchup=all runs are not made on a server of a cluster",
-                    crate::plural::count(w.spans.iter().map(|s| s.left).sum(), "run", "runs")
-                );
-                w.spans.clear();
-                changed = true;
-                continue;
+            if self.schedules.clustered {
+                // Only the leader claims them, one at a time.
+                if !self.schedules.cluster.leading || w.claiming.is_some() || w.backfill_claiming {
+                    break;
+                }
+                if let Some(span) = w.spans.front_mut().filter(|_| !paused) {
+                    let next = st
+                        .entry
+                        .timing
+                        .next_after(utc(span.after_ms), &st.entry.zone)
+                        .map(|t| t.timestamp_millis().max(0) as u64)
+                        .filter(|&t| t <= span.to_ms && span.left > 0);
+                    changed = true;
+                    let Some(t) = next else {
+                        w.spans.pop_front();
+                        continue;
+                    };
+                    span.after_ms = t;
+                    span.left -= 1;
+                    if span.left == 0 {
+                        w.spans.pop_front();
+                    }
+                    w.claiming = Some(t);
+                    let claim = self.claim_for(slot, t, now);
+                    out.claims.push(claim);
+                    break;
+                }
+                let Some(&front) = w.mirror.first() else {
+                    break;
+                };
+                let next = st
+                    .entry
+                    .timing
+                    .next_after(utc(front.after_ms), &st.entry.zone)
+                    .map(|t| t.timestamp_millis().max(0) as u64)
+                    .filter(|&t| t <= front.to_ms);
+                w.backfill_claiming = true;
+                self.schedules
+                    .cluster
+                    .backfill_runs_out
+                    .push((Rc::clone(&id), front, next));
+                break;
             }
             let Some(span) = w.spans.front_mut() else {
                 break;
@@ -487,7 +563,7 @@ impl Engine {
             .pending
             .by_entry
             .get(&id)
-            .is_some_and(|w| w.queued.is_none() && w.spans.is_empty())
+            .is_some_and(Waiting::is_empty)
         {
             self.schedules.pending.by_entry.remove(&id);
         }
@@ -498,7 +574,13 @@ impl Engine {
 
     /// One backfill run: a manual run standing for the scheduled time `nominal` (`{time}` is
     /// that time), marked `backfill` in its history.
-    fn make_backfill_run(&mut self, slot: usize, nominal: u64, now: u64, out: &mut Outbox) {
+    pub(super) fn make_backfill_run(
+        &mut self,
+        slot: usize,
+        nominal: u64,
+        now: u64,
+        out: &mut Outbox,
+    ) {
         let run = self.inject_run_as(slot, nominal, now, super::RunKind::Backfill, out);
         let st = &mut self.schedules.entries[slot];
         if run.handles.is_empty() {
@@ -545,11 +627,24 @@ impl Engine {
     /// are loaded (an entry no longer in the file drops them).
     pub(in crate::engine) fn restore_pending(&mut self, p: SchedulePending) {
         let id = crate::engine::durable::entry_str(&p.entry);
+        let mut spans: VecDeque<PendingSpan> = p.spans.into_iter().filter(|s| s.left > 0).collect();
+        if self.schedules.clustered && !spans.is_empty() {
+            // The cluster keeps them: its leader makes up missed runs from the cluster's
+            // history, and a backfill's times wait in etcd.
+            log::info!(
+                "schedule {id}: {} waiting from before the restart left to the cluster's leader",
+                crate::plural::count(spans.iter().map(|s| s.left).sum(), "run", "runs")
+            );
+            spans.clear();
+        }
         let w = Waiting {
             queued: p.queued_ms,
-            spans: p.spans.into_iter().filter(|s| s.left > 0).collect(),
+            spans,
+            ..Waiting::default()
         };
-        self.schedules.pending.by_entry.insert(id, w);
+        if !w.is_empty() {
+            self.schedules.pending.by_entry.insert(id, w);
+        }
     }
 
     /// After a load of the schedules file: entries no longer in it drop their waiting runs;

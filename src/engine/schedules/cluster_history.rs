@@ -32,6 +32,10 @@ pub(crate) struct ClusterSide {
     pub dirty: BTreeSet<Rc<str>>,
     /// `@after` children whose set changed here since it was last handed to the cluster.
     pub after_dirty: BTreeSet<Rc<str>>,
+    /// Backfills asked here, for the cluster's records (backfill.rs).
+    pub backfills_out: Vec<(Rc<str>, crate::store::PendingSpan)>,
+    /// The leader's claims of backfilled times: entry, the front span, its next time.
+    pub backfill_runs_out: Vec<(Rc<str>, crate::store::PendingSpan, Option<u64>)>,
 }
 
 /// Who waits for the answer to an ask, and what it asked (for the log).
@@ -66,8 +70,11 @@ impl Engine {
     /// etcd link every turn).
     pub fn set_cluster_standing(&mut self, leading: bool, reachable: bool) {
         let c = &mut self.schedules.cluster;
-        c.leading = leading;
+        let was = std::mem::replace(&mut c.leading, leading);
         c.reachable = reachable;
+        if was != leading {
+            self.pending_standing(leading);
+        }
     }
 
     /// `op` on the entry in `slot`, asked of a clustered server: handed to the cluster (the

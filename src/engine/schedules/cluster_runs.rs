@@ -51,6 +51,7 @@ impl Engine {
         now: u64,
         out: &mut Outbox,
     ) {
+        self.catch_up_answered(entry, nominal, true);
         match self.schedules.by_id.get(entry) {
             Some(&slot) => {
                 self.count_unclaimed(slot, nominal, now, out);
@@ -128,7 +129,21 @@ impl Engine {
 
     /// The cluster did not grant the run. `quiet`: the usual case of a follower (it is not
     /// the leader), logged at DEBUG only.
-    pub fn claim_refused(&mut self, entry: &str, nominal: u64, why: &str, quiet: bool) {
+    /// `already`: another claim had the time (it ran there), so a catch-up goes on.
+    pub fn claim_refused(
+        &mut self,
+        entry: &str,
+        nominal: u64,
+        why: &str,
+        quiet: bool,
+        already: bool,
+    ) {
+        self.catch_up_answered(entry, nominal, already);
+        if let (true, Some(&slot)) = (already, self.schedules.by_id.get(entry)) {
+            // Claimed by a server before: dealt with, never counted as missed here.
+            let h = &mut self.schedules.entries[slot].history;
+            h.seen_ms = h.seen_ms.max(Some(nominal));
+        }
         let level = if quiet {
             log::Level::Debug
         } else {
@@ -146,6 +161,7 @@ impl Engine {
     /// leader) are made up once for `catchup=last` entries (unless older than `deadline=`)
     /// and counted as missed for the others, exactly as after a restart of one server.
     pub fn cluster_takeover(&mut self, records: &[(String, u64)], now: u64, out: &mut Outbox) {
+        self.drop_catch_up("a new term as the cluster's leader");
         for (id, nominal) in records {
             if let Some(&slot) = self.schedules.by_id.get(id.as_str()) {
                 let h = &mut self.schedules.entries[slot].history;

@@ -13,6 +13,8 @@
 //! - `cluster_runs`: runs on a server of a cluster, handed out as claims for etcd.
 //! - `cluster_history`: an entry's account of its runs for the whole cluster, and operators'
 //!   asks handed to the cluster and their answers.
+//! - `cluster_backfill`: backfills kept in etcd, and the leader's claims of the runs that wait
+//!   (backfilled and catch-up times).
 //! - `alerts`: the `on_failure=` and `on_success=` jobs that report a run.
 //! - `groups`: `group=`, runs of the entries of one group one at a time.
 //! - `after`: `@after` entries, run when their parents have run.
@@ -24,6 +26,7 @@
 pub(super) mod after;
 mod alerts;
 pub(super) mod backfill;
+mod cluster_backfill;
 mod cluster_history;
 pub(super) mod cluster_runs;
 pub(super) mod groups;
@@ -449,9 +452,8 @@ impl Engine {
     /// deadline.
     pub(super) fn catch_up(&mut self, slot: usize, now: u64, out: &mut Outbox) {
         let st = &self.schedules.entries[slot];
-        // In a cluster each run is a claim of its own time, granted once; catchup=all's
-        // older times are not claimed there yet, so it makes up the last one, as last does.
-        if let (Catchup::All { max }, false) = (st.entry.catchup, self.schedules.clustered) {
+        // In a cluster each missed time is claimed as a run of its own time, once.
+        if let Catchup::All { max } = st.entry.catchup {
             self.catch_up_all(slot, max, now, out);
             return;
         }
@@ -545,6 +547,9 @@ impl Engine {
             return;
         }
         if self.schedules.clustered {
+            if self.behind_catch_up(slot, nominal) {
+                return;
+            }
             let claim = self.claim_for(slot, nominal, now);
             out.claims.push(claim);
             return;

@@ -41,7 +41,7 @@ fn a_due_run_is_claimed_and_queued_only_when_granted() {
     assert_eq!(&*claims[0].entry, "hb");
     assert_eq!(claims[0].nominal_ms, T0);
     assert_eq!(queued(&mut w, "beat"), 0, "nothing queued before the claim");
-    w.e.claim_refused("hb", T0, "this server is not the leader", true);
+    w.e.claim_refused("hb", T0, "this server is not the leader", true, false);
     assert_eq!(queued(&mut w, "beat"), 0);
     w.now = T0 + 10_000;
     w.e.on_time(w.now, &mut w.out);
@@ -232,4 +232,37 @@ fn an_operation_on_a_clustered_server_is_the_clusters() {
     w.e.disconnect(c, w.now, &mut w.out);
     w.e.cluster_op_done(ticket, Ok(()), &mut w.out);
     assert!(w.out.replies.is_empty() && w.out.resumed.is_empty());
+}
+
+#[test]
+fn two_servers_sets_of_an_after_child_merge_and_the_leader_runs_it() {
+    let mut w =
+        clustered("@every 1d pa id=a\n@every 1d pb id=b\n@after a,b child id=c -- {after}\n");
+    let run = |id: &str, ended: u64| {
+        format!(
+            r#"{{"id":"{id}","handle":"H:x:{ended}","scheduled":{ended},"ended":{ended},"ok":true}}"#
+        )
+    };
+    // The set as this server knows it: a ran (on the leader before a failover).
+    let mine = format!("[{}]", run("a", T0));
+    w.e.cluster_after_seen("c", mine.as_bytes(), w.now, &mut w.out);
+    w.e.set_cluster_standing(true, true);
+    // This server, leading now, wrote its set and met another: b's run, and an older a.
+    let theirs = format!("[{},{}]", run("a", T0 - 60_000), run("b", T0 + 1_000));
+    w.e.cluster_after_conflict("c", theirs.as_bytes(), w.now, &mut w.out);
+    // Both parents ran: the child is claimed, made from a's newest run and b's.
+    let claims = std::mem::take(&mut w.out.claims);
+    assert_eq!(claims.len(), 1, "the child's run is claimed");
+    assert_eq!(&*claims[0].entry, "c");
+    w.e.claim_granted("c", claims[0].nominal_ms, false, w.now, &mut w.out);
+    assert_eq!(queued(&mut w, "child"), 1);
+    let sets = w.e.take_cluster_after_sets();
+    assert_eq!(sets, vec![("c".to_string(), b"[]".to_vec())], "spent");
+
+    // Met again later with the set it was made from: nothing comes back from it.
+    w.e.cluster_after_conflict("c", theirs.as_bytes(), w.now, &mut w.out);
+    assert!(
+        w.out.claims.is_empty(),
+        "no second run from the same parents' runs"
+    );
 }

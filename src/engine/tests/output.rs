@@ -338,6 +338,7 @@ fn a_handle_kept_again_is_journalled_again_not_as_gone() {
         entry: None,
         scheduled_ms: None,
         manual: false,
+        backfill: false,
         output: Bytes::from_static(output),
         output_bytes: output.len() as u64,
         result_len: None,

@@ -123,11 +123,11 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             let id = c.u64()?;
             let failures = c.u32()?;
             let first_ms = c.u64()?;
-            let has_entry = match c.u8()? {
-                0 => false,
-                1 => true,
-                _ => return Err("unknown flags in a job-attempts record"),
-            };
+            let flags = c.u8()?;
+            if flags & !(ATTEMPTS_ENTRY | ATTEMPTS_MANUAL | ATTEMPTS_BACKFILL) != 0 {
+                return Err("unknown flags in a job-attempts record");
+            }
+            let has_entry = flags & ATTEMPTS_ENTRY != 0;
             let rest = Bytes::copy_from_slice(&payload[c.at..]);
             if !has_entry && !rest.is_empty() {
                 return Err("record longer than its fields");
@@ -137,6 +137,8 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 failures,
                 first_ms,
                 entry: has_entry.then_some(rest),
+                manual: flags & ATTEMPTS_MANUAL != 0,
+                backfill: flags & ATTEMPTS_BACKFILL != 0,
             })
         }
         RecordKind::FailedGone => Record::FailedGone {
@@ -204,8 +206,12 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
             let result_len = c.u32()?;
             let ending = c.u8()?;
             let flags = c.u8()?;
-            let known =
-                OUTPUT_ENTRY | OUTPUT_ERROR | OUTPUT_SCHEDULED | OUTPUT_RESULT | OUTPUT_MANUAL;
+            let known = OUTPUT_ENTRY
+                | OUTPUT_ERROR
+                | OUTPUT_SCHEDULED
+                | OUTPUT_RESULT
+                | OUTPUT_MANUAL
+                | OUTPUT_BACKFILL;
             if flags & !known != 0 {
                 return Err("unknown flags in an output record");
             }
@@ -227,6 +233,7 @@ pub(crate) fn decode(h: &RecHeader, payload: &[u8]) -> Result<Record, &'static s
                 attempts,
                 scheduled_ms: (flags & OUTPUT_SCHEDULED != 0).then_some(scheduled),
                 manual: flags & OUTPUT_MANUAL != 0,
+                backfill: flags & OUTPUT_BACKFILL != 0,
                 output_bytes,
                 result_len: (flags & OUTPUT_RESULT != 0).then_some(result_len),
             })

@@ -105,11 +105,21 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
             failures,
             first_ms,
             entry,
+            manual,
+            backfill,
         }) => {
             buf.extend_from_slice(&id.to_le_bytes());
             buf.extend_from_slice(&failures.to_le_bytes());
             buf.extend_from_slice(&first_ms.to_le_bytes());
-            buf.push(u8::from(entry.is_some()));
+            let flags = [
+                (entry.is_some(), ATTEMPTS_ENTRY),
+                (*manual, ATTEMPTS_MANUAL),
+                (*backfill, ATTEMPTS_BACKFILL),
+            ]
+            .iter()
+            .filter(|(set, _)| *set)
+            .fold(0, |f, (_, bit)| f | bit);
+            buf.push(flags);
             buf.extend_from_slice(entry.as_deref().unwrap_or(&[]));
         }
         Record::AfterSet(s) => {
@@ -155,6 +165,7 @@ pub(crate) fn encode(buf: &mut Vec<u8>, rec: &Record) -> Result<u32, u64> {
                 (o.scheduled_ms.is_some(), OUTPUT_SCHEDULED),
                 (o.result_len.is_some(), OUTPUT_RESULT),
                 (o.manual, OUTPUT_MANUAL),
+                (o.backfill, OUTPUT_BACKFILL),
             ]
             .iter()
             .filter(|(set, _)| *set)

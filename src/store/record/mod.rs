@@ -117,6 +117,12 @@ const OUTPUT_ERROR: u8 = 2;
 const OUTPUT_SCHEDULED: u8 = 4;
 const OUTPUT_RESULT: u8 = 8;
 const OUTPUT_MANUAL: u8 = 16;
+const OUTPUT_BACKFILL: u8 = 32;
+/// JobAttempts' flags byte: the entry follows; the run was manual; it was a backfill's. The
+/// two marks are set only on such runs, so a journal without them reads in the release before.
+const ATTEMPTS_ENTRY: u8 = 1;
+const ATTEMPTS_MANUAL: u8 = 2;
+const ATTEMPTS_BACKFILL: u8 = 4;
 /// Fixed part of an Audit payload: seq, floor, time, three field lengths (identity, peer,
 /// command); the outcome is the rest.
 const AUDIT_FIXED: usize = 8 + 8 + 8 + 3 * 4;
@@ -325,6 +331,10 @@ pub struct JobAttempts {
     pub failures: u32,
     pub first_ms: u64,
     pub entry: Option<Bytes>,
+    /// The run was a manual one, or a backfill's: kept so that the run keeps its mark in
+    /// its entry's history after a restart.
+    pub manual: bool,
+    pub backfill: bool,
 }
 
 /// `timeout FUNCTION DURATION`: function `func`'s job lease is `ms` (0: none); the newest per
@@ -383,6 +393,8 @@ pub struct OutputKept {
     /// then, so a journal without manual runs reads in the release before this field, and a
     /// record written before it reads as not manual.
     pub manual: bool,
+    /// The run was a backfill's (`backfill schedule`): a flag bit, as `manual`.
+    pub backfill: bool,
     /// Every byte the job printed; `output` holds the last of them.
     pub output_bytes: u64,
     /// A complete job's result is the last this many bytes of its output.

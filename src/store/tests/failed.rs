@@ -122,6 +122,9 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
             failures: id as u32,
             first_ms: 1_700_000_000_000 + id,
             entry: entry.map(Bytes::from_static),
+            // A backfill's run keeps both marks; they round-trip with the rest.
+            manual: id % 2 == 1,
+            backfill: id == 3,
         })
     };
     for r in [
@@ -201,6 +204,8 @@ fn job_attempts_follow_their_job_through_replay_and_compaction() {
                     failures: id as u32,
                     first_ms: 1_700_000_000_000 + id,
                     entry: Some(Bytes::from_static(b"e")),
+                    manual: id % 2 == 1,
+                    backfill: id == 3,
                 }),
             )
         })

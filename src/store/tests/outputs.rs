@@ -16,6 +16,7 @@ fn out(n: u64, len: usize) -> OutputKept {
         entry: (n % 3 == 0).then(|| Bytes::from_static(b"nightly")),
         scheduled_ms: (n % 3 == 0).then_some(1_700_000_000_000),
         manual: n % 6 == 3,
+        backfill: n % 12 == 3,
         output_bytes: 10 * len as u64,
         result_len: (n % 4 == 0).then_some(3),
         output: Bytes::from(vec![b'o'; len]),
