@@ -33,19 +33,7 @@ impl Machine {
         now: u64,
         out: &mut Output,
     ) -> Result<(), String> {
-        self.observe(now, out);
-        if !(self.unary_up && self.lease_ok(now)) {
-            return Err("etcd cannot be reached".into());
-        }
-        let owed = self.ops_retry.len()
-            + self
-                .queue
-                .iter()
-                .filter(|p| matches!(p, Purpose::Operate { .. } | Purpose::Backfill { .. }))
-                .count();
-        if owed >= OPS_OWED_MAX {
-            return Err("too many operations wait for etcd".into());
-        }
+        self.may_ask(now, out)?;
         self.enqueue(Purpose::Backfill {
             entry,
             span,

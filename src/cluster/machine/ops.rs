@@ -43,17 +43,8 @@ impl Machine {
         now: u64,
         out: &mut Output,
     ) -> Result<(), String> {
-        self.observe(now, out);
-        if !(self.unary_up && self.lease_ok(now)) {
-            return Err("etcd cannot be reached".into());
-        }
-        let owed = self.ops_retry.len()
-            + self
-                .queue
-                .iter()
-                .filter(|p| matches!(p, Purpose::Operate { .. }))
-                .count();
-        if owed >= OPS_OWED_MAX || self.op_waits.len() >= OPS_OWED_MAX {
+        self.may_ask(now, out)?;
+        if self.op_waits.len() >= OPS_OWED_MAX {
             return Err("too many operations wait for etcd".into());
         }
         self.op_waits
@@ -65,6 +56,25 @@ impl Machine {
             ticket,
         });
         self.advance(now, out);
+        Ok(())
+    }
+
+    /// Whether an operator's ask (an operation, a backfill) can be taken now: etcd within
+    /// reach and fewer than `OPS_OWED_MAX` asks waiting for it. Err says why not.
+    pub(super) fn may_ask(&mut self, now: u64, out: &mut Output) -> Result<(), String> {
+        self.observe(now, out);
+        if !(self.unary_up && self.lease_ok(now)) {
+            return Err("etcd cannot be reached".into());
+        }
+        let owed = self.ops_retry.len()
+            + self
+                .queue
+                .iter()
+                .filter(|p| matches!(p, Purpose::Operate { .. } | Purpose::Backfill { .. }))
+                .count();
+        if owed >= OPS_OWED_MAX {
+            return Err("too many operations wait for etcd".into());
+        }
         Ok(())
     }
 

@@ -11,7 +11,6 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::run_history::{RunOutcome, RunRecord};
 use super::{missed_runs, utc};
 use crate::engine::handles::KeyRef;
 use crate::engine::{Engine, Outbox, rfc3339};
@@ -347,15 +346,7 @@ impl Engine {
                     ""
                 }
             );
-            log::warn!("schedule {id}: {reason}");
-            self.run_not_made(
-                slot,
-                RunRecord::never(first, RunOutcome::Missed),
-                reason,
-                true,
-                now,
-                out,
-            );
+            self.report_missed(slot, first, reason, now, out);
         }
         self.journal_history(slot);
         let (Some(&oldest), Some(&last)) = (kept.front(), kept.back()) else {
@@ -491,10 +482,7 @@ impl Engine {
                 }
                 if let Some(span) = w.spans.front_mut().filter(|_| !paused) {
                     let next = st
-                        .entry
-                        .timing
-                        .next_after(utc(span.after_ms), &st.entry.zone)
-                        .map(|t| t.timestamp_millis().max(0) as u64)
+                        .time_after(span.after_ms)
                         .filter(|&t| t <= span.to_ms && span.left > 0);
                     changed = true;
                     let Some(t) = next else {
@@ -514,12 +502,7 @@ impl Engine {
                 let Some(&front) = w.mirror.first() else {
                     break;
                 };
-                let next = st
-                    .entry
-                    .timing
-                    .next_after(utc(front.after_ms), &st.entry.zone)
-                    .map(|t| t.timestamp_millis().max(0) as u64)
-                    .filter(|&t| t <= front.to_ms);
+                let next = st.time_after(front.after_ms).filter(|&t| t <= front.to_ms);
                 w.backfill_claiming = true;
                 self.schedules
                     .cluster
@@ -536,10 +519,7 @@ impl Engine {
                 break;
             }
             let next = st
-                .entry
-                .timing
-                .next_after(utc(span.after_ms), &st.entry.zone)
-                .map(|t| t.timestamp_millis().max(0) as u64)
+                .time_after(span.after_ms)
                 .filter(|&t| t <= span.to_ms && span.left > 0);
             changed = true;
             let Some(t) = next else {

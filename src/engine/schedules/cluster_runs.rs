@@ -92,13 +92,7 @@ impl Engine {
         let Some(from) = st.history.last_run_ms.max(st.history.seen_ms) else {
             return;
         };
-        let Some(first) = st
-            .entry
-            .timing
-            .next_after(super::utc(from), &st.entry.zone)
-            .map(|t| t.timestamp_millis().max(0) as u64)
-            .filter(|&t| t < nominal)
-        else {
+        let Some(first) = st.time_after(from).filter(|&t| t < nominal) else {
             return;
         };
         let (n, capped) = st.entry.timing.runs_between(
@@ -115,16 +109,8 @@ impl Engine {
             crate::engine::rfc3339(first),
             crate::engine::rfc3339(nominal)
         );
-        log::warn!("schedule {}: {reason}", st.id);
         self.journal_history(slot);
-        self.run_not_made(
-            slot,
-            super::run_history::RunRecord::never(first, super::run_history::RunOutcome::Missed),
-            reason,
-            true,
-            now,
-            out,
-        );
+        self.report_missed(slot, first, reason, now, out);
     }
 
     /// The cluster did not grant the run. `quiet`: the usual case of a follower (it is not

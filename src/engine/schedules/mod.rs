@@ -53,7 +53,7 @@ use crate::schedule::cron::Timing;
 use crate::schedule::file::{Catchup, Entry, EntryPriority, Overlap, ScheduleFile};
 use crate::store::{Record, ScheduleCounters, ScheduleRan};
 use crate::timer::TimerKey;
-use run_history::{History, RunOutcome, RunRecord, ScheduleMarks};
+use run_history::{History, RunOutcome, ScheduleMarks};
 
 /// Before this (2020-01-01) the wall clock is taken to be unset (an appliance without RTC).
 const PLAUSIBLE_MS: u64 = 1_577_836_800_000;
@@ -72,6 +72,16 @@ pub(crate) struct EntryState {
     pub next_ms: Option<u64>,
     pub timer: Option<TimerKey>,
     pub history: History,
+}
+
+impl EntryState {
+    /// The entry's first scheduled time after `after_ms` (ms since the epoch), if any.
+    pub(super) fn time_after(&self, after_ms: u64) -> Option<u64> {
+        self.entry
+            .timing
+            .next_after(utc(after_ms), &self.entry.zone)
+            .map(|t| t.timestamp_millis().max(0) as u64)
+    }
 }
 
 #[derive(Default)]
@@ -261,8 +271,8 @@ impl Engine {
     pub(super) fn arm_after(&mut self, slot: usize, after: u64) {
         let st = &self.schedules.entries[slot];
         let from = st.history.last_run_ms.map_or(after, |l| l.max(after));
-        match st.entry.timing.next_after(utc(from), &st.entry.zone) {
-            Some(t) => self.arm_at(slot, t.timestamp_millis().max(0) as u64),
+        match st.time_after(from) {
+            Some(t) => self.arm_at(slot, t),
             None => {
                 let st = &mut self.schedules.entries[slot];
                 st.next_ms = None;
@@ -336,15 +346,7 @@ impl Engine {
                 rfc3339(nominal),
                 rfc3339(now)
             );
-            log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
-            self.run_not_made(
-                slot,
-                RunRecord::never(nominal, RunOutcome::Missed),
-                reason,
-                true,
-                now,
-                out,
-            );
+            self.report_missed(slot, nominal, reason, now, out);
         }
         self.arm_after(slot, now);
     }
@@ -358,13 +360,7 @@ impl Engine {
             return;
         }
         let st = &mut self.schedules.entries[slot];
-        let Some(first) = st
-            .entry
-            .timing
-            .next_after(utc(nominal), &st.entry.zone)
-            .map(|t| t.timestamp_millis().max(0) as u64)
-            .filter(|&t| t <= now)
-        else {
+        let Some(first) = st.time_after(nominal).filter(|&t| t <= now) else {
             return;
         };
         // Every time up to `nominal` is dealt with: what follows starts after it.
@@ -380,15 +376,7 @@ impl Engine {
             rfc3339(nominal),
             rfc3339(now),
         );
-        log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
-        self.run_not_made(
-            slot,
-            RunRecord::never(first, RunOutcome::Missed),
-            reason,
-            true,
-            now,
-            out,
-        );
+        self.report_missed(slot, first, reason, now, out);
     }
 
     /// Skip the runs in `(after, now]`, plus `extra` already due: count them, remember that
@@ -423,11 +411,7 @@ impl Engine {
         let Some(last) = st.history.last_run_ms.max(st.history.seen_ms) else {
             return;
         };
-        let first = st
-            .entry
-            .timing
-            .next_after(utc(last), &st.entry.zone)
-            .map_or(last, |t| t.timestamp_millis().max(0) as u64);
+        let first = st.time_after(last).unwrap_or(last);
         let (n, capped) = self.skip_until(slot, last, now, 0);
         if n > 0 {
             let reason = format!(
@@ -436,15 +420,7 @@ impl Engine {
                 rfc3339(last),
                 rfc3339(now)
             );
-            log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
-            self.run_not_made(
-                slot,
-                RunRecord::never(first, RunOutcome::Missed),
-                reason,
-                true,
-                now,
-                out,
-            );
+            self.report_missed(slot, first, reason, now, out);
         }
     }
 
@@ -499,16 +475,8 @@ impl Engine {
                 rfc3339(now),
                 rfc3339(missed)
             );
-            log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
             self.journal_history(slot);
-            self.run_not_made(
-                slot,
-                RunRecord::never(first, RunOutcome::Missed),
-                reason,
-                true,
-                now,
-                out,
-            );
+            self.report_missed(slot, first, reason, now, out);
         }
         let st = &self.schedules.entries[slot];
         if st.entry.deadline_ms.is_some_and(|d| now - missed > d) {
@@ -519,16 +487,8 @@ impl Engine {
                 "missed run at {} is older than its deadline; dropped",
                 rfc3339(missed)
             );
-            log::warn!("schedule {}: {reason}", st.id);
             self.journal_history(slot);
-            self.run_not_made(
-                slot,
-                RunRecord::never(missed, RunOutcome::Missed),
-                reason,
-                true,
-                now,
-                out,
-            );
+            self.report_missed(slot, missed, reason, now, out);
             return;
         }
         log::info!(

@@ -135,6 +135,27 @@ impl Engine {
         self.alert(slot, account, now, out);
     }
 
+    /// Times of the entry that did not run, the first at `first`: one WARNING line, one
+    /// record in its history and one `missed` alert, `reason` saying how many and why.
+    pub(super) fn report_missed(
+        &mut self,
+        slot: usize,
+        first: u64,
+        reason: String,
+        now: u64,
+        out: &mut Outbox,
+    ) {
+        log::warn!("schedule {}: {reason}", self.schedules.entries[slot].id);
+        self.run_not_made(
+            slot,
+            RunRecord::never(first, RunOutcome::Missed),
+            reason,
+            true,
+            now,
+            out,
+        );
+    }
+
     /// A run that never happened (missed, or skipped past the entry's interval): keep it in the
     /// history, and alert `on_failure=` with the reason.
     pub(in crate::engine) fn run_not_made(
