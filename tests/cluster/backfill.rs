@@ -194,7 +194,14 @@ fn catchup_all_makes_up_each_time_missed_without_a_leader_once_within_its_cap() 
     // it heard so is a run lost, by design, rather than one made twice).
     let into = u64::from(chrono::Utc::now().timestamp_subsec_millis());
     std::thread::sleep(std::time::Duration::from_millis((1500 - into) % 1000));
+    let killed_at = chrono::Utc::now().timestamp();
     cl.kill9(l);
+    // On a loaded machine a claim can still be in flight at the kill: granted by etcd, never
+    // heard by the dead leader, so neither run nor counted anywhere. Only a second just
+    // before the kill can be such a one.
+    let in_flight = |missing_from: i64, n: i64| {
+        missing_from + 1 >= killed_at - 2 && missing_from + n <= killed_at && n == 1
+    };
     let nl = cl.leader(15);
     let ng = cl.generation_of(nl);
     // The next leader's own runs go on.
@@ -214,7 +221,11 @@ fn catchup_all_makes_up_each_time_missed_without_a_leader_once_within_its_cap() 
     };
     // Every second of `cu` runs once: those without a leader made up by the next one.
     support::poll(15, "every second of cu", || {
-        match support::cluster::gaps(&seconds_of(&cl, "second ")) {
+        let g: Vec<(i64, i64)> = support::cluster::gaps(&seconds_of(&cl, "second "))
+            .into_iter()
+            .filter(|&(after, n)| !in_flight(after, n))
+            .collect();
+        match g {
             g if g.len() <= safety_stops() => Ok(()),
             g => Err(format!("gaps {g:?}\n{}", nls.log())),
         }
@@ -222,13 +233,13 @@ fn catchup_all_makes_up_each_time_missed_without_a_leader_once_within_its_cap() 
     cl.assert_no_time_twice();
     // `cap` makes up the newest one only: the older ones are missed, counted as skips.
     support::poll(15, "cap's missed times counted", || {
-        let missing: i64 = support::cluster::gaps(&seconds_of(&cl, "cap "))
-            .iter()
-            .map(|g| g.1)
-            .sum();
+        let gaps = support::cluster::gaps(&seconds_of(&cl, "cap "));
+        let missing: i64 = gaps.iter().map(|g| g.1).sum();
+        let lost = gaps.iter().any(|&(after, _)| in_flight(after, 1));
         let skips: i64 = row(nls, "cap")[9].parse().unwrap();
         match (missing, skips) {
             (m, s) if m >= 1 && m == s => Ok(()),
+            (m, s) if lost && m == s + 1 && s >= 1 => Ok(()),
             (m, s) if safety_stops() > 0 && m > s && s >= 1 => Ok(()),
             (m, s) => Err(format!(
                 "{m} missing, {s} counted as skipped\n{}",
