@@ -10,7 +10,9 @@
 
 use log::info;
 
-use super::{HttpGlue, ops};
+use super::HttpGlue;
+use super::conn::Waited;
+use super::ops::{self, Acted};
 use crate::config::Config;
 use bytes::Bytes;
 
@@ -171,12 +173,10 @@ impl ConsoleAct<'_> {
                         shown(to.as_bytes())
                     );
                 }
-                let entry = self
-                    .engine
-                    .schedule_statuses()
-                    .into_iter()
-                    .find(|s| s.id.as_bytes() == &id[..]);
-                crate::http::schedule_ops::backfill_reply(&done, entry.as_ref())
+                return match ops::backfilled(self.engine, &id, done) {
+                    Acted::Now(r) => Acted::Now(console::guarded(r)),
+                    asked => asked,
+                };
             }
             Action::Retry(handle) => self.failed(FailedOp::Retry, &handle, &peer, now),
             Action::Drop(handle) => self.failed(FailedOp::Drop, &handle, &peer, now),
@@ -277,7 +277,7 @@ impl ConsoleAct<'_> {
                     "console: {op:?} schedule {}, asked by {peer}: handed to the cluster",
                     shown(id)
                 );
-                return Acted::Asked(ticket, op, Bytes::copy_from_slice(id));
+                return Acted::Asked(ticket, Waited::Op(op), Bytes::copy_from_slice(id));
             }
             Ok(Applied::Done(handles)) => {
                 info!("console: {op:?} schedule {}, asked by {peer}", shown(id));
@@ -287,13 +287,6 @@ impl ConsoleAct<'_> {
         };
         Acted::Now(schedule_answer(id, &done))
     }
-}
-
-/// A console action's answer: now, or when the cluster answers the ask (its ticket, the
-/// operation and the entry's id).
-pub(in crate::reactor) enum Acted {
-    Now(Reply),
-    Asked(u64, ScheduleOp, Bytes),
 }
 
 /// The console's answer to an operation on entry `id`: the run's jobs, or why not.
