@@ -221,7 +221,7 @@ impl Machine {
             Purpose::Backfill { entry, ticket, .. } => {
                 let why = match error {
                     Ok(why) => format!("etcd refused it: {why}"),
-                    Err(true) => "the connection to etcd was lost before etcd answered; etcd may have taken the backfill or not, and it is not asked again (twice would run each time twice): look at show schedules before asking again".into(),
+                    Err(true) => "the connection to etcd was lost before etcd answered; etcd may have taken the backfill or not, and it is not asked again (twice would run each time twice): look at the entry's runs_waiting and recent runs (GET /schedules) before asking again".into(),
                     Err(false) => "the connection to etcd was lost before the backfill was sent: the cluster did not take it (nothing changed); try again".into(),
                 };
                 // Logged with its answer (`Engine::cluster_op_done`); a refusal as an

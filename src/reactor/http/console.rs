@@ -16,7 +16,7 @@ use super::ops::{self, Acted};
 use crate::config::Config;
 use bytes::Bytes;
 
-use crate::engine::{Applied, CancelRefused, Engine, Outbox, ScheduleOpError};
+use crate::engine::{Applied, CancelRefused, Engine, Outbox};
 use crate::http::console::action::{self, Action};
 use crate::http::console::lists::{self, FailedFilter, JobsQuery};
 use crate::http::console::{self, Page, api};
@@ -285,39 +285,7 @@ impl ConsoleAct<'_> {
             }
             Err(e) => Err(e),
         };
-        Acted::Now(schedule_answer(id, &done))
-    }
-}
-
-/// The console's answer to an operation on entry `id`: the run's jobs, or why not.
-pub(in crate::reactor) fn schedule_answer(
-    id: &[u8],
-    result: &Result<Vec<String>, ScheduleOpError>,
-) -> Reply {
-    console::guarded(schedule_reply(id, result))
-}
-
-fn schedule_reply(id: &[u8], result: &Result<Vec<String>, ScheduleOpError>) -> Reply {
-    match result {
-        Ok(handles) => {
-            let mut body = String::new();
-            let mut o = json::Obj::new(&mut body);
-            o.str("schedule", &String::from_utf8_lossy(id));
-            json::array(o.key("jobs"), handles, |out, h| json::string(out, h));
-            o.end();
-            body.push('\n');
-            Reply::json(200, body)
-        }
-        Err(ScheduleOpError::UnknownEntry) => Reply::text(404, "no schedule entry has this id"),
-        Err(ScheduleOpError::RunInProgress(h)) => Reply::text(
-            409,
-            &format!("the previous run {h} is still queued or running (overlap=skip)"),
-        ),
-        Err(ScheduleOpError::QueueFull) => {
-            Reply::text(503, "the queue of the entry's function is full")
-        }
-        Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
-        Err(ScheduleOpError::ClusterUnreachable(why)) => Reply::text(503, why),
+        Acted::Now(ops::schedule_answer(id, &done))
     }
 }
 

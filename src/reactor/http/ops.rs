@@ -1,7 +1,8 @@
 //! The engine side of the HTTP actions the API and the console share: a function's limits
 //! changed, a failed job retried or dropped, a schedule entry operated or backfilled
-//! (answered at once, or when the cluster answers). They borrow only the engine and its outbox, so that
-//! http/mod.rs and the console's part (console.rs) both call them.
+//! (answered at once, or when the cluster answers, in the API's shape or the console's).
+//! They borrow only the engine and its outbox, so that http/mod.rs and the console's part
+//! (console.rs) both call them.
 
 use bytes::Bytes;
 
@@ -11,7 +12,7 @@ use crate::engine::{
 };
 use crate::http::endpoint::FailedOp;
 use crate::http::response::Reply;
-use crate::http::{console, failed_ops, limit_ops, schedule_ops};
+use crate::http::{console, failed_ops, json, limit_ops, schedule_ops};
 use crate::proto::admin::ScheduleOp;
 
 /// An action's answer: now, or when the cluster answers the ask (its ticket, what it asked
@@ -66,7 +67,7 @@ pub(super) fn answer(engine: &Engine, w: &OpWait, result: Result<(), String>) ->
         Waited::Op(op) => {
             let done = answered(result);
             match w.console {
-                true => super::console::schedule_answer(&w.id, &done),
+                true => schedule_answer(&w.id, &done),
                 false => schedule(engine, *op, &w.id, &done),
             }
         }
@@ -89,6 +90,35 @@ fn answered(result: Result<(), String>) -> Result<Vec<String>, ScheduleOpError> 
     result
         .map(|()| Vec::new())
         .map_err(ScheduleOpError::ClusterUnreachable)
+}
+
+/// The console's answer to an operation on entry `id`: the run's jobs, or why not.
+pub(super) fn schedule_answer(id: &[u8], result: &Result<Vec<String>, ScheduleOpError>) -> Reply {
+    console::guarded(schedule_reply(id, result))
+}
+
+fn schedule_reply(id: &[u8], result: &Result<Vec<String>, ScheduleOpError>) -> Reply {
+    match result {
+        Ok(handles) => {
+            let mut body = String::new();
+            let mut o = json::Obj::new(&mut body);
+            o.str("schedule", &String::from_utf8_lossy(id));
+            json::array(o.key("jobs"), handles, |out, h| json::string(out, h));
+            o.end();
+            body.push('\n');
+            Reply::json(200, body)
+        }
+        Err(ScheduleOpError::UnknownEntry) => Reply::text(404, "no schedule entry has this id"),
+        Err(ScheduleOpError::RunInProgress(h)) => Reply::text(
+            409,
+            &format!("the previous run {h} is still queued or running (overlap=skip)"),
+        ),
+        Err(ScheduleOpError::QueueFull) => {
+            Reply::text(503, "the queue of the entry's function is full")
+        }
+        Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
+        Err(ScheduleOpError::ClusterUnreachable(why)) => Reply::text(503, why),
+    }
 }
 
 /// `PUT /limits/FUNCTION`, `DELETE /limits/FUNCTION`: each change in turn (the first
