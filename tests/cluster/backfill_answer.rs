@@ -1,6 +1,6 @@
 //! A backfill asked on a follower is answered when etcd has answered, as an operation is
 //! (op_answer.rs), against a real etcd frozen with SIGSTOP: no reply while etcd is silent (an
-//! admin line, and the line pipelined behind it; an HTTP request), then `OK N` (HTTP 200) once
+//! admin line, and the line pipelined behind it; an HTTP request; the console's), then `OK N` (HTTP 200) once
 //! etcd took the record, and the leader runs each time once. Frozen past
 //! `--etcd-request-timeout`, the reply is the error; the write is not sent again, so its times
 //! run once if etcd took it before the connection was dropped, else not at all, never twice.
@@ -89,6 +89,27 @@ fn a_backfill_on_a_follower_is_answered_when_etcd_has_answered() {
     assert!(r.text().contains("\"runs\":3"), "{}", r.text());
     support::wait_until(15, "the HTTP backfill's runs", || {
         ran(&cl, 6, 4) == [1, 1, 1]
+    });
+
+    // The console's Backfill too: its 200 comes once etcd took the backfill.
+    let page = [("X-Gearwheel-Console", "1"), ("Origin", "http://127.0.0.1")];
+    let mut h = support::Http::connect(support::http_addr(follower));
+    etcd.pause();
+    let body = format!("b {} {}", day(15), day(13));
+    h.send(&support::request(
+        "POST",
+        "/ui/api/backfill",
+        &page,
+        body.as_bytes(),
+    ));
+    follower.wait_log(&asked(15), 5);
+    h.expect_silence(200);
+    etcd.resume();
+    let r = h.read();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("\"runs\":3"), "{}", r.text());
+    support::wait_until(15, "the console backfill's runs", || {
+        ran(&cl, 15, 13) == [1, 1, 1]
     });
 
     // Frozen past --etcd-request-timeout (1 s here): the reply is the error, which says
