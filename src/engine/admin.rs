@@ -5,7 +5,9 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 
-use super::{Applied, ConnId, Engine, FailReason, FailedSelector, JobState, Outbox, Shutdown};
+use super::{
+    Applied, Backfilled, ConnId, Engine, FailReason, FailedSelector, JobState, Outbox, Shutdown,
+};
 use crate::proto::admin::{AdminCommand, unknown_command_reply};
 use crate::proto::names::{is_bad_name, push_escaped, push_name};
 use crate::proto::response::Response;
@@ -221,6 +223,11 @@ impl Engine {
                 let range = (text(&from), text(&to));
                 let range = (range.0.as_str(), range.1.as_str());
                 match self.backfill_text(&entry, range, dry_run, now, out) {
+                    // Answered when the cluster has answered; the line's later ones wait.
+                    Ok(Backfilled {
+                        asked: Some(ticket),
+                        ..
+                    }) => return self.cluster_op_wait(ticket, id, true),
                     Ok(done) => done.admin_reply(),
                     Err(e) => e.admin_reply(),
                 }

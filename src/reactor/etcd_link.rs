@@ -545,13 +545,17 @@ impl EtcdLink {
         for (child, set) in engine.take_cluster_after_sets() {
             self.machine.after_set(child, set, now, &mut out);
         }
-        for (entry, span) in engine.take_cluster_backfills() {
+        for (ticket, entry, span) in engine.take_cluster_backfills() {
             // The engine asked only while etcd could be reached; the link may have gone since.
-            if let Err(why) =
-                self.machine
-                    .backfill(entry.to_string(), to_cluster(span), now, &mut out)
+            let span = to_cluster(span);
+            if let Err(why) = self
+                .machine
+                .backfill(ticket, entry.to_string(), span, now, &mut out)
             {
-                warn!("schedule {entry}: backfill not taken by the cluster: {why}");
+                // Logged with its answer (`cluster_op_done`).
+                let why =
+                    format!("{why}: the cluster did not take it (nothing changed); try again");
+                out.ops_done.push((ticket, Err(why)));
             }
         }
         for (entry, front, nominal) in engine.take_cluster_backfill_runs() {

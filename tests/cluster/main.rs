@@ -8,6 +8,7 @@ mod support;
 
 mod after;
 mod backfill;
+mod backfill_answer;
 mod compaction;
 mod etcd_codec;
 mod etcd_tls;

@@ -18,7 +18,7 @@ fn state(s: &support::Server, id: &str) -> String {
 }
 
 /// Nothing arrives on `c` within `ms` (looked at after a positive barrier).
-fn silent(c: &mut support::Conn, ms: u64) {
+pub(super) fn silent(c: &mut support::Conn, ms: u64) {
     c.stream
         .set_read_timeout(Some(Duration::from_millis(ms)))
         .unwrap();

@@ -23,21 +23,30 @@ impl Machine {
         self.key(&format!("backfill/{entry}"))
     }
 
-    /// A backfill of `entry` asked on this server: `span` is added to the cluster's record.
-    /// Err (why) when etcd cannot take it now; else it is written, now or when the link is
-    /// back.
+    /// A backfill of `entry` asked on this server: `span` is added to the cluster's record;
+    /// `ticket` names the answer that waits for etcd's (`Output::ops_done`), as an
+    /// operation's. Err (why) when etcd cannot take it now; else it is written and answered
+    /// once: when etcd takes it or not, when the link is lost first (it is not sent again:
+    /// twice would run each time twice), or after `--etcd-request-timeout`.
     pub fn backfill(
         &mut self,
+        ticket: u64,
         entry: String,
         span: BackfillSpan,
         now: u64,
         out: &mut Output,
     ) -> Result<(), String> {
         self.may_ask(now, out)?;
+        if self.op_waits.len() >= OPS_OWED_MAX {
+            return Err("too many operations wait for etcd".into());
+        }
+        self.op_waits
+            .insert(ticket, now.saturating_add(self.s.request_timeout_ms));
         self.enqueue(Purpose::Backfill {
             entry,
             span,
             tries: 0,
+            ticket,
         });
         self.advance(now, out);
         Ok(())
@@ -139,11 +148,17 @@ impl Machine {
     ) {
         let sent = self.backfill_sent.take();
         match p {
-            Purpose::Backfill { entry, span, tries } => {
+            Purpose::Backfill {
+                entry,
+                span,
+                tries,
+                ticket,
+            } => {
                 if succeeded {
                     if let Some((e, record)) = sent.filter(|(e, _)| *e == entry) {
                         self.cache_backfill(&e, record, revision, out);
                     }
+                    self.op_answered(ticket, Ok(()), out);
                     return;
                 }
                 // Another ask (or the leader's run) wrote first: learn it, add to it again.
@@ -152,14 +167,17 @@ impl Machine {
                     log::warn!(
                         "cluster: {entry}: the backfill record kept changing; a backfill given up"
                     );
-                    out.ops_failed
-                        .push((entry, "the backfill record kept changing in etcd".into()));
+                    let why =
+                        "the backfill record kept changing in etcd (other asks at once); given up";
+                    self.op_answered(ticket, Err(why.into()), out);
+                    out.ops_failed.push((entry, why.into()));
                     return;
                 }
                 self.queue.push_front(Purpose::Backfill {
                     entry,
                     span,
                     tries: tries + 1,
+                    ticket,
                 });
             }
             Purpose::BackfillRun { entry, nominal, .. } => {
@@ -188,21 +206,33 @@ impl Machine {
         }
     }
 
-    /// A backfill request got no answer, or an error: an ask is owed again (an error gives it
-    /// up, logged); a run is not granted (a time is lost rather than run twice).
-    pub(super) fn backfill_lost(&mut self, p: Purpose, error: Option<&str>, out: &mut Output) {
+    /// A backfill request got an error (`Ok(why)`) or no answer (`Err(sent)`: it went to etcd,
+    /// else it was still queued here). An ask is answered and never sent again: a lost write
+    /// may have been taken, and twice would run each time twice; a refused or unsent one
+    /// changed nothing. A run is not granted (a time is lost rather than run twice).
+    pub(super) fn backfill_lost(
+        &mut self,
+        p: Purpose,
+        error: Result<&str, bool>,
+        out: &mut Output,
+    ) {
         self.backfill_sent = None;
-        match (p, error) {
-            (p @ Purpose::Backfill { .. }, None) if self.ops_retry.len() < OPS_OWED_MAX => {
-                self.ops_retry.push(p);
+        match p {
+            Purpose::Backfill { entry, ticket, .. } => {
+                let why = match error {
+                    Ok(why) => format!("etcd refused it: {why}"),
+                    Err(true) => "the connection to etcd was lost before etcd answered; etcd may have taken the backfill or not, and it is not asked again (twice would run each time twice): look at the entry's runs_waiting and recent runs (GET /schedules) before asking again".into(),
+                    Err(false) => "the connection to etcd was lost before the backfill was sent: the cluster did not take it (nothing changed); try again".into(),
+                };
+                // Logged with its answer (`Engine::cluster_op_done`); a refusal as an
+                // operation's.
+                self.op_answered(ticket, Err(why.clone()), out);
+                if error.is_ok() {
+                    out.ops_failed.push((entry, why));
+                }
             }
-            (Purpose::Backfill { entry, .. }, why) => {
-                let why = why.unwrap_or("too many operations wait for etcd");
-                log::warn!("cluster: {entry}: etcd did not take a backfill: {why}");
-                out.ops_failed.push((entry, why.to_string()));
-            }
-            (Purpose::BackfillRun { entry, .. }, why) => {
-                let why = why.unwrap_or("no answer from etcd");
+            Purpose::BackfillRun { entry, .. } => {
+                let why = error.unwrap_or("no answer from etcd");
                 out.backfill_runs
                     .push((entry, Err(format!("not confirmed by etcd ({why})"))));
             }

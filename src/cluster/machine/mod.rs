@@ -85,6 +85,8 @@ enum Purpose {
         entry: String,
         span: records::BackfillSpan,
         tries: u8,
+        /// Whose answer waits for etcd's (`Output::ops_done`), as an operation's.
+        ticket: u64,
     },
     /// The leader takes the next time of the entry's backfill off its record, fenced.
     BackfillRun {
@@ -352,10 +354,10 @@ impl Machine {
                 self.unary_up = false;
                 if let Some(f) = self.in_flight.take() {
                     self.stats.request_errors += 1;
-                    self.lost(f.purpose, "the connection to etcd closed", out);
+                    self.lost(f.purpose, "the connection to etcd closed", true, out);
                 }
                 for p in std::mem::take(&mut self.queue) {
-                    self.lost(p, "no connection to etcd", out);
+                    self.lost(p, "no connection to etcd", false, out);
                 }
             }
             (Link::Watch, true) => {
@@ -522,8 +524,9 @@ impl Machine {
         }
     }
 
-    /// A request's answer will never come.
-    fn lost(&mut self, p: Purpose, why: &str, out: &mut Output) {
+    /// A request's answer will never come; `sent`: it went to etcd (which may have taken it),
+    /// else it was still queued here.
+    fn lost(&mut self, p: Purpose, why: &str, sent: bool, out: &mut Output) {
         match p {
             Purpose::Claim { ask, .. } => self.decide(ask, Err(Refusal::Unknown(why.into())), out),
             // Re-read on the next success: we may or may not hold the key.
@@ -533,7 +536,7 @@ impl Machine {
             p @ (Purpose::Operate { .. } | Purpose::PutHistory { .. }) => self.ops_lost(p, out),
             Purpose::FireRun { .. } => self.ops_sent = None,
             p @ (Purpose::Backfill { .. } | Purpose::BackfillRun { .. }) => {
-                self.backfill_lost(p, None, out)
+                self.backfill_lost(p, Err(sent), out)
             }
             // Asked again by their own timers or the next leader's work; nothing to undo.
             Purpose::Grant
@@ -596,7 +599,7 @@ impl Machine {
         }
         if matches!(p, Purpose::Backfill { .. } | Purpose::BackfillRun { .. }) {
             log::warn!("cluster: etcd answered an error: {text}");
-            return self.backfill_lost(p, Some(&text), out);
+            return self.backfill_lost(p, Ok(&text), out);
         }
         if text.contains("lease not found") {
             log::warn!("cluster: etcd no longer knows this server's lease; taking a new one");
@@ -604,7 +607,7 @@ impl Machine {
         } else {
             log::warn!("cluster: etcd answered an error: {text}");
         }
-        self.lost(p, &text, out);
+        self.lost(p, &text, true, out);
     }
 
     /// etcd says the lease ended: so did the member key and any leader key it held.
@@ -780,7 +783,7 @@ impl Machine {
             (p, r) => {
                 log::warn!("cluster: unexpected etcd reply {r:?} to {p:?}");
                 self.finish_failed(&p, "unexpected reply");
-                self.lost(p, "unexpected reply", out);
+                self.lost(p, "unexpected reply", true, out);
             }
         }
     }

@@ -80,7 +80,12 @@ impl Machine {
 
     /// The answer of the ask `ticket`, once: a later one (a retry taken after its answer
     /// said it was lost) is not given.
-    fn op_answered(&mut self, ticket: u64, result: Result<(), String>, out: &mut Output) {
+    pub(super) fn op_answered(
+        &mut self,
+        ticket: u64,
+        result: Result<(), String>,
+        out: &mut Output,
+    ) {
         if self.op_waits.remove(&ticket).is_some() {
             out.ops_done.push((ticket, result));
         }

@@ -1,6 +1,7 @@
 //! Operators' asks kept in etcd for the whole cluster, against the scripted etcd: a pause, a
 //! skip and a run asked of a follower are obeyed by the leader and by the next one, each once;
-//! an ask is refused while etcd is away; an entry's account reaches the other servers.
+//! an ask is refused while etcd is away; an ask (an operation or a backfill) is answered when
+//! etcd has answered; an entry's account reaches the other servers.
 
 use super::*;
 
@@ -22,6 +23,29 @@ impl Net {
         let r = n.m.operate(ticket, entry.into(), op, now, &mut n.out);
         self.settle();
         r.map(|()| ticket)
+    }
+
+    /// Node `i` asks a backfill of three times of `entry`: its ticket, or why it was refused
+    /// at once.
+    fn ask_backfill(&mut self, i: usize, entry: &str) -> Result<u64, String> {
+        let now = self.now;
+        self.tickets += 1;
+        let ticket = self.tickets;
+        let span = crate::cluster::records::BackfillSpan {
+            after_ms: WALL - 3_000,
+            to_ms: WALL,
+            left: 3,
+        };
+        let n = &mut self.nodes[i];
+        let r = n.m.backfill(ticket, entry.into(), span, now, &mut n.out);
+        self.settle();
+        r.map(|()| ticket)
+    }
+
+    /// Whether etcd holds a backfill record of `entry`.
+    fn has_backfill(&self, entry: &str) -> bool {
+        let tail = format!("backfill/{entry}");
+        self.etcd.kv.keys().any(|k| k.ends_with(tail.as_bytes()))
     }
 
     /// The leader and a follower, once one leads.
@@ -167,6 +191,36 @@ fn an_asks_answer_waits_for_etcds() {
         net.nodes[l].ops.contains(&paused),
         "taken when etcd was back"
     );
+}
+
+/// A backfill's answer waits for etcd's, as an operation's: `Ok` once etcd took the write.
+/// A write lost with the connection is answered once, saying etcd may have taken it, and is
+/// not sent again when etcd is back: twice would run each time twice.
+#[test]
+fn a_backfills_answer_waits_for_etcds_and_a_lost_one_is_not_sent_again() {
+    let mut net = Net::new(2);
+    let (_, f) = net.roles();
+    let ticket = net.ask_backfill(f, "e").unwrap();
+    let answers = std::mem::take(&mut net.nodes[f].answers);
+    assert_eq!(answers, vec![(ticket, Ok(()))]);
+    assert!(net.has_backfill("e"), "taken means etcd has it");
+
+    net.etcd.down = true;
+    let ticket = net.ask_backfill(f, "g").unwrap();
+    assert!(net.nodes[f].answers.is_empty(), "no answer before etcd's");
+    net.run_for(3_000, 100);
+    let answers = std::mem::take(&mut net.nodes[f].answers);
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0].0, ticket);
+    let why = answers[0].1.clone().unwrap_err();
+    assert!(
+        why.contains("lost before etcd answered") && why.contains("not asked again"),
+        "{why}"
+    );
+    net.etcd.down = false;
+    net.run_for(3_000, 100);
+    assert!(net.nodes[f].answers.is_empty(), "answered once");
+    assert!(!net.has_backfill("g"), "a lost backfill was sent again");
 }
 
 #[test]

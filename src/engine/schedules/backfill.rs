@@ -11,6 +11,8 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use super::cluster_history::Asked;
+use super::ops::OpTicket;
 use super::{missed_runs, utc};
 use crate::engine::handles::KeyRef;
 use crate::engine::{Engine, Outbox, rfc3339};
@@ -88,8 +90,9 @@ pub enum BackfillError {
         runs: u64,
         max: usize,
     },
-    /// With `--etcd`: etcd cannot be reached, so the cluster cannot take the backfill.
-    ClusterUnreachable,
+    /// With `--etcd`: etcd cannot be reached, so the cluster cannot take the backfill, or
+    /// etcd did not take it (why).
+    ClusterUnreachable(String),
 }
 
 impl BackfillError {
@@ -118,10 +121,7 @@ impl BackfillError {
                     }
                 ),
             ),
-            BackfillError::ClusterUnreachable => (
-                "CLUSTER_UNREACHABLE",
-                super::ops::CLUSTER_UNREACHABLE.into(),
-            ),
+            BackfillError::ClusterUnreachable(why) => ("CLUSTER_UNREACHABLE", why.clone()),
         }
     }
 
@@ -130,7 +130,7 @@ impl BackfillError {
     pub fn http_status(&self) -> u16 {
         match self {
             BackfillError::UnknownEntry => 404,
-            BackfillError::ClusterUnreachable => 503,
+            BackfillError::ClusterUnreachable(_) => 503,
             BackfillError::NotRunnable(_) => 409,
             BackfillError::TooMany { .. } => 413,
             BackfillError::BadRange(_) => 400,
@@ -144,6 +144,9 @@ impl BackfillError {
 pub struct Backfilled {
     pub times: Vec<u64>,
     pub dry_run: bool,
+    /// In a cluster: the ask handed to it, whose answer (`OK N` or why not) waits for etcd's
+    /// (`Engine::cluster_op_done`); `None` when answered now.
+    pub asked: Option<OpTicket>,
 }
 
 impl Backfilled {
@@ -207,7 +210,9 @@ impl Engine {
                 "schedule {}: backfill refused: etcd cannot be reached, so the cluster cannot take it",
                 st.id
             );
-            return Err(BackfillError::ClusterUnreachable);
+            return Err(BackfillError::ClusterUnreachable(
+                super::ops::CLUSTER_UNREACHABLE.into(),
+            ));
         }
         let max = self.config.max_backfill;
         let waiting = self
@@ -233,7 +238,11 @@ impl Engine {
             times.push(ms);
             at = t;
         }
-        let done = Backfilled { times, dry_run };
+        let mut done = Backfilled {
+            times,
+            dry_run,
+            asked: None,
+        };
         let (Some(&first), Some(&last)) = (done.times.first(), done.times.last()) else {
             return Ok(done);
         };
@@ -255,8 +264,13 @@ impl Engine {
         };
         if self.schedules.clustered {
             // The leader runs it, this server or another, once etcd has it.
-            log::info!("schedule {id}: backfill handed to the cluster (the leader runs it)");
-            self.schedules.cluster.backfills_out.push((id, span));
+            log::info!(
+                "schedule {id}: backfill handed to the cluster (the leader runs it); the answer waits for etcd's"
+            );
+            let c = &mut self.schedules.cluster;
+            let ticket = c.ask(Rc::clone(&id), Asked::Backfill(done.times.len()));
+            c.backfills_out.push((ticket, id, span));
+            done.asked = Some(ticket);
             return Ok(done);
         }
         let w = self.schedules.pending.by_entry.entry(id).or_default();

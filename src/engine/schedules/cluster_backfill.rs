@@ -5,13 +5,14 @@
 
 use std::rc::Rc;
 
-use crate::engine::{Engine, Outbox, rfc3339};
+use crate::engine::{Engine, OpTicket, Outbox, rfc3339};
 use crate::store::PendingSpan;
 /// In a cluster (`--etcd`): the waiting runs the leader claims, and the backfills kept in
 /// etcd.
 impl Engine {
-    /// Backfills asked on this server, for the etcd link to add to the cluster's records.
-    pub fn take_cluster_backfills(&mut self) -> Vec<(Rc<str>, PendingSpan)> {
+    /// Backfills asked on this server, for the etcd link to add to the cluster's records:
+    /// each with the ticket its answer waits under (`cluster_op_done`).
+    pub fn take_cluster_backfills(&mut self) -> Vec<(OpTicket, Rc<str>, PendingSpan)> {
         std::mem::take(&mut self.schedules.cluster.backfills_out)
     }
 

@@ -1,8 +1,8 @@
 //! One history and one operator's hand for a cluster (`--etcd`): each entry's account of its
 //! runs (counts, last outcome and error, the ring of its last runs) as the JSON kept in etcd
-//! and shown by every server; and operators' asks (`pause|resume|skip|run schedule`) handed
-//! to the cluster instead of acted on here, each answered when etcd has answered, with the
-//! cluster's state mirrored back.
+//! and shown by every server; and operators' asks (`pause|resume|skip|run schedule`, and
+//! backfills) handed to the cluster instead of acted on here, each answered when etcd has
+//! answered, with the cluster's state mirrored back.
 
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
@@ -32,16 +32,24 @@ pub(crate) struct ClusterSide {
     pub dirty: BTreeSet<Rc<str>>,
     /// `@after` children whose set changed here since it was last handed to the cluster.
     pub after_dirty: BTreeSet<Rc<str>>,
-    /// Backfills asked here, for the cluster's records (backfill.rs).
-    pub backfills_out: Vec<(Rc<str>, crate::store::PendingSpan)>,
+    /// Backfills asked here, for the cluster's records (backfill.rs): their ticket, entry
+    /// and span.
+    pub backfills_out: Vec<(OpTicket, Rc<str>, crate::store::PendingSpan)>,
     /// The leader's claims of backfilled times: entry, the front span, its next time.
     pub backfill_runs_out: Vec<(Rc<str>, crate::store::PendingSpan, Option<u64>)>,
 }
 
-/// Who waits for the answer to an ask, and what it asked (for the log).
+/// What an ask handed to the cluster asked: an operation, or a backfill of so many runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Asked {
+    Op(ScheduleOp),
+    Backfill(usize),
+}
+
+/// Who waits for the answer to an ask, and what it asked (for the log and the reply).
 pub(crate) struct Waiter {
     entry: Rc<str>,
-    op: ScheduleOp,
+    what: Asked,
     /// The connection answered, and whether it asked by an admin line (answered here, its
     /// later lines held until then) or otherwise (HTTP: answered by the reactor). `None`
     /// while nobody waits (not yet, or it left).
@@ -49,6 +57,18 @@ pub(crate) struct Waiter {
 }
 
 impl ClusterSide {
+    /// A new ask of `entry`, answered when the cluster answers it: its ticket.
+    pub fn ask(&mut self, entry: Rc<str>, what: Asked) -> OpTicket {
+        self.tickets += 1;
+        let waiter = Waiter {
+            entry,
+            what,
+            conn: None,
+        };
+        self.waiting.insert(self.tickets, waiter);
+        self.tickets
+    }
+
     /// Whether connection `id` waits for an answer to an admin line: what it sent after the
     /// line waits too, so that its replies keep their order.
     pub fn line_waits(&self, id: ConnId) -> bool {
@@ -107,15 +127,8 @@ impl Engine {
         );
         let entry = Rc::clone(&st.id);
         let c = &mut self.schedules.cluster;
-        c.tickets += 1;
-        let ticket = c.tickets;
-        c.ops_out.push((ticket, Rc::clone(&entry), op, now));
-        let waiter = Waiter {
-            entry,
-            op,
-            conn: None,
-        };
-        c.waiting.insert(ticket, waiter);
+        let ticket = c.ask(Rc::clone(&entry), Asked::Op(op));
+        c.ops_out.push((ticket, entry, op, now));
         Ok(Applied::Asked(ticket))
     }
 
@@ -144,19 +157,23 @@ impl Engine {
         let Some(w) = self.schedules.cluster.waiting.remove(&ticket) else {
             return;
         };
-        let word = w.op.word();
+        let (word, ok) = match w.what {
+            Asked::Op(op) => (format!("{} schedule", op.word()), "OK\r\n".to_string()),
+            Asked::Backfill(runs) => ("backfill".to_string(), format!("OK {runs}\n")),
+        };
         match &result {
-            Ok(()) => log::info!("schedule {}: {word} schedule taken by the cluster", w.entry),
+            Ok(()) => log::info!("schedule {}: {word} taken by the cluster", w.entry),
             Err(why) => log::warn!(
-                "schedule {}: {word} schedule not confirmed by the cluster: {why}",
+                "schedule {}: {word} not confirmed by the cluster: {why}",
                 w.entry
             ),
         }
         match w.conn {
             None => {}
             Some((conn, true)) => {
+                // A backfill's error reads as an operation's (`ERR CLUSTER_UNREACHABLE why`).
                 let reply = match result {
-                    Ok(()) => bytes::Bytes::from_static(b"OK\r\n"),
+                    Ok(()) => bytes::Bytes::from(ok),
                     Err(why) => ScheduleOpError::ClusterUnreachable(why).admin_reply(),
                 };
                 out.push(conn, crate::proto::response::Response::text(reply));

@@ -266,3 +266,41 @@ fn two_servers_sets_of_an_after_child_merge_and_the_leader_runs_it() {
         "no second run from the same parents' runs"
     );
 }
+
+/// A backfill asked of a clustered server is handed to the cluster, and its `OK N` waits for
+/// the cluster's answer, as an operation's (the lines sent behind it wait too); an answer
+/// that etcd did not take it is the error; a dry run is answered at once.
+#[test]
+fn a_backfill_on_a_clustered_server_is_answered_when_the_cluster_answers() {
+    let mut w = clustered("17 3 * * * beat id=b -- {time}\n");
+    let c = w.conn();
+    let range = "2026-11-20T00:00:00Z 2026-11-22T04:00:00Z";
+    w.e.set_cluster_standing(false, true);
+    let dry = w.admin(c, &format!("backfill schedule b {range} dry-run"));
+    assert_eq!(dry.lines().count(), 4, "{dry}");
+    assert!(
+        w.e.take_cluster_backfills().is_empty(),
+        "a dry run asks nothing"
+    );
+    let line = format!("backfill schedule b {range}");
+    w.e.admin(c, AdminCommand::parse(&b(&line)), w.now, &mut w.out);
+    assert!(w.out.replies.is_empty(), "no answer before the cluster's");
+    assert!(w.e.input_paused(c), "its later lines wait");
+    let asked = w.e.take_cluster_backfills();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].2.left, 3);
+    w.e.cluster_op_done(asked[0].0, Ok(()), &mut w.out);
+    assert_eq!(std::mem::take(&mut w.out.resumed), vec![c]);
+    assert!(!w.e.input_paused(c));
+    let replies = std::mem::take(&mut w.out.replies);
+    assert_eq!(replies, vec![(c, Response::text("OK 3\n"))]);
+    // Not taken: the error, with why.
+    w.e.admin(c, AdminCommand::parse(&b(&line)), w.now, &mut w.out);
+    let ticket = w.e.take_cluster_backfills()[0].0;
+    w.e.cluster_op_done(ticket, Err("etcd refused it".into()), &mut w.out);
+    let reply = format!("{:?}", std::mem::take(&mut w.out.replies));
+    assert!(
+        reply.contains("ERR CLUSTER_UNREACHABLE etcd+refused+it"),
+        "{reply}"
+    );
+}

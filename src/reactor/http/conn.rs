@@ -5,6 +5,7 @@
 
 use bytes::Bytes;
 
+use crate::engine::Backfilled;
 use crate::http::HttpLimits;
 use crate::http::job::JobWait;
 use crate::http::parse::Version;
@@ -50,11 +51,11 @@ impl HttpConn {
     }
 }
 
-/// A request answered when the cluster answers an operator's ask (`POST /schedules/ID/OP`,
-/// or the console's action): its ticket, and how to answer.
+/// A request answered when the cluster answers an operator's ask (`POST /schedules/ID/OP`
+/// or `/backfill`, or the console's action): its ticket, and how to answer.
 pub(in crate::reactor) struct OpWait {
     pub(in crate::reactor) ticket: u64,
-    pub(in crate::reactor) op: ScheduleOp,
+    pub(in crate::reactor) what: Waited,
     pub(in crate::reactor) id: Bytes,
     /// Asked by the console (its own answer's shape), else by the API.
     pub(in crate::reactor) console: bool,
@@ -67,14 +68,14 @@ impl OpWait {
     /// `how`: the request's version, keep-alive and HEAD.
     pub(in crate::reactor) fn new(
         ticket: u64,
-        op: ScheduleOp,
+        what: Waited,
         id: Bytes,
         console: bool,
         (version, keep_alive, head_only): (Version, bool, bool),
     ) -> OpWait {
         OpWait {
             ticket,
-            op,
+            what,
             id,
             console,
             version,
@@ -82,6 +83,13 @@ impl OpWait {
             head_only,
         }
     }
+}
+
+/// What a held request asked of the cluster, for its answer's shape: an operation, or a
+/// backfill (its times, answered once etcd took them).
+pub(in crate::reactor) enum Waited {
+    Op(ScheduleOp),
+    Backfill(Backfilled),
 }
 
 /// A request answered by a job: how to answer, and its `X-Gearman-Timeout`.

@@ -10,11 +10,13 @@
 
 use log::info;
 
-use super::{HttpGlue, ops};
+use super::HttpGlue;
+use super::conn::Waited;
+use super::ops::{self, Acted};
 use crate::config::Config;
 use bytes::Bytes;
 
-use crate::engine::{Applied, CancelRefused, Engine, Outbox, ScheduleOpError};
+use crate::engine::{Applied, CancelRefused, Engine, Outbox};
 use crate::http::console::action::{self, Action};
 use crate::http::console::lists::{self, FailedFilter, JobsQuery};
 use crate::http::console::{self, Page, api};
@@ -171,12 +173,10 @@ impl ConsoleAct<'_> {
                         shown(to.as_bytes())
                     );
                 }
-                let entry = self
-                    .engine
-                    .schedule_statuses()
-                    .into_iter()
-                    .find(|s| s.id.as_bytes() == &id[..]);
-                crate::http::schedule_ops::backfill_reply(&done, entry.as_ref())
+                return match ops::backfilled(self.engine, &id, done) {
+                    Acted::Now(r) => Acted::Now(console::guarded(r)),
+                    asked => asked,
+                };
             }
             Action::Retry(handle) => self.failed(FailedOp::Retry, &handle, &peer, now),
             Action::Drop(handle) => self.failed(FailedOp::Drop, &handle, &peer, now),
@@ -277,7 +277,7 @@ impl ConsoleAct<'_> {
                     "console: {op:?} schedule {}, asked by {peer}: handed to the cluster",
                     shown(id)
                 );
-                return Acted::Asked(ticket, op, Bytes::copy_from_slice(id));
+                return Acted::Asked(ticket, Waited::Op(op), Bytes::copy_from_slice(id));
             }
             Ok(Applied::Done(handles)) => {
                 info!("console: {op:?} schedule {}, asked by {peer}", shown(id));
@@ -285,46 +285,7 @@ impl ConsoleAct<'_> {
             }
             Err(e) => Err(e),
         };
-        Acted::Now(schedule_answer(id, &done))
-    }
-}
-
-/// A console action's answer: now, or when the cluster answers the ask (its ticket, the
-/// operation and the entry's id).
-pub(in crate::reactor) enum Acted {
-    Now(Reply),
-    Asked(u64, ScheduleOp, Bytes),
-}
-
-/// The console's answer to an operation on entry `id`: the run's jobs, or why not.
-pub(in crate::reactor) fn schedule_answer(
-    id: &[u8],
-    result: &Result<Vec<String>, ScheduleOpError>,
-) -> Reply {
-    console::guarded(schedule_reply(id, result))
-}
-
-fn schedule_reply(id: &[u8], result: &Result<Vec<String>, ScheduleOpError>) -> Reply {
-    match result {
-        Ok(handles) => {
-            let mut body = String::new();
-            let mut o = json::Obj::new(&mut body);
-            o.str("schedule", &String::from_utf8_lossy(id));
-            json::array(o.key("jobs"), handles, |out, h| json::string(out, h));
-            o.end();
-            body.push('\n');
-            Reply::json(200, body)
-        }
-        Err(ScheduleOpError::UnknownEntry) => Reply::text(404, "no schedule entry has this id"),
-        Err(ScheduleOpError::RunInProgress(h)) => Reply::text(
-            409,
-            &format!("the previous run {h} is still queued or running (overlap=skip)"),
-        ),
-        Err(ScheduleOpError::QueueFull) => {
-            Reply::text(503, "the queue of the entry's function is full")
-        }
-        Err(ScheduleOpError::Heartbeat) => Reply::text(409, crate::engine::HEARTBEAT_NOT_RUN),
-        Err(ScheduleOpError::ClusterUnreachable(why)) => Reply::text(503, why),
+        Acted::Now(ops::schedule_answer(id, &done))
     }
 }
 

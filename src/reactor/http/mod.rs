@@ -43,14 +43,15 @@ use crate::http::parse::{Method, Version};
 use crate::http::response::{self, Reply};
 use crate::http::route;
 use crate::http::session::Next;
-use crate::http::{failed_ops, json, schedule_ops};
+use crate::http::{failed_ops, json};
 use crate::log_budget::Cause;
 use crate::peer_log;
 use crate::peer_text::shown;
 use crate::proto::request::{JobBody, Request};
 use crate::timer::TimerKey;
-use conn::{HttpConn, InFlight, OpWait};
+use conn::{HttpConn, InFlight, OpWait, Waited};
 pub(super) use glue::HttpGlue;
+use ops::Acted;
 
 /// Pipelined bytes an HTTP connection may have buffered while its current request waits for
 /// a job; reading pauses beyond this until the answer is out.
@@ -307,7 +308,8 @@ impl Server {
                             let how = (version, keep_alive, head_only);
                             match self.engine.schedule_op(&id, op, now, &mut self.outbox) {
                                 Ok(Applied::Asked(t)) => {
-                                    self.http_op_wait(idx, OpWait::new(t, op, id, false, how))
+                                    let what = Waited::Op(op);
+                                    self.http_op_wait(idx, OpWait::new(t, what, id, false, how))
                                 }
                                 done => {
                                     let done = done.map(Applied::handles);
@@ -322,20 +324,19 @@ impl Server {
                             to,
                             dry_run,
                         } => {
-                            let done = self.engine.backfill_text(
-                                &id,
-                                (&from, &to),
-                                dry_run,
-                                now,
-                                &mut self.outbox,
-                            );
-                            let entry = self
-                                .engine
-                                .schedule_statuses()
-                                .into_iter()
-                                .find(|s| s.id.as_bytes() == &id[..]);
-                            let r = schedule_ops::backfill_reply(&done, entry.as_ref()).uncached();
-                            self.http_answer(idx, version, keep_alive, r, head_only, now);
+                            let (engine, outbox) = (&mut self.engine, &mut self.outbox);
+                            let done =
+                                engine.backfill_text(&id, (&from, &to), dry_run, now, outbox);
+                            match ops::backfilled(&self.engine, &id, done) {
+                                Acted::Now(r) => {
+                                    let r = r.uncached();
+                                    self.http_answer(idx, version, keep_alive, r, head_only, now)
+                                }
+                                Acted::Asked(t, what, id) => {
+                                    let how = (version, keep_alive, head_only);
+                                    self.http_op_wait(idx, OpWait::new(t, what, id, false, how))
+                                }
+                            }
                         }
                         Route::Failed { op, handle } => {
                             let (engine, outbox) = (&mut self.engine, &mut self.outbox);
@@ -355,12 +356,12 @@ impl Server {
                             self.http_answer(idx, version, keep_alive, r, head_only, now);
                         }
                         Route::Act(a) => match self.console_act(idx).act(&head.site, a, now) {
-                            console::Acted::Now(r) => {
+                            Acted::Now(r) => {
                                 self.http_answer(idx, version, keep_alive, r, false, now)
                             }
-                            console::Acted::Asked(t, op, id) => {
+                            Acted::Asked(t, what, id) => {
                                 let how = (version, keep_alive, false);
-                                self.http_op_wait(idx, OpWait::new(t, op, id, true, how))
+                                self.http_op_wait(idx, OpWait::new(t, what, id, true, how))
                             }
                         },
                     }
@@ -670,11 +671,7 @@ impl Server {
             else {
                 continue;
             };
-            let done = ops::answered(result);
-            let r = match w.console {
-                true => console::schedule_answer(&w.id, &done),
-                false => ops::schedule(&self.engine, w.op, &w.id, &done),
-            };
+            let r = ops::answer(&self.engine, &w, result);
             self.http_answer(idx, w.version, w.keep_alive, r, w.head_only, now);
             self.conns.want_revisit(idx);
         }
