@@ -533,7 +533,9 @@ impl Machine {
             Purpose::Campaign => self.want_campaign = true,
             Purpose::PutMember => self.member_put = false,
             // Owed until etcd takes them (ops.rs); a run asked is fired by the next try.
-            p @ (Purpose::Operate { .. } | Purpose::PutHistory { .. }) => self.ops_lost(p, out),
+            p @ (Purpose::Operate { .. } | Purpose::PutHistory { .. }) => {
+                self.ops_lost(p, sent, out)
+            }
             Purpose::FireRun { .. } => self.ops_sent = None,
             p @ (Purpose::Backfill { .. } | Purpose::BackfillRun { .. }) => {
                 self.backfill_lost(p, Err(sent), out)

@@ -371,25 +371,31 @@ impl Machine {
     }
 
     /// A request about ops or accounts got no answer: keep what is owed. An ask's answer
-    /// says so now, since whether etcd took it is unknown: a pause, resume or skip is asked
-    /// again (the same record twice is the same record); a run is not (twice would be two
-    /// runs), the operator is told to look first.
-    pub(super) fn ops_lost(&mut self, p: Purpose, out: &mut Output) {
+    /// says so now. One never `sent` (still queued here) changed nothing and is dropped, as
+    /// its answer says. For one sent, whether etcd took it is unknown: a pause, resume or
+    /// skip is asked again (the same record twice is the same record); a run is not (twice
+    /// would be two runs), the operator is told to look first.
+    pub(super) fn ops_lost(&mut self, p: Purpose, sent: bool, out: &mut Output) {
         if let Purpose::Operate { ticket, op, .. } = &p {
-            let why = match op {
-                EntryOp::Run => {
+            let why = match (sent, op) {
+                (false, _) => {
+                    "the connection to etcd was lost before the ask was sent: the cluster did not take it (nothing changed); try again"
+                }
+                (true, EntryOp::Run) => {
                     "the connection to etcd was lost before etcd answered; etcd may have taken the run or not, and it is not asked again (twice would be two runs): look at show schedules before asking again"
                 }
-                _ => {
+                (true, _) => {
                     "the connection to etcd was lost before etcd answered; the ask is sent again when etcd is back, and etcd may already have taken it"
                 }
             };
             self.op_answered(*ticket, Err(why.into()), out);
         }
         match p {
+            // A run is never asked twice; an ask never sent was answered as not taken.
             Purpose::Operate {
                 op: EntryOp::Run, ..
             } => {}
+            Purpose::Operate { .. } if !sent => {}
             Purpose::Operate { .. } if self.ops_retry.len() < OPS_OWED_MAX => {
                 self.ops_retry.push(p);
             }

@@ -193,6 +193,47 @@ fn an_asks_answer_waits_for_etcds() {
     );
 }
 
+/// An ask still queued on this server when the connection drops was never sent: it is
+/// answered as not taken, and dropped (asking again is the operator's, as the answer says).
+#[test]
+fn an_ask_never_sent_is_answered_as_not_taken_and_dropped() {
+    let mut net = Net::new(2);
+    let (l, f) = net.roles();
+    net.etcd.down = true;
+    let first = net.ask(f, "e", EntryOp::Pause).unwrap();
+    let second = net.ask(f, "g", EntryOp::Pause).unwrap();
+    net.run_for(3_000, 100);
+    let answers = std::mem::take(&mut net.nodes[f].answers);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    let why = |t: u64| {
+        answers
+            .iter()
+            .find(|(x, _)| *x == t)
+            .and_then(|(_, r)| r.clone().err())
+            .unwrap_or_default()
+    };
+    assert!(
+        why(first).contains("lost before etcd answered"),
+        "{answers:?}"
+    );
+    assert!(
+        why(second).contains("before the ask was sent") && why(second).contains("did not take it"),
+        "{answers:?}"
+    );
+    net.etcd.down = false;
+    net.run_for(3_000, 100);
+    assert!(net.nodes[f].answers.is_empty(), "answered once");
+    assert!(
+        net.nodes[l].ops.contains(&("e".to_string(), true, false)),
+        "the one sent is asked again"
+    );
+    assert!(
+        !net.nodes[l].ops.iter().any(|(e, _, _)| e == "g"),
+        "the one never sent was sent later: {:?}",
+        net.nodes[l].ops
+    );
+}
+
 /// A backfill's answer waits for etcd's, as an operation's: `Ok` once etcd took the write.
 /// A write lost with the connection is answered once, saying etcd may have taken it, and is
 /// not sent again when etcd is back: twice would run each time twice.
