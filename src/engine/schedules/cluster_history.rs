@@ -277,9 +277,18 @@ impl Engine {
     }
 }
 
+/// The newest time an account speaks of: its last run, or its newest run record.
+fn newest(h: &History) -> u64 {
+    let recent = h.recent.iter().map(|r| r.scheduled_ms).max();
+    h.last_run_ms.max(recent).unwrap_or(0)
+}
+
 /// `theirs` (the cluster's account) into `mine`: the larger counters, the later last run, the
-/// last outcome and error as the writer saw them last, and the last runs of both.
+/// last outcome and error of the newer account, and the last runs of both.
 fn merge(mine: &mut History, theirs: History) {
+    // The last outcome and error are the newer account's: two writers around a failover
+    // must not leave the older run's word on top.
+    let newer = newest(&theirs) >= newest(mine);
     if theirs.last_run_ms >= mine.last_run_ms {
         mine.marks.last_manual = theirs.marks.last_manual;
     }
@@ -290,11 +299,11 @@ fn merge(mine: &mut History, theirs: History) {
     mine.skips = mine.skips.max(theirs.skips);
     mine.too_long = mine.too_long.max(theirs.too_long);
     mine.too_short = mine.too_short.max(theirs.too_short);
-    if theirs.last_outcome.is_some() {
+    if theirs.last_outcome.is_some() && (newer || mine.last_outcome.is_none()) {
         mine.last_outcome = theirs.last_outcome;
         mine.last_duration_ms = theirs.last_duration_ms;
     }
-    if theirs.last_error.is_some() {
+    if theirs.last_error.is_some() && (newer || mine.last_error.is_none()) {
         mine.last_error = theirs.last_error;
     }
     let mut runs: Vec<RunRecord> = theirs.recent.iter().cloned().collect();
@@ -493,5 +502,29 @@ mod tests {
         assert_eq!(mine.recent.iter().last(), Some(&extra));
         assert_eq!(mine.last_error.as_deref(), Some("disk full"));
         assert!(parse_account(b"\xff").is_none());
+    }
+
+    #[test]
+    fn the_newer_accounts_last_outcome_wins_whichever_arrives_last() {
+        let at = |ms: u64, outcome: &str, error: Option<&str>| History {
+            last_run_ms: Some(ms),
+            last_outcome: Some(outcome.into()),
+            last_error: error.map(str::to_string),
+            ..History::default()
+        };
+        // The new leader's run (later) merged with the old leader's account of an earlier
+        // failed one, arriving after it: the later run's word stays.
+        let mut mine = at(2_000, "complete", None);
+        mine.last_error = Some("an older error".into());
+        merge(
+            &mut mine,
+            at(1_000, "exception: disk full", Some("disk full")),
+        );
+        assert_eq!(mine.last_outcome.as_deref(), Some("complete"));
+        assert_eq!(mine.last_error.as_deref(), Some("an older error"));
+        // And the other way round: the newer one replaces it.
+        merge(&mut mine, at(3_000, "fail", Some("failed (WORK_FAIL)")));
+        assert_eq!(mine.last_outcome.as_deref(), Some("fail"));
+        assert_eq!(mine.last_error.as_deref(), Some("failed (WORK_FAIL)"));
     }
 }
