@@ -19,7 +19,7 @@
 //! - `hooks`: the webhook client, POSTing the alerts the engine queues for URLs.
 //! - `journal`: the journal driver and its group commit.
 //! - `schedules`: `Schedules`, the schedules file read and reloaded.
-//! - `deadlines`: the reactor's own timer wheel.
+//! - `deadlines`: the reactor's own timer wheel; `time`: the loop's clock and its reading.
 //! - `stats`: `Stats`, the reactor-wide counters for /metrics.
 //! - `signals`: signals as loop events; `shutdown`: `Drain`, the graceful drain.
 //! - `embedded`: a server on a thread with a manual clock, for tests.
@@ -41,6 +41,7 @@ mod schedules;
 mod shutdown;
 mod signals;
 mod stats;
+mod time;
 mod tls_glue;
 mod token;
 
@@ -66,16 +67,12 @@ pub use embedded::Embedded;
 use gate::Denial;
 pub use schedules::read_schedules;
 pub use signals::Signals;
+use time::Time;
 pub use tls_glue::TlsSetup;
 use token::{Listener, Source};
 
 /// Frames one connection may have served per loop turn before others get a go.
 const FRAMES_PER_TURN: usize = 256;
-/// How long a lazy reply may wait for company: 2 ticks of the loop's millisecond clock, so
-/// 1 to 2 ms. Long enough for a worker on the same network to answer a short job, too short
-/// for any client to notice a JOB_CREATED that comes late. On a clock moved by hand no reply
-/// waits: the hold is a trade of latency for syscalls on real time, not a deadline.
-const LAZY_HOLD_MS: u64 = 2;
 
 /// How the loop ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -84,25 +81,6 @@ pub enum Exit {
     Stopped,
     /// A graceful shutdown finished (or ran out of time).
     Graceful,
-}
-
-/// The loop's time: the clock, the turn count, and the one reading of the clock each turn
-/// acts at.
-struct Time {
-    /// Loop turns since start.
-    turn: u64,
-    /// `now` of the current loop turn: the clock is read once per turn, and everything the
-    /// turn does happens at that time.
-    now: u64,
-    /// The monotonic time of the same reading (`Clock::mono_ms`): the etcd link's, read only
-    /// when there is one.
-    mono: u64,
-    /// The time (src/clock.rs): the system clock, or a manual one in tests (embedded.rs).
-    clock: Arc<dyn Clock>,
-    /// How a manual clock wakes the loop when it moves (none on the system clock).
-    wake: Option<Arc<embedded::Wake>>,
-    /// `LAZY_HOLD_MS`, or 0 on a manual clock.
-    lazy_hold_ms: u64,
 }
 
 pub struct Server {
@@ -162,11 +140,7 @@ impl Server {
     /// `bind`, on `clock`. A manual clock wakes the loop whenever it moves.
     pub fn bind_on(config: Config, tls: TlsSetup, clock: Arc<dyn Clock>) -> io::Result<Server> {
         let poll = Poll::new()?;
-        let wake = match clock.manual() {
-            Some(m) => Some(embedded::Wake::watch(m, poll.registry())?),
-            None => None,
-        };
-        let lazy_hold_ms = if wake.is_some() { 0 } else { LAZY_HOLD_MS };
+        let time = Time::new(clock, poll.registry())?;
         let listeners = accept::bind_listeners(&config, &poll)?;
         let tls = tls_glue::TlsGlue::new(&config, tls);
         let http = http::HttpGlue::bind(&config, &poll)?;
@@ -204,14 +178,7 @@ impl Server {
             outbox: Outbox::default(),
             hooks,
             config,
-            time: Time {
-                turn: 0,
-                now: 0,
-                mono: 0,
-                clock,
-                wake,
-                lazy_hold_ms,
-            },
+            time,
             idle_trim,
             signals: None,
             drain,

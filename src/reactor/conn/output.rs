@@ -152,7 +152,7 @@ fn lazy_due(now: u64, since: u64, hold_ms: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reactor::LAZY_HOLD_MS;
+    use crate::reactor::time::LAZY_HOLD_MS;
 
     #[test]
     fn a_lazy_reply_waits_one_to_two_clock_ticks() {

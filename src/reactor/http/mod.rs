@@ -7,6 +7,7 @@
 //! - `conn`: one HTTP connection's state, kept in its `Connection`.
 //! - `console`: the console's pages, JSON and actions, and its job-rate ring.
 //! - `guard`: the 403s for the wrong Host or a cross-site browser, logged and counted.
+//! - `reads`: the read-only endpoints' answers, from the parts they read.
 //! - `ops`: the engine side of the actions the API and the console share (a function's
 //!   limits, a failed job retried or dropped).
 //!
@@ -26,6 +27,7 @@ mod console;
 mod glue;
 mod guard;
 mod ops;
+mod reads;
 
 use std::net::SocketAddr;
 
@@ -43,7 +45,6 @@ use crate::http::parse::{Method, Version};
 use crate::http::response::{self, Reply};
 use crate::http::route;
 use crate::http::session::Next;
-use crate::http::{failed_ops, json};
 use crate::log_budget::Cause;
 use crate::peer_log;
 use crate::peer_text::shown;
@@ -422,92 +423,50 @@ impl Server {
     }
 
     fn http_read(&self, idx: usize, endpoint: &Endpoint) -> Reply {
-        match endpoint {
-            Endpoint::Status => {
-                let t = self.engine.totals();
-                let server = [
-                    ("jobs", t.jobs as u64),
-                    ("running", t.running as u64),
-                    ("workers", t.workers as u64),
-                    ("connections", self.conns.slab.len() as u64),
-                ];
-                Reply::json(200, json::status(&self.engine.function_statuses(), &server))
-            }
-            Endpoint::Workers => {
-                let mut list = self.engine.worker_statuses();
-                for w in &mut list {
-                    w.identity = self
-                        .conns
-                        .slab
-                        .get(w.id.index as usize)
-                        .filter(|c| c.id == w.id)
-                        .map(|c| c.identity().to_string());
-                }
-                Reply::json(200, json::workers(&list, self.time.now))
-            }
-            Endpoint::Job(handle) => {
-                let s = self.engine.job_status(handle);
-                // An ended job whose result is kept is found, though GET_STATUS knows it not.
-                let kept = self.engine.kept_job(handle).filter(|_| !s.known);
-                let status = if s.known || kept.is_some() { 200 } else { 404 };
-                let after = self.engine.run_parents(handle);
-                Reply::json(status, json::job(&s, kept, after.as_deref()))
-            }
-            Endpoint::JobOutput(handle) => match self.engine.job_output(handle) {
-                Some(v) => Reply::new(200, Some(response::TEXT), v.kept),
-                None => Reply::text(404, "nothing of this job's output is kept"),
-            },
-            Endpoint::Schedules => {
-                Reply::json(200, json::schedules(&self.engine.schedule_statuses()))
-            }
-            Endpoint::Failed => Reply::json(200, failed_ops::list(self.engine.failed_list())),
-            Endpoint::Limits => Reply::json(
-                200,
-                crate::http::limit_ops::list(&self.engine.limit_statuses(self.time.now)),
-            ),
-            Endpoint::Metrics => {
-                let net = self.net_stats();
-                let mut process = crate::footprint::read_process();
-                if let Some(p) = process.as_mut() {
-                    p.open_fds = self.open_fds().unwrap_or(0);
-                }
-                let functions = self.engine.function_statuses();
-                let schedules = self.engine.schedule_statuses();
-                let journal = self.journal.metrics();
-                let body = metrics::render(&metrics::Input {
-                    version: env!("CARGO_PKG_VERSION"),
-                    functions: &functions,
-                    schedules: &schedules,
-                    totals: self.engine.totals(),
-                    net: &net,
-                    process: process.as_ref(),
-                    journal: journal.as_ref(),
-                    failed: Some(self.engine.failed_list()),
-                    limits: &self.engine.limit_statuses(self.time.now),
-                    webhooks: &self.engine.hook_status(),
-                });
-                let mut body = body;
-                if let Some(l) = &self.cluster {
-                    crate::cluster::view::metrics(&l.status(self.time.mono), &mut body);
-                }
-                Reply::new(200, Some(response::PROMETHEUS), body)
-            }
-            Endpoint::Cluster => match &self.cluster {
-                Some(l) => Reply::json(200, crate::cluster::view::json(&l.status(self.time.mono))),
-                None => Reply::text(404, "this server runs without --etcd"),
-            },
-            Endpoint::Audit => Reply::json(
-                200,
-                json::audit(self.engine.audit_trail(), crate::proto::admin::AUDIT_SHOWN),
-            ),
-            Endpoint::Webhooks => Reply::json(
-                200,
-                json::webhooks(&self.engine.webhook_rows(), &self.engine.hook_status()),
-            ),
-            Endpoint::Healthz if self.drain.draining() => Reply::text(503, "draining"),
-            Endpoint::Healthz => Reply::text(200, "ok"),
-            Endpoint::Console(page) => self.console_view(idx).page(page.clone()),
+        let view = reads::ReadView {
+            engine: &self.engine,
+            conns: &self.conns,
+            cluster: self.cluster.as_deref(),
+            draining: self.drain.draining(),
+            now: self.time.now,
+            mono: self.time.mono,
+        };
+        if let Some(r) = view.read(endpoint) {
+            return r;
         }
+        match endpoint {
+            Endpoint::Console(page) => self.console_view(idx).page(page.clone()),
+            _ => self.http_metrics(),
+        }
+    }
+
+    /// `/metrics`: the engine's, the connections', the process's and the journal's figures.
+    fn http_metrics(&self) -> Reply {
+        let net = self.net_stats();
+        let mut process = crate::footprint::read_process();
+        if let Some(p) = process.as_mut() {
+            p.open_fds = self.open_fds().unwrap_or(0);
+        }
+        let functions = self.engine.function_statuses();
+        let schedules = self.engine.schedule_statuses();
+        let journal = self.journal.metrics();
+        let body = metrics::render(&metrics::Input {
+            version: env!("CARGO_PKG_VERSION"),
+            functions: &functions,
+            schedules: &schedules,
+            totals: self.engine.totals(),
+            net: &net,
+            process: process.as_ref(),
+            journal: journal.as_ref(),
+            failed: Some(self.engine.failed_list()),
+            limits: &self.engine.limit_statuses(self.time.now),
+            webhooks: &self.engine.hook_status(),
+        });
+        let mut body = body;
+        if let Some(l) = &self.cluster {
+            crate::cluster::view::metrics(&l.status(self.time.mono), &mut body);
+        }
+        Reply::new(200, Some(response::PROMETHEUS), body)
     }
 
     /// What the console's pages read, for a request of connection `idx`.
