@@ -33,20 +33,15 @@ fn a_child_runs_once_on_the_next_leader_when_its_parents_ran_on_two() {
     }
     let dir = tempdir("after");
     let etcd = Etcd::start();
-    let mut cl = Cluster::new(&etcd, &dir, 0);
-    std::fs::write(
-        &cl.file,
+    let mut cl = Cluster::with_http(
+        &etcd,
+        &dir,
         "CRON_TZ=UTC\n\
          @every 1d tick id=a catchup=none -- pa\n\
          @every 1d tick id=b catchup=none -- pb\n\
          @after a,b tick id=c -- child {after}\n",
-    )
-    .unwrap();
-    cl.flags = vec!["--http-port".into(), "0".into()];
-    for _ in 0..3 {
-        let s = cl.start();
-        cl.push(s);
-    }
+        3,
+    );
     let start = Instant::now();
     let l = cl.leader(15);
     let mut c = cl.servers[l].as_ref().unwrap().connect();

@@ -45,18 +45,9 @@ fn a_backfill_on_a_follower_is_answered_when_etcd_has_answered() {
     }
     let dir = tempdir("backfill-answer");
     let etcd = Etcd::start();
-    let mut cl = Cluster::new(&etcd, &dir, 0);
     // Daily at 03:17: no run of its own comes during the test.
-    std::fs::write(
-        &cl.file,
-        "CRON_TZ=UTC\n17 3 * * * tick id=b catchup=none -- b {time}\n",
-    )
-    .unwrap();
-    cl.flags = vec!["--http-port".into(), "0".into()];
-    for _ in 0..2 {
-        let s = cl.start();
-        cl.push(s);
-    }
+    let text = "CRON_TZ=UTC\n17 3 * * * tick id=b catchup=none -- b {time}\n";
+    let cl = Cluster::with_http(&etcd, &dir, text, 2);
     let l = cl.leader(15);
     let follower = cl.servers[1 - l].as_ref().unwrap();
 

@@ -98,19 +98,14 @@ fn pings_to_any_server_reach_the_leader_which_alone_alerts_a_missed_run() {
     let dir = tempdir("heartbeats");
     let etcd = Etcd::start();
     let (port, alerts) = receiver();
-    let mut cl = Cluster::new(&etcd, &dir, 0);
-    std::fs::write(
-        &cl.file,
-        format!(
+    let cl = Cluster::with_http(
+        &etcd,
+        &dir,
+        &format!(
             "CRON_TZ=UTC\n@every 1s beat expect=ping grace=4s on_failure=http://127.0.0.1:{port}/hook\n"
         ),
-    )
-    .unwrap();
-    cl.flags = vec!["--http-port".into(), "0".into()];
-    for _ in 0..3 {
-        let s = cl.start();
-        cl.push(s);
-    }
+        3,
+    );
     let l = cl.leader(15);
     let f = (0..3).find(|&i| i != l).unwrap();
     let leader = cl.servers[l].as_ref().unwrap();

@@ -44,20 +44,15 @@ fn an_ask_on_a_follower_is_answered_when_etcd_has_answered() {
     }
     let dir = tempdir("op-answer");
     let etcd = Etcd::start();
-    let mut cl = Cluster::new(&etcd, &dir, 0);
-    std::fs::write(
-        &cl.file,
+    let cl = Cluster::with_http(
+        &etcd,
+        &dir,
         "CRON_TZ=UTC\n\
          @every 1s tick id=p overlap=allow catchup=none -- p {time}\n\
          @every 1s tick id=q overlap=allow catchup=none -- q {time}\n\
          @every 1s tick id=s overlap=allow catchup=none -- s {time}\n",
-    )
-    .unwrap();
-    cl.flags = vec!["--http-port".into(), "0".into()];
-    for _ in 0..2 {
-        let s = cl.start();
-        cl.push(s);
-    }
+        2,
+    );
     let l = cl.leader(15);
     let f = 1 - l;
     let lg = cl.generation_of(l);

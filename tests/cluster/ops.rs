@@ -54,20 +54,15 @@ fn operations_on_a_follower_are_obeyed_by_the_leader_and_the_next_one() {
     }
     let dir = tempdir("ops");
     let mut etcd = Etcd::start();
-    let mut cl = Cluster::new(&etcd, &dir, 0);
-    std::fs::write(
-        &cl.file,
+    let mut cl = Cluster::with_http(
+        &etcd,
+        &dir,
         "CRON_TZ=UTC\n\
          @every 1s tick id=p overlap=allow catchup=none -- p {time}\n\
          @every 1s tick id=s overlap=allow catchup=none -- s {time}\n\
          @every 1h tick id=r overlap=allow -- r {time}\n",
-    )
-    .unwrap();
-    cl.flags = vec!["--http-port".into(), "0".into()];
-    for _ in 0..3 {
-        let s = cl.start();
-        cl.push(s);
-    }
+        3,
+    );
     let l = cl.leader(15);
     let f = follower(&cl, l);
     let lg = cl.generation_of(l);

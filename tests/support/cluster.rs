@@ -128,6 +128,18 @@ impl Cluster {
         Cluster::new_with(etcd, dir, n, TTL)
     }
 
+    /// `n` servers with HTTP (`--http-port 0`) that load the schedules file `text`.
+    pub fn with_http(etcd: &Etcd, dir: &Path, text: &str, n: usize) -> Cluster {
+        let mut c = Cluster::new(etcd, dir, 0);
+        std::fs::write(&c.file, text).unwrap();
+        c.flags = vec!["--http-port".into(), "0".into()];
+        for _ in 0..n {
+            let s = c.start();
+            c.push(s);
+        }
+        c
+    }
+
     /// `n` servers with this lease TTL.
     pub fn new_with(etcd: &Etcd, dir: &Path, n: usize, ttl: &str) -> Cluster {
         let mut c = Cluster {
