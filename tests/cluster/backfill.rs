@@ -109,8 +109,14 @@ fn a_backfill_asked_on_a_follower_runs_each_time_once_through_a_failover() {
     cl.kill9(l);
     let nl = cl.leader(15);
     // The next leader goes on from the record: times 6 to 10, none of the first four again.
-    support::wait_until(30, "the other backfill runs", || {
-        done.lock().unwrap().len() >= 9
+    // On a timeout, the servers' logs say where the backfill stopped.
+    support::poll(30, "the other backfill runs", || {
+        let n = done.lock().unwrap().len();
+        if n >= 9 {
+            return Ok(());
+        }
+        let logs: Vec<String> = cl.servers.iter().flatten().map(|s| s.log()).collect();
+        Err(format!("{n} runs done\n{}", logs.join("\n----\n")))
     });
     // The killed server comes back with its journal: the run it held is made there.
     cl.flags = vec!["--data-dir".into(), data[l].to_str().unwrap().into()];
