@@ -61,9 +61,10 @@ impl Engine {
                 ),
             },
             Ok(None) => {}
-            // Looked at again: the record may have changed before this answer came, its
-            // news already spent while the claim was out, and nothing else would wake it.
-            Err(why) => log::info!("schedule {entry}: backfill run not claimed: {why}"),
+            Err(why) => {
+                log::info!("schedule {entry}: backfill run not claimed: {why}");
+                return;
+            }
         }
         self.schedules.pending.dirty = true;
     }
