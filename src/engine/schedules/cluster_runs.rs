@@ -157,7 +157,11 @@ impl Engine {
         let loaded = self.schedules.loaded_ms;
         for slot in 0..self.schedules.entries.len() {
             let st = &mut self.schedules.entries[slot];
-            if st.history.marks.paused || matches!(st.entry.timing, Timing::Reboot) {
+            // A heartbeat's runs happen elsewhere: the pings say what ran, not the claims.
+            if st.history.marks.paused
+                || st.entry.expect_ping
+                || matches!(st.entry.timing, Timing::Reboot)
+            {
                 continue;
             }
             // An entry the cluster never ran (its first time fell in the failover) is due
