@@ -239,13 +239,13 @@ fn overlap_queue_never_runs_two_at_once_and_the_waiting_run_starts_as_the_previo
         (h1.as_str(), first.clone().into_bytes())
     );
     assert_eq!(total(&mut c, "q"), 1, "{}", s.log());
-    // The moment it ends, the waiting run starts: no clock move in between.
+    // A pause holds the waiting run past the previous one's end; the resume lets it start,
+    // the moment it is answered: no clock move in between.
+    assert_eq!(c.admin("pause schedule q", false), "OK\r\n");
     w.send_req(t::WORK_COMPLETE, &[h.as_bytes(), b""]);
-    assert_eq!(
-        total(&mut w, "q"),
-        1,
-        "on its own connection: after its end"
-    );
+    assert_eq!(total(&mut w, "q"), 0, "paused: the waiting run waits");
+    assert_eq!(c.admin("resume schedule q", false), "OK\r\n");
+    assert_eq!(total(&mut w, "q"), 1, "resumed: it starts at once");
     assert_eq!(
         grab_and_complete(&mut w),
         format!("tick {}", rfc3339(t1 + 10_000))

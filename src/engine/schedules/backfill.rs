@@ -434,7 +434,7 @@ impl Engine {
 
     /// The handle of a job of the entry's previous run still queued or running (by its
     /// uniques), if any; `overlap=allow` entries are never busy.
-    fn entry_busy(&self, slot: usize) -> Option<String> {
+    pub(super) fn entry_busy(&self, slot: usize) -> Option<String> {
         let entry = &self.schedules.entries[slot].entry;
         if entry.overlap == Overlap::Allow {
             return None;
@@ -480,7 +480,9 @@ impl Engine {
             let Some(w) = self.schedules.pending.by_entry.get_mut(&id) else {
                 break;
             };
-            if let Some(q) = w.queued.take() {
+            // A pause holds the waiting run too (it is the entry's own); the resume lets
+            // it start.
+            if let Some(q) = w.queued.take_if(|_| !paused) {
                 changed = true;
                 log::info!(
                     "schedule {id}: its previous run ended: the run at {} that waited starts",
@@ -490,6 +492,14 @@ impl Engine {
                 continue;
             }
             if self.schedules.clustered {
+                if w.spans.front().is_some_and(|s| s.backfill) {
+                    // A backfilled time the cluster granted this server while the entry's
+                    // previous run went on: it is this server's to run, leading or not.
+                    let t = w.spans.pop_front().map_or(0, |s| s.to_ms);
+                    changed = true;
+                    self.make_backfill_run(slot, t, now, out);
+                    continue;
+                }
                 // Only the leader claims them, one at a time.
                 if !self.schedules.cluster.leading || w.claiming.is_some() || w.backfill_claiming {
                     break;
@@ -604,7 +614,7 @@ impl Engine {
 
     /// Journal the entry's waiting runs after they changed; the newest record per entry is
     /// what a restart brings back, an empty one says none wait.
-    fn journal_pending(&mut self, slot: usize) {
+    pub(super) fn journal_pending(&mut self, slot: usize) {
         if !self.config.durable {
             return;
         }
@@ -622,14 +632,16 @@ impl Engine {
     pub(in crate::engine) fn restore_pending(&mut self, p: SchedulePending) {
         let id = crate::engine::durable::entry_str(&p.entry);
         let mut spans: VecDeque<PendingSpan> = p.spans.into_iter().filter(|s| s.left > 0).collect();
-        if self.schedules.clustered && !spans.is_empty() {
+        let catch_up: u64 = spans.iter().filter(|s| !s.backfill).map(|s| s.left).sum();
+        if self.schedules.clustered && catch_up > 0 {
             // The cluster keeps them: its leader makes up missed runs from the cluster's
-            // history, and a backfill's times wait in etcd.
+            // history. Backfilled times waiting here were granted to this server (taken off
+            // etcd's record): they stay and run here.
             log::info!(
-                "schedule {id}: {} waiting from before the restart left to the cluster's leader",
-                crate::plural::count(spans.iter().map(|s| s.left).sum(), "run", "runs")
+                "schedule {id}: {} of catchup=all waiting from before the restart left to the cluster's leader",
+                crate::plural::count(catch_up, "run", "runs")
             );
-            spans.clear();
+            spans.retain(|s| s.backfill);
         }
         let w = Waiting {
             queued: p.queued_ms,

@@ -54,6 +54,34 @@ impl Engine {
         }
         match result {
             Ok(Some(t)) => match self.schedules.by_id.get(entry) {
+                // Granted to this server, taken off the cluster's record: it runs here, now
+                // or, while the entry's previous run still goes, when that ends.
+                Some(&slot)
+                    if self.entry_busy(slot).is_some() || self.group_busy(slot).is_some() =>
+                {
+                    log::info!(
+                        "schedule {entry}: backfill run for {} waits: the entry's previous run still goes",
+                        rfc3339(t)
+                    );
+                    let w = self
+                        .schedules
+                        .pending
+                        .by_entry
+                        .entry(Rc::clone(&self.schedules.entries[slot].id))
+                        .or_default();
+                    // After any granted before it, before the catch-up runs.
+                    let at = w.spans.iter().take_while(|s| s.backfill).count();
+                    w.spans.insert(
+                        at,
+                        PendingSpan {
+                            after_ms: t.saturating_sub(1),
+                            to_ms: t,
+                            left: 1,
+                            backfill: true,
+                        },
+                    );
+                    self.journal_pending(slot);
+                }
                 Some(&slot) => self.make_backfill_run(slot, t, now, out),
                 None => log::warn!(
                     "schedule {entry}: backfill run for {} dropped: the entry is no longer loaded",
@@ -116,19 +144,20 @@ impl Engine {
     }
 
     /// Drop the catch-up runs waiting (a server that stops leading, or a new leader that
-    /// works them out again from the cluster's history).
+    /// works them out again from the cluster's history). A claim still out stays marked
+    /// until etcd's answer comes (the etcd link answers every one): a second claim asked
+    /// meanwhile could be granted the next time while the first runs, and that time would
+    /// be lost. Backfilled times already granted to this server stay: they run here.
     pub(super) fn drop_catch_up(&mut self, why: &str) {
         for (id, w) in self.schedules.pending.by_entry.iter_mut() {
-            let left: u64 = w.spans.iter().map(|s| s.left).sum();
+            let left: u64 = w.spans.iter().filter(|s| !s.backfill).map(|s| s.left).sum();
             if left > 0 {
                 log::warn!(
                     "schedule {id}: {why}: {} of catchup=all left to the cluster's leader",
                     crate::plural::count(left, "run", "runs")
                 );
             }
-            w.spans.clear();
-            w.claiming = None;
-            w.backfill_claiming = false;
+            w.spans.retain(|s| s.backfill);
         }
     }
 

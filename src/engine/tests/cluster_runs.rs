@@ -304,3 +304,58 @@ fn a_backfill_on_a_clustered_server_is_answered_when_the_cluster_answers() {
         "{reply}"
     );
 }
+
+#[test]
+fn a_new_leader_claims_one_backfilled_time_at_a_time_and_keeps_a_grant_the_entry_is_busy_for() {
+    use crate::store::PendingSpan;
+    let mut w = clustered("17 3 * * * beat id=b -- {time}\n");
+    // etcd holds a backfill of three daily times from 2026-11-19T03:17:00Z.
+    let first = 1_795_058_220_000;
+    let day = 86_400_000;
+    let span = |after_ms, left| PendingSpan {
+        after_ms,
+        to_ms: first + 2 * day,
+        left,
+        backfill: true,
+    };
+    w.e.cluster_backfill_seen("b", vec![span(first - 1, 3)]);
+    w.e.set_cluster_standing(true, true);
+    w.e.cluster_release(w.now, &mut w.out);
+    let asked = w.e.take_cluster_backfill_runs();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].2, Some(first));
+    // The takeover's records come a turn later, and etcd's watch shows the time taken off
+    // before the claim's answer: still no second claim while the first is out (it could be
+    // granted the next time while the first runs).
+    w.e.cluster_takeover(&[], w.now, &mut w.out);
+    w.e.cluster_backfill_seen("b", vec![span(first, 2)]);
+    w.e.cluster_release(w.now, &mut w.out);
+    assert!(w.e.take_cluster_backfill_runs().is_empty());
+    w.e.cluster_backfill_ran("b", Ok(Some(first)), w.now, &mut w.out);
+    assert_eq!(queued(&mut w, "beat"), 1);
+    w.e.cluster_release(w.now, &mut w.out);
+    assert!(
+        w.e.take_cluster_backfill_runs().is_empty(),
+        "the next waits for the run to end"
+    );
+    // A grant that finds the entry's previous run still going is this server's to run (etcd
+    // took it off the record): it waits, then starts when that run ends.
+    w.e.cluster_backfill_ran("b", Ok(Some(first + day)), w.now, &mut w.out);
+    assert_eq!(queued(&mut w, "beat"), 1);
+    let wk = w.conn();
+    w.can_do(wk, "beat");
+    let (h, data) = w.grab(wk).unwrap();
+    assert!(data.starts_with(b"2026-11-19"), "{data:?}");
+    w.req(
+        wk,
+        Request::WorkComplete {
+            handle: h,
+            data: b(""),
+        },
+    );
+    let (_, data) = w
+        .grab(wk)
+        .expect("the granted run started when the first ended");
+    assert!(data.starts_with(b"2026-11-20"), "{data:?}");
+    assert!(w.e.take_cluster_backfill_runs().is_empty());
+}
