@@ -164,13 +164,12 @@ impl Machine {
                 // Another ask (or the leader's run) wrote first: learn it, add to it again.
                 self.backfill_seen(&entry, ranges.first().and_then(|r| r.first()), out);
                 if tries + 1 >= BACKFILL_TRIES {
-                    log::warn!(
-                        "cluster: {entry}: the backfill record kept changing; a backfill given up"
-                    );
                     let why =
                         "the backfill record kept changing in etcd (other asks at once); given up";
-                    self.op_answered(ticket, Err(why.into()), out);
-                    out.ops_failed.push((entry, why.into()));
+                    // Logged with its answer, or here when its answer was given already.
+                    if !self.op_answered(ticket, Err(why.into()), out) {
+                        out.ops_failed.push((entry, why.into()));
+                    }
                     return;
                 }
                 self.queue.push_front(Purpose::Backfill {
@@ -226,8 +225,7 @@ impl Machine {
                 };
                 // Logged with its answer (`Engine::cluster_op_done`); a refusal as an
                 // operation's.
-                self.op_answered(ticket, Err(why.clone()), out);
-                if error.is_ok() {
+                if !self.op_answered(ticket, Err(why.clone()), out) && error.is_ok() {
                     out.ops_failed.push((entry, why));
                 }
             }

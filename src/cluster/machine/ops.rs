@@ -85,10 +85,12 @@ impl Machine {
         ticket: u64,
         result: Result<(), String>,
         out: &mut Output,
-    ) {
-        if self.op_waits.remove(&ticket).is_some() {
+    ) -> bool {
+        let waiting = self.op_waits.remove(&ticket).is_some();
+        if waiting {
             out.ops_done.push((ticket, result));
         }
+        waiting
     }
 
     /// Asks etcd has not answered in time: their answer says so; the ask itself stays owed.
@@ -312,10 +314,11 @@ impl Machine {
         // Someone else wrote the record first: learn it and ask again over it.
         self.ops_seen(&entry, ranges.first().and_then(|r| r.first()), out);
         if tries + 1 >= OPS_TRIES {
-            log::warn!("cluster: {entry}: the operators' record kept changing; {op:?} given up");
             let why = "the record kept changing in etcd (other asks at once); given up";
-            self.op_answered(ticket, Err(why.into()), out);
-            out.ops_failed.push((entry, why.into()));
+            // Logged with its answer, or here when its answer was given already (timed out).
+            if !self.op_answered(ticket, Err(why.into()), out) {
+                out.ops_failed.push((entry, format!("{op:?}: {why}")));
+            }
             return;
         }
         self.queue.push_front(Purpose::Operate {
@@ -357,9 +360,10 @@ impl Machine {
     pub(super) fn ops_refused(&mut self, p: &Purpose, why: &str, out: &mut Output) -> bool {
         match p {
             Purpose::Operate { entry, ticket, .. } => {
-                log::warn!("cluster: {entry}: etcd refused an operator's ask: {why}");
-                self.op_answered(*ticket, Err(format!("etcd refused it: {why}")), out);
-                out.ops_failed.push((entry.clone(), why.to_string()));
+                let why = format!("etcd refused it: {why}");
+                if !self.op_answered(*ticket, Err(why.clone()), out) {
+                    out.ops_failed.push((entry.clone(), why));
+                }
             }
             Purpose::PutHistory { entry } => {
                 log::warn!("cluster: {entry}: etcd refused the entry's account: {why}");
