@@ -88,7 +88,7 @@ fn a_backfill_asked_on_a_follower_runs_each_time_once_through_a_failover() {
         cl.push(s);
     }
     let l = cl.leader(15);
-    let f = (0..3).find(|&i| i != l).unwrap();
+    let f = cl.follower(l, 15);
     let now = chrono::Utc::now().timestamp();
     let last = (now - 3 * 3600 - 17 * 60).div_euclid(DAY) * DAY + 3 * 3600 + 17 * 60;
     let times: Vec<String> = (0..10).rev().map(|i| rfc3339(last - i * DAY)).collect();

@@ -49,7 +49,7 @@ fn a_backfill_on_a_follower_is_answered_when_etcd_has_answered() {
     let text = "CRON_TZ=UTC\n17 3 * * * tick id=b catchup=none -- b {time}\n";
     let cl = Cluster::with_http(&etcd, &dir, text, 2);
     let l = cl.leader(15);
-    let follower = cl.servers[1 - l].as_ref().unwrap();
+    let follower = cl.servers[cl.follower(l, 15)].as_ref().unwrap();
 
     // An admin line with another pipelined behind it, while etcd is frozen: neither is
     // answered until etcd has taken the backfill; then both are, in order, and the leader

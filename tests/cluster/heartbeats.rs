@@ -107,7 +107,7 @@ fn pings_to_any_server_reach_the_leader_which_alone_alerts_a_missed_run() {
         3,
     );
     let l = cl.leader(15);
-    let f = (0..3).find(|&i| i != l).unwrap();
+    let f = cl.follower(l, 15);
     let leader = cl.servers[l].as_ref().unwrap();
     let follower = cl.servers[f].as_ref().unwrap();
 

@@ -54,7 +54,7 @@ fn an_ask_on_a_follower_is_answered_when_etcd_has_answered() {
         2,
     );
     let l = cl.leader(15);
-    let f = 1 - l;
+    let f = cl.follower(l, 15);
     let lg = cl.generation_of(l);
     cl.wait_runs(Some(lg), "p ", Instant::now(), 2);
     let follower = cl.servers[f].as_ref().unwrap();

@@ -40,12 +40,6 @@ fn post(s: &support::Server, path: &str) -> (u16, String) {
     (r.status, r.text())
 }
 
-fn follower(cl: &Cluster, leader: usize) -> usize {
-    (0..cl.servers.len())
-        .find(|&i| i != leader && cl.servers[i].is_some())
-        .expect("a follower")
-}
-
 #[test]
 #[ignore = "long: a real etcd cluster through a kill -9 and an etcd outage; .ci/run runs it"]
 fn operations_on_a_follower_are_obeyed_by_the_leader_and_the_next_one() {
@@ -64,7 +58,7 @@ fn operations_on_a_follower_are_obeyed_by_the_leader_and_the_next_one() {
         3,
     );
     let l = cl.leader(15);
-    let f = follower(&cl, l);
+    let f = cl.follower(l, 15);
     let lg = cl.generation_of(l);
     cl.wait_runs(Some(lg), "p ", Instant::now(), 2);
 
@@ -138,7 +132,7 @@ fn operations_on_a_follower_are_obeyed_by_the_leader_and_the_next_one() {
     );
     assert_eq!(history(cl.servers[n].as_ref().unwrap(), "p")[3], "paused");
     // And a run asked of the remaining follower is fired by the new leader, once.
-    let f2 = follower(&cl, n);
+    let f2 = cl.follower(n, 15);
     let mut c2 = cl.servers[f2].as_ref().unwrap().connect();
     std::thread::sleep(std::time::Duration::from_millis(1000));
     assert_eq!(c2.admin("run schedule r", false), "OK\r\n");

@@ -228,6 +228,26 @@ impl Cluster {
         }
     }
 
+    /// A running server other than `leader` whose `show cluster` says it follows, waiting
+    /// for one: an ask made of a server before it has reached etcd is refused (rightly).
+    pub fn follower(&self, leader: usize, secs: u64) -> usize {
+        let end = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let found = (0..self.servers.len()).find(|&i| {
+                i != leader
+                    && self.servers[i]
+                        .as_ref()
+                        .and_then(show_cluster)
+                        .is_some_and(|l| l.contains("role\tfollower\n"))
+            });
+            if let Some(i) = found {
+                return i;
+            }
+            assert!(Instant::now() < end, "no follower within {secs} s");
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Each workload seen and how often.
     pub fn counts(&self) -> HashMap<String, usize> {
         let mut m = HashMap::new();
