@@ -89,10 +89,9 @@ impl Engine {
                 ),
             },
             Ok(None) => {}
-            Err(why) => {
-                log::info!("schedule {entry}: backfill run not claimed: {why}");
-                return;
-            }
+            // Looked at again: the record may have changed before this answer came, its
+            // news already spent while the claim was out, and nothing else would wake it.
+            Err(why) => log::info!("schedule {entry}: backfill run not claimed: {why}"),
         }
         self.schedules.pending.dirty = true;
     }
