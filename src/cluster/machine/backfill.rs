@@ -5,7 +5,6 @@
 //! claimed in this key space, not the entry's run record: a backfilled time may be one the
 //! entry already ran.
 
-use super::ops::OPS_OWED_MAX;
 use super::*;
 use crate::cluster::records::{BackfillRecord, BackfillSpan};
 
@@ -36,20 +35,13 @@ impl Machine {
         now: u64,
         out: &mut Output,
     ) -> Result<(), String> {
-        self.may_ask(now, out)?;
-        if self.op_waits.len() >= OPS_OWED_MAX {
-            return Err("too many operations wait for etcd".into());
-        }
-        self.op_waits
-            .insert(ticket, now.saturating_add(self.s.request_timeout_ms));
-        self.enqueue(Purpose::Backfill {
+        let ask = Purpose::Backfill {
             entry,
             span,
             tries: 0,
             ticket,
-        });
-        self.advance(now, out);
-        Ok(())
+        };
+        self.ask(ticket, ask, now, out)
     }
 
     /// The leader runs the next time of `entry`'s backfill: `nominal`, the next time of the

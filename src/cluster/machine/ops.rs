@@ -43,25 +43,25 @@ impl Machine {
         now: u64,
         out: &mut Output,
     ) -> Result<(), String> {
-        self.may_ask(now, out)?;
-        if self.op_waits.len() >= OPS_OWED_MAX {
-            return Err("too many operations wait for etcd".into());
-        }
-        self.op_waits
-            .insert(ticket, now.saturating_add(self.s.request_timeout_ms));
-        self.enqueue(Purpose::Operate {
+        let ask = Purpose::Operate {
             entry,
             op,
             tries: 0,
             ticket,
-        });
-        self.advance(now, out);
-        Ok(())
+        };
+        self.ask(ticket, ask, now, out)
     }
 
-    /// Whether an operator's ask (an operation, a backfill) can be taken now: etcd within
-    /// reach and fewer than `OPS_OWED_MAX` asks waiting for it. Err says why not.
-    pub(super) fn may_ask(&mut self, now: u64, out: &mut Output) -> Result<(), String> {
+    /// An operator's ask (an operation, a backfill) named `ticket`, taken when etcd is within
+    /// reach and fewer than `OPS_OWED_MAX` asks wait for it (Err says why not): queued, and
+    /// its answer awaited until `--etcd-request-timeout` from now.
+    pub(super) fn ask(
+        &mut self,
+        ticket: u64,
+        ask: Purpose,
+        now: u64,
+        out: &mut Output,
+    ) -> Result<(), String> {
         self.observe(now, out);
         if !(self.unary_up && self.lease_ok(now)) {
             return Err("etcd cannot be reached".into());
@@ -72,9 +72,13 @@ impl Machine {
                 .iter()
                 .filter(|p| matches!(p, Purpose::Operate { .. } | Purpose::Backfill { .. }))
                 .count();
-        if owed >= OPS_OWED_MAX {
+        if owed >= OPS_OWED_MAX || self.op_waits.len() >= OPS_OWED_MAX {
             return Err("too many operations wait for etcd".into());
         }
+        self.op_waits
+            .insert(ticket, now.saturating_add(self.s.request_timeout_ms));
+        self.enqueue(ask);
+        self.advance(now, out);
         Ok(())
     }
 

@@ -504,24 +504,24 @@ impl Engine {
                 if !self.schedules.cluster.leading || w.claiming.is_some() || w.backfill_claiming {
                     break;
                 }
-                if let Some(span) = w.spans.front_mut().filter(|_| !paused) {
-                    let next = st
-                        .time_after(span.after_ms)
-                        .filter(|&t| t <= span.to_ms && span.left > 0);
-                    changed = true;
-                    let Some(t) = next else {
-                        w.spans.pop_front();
+                let next = if paused {
+                    None
+                } else {
+                    take_next(&mut w.spans, st)
+                };
+                match next {
+                    Some(None) => {
+                        changed = true;
                         continue;
-                    };
-                    span.after_ms = t;
-                    span.left -= 1;
-                    if span.left == 0 {
-                        w.spans.pop_front();
                     }
-                    w.claiming = Some(t);
-                    let claim = self.claim_for(slot, t, now);
-                    out.claims.push(claim);
-                    break;
+                    Some(Some((t, _))) => {
+                        changed = true;
+                        w.claiming = Some(t);
+                        let claim = self.claim_for(slot, t, now);
+                        out.claims.push(claim);
+                        break;
+                    }
+                    None => {}
                 }
                 let Some(&front) = w.mirror.first() else {
                     break;
@@ -534,28 +534,18 @@ impl Engine {
                     .push((Rc::clone(&id), front, next));
                 break;
             }
-            let Some(span) = w.spans.front_mut() else {
-                break;
-            };
             // A paused entry makes none of its own runs; a backfill is an operator's, as a
             // manual run is.
-            if paused && !span.backfill {
+            if w.spans.front().is_some_and(|s| paused && !s.backfill) {
                 break;
             }
-            let next = st
-                .time_after(span.after_ms)
-                .filter(|&t| t <= span.to_ms && span.left > 0);
+            let Some(next) = take_next(&mut w.spans, st) else {
+                break;
+            };
             changed = true;
-            let Some(t) = next else {
-                w.spans.pop_front();
+            let Some((t, backfill)) = next else {
                 continue;
             };
-            span.after_ms = t;
-            span.left -= 1;
-            let backfill = span.backfill;
-            if span.left == 0 {
-                w.spans.pop_front();
-            }
             if backfill {
                 self.make_backfill_run(slot, t, now, out);
             } else {
@@ -683,4 +673,28 @@ impl Engine {
 
 fn st_deadline(e: &Engine, slot: usize) -> bool {
     e.schedules.entries[slot].entry.deadline_ms.is_some()
+}
+
+/// The next time of the front span of `spans`, taken off it (a spent span goes), with
+/// whether it is a backfill's. `None`: no span waits; `Some(None)`: the front span had no
+/// time left, and went.
+fn take_next(
+    spans: &mut VecDeque<PendingSpan>,
+    st: &super::EntryState,
+) -> Option<Option<(u64, bool)>> {
+    let span = spans.front_mut()?;
+    let Some(t) = st
+        .time_after(span.after_ms)
+        .filter(|&t| t <= span.to_ms && span.left > 0)
+    else {
+        spans.pop_front();
+        return Some(None);
+    };
+    span.after_ms = t;
+    span.left -= 1;
+    let backfill = span.backfill;
+    if span.left == 0 {
+        spans.pop_front();
+    }
+    Some(Some((t, backfill)))
 }
