@@ -201,7 +201,7 @@ fn catchup_all_makes_up_each_time_missed_without_a_leader_once_within_its_cap() 
     let into = u64::from(chrono::Utc::now().timestamp_subsec_millis());
     std::thread::sleep(std::time::Duration::from_millis((1500 - into) % 1000));
     let killed_at = chrono::Utc::now().timestamp();
-    cl.kill9(l);
+    let dead = cl.kill9_kept(l).expect("the leader");
     // On a loaded machine a claim can still be in flight at the kill: granted by etcd, never
     // heard by the dead leader, so neither run nor counted anywhere. Only a second just
     // before the kill can be such a one.
@@ -220,10 +220,12 @@ fn catchup_all_makes_up_each_time_missed_without_a_leader_once_within_its_cap() 
     // confirms its lease again (safety before liveness): the times then are not made, which
     // is allowed, but never silently.
     let nls = cl.servers[nl].as_ref().unwrap();
+    // The dead leader's own stops count too: the times it could not fire then were its.
     let safety_stops = || {
-        nls.log()
-            .matches("could not be renewed within its TTL")
-            .count()
+        [nls.log(), dead.log()]
+            .iter()
+            .map(|l| l.matches("could not be renewed within its TTL").count())
+            .sum::<usize>()
     };
     // Every second of `cu` runs once: those without a leader made up by the next one.
     support::poll(15, "every second of cu", || {
@@ -247,10 +249,14 @@ fn catchup_all_makes_up_each_time_missed_without_a_leader_once_within_its_cap() 
             (m, s) if m >= 1 && m == s => Ok(()),
             (m, s) if lost && m == s + 1 && s >= 1 => Ok(()),
             (m, s) if safety_stops() > 0 && m > s && s >= 1 => Ok(()),
-            (m, s) => Err(format!(
-                "{m} missing, {s} counted as skipped\n{}",
-                nls.log()
-            )),
+            (m, s) => {
+                let mut logs: Vec<String> = cl.servers.iter().flatten().map(|s| s.log()).collect();
+                logs.push(format!("the leader killed:\n{}", dead.log()));
+                Err(format!(
+                    "{m} missing ({gaps:?}, killed in {killed_at}), {s} counted as skipped\n{}",
+                    logs.join("\n----\n")
+                ))
+            }
         }
     });
     drop(etcd);

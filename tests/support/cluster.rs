@@ -325,10 +325,15 @@ impl Cluster {
     }
 
     pub fn kill9(&mut self, i: usize) {
-        if let Some(mut s) = self.servers[i].take() {
-            s.signal(libc::SIGKILL);
-            s.wait_exit(5).expect("killed");
-        }
+        self.kill9_kept(i);
+    }
+
+    /// `kill9`, keeping the dead server for what it logged.
+    pub fn kill9_kept(&mut self, i: usize) -> Option<Server> {
+        let mut s = self.servers[i].take()?;
+        s.signal(libc::SIGKILL);
+        s.wait_exit(5).expect("killed");
+        Some(s)
     }
 }
 
