@@ -671,13 +671,18 @@ impl Machine {
                     self.fence_lost();
                 }
             }
-            (Purpose::LoadRuns, Reply::Range { kvs, .. }) => {
+            (Purpose::LoadRuns, Reply::Txn { ranges, .. }) => {
                 if self.fence.is_none() {
                     return;
                 }
+                let mut ranges = ranges.into_iter();
                 self.runs.clear();
-                for kv in &kvs {
+                for kv in &ranges.next().unwrap_or_default() {
                     self.cache_run(kv);
+                }
+                // Merged by the engine before the takeover below is (the link's order).
+                for kv in ranges.flatten() {
+                    self.watch_event(etcd::WatchEvent { deleted: false, kv }, out);
                 }
                 self.runs_loaded = true;
                 self.stats.leaderships += 1;

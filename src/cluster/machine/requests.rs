@@ -56,9 +56,21 @@ impl Machine {
                     failure: vec![],
                 })
             }
-            Purpose::LoadRuns => Request::GetPrefix {
-                prefix: self.key("runs/"),
-            },
+            // The entries' accounts with the claims: the new leader counts its misses on
+            // top of the last leader's counts, even when the watch has not brought its last
+            // account yet.
+            Purpose::LoadRuns => Request::Txn(Txn {
+                compare: vec![],
+                success: vec![
+                    Op::GetPrefix {
+                        prefix: self.key("runs/"),
+                    },
+                    Op::GetPrefix {
+                        prefix: self.key("history/"),
+                    },
+                ],
+                failure: vec![],
+            }),
             Purpose::ReadState => Request::Txn(Txn {
                 compare: vec![],
                 success: vec![

@@ -235,3 +235,31 @@ fn no_deadline_in_the_past_while_etcd_is_silent() {
         net.settle();
     }
 }
+
+#[test]
+fn a_new_leader_reads_the_entries_accounts_with_the_claims_it_takes_over() {
+    let mut net = Net::new(2);
+    net.claim(0, "tick", WALL);
+    net.kill(0);
+    // The dead leader's last account reached etcd, but its watch event has not reached the
+    // follower (the watch and the unary link are not ordered).
+    let key = b"gearwheel/t/history/tick".to_vec();
+    net.etcd.rev += 1;
+    let kv = Kv {
+        key: key.clone(),
+        value: b"{\"skips\":3}".to_vec(),
+        create_revision: net.etcd.rev,
+        mod_revision: net.etcd.rev,
+        version: 1,
+        lease: 0,
+    };
+    net.etcd.kv.insert(key, kv);
+    net.run_for(5_100, 100);
+    assert_eq!(net.leaders(), vec![1]);
+    assert_eq!(
+        net.nodes[1].accounts,
+        vec![("tick".to_string(), b"{\"skips\":3}".to_vec())],
+        "handed on with the takeover, so the counts go on from it"
+    );
+    assert_eq!(net.nodes[1].takeovers.len(), 1);
+}
