@@ -432,9 +432,15 @@ impl Engine {
         true
     }
 
+    /// Whether a waiting run of the entry must wait: its previous run, or a run of its
+    /// group, still goes.
+    pub(super) fn run_going(&self, slot: usize) -> bool {
+        self.entry_busy(slot).is_some() || self.group_busy(slot).is_some()
+    }
+
     /// The handle of a job of the entry's previous run still queued or running (by its
     /// uniques), if any; `overlap=allow` entries are never busy.
-    pub(super) fn entry_busy(&self, slot: usize) -> Option<String> {
+    fn entry_busy(&self, slot: usize) -> Option<String> {
         let entry = &self.schedules.entries[slot].entry;
         if entry.overlap == Overlap::Allow {
             return None;
@@ -472,7 +478,7 @@ impl Engine {
         let id = Rc::clone(&self.schedules.entries[slot].id);
         let mut changed = false;
         loop {
-            if self.entry_busy(slot).is_some() || self.group_busy(slot).is_some() {
+            if self.run_going(slot) {
                 break;
             }
             let st = &self.schedules.entries[slot];

@@ -56,9 +56,7 @@ impl Engine {
             Ok(Some(t)) => match self.schedules.by_id.get(entry) {
                 // Granted to this server, taken off the cluster's record: it runs here, now
                 // or, while the entry's previous run still goes, when that ends.
-                Some(&slot)
-                    if self.entry_busy(slot).is_some() || self.group_busy(slot).is_some() =>
-                {
+                Some(&slot) if self.run_going(slot) => {
                     log::info!(
                         "schedule {entry}: backfill run for {} waits: the entry's previous run still goes",
                         rfc3339(t)
